@@ -124,6 +124,18 @@ impl<'a, 'p> Activation<'a, 'p> {
         }
     }
 
+    /// An activation for `n` variables, without an [`Env`](super::Env) at hand.
+    pub fn new_with_slots(n: usize) -> Self {
+        Activation {
+            globals: vec![None; n],
+            host: None,
+            lazy: &[],
+            lazy_cache: RefCell::new(Vec::new()),
+            cost_limit: super::DEFAULT_COST_LIMIT,
+            spent: std::cell::Cell::new(0),
+        }
+    }
+
     pub fn set(&mut self, slot: usize, v: Value<'a>) {
         if slot >= self.globals.len() {
             self.globals.resize(slot + 1, None);

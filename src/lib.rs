@@ -6,3 +6,5 @@
 //! aggregates ([`controller`]).
 
 pub mod cel;
+pub mod check;
+pub mod manifest;

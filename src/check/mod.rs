@@ -1,0 +1,3 @@
+//! `interlock check`: offline checks over manifest files, and their reports.
+
+pub mod report;

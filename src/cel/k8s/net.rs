@@ -304,6 +304,12 @@ fn addr_err(input: &str, msg: &'static str, at: Option<&[u8]>) -> AddrError {
     }
 }
 
+/// `netip.ParseAddr` for the URL parser: whether the address is IPv4, or
+/// Go's error text.
+pub(crate) fn go_parse_addr(s: &str) -> Result<bool, String> {
+    parse_addr(s).map(|(a, _)| a.is_ipv4()).map_err(|e| e.to_string())
+}
+
 /// `netip.ParseAddr`: the address and its zone, if any.
 fn parse_addr(s: &str) -> Result<(IpAddr, Option<String>), AddrError> {
     for &c in s.as_bytes() {

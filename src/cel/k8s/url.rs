@@ -25,14 +25,6 @@ pub struct UrlError {
     pub detail: String,
 }
 
-impl UrlError {
-    /// Go's `*url.Error` text alone (`parse "x": detail`), as the `uri`
-    /// named format reports it.
-    pub fn go_message(&self) -> String {
-        format!("parse {}: {}", quote(&self.input), self.detail)
-    }
-}
-
 /// The parsed URL (Go's `url.URL` fields that matter here).
 #[derive(Debug, Clone, Default)]
 pub struct Url {
@@ -62,6 +54,13 @@ impl Url {
             detail,
         })?;
         Url::parse_reference(s)
+    }
+
+    /// The error text of Go's `url.ParseRequestURI(s)`, if it fails (what the
+    /// `uri` named format reports).
+    pub fn parse_request_uri_error(s: &str) -> Option<String> {
+        let detail = parse(s, true).err()?;
+        Some(format!("parse {}: {}", quote(s), detail))
     }
 
     /// Go's `url.Parse` (fragment allowed).

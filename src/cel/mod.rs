@@ -15,6 +15,7 @@ pub mod ast;
 mod compile;
 pub mod error;
 pub mod functions;
+pub mod k8s;
 mod k8s_bindings;
 mod lexer;
 pub mod parser;

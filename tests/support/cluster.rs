@@ -700,10 +700,9 @@ fn etcd_healthy(addr: SocketAddr) -> Result<(), String> {
     let mut body = String::new();
     s.read_to_string(&mut body)
         .map_err(|e| format!("read {addr}: {e}"))?;
-    if body.starts_with("HTTP/1.0 200") || body.starts_with("HTTP/1.1 200") {
-        if body.contains("\"health\":\"true\"") {
-            return Ok(());
-        }
+    let ok = body.starts_with("HTTP/1.0 200") || body.starts_with("HTTP/1.1 200");
+    if ok && body.contains("\"health\":\"true\"") {
+        return Ok(());
     }
     Err(format!(
         "/health answered {:?}",

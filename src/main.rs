@@ -74,9 +74,7 @@ fn main() -> ExitCode {
                 eprintln!("interlock: cannot write the report: {e}");
                 return ExitCode::from(2);
             }
-            if output != OutputFormat::Human {
-                let _ = report.write_errors(&mut std::io::stderr());
-            }
+            let _ = report.write_errors(&mut std::io::stderr());
             report.exit_code()
         }
         Command::Eval { expr, object, old_object, params, namespace_object, request, inventory, strict, output } => {

@@ -320,7 +320,7 @@ impl<'e> Compiler<'e> {
             return Ok(Some(Node::Const(Value::Type(t))));
         }
         if let Some(field) = q.strip_prefix("variables.") {
-            if self.env.lazy_enabled {
+            if self.env.lazy_enabled && !field.contains('.') {
                 return match self.env.lazy.iter().position(|n| &**n == field) {
                     Some(i) => Ok(Some(Node::Lazy(i))),
                     None => Err(self.err(e.pos, format!("undefined field '{field}'"))),

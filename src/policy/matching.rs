@@ -6,8 +6,11 @@ use super::Request;
 use crate::inventory::{Inventory, ObjectKey};
 use serde_json::Value as Json;
 
-pub fn matches(m: &MatchResources, req: &Request, inv: &Inventory) -> bool {
-    if !m.resource_rules.iter().any(|r| rule_matches(r, req)) {
+/// `binding`: a binding's matchResources, whose empty resourceRules do not
+/// constrain (a policy's matchConstraints must name its resources).
+pub fn matches(m: &MatchResources, req: &Request, inv: &Inventory, binding: bool) -> bool {
+    let unconstrained = binding && m.resource_rules.is_empty();
+    if !unconstrained && !m.resource_rules.iter().any(|r| rule_matches(r, req)) {
         return false;
     }
     if m.exclude_resource_rules.iter().any(|r| rule_matches(r, req)) {

@@ -435,12 +435,12 @@ impl CompiledPolicy {
     }
 
     fn evaluate(&self, req: &Request, inv: &Inventory, out: &mut Vec<Verdict>, annotations: &mut AuditAnnotations) {
-        if !matching::matches(&self.matcher, req, inv) {
+        if !matching::matches(&self.matcher, req, inv, false) {
             return;
         }
         for b in &self.bindings {
             if let Some(m) = &b.matcher {
-                if !matching::matches(m, req, inv) {
+                if !matching::matches(m, req, inv, true) {
                     continue;
                 }
             }
@@ -573,7 +573,9 @@ impl CompiledPolicy {
                     format!("expression '{}' resulted in error: {e}", v.expression.source())
                 }
             };
-            let related = host.related.borrow().clone();
+            let mut related = host.related.borrow().clone();
+            related.sort();
+            related.dedup();
             out.extend(verdict(failed_message, v.reason.clone().or(Some("Invalid".into())), related));
         }
         for (key, p) in &self.audit_annotations {

@@ -4,13 +4,17 @@
 
 mod support;
 
+use std::os::unix::process::ExitStatusExt as _;
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt as _;
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::{Api, DeleteParams, PostParams, WatchEvent, WatchParams};
+use kube::api::{
+    Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, PostParams, WatchEvent,
+    WatchParams,
+};
 use serde_json::json;
 use support::cluster::{Options, TestCluster};
 
@@ -141,24 +145,25 @@ async fn owner_deletion_cascades_to_the_dependent() {
     assert!(api.get_opt("owner").await.expect("get owner").is_none());
 }
 
-#[tokio::test]
-async fn watch_from_resource_version_1_is_gone() {
-    let cluster = TestCluster::shared();
-    let _logs = cluster.logs_on_panic();
-    let ns = cluster.create_namespace("gone");
-    let api: Api<ConfigMap> = Api::namespaced(cluster.client(), &ns);
-
+/// The first event of a watch from `resource_version`, within 15 s.
+async fn first_watch_event<K>(api: &Api<K>, resource_version: &str) -> WatchEvent<K>
+where
+    K: Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
     let stream = api
-        .watch(&WatchParams::default().timeout(10), "1")
+        .watch(&WatchParams::default().timeout(10), resource_version)
         .await
         .expect("the watch request itself is accepted (200)");
     let mut stream = Box::pin(stream);
-    let first = tokio::time::timeout(Duration::from_secs(15), stream.next())
+    tokio::time::timeout(Duration::from_secs(15), stream.next())
         .await
         .expect("an event within 15s")
         .expect("the stream yields an event")
-        .expect("a decodable event");
-    match first {
+        .expect("a decodable event")
+}
+
+fn assert_gone<K>(event: &WatchEvent<K>) {
+    match event {
         WatchEvent::Error(status) => {
             assert_eq!(status.code, 410, "{status:?}");
             assert_eq!(status.reason, "Expired", "{status:?}");
@@ -167,20 +172,107 @@ async fn watch_from_resource_version_1_is_gone() {
     }
 }
 
-#[test]
-fn an_own_cluster_stops_on_drop() {
-    let cluster = TestCluster::start();
+/// With the watch cache (the default), a watch from a resourceVersion older
+/// than the cache's window gets 410 Gone. The window of a built-in type opens
+/// when the apiserver starts, near revision 1, so "1" is not too old for
+/// ConfigMaps on a fresh cluster; a custom resource's cache starts when its CRD
+/// is established, so "1" is too old for it.
+#[tokio::test]
+async fn watch_from_resource_version_1_is_gone() {
+    let cluster = TestCluster::shared();
+    let _logs = cluster.logs_on_panic();
+    let ns = cluster.create_namespace("gone");
+    let crd = "apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.harness.interlock.dev}
+spec:
+  group: harness.interlock.dev
+  names: {kind: Widget, plural: widgets, singular: widget, listKind: WidgetList}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+";
+    stdout(&cluster.kubectl_stdin(&["apply", "-f", "-"], crd));
+    stdout(&cluster.kubectl(&[
+        "wait",
+        "--for=condition=Established",
+        "crd/widgets.harness.interlock.dev",
+        "--timeout=60s",
+    ]));
+    let gvk = GroupVersionKind::gvk("harness.interlock.dev", "v1", "Widget");
+    let api: Api<DynamicObject> =
+        Api::namespaced_with(cluster.client(), &ns, &ApiResource::from_gvk(&gvk));
+
+    // The cache of a new resource may still be filling: it answers 429 then.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        match api.list(&Default::default()).await {
+            Err(kube::Error::Api(s)) if s.code == 429 && Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            Err(e) => panic!("list widgets: {e}"),
+            Ok(_) => break,
+        }
+    }
+    assert_gone(&first_watch_event(&api, "1").await);
+}
+
+/// Without the watch cache, watches are served by etcd: a watch from "1"
+/// works until etcd compacts past it, and gets 410 Gone afterwards. The same
+/// cluster then shows that dropping an owned cluster stops its processes and
+/// removes its directory.
+#[tokio::test]
+async fn compaction_gives_410_without_watch_cache_and_drop_stops_the_cluster() {
+    let cluster = TestCluster::start_with(Options {
+        apiserver_args: vec!["--watch-cache=false".into()],
+        ..Options::default()
+    });
+    let logs = cluster.logs_on_panic();
     let pids = cluster.pids();
     let names: Vec<&str> = pids.iter().map(|(n, _)| *n).collect();
     assert_eq!(names, ["etcd", "kube-apiserver"]);
     for (name, pid) in &pids {
         assert!(alive(*pid), "{name} ({pid}) should run");
     }
-    let out = stdout(&cluster.kubectl(&["get", "--raw", "/readyz"]));
-    assert_eq!(out.trim(), "ok");
+    assert_eq!(
+        stdout(&cluster.kubectl(&["get", "--raw", "/readyz"])).trim(),
+        "ok"
+    );
+
+    let api: Api<ConfigMap> = Api::namespaced(cluster.client(), "default");
+    let probe: ConfigMap = serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "probe"}
+    }))
+    .expect("probe");
+    api.create(&PostParams::default(), &probe)
+        .await
+        .expect("create probe");
+    match first_watch_event(&api, "1").await {
+        WatchEvent::Added(cm) => assert_eq!(cm.metadata.name.as_deref(), Some("probe")),
+        other => panic!("before compaction, expected the probe's ADDED event, got {other:?}"),
+    }
+
+    let list = api.list(&Default::default()).await.expect("list");
+    let revision = list
+        .metadata
+        .resource_version
+        .expect("list resourceVersion");
+    let compacted = Command::new(cluster.bin("etcdctl"))
+        .args(["--endpoints", cluster.etcd_url(), "compaction", &revision])
+        .output()
+        .expect("run etcdctl");
+    assert!(
+        stdout(&compacted).contains(&format!("compacted revision {revision}")),
+        "{compacted:?}"
+    );
+    assert_gone(&first_watch_event(&api, "1").await);
+
     let dir = cluster.dir().to_path_buf();
     assert!(dir.join("kube-apiserver.log").is_file());
-
+    drop(logs);
     drop(cluster);
     for (name, pid) in &pids {
         assert!(!alive(*pid), "{name} ({pid}) still runs after drop");
@@ -213,7 +305,8 @@ fn children_die_with_the_test_process() {
         // leak it, report the pids, and die the hardest way.
         let cluster = TestCluster::start();
         let pids: Vec<String> = cluster.pids().iter().map(|(_, p)| p.to_string()).collect();
-        std::fs::write(&file, pids.join(" ")).expect("write pids");
+        let report = format!("{}\n{}", cluster.dir().display(), pids.join(" "));
+        std::fs::write(&file, report).expect("write pids");
         std::mem::forget(cluster);
         // SAFETY: sends SIGKILL to this very process.
         unsafe { libc::kill(libc::getpid(), libc::SIGKILL) };
@@ -232,6 +325,13 @@ fn children_die_with_the_test_process() {
         .env(ORPHAN_ROLE, &file)
         .output()
         .expect("run the helper");
+    assert_eq!(
+        out.status.signal(),
+        Some(libc::SIGKILL),
+        "the helper should die by SIGKILL: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
     let pids = std::fs::read_to_string(&file).unwrap_or_else(|e| {
         panic!(
             "the helper wrote no pids ({e}); it exited {}:\n{}{}",
@@ -240,6 +340,7 @@ fn children_die_with_the_test_process() {
             String::from_utf8_lossy(&out.stderr)
         )
     });
+    let (dir, pids) = pids.split_once('\n').expect("dir and pids");
     let pids: Vec<u32> = pids
         .split_whitespace()
         .map(|p| p.parse().expect("pid"))
@@ -253,6 +354,8 @@ fn children_die_with_the_test_process() {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
+    // Nothing ran the helper's cleanup: remove its directory here.
+    std::fs::remove_dir_all(dir).expect("remove the helper's cluster directory");
 }
 
 /// Whether a process runs (zombies count as dead).

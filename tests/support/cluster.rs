@@ -610,6 +610,10 @@ impl Starter {
                     d.join("sa.key").display()
                 ),
                 "--service-cluster-ip-range=10.0.0.0/24".into(),
+                // The default reconciler writes 127.0.0.1 into the
+                // `kubernetes` Endpoints, which rejects loopback addresses,
+                // and logs that failure every 10 seconds.
+                "--endpoint-reconciler-type=none".into(),
             ];
             args.extend(self.options.apiserver_args.iter().cloned());
             write_kubeconfig(&kubeconfig, &url, certs)?;
@@ -647,9 +651,7 @@ impl Starter {
             let [port] = free_ports::<1>()?;
             let args = vec![
                 format!("--kubeconfig={kc}"),
-                format!("--authentication-kubeconfig={kc}"),
-                format!("--authorization-kubeconfig={kc}"),
-                "--controllers=garbagecollector,namespace".into(),
+                "--controllers=garbage-collector-controller,namespace-controller".into(),
                 "--leader-elect=false".into(),
                 "--use-service-account-credentials=false".into(),
                 "--bind-address=127.0.0.1".into(),

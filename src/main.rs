@@ -6,7 +6,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(Parser)]
-#[command(name = "interlock", version, about = "Rules that span several Kubernetes objects")]
+#[command(
+    name = "interlock",
+    version,
+    about = "Rules that span several Kubernetes objects"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -63,7 +67,12 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let code = match cli.command {
-        Command::Check { policy, output, user, paths } => {
+        Command::Check {
+            policy,
+            output,
+            user,
+            paths,
+        } => {
             let report = check::run(&check::CheckOptions {
                 policies: policy,
                 inputs: paths,
@@ -77,8 +86,27 @@ fn main() -> ExitCode {
             let _ = report.write_errors(&mut std::io::stderr());
             report.exit_code()
         }
-        Command::Eval { expr, object, old_object, params, namespace_object, request, inventory, strict, output } => {
-            let opts = interlock::eval::EvalOptions { expr, object, old_object, params, namespace_object, request, inventory, strict };
+        Command::Eval {
+            expr,
+            object,
+            old_object,
+            params,
+            namespace_object,
+            request,
+            inventory,
+            strict,
+            output,
+        } => {
+            let opts = interlock::eval::EvalOptions {
+                expr,
+                object,
+                old_object,
+                params,
+                namespace_object,
+                request,
+                inventory,
+                strict,
+            };
             match interlock::eval::run(&opts) {
                 Ok(v) if output == "json" => {
                     println!("{v}");

@@ -349,7 +349,10 @@ impl<'s> Parser<'s> {
 
     fn bump_as(&mut self, name: &str) -> PResult<Arc<str>> {
         let pos = self.bump().pos;
-        Err(self.err(pos, format!("Syntax error: reserved word '{name}' used as a field name")))
+        Err(self.err(
+            pos,
+            format!("Syntax error: reserved word '{name}' used as a field name"),
+        ))
     }
 
     fn args(&mut self, close: &str) -> PResult<Vec<Expr>> {
@@ -544,10 +547,7 @@ impl<'s> Parser<'s> {
         let v1 = self.var_name(&args[0])?;
         let v2 = self.var_name(&args[1])?;
         if v1 == v2 {
-            return Err(self.err(
-                args[1].pos,
-                format!("duplicate variable name: {v1}"),
-            ));
+            return Err(self.err(args[1].pos, format!("duplicate variable name: {v1}")));
         }
         args.drain(..2);
         self.comprehension(pos, range, v1, Some(v2), args, kind)
@@ -657,7 +657,13 @@ impl<'s> Parser<'s> {
 
     /// `o.optMap(v, f)` is `o.hasValue() ? optional.of(cel.bind(v, o.value(), f)) : optional.none()`;
     /// optFlatMap leaves out the `optional.of`.
-    fn expand_opt_map(&self, pos: Pos, target: Expr, mut args: Vec<Expr>, flat: bool) -> PResult<Expr> {
+    fn expand_opt_map(
+        &self,
+        pos: Pos,
+        target: Expr,
+        mut args: Vec<Expr>,
+        flat: bool,
+    ) -> PResult<Expr> {
         let var = self.var_name(&args[0])?;
         let body = args.pop().expect("two args");
         let tmp: Arc<str> = "@optional".into();

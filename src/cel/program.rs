@@ -274,7 +274,9 @@ impl<'a, 'e> Ctx<'a, 'e> {
                 self.stack.pop();
                 r
             }
-            Node::NotStrictlyFalse(e) => Ok(Value::Bool(!matches!(self.eval(e), Ok(Value::Bool(false))))),
+            Node::NotStrictlyFalse(e) => {
+                Ok(Value::Bool(!matches!(self.eval(e), Ok(Value::Bool(false)))))
+            }
             Node::AccuAppend(slot, e) => self.accu_append(*slot, e),
             Node::AccuInsert(slot, k, v) => self.accu_insert(*slot, k, v),
             Node::AccuMerge(slot, e) => self.accu_merge(*slot, e),
@@ -413,7 +415,8 @@ impl<'a, 'e> Ctx<'a, 'e> {
         if let Err(e) = r {
             return Err(e);
         }
-        self.stack.push(accu.unwrap_or_else(|| Err(EvalError::new("internal: accumulator lost"))));
+        self.stack
+            .push(accu.unwrap_or_else(|| Err(EvalError::new("internal: accumulator lost"))));
         let result = self.eval(&c.result);
         self.stack.pop();
         result
@@ -456,7 +459,12 @@ impl<'a, 'e> Ctx<'a, 'e> {
         Ok(())
     }
 
-    fn iterate_list(&mut self, c: &Comprehension, l: &List<'a>, accu_slot: usize) -> EvalResult<()> {
+    fn iterate_list(
+        &mut self,
+        c: &Comprehension,
+        l: &List<'a>,
+        accu_slot: usize,
+    ) -> EvalResult<()> {
         for v in l.iter() {
             self.stack.push(Ok(v));
             let done = self.step(c, accu_slot);
@@ -499,7 +507,10 @@ impl<'a, 'e> Ctx<'a, 'e> {
                 items.push(v);
                 Ok(Value::list(items))
             }
-            other => Err(EvalError::new(format!("internal: accumulator is a {}", other.type_name()))),
+            other => Err(EvalError::new(format!(
+                "internal: accumulator is a {}",
+                other.type_name()
+            ))),
         }
     }
 
@@ -508,8 +519,13 @@ impl<'a, 'e> Ctx<'a, 'e> {
         let value = self.eval(v)?;
         self.charge(1)?;
         let mut entries = self.owned_accu_map(slot)?;
-        if Arc::make_mut(&mut entries).insert(key.clone(), value).is_some() {
-            return Err(EvalError::new(format!("insert failed: key {key} already exists")));
+        if Arc::make_mut(&mut entries)
+            .insert(key.clone(), value)
+            .is_some()
+        {
+            return Err(EvalError::new(format!(
+                "insert failed: key {key} already exists"
+            )));
         }
         Ok(Value::Map(Map::Owned(entries)))
     }
@@ -529,7 +545,9 @@ impl<'a, 'e> Ctx<'a, 'e> {
         for (k, v) in add.entries() {
             let key = Key::from_value(&k)?;
             if Arc::make_mut(&mut entries).insert(key.clone(), v).is_some() {
-                return Err(EvalError::new(format!("insert failed: key {key} already exists")));
+                return Err(EvalError::new(format!(
+                    "insert failed: key {key} already exists"
+                )));
             }
         }
         Ok(Value::Map(Map::Owned(entries)))
@@ -545,7 +563,10 @@ impl<'a, 'e> Ctx<'a, 'e> {
                     .map(|(k, v)| Ok((Key::from_value(&k)?, v)))
                     .collect::<EvalResult<IndexMap<_, _>>>()?,
             )),
-            other => Err(EvalError::new(format!("internal: accumulator is a {}", other.type_name()))),
+            other => Err(EvalError::new(format!(
+                "internal: accumulator is a {}",
+                other.type_name()
+            ))),
         }
     }
 }
@@ -626,7 +647,9 @@ fn list_index(i: &Value) -> EvalResult<Option<usize>> {
     match i {
         Value::Int(x) => Ok(usize::try_from(*x).ok()),
         Value::Uint(x) => Ok(usize::try_from(*x).ok()),
-        Value::Double(d) if d.fract() == 0.0 && d.is_finite() => Ok(if *d >= 0.0 { Some(*d as usize) } else { None }),
+        Value::Double(d) if d.fract() == 0.0 && d.is_finite() => {
+            Ok(if *d >= 0.0 { Some(*d as usize) } else { None })
+        }
         Value::Double(d) => Err(EvalError::new(format!("unsupported index value: {d}"))),
         other => Err(EvalError::new(format!(
             "unsupported index type '{}' in list",

@@ -122,6 +122,12 @@ impl<'a> Request<'a> {
     pub fn create(object: &'a Json, username: &str) -> Option<Request<'a>> {
         let key = ObjectKey::of(object)?;
         let api_version = object.get("apiVersion")?.as_str()?;
+        // A Namespace request carries the Namespace's own name as namespace.
+        let namespace = if key.group.is_empty() && &*key.kind == "Namespace" {
+            key.name.to_string()
+        } else {
+            key.namespace.to_string()
+        };
         Some(Request {
             operation: "CREATE".into(),
             object: Some(object),
@@ -131,7 +137,7 @@ impl<'a> Request<'a> {
             kind: key.kind.to_string(),
             resource: resources::resource_of(&key.group, &key.kind),
             subresource: String::new(),
-            namespace: key.namespace.to_string(),
+            namespace,
             name: key.name.to_string(),
             username: username.to_string(),
             groups: vec!["system:authenticated".into()],
@@ -142,7 +148,7 @@ impl<'a> Request<'a> {
 
     /// The `request` variable.
     fn to_json(&self) -> Json {
-        serde_json::json!({
+        let mut r = serde_json::json!({
             "uid": self.uid,
             "kind": {"group": self.group, "version": self.version, "kind": self.kind},
             "resource": {"group": self.group, "version": self.version, "resource": self.resource},
@@ -154,7 +160,14 @@ impl<'a> Request<'a> {
             "operation": self.operation,
             "userInfo": {"username": self.username, "groups": self.groups},
             "dryRun": self.dry_run,
-        })
+        });
+        // kube-apiserver leaves subResource out for the main resource.
+        if self.subresource.is_empty() {
+            if let Some(m) = r.as_object_mut() {
+                m.remove("subResource");
+            }
+        }
+        r
     }
 
     fn reviewed(&self) -> Option<&'a Json> {
@@ -196,8 +209,10 @@ pub fn is_policy_document(doc: &Json) -> bool {
     let kind = doc.get("kind").and_then(Json::as_str);
     matches!(
         (group, kind),
-        (Some(VAP_GROUP), Some("ValidatingAdmissionPolicy" | "ValidatingAdmissionPolicyBinding"))
-            | (Some(INTERLOCK_GROUP), Some("InterlockPolicy"))
+        (
+            Some(VAP_GROUP),
+            Some("ValidatingAdmissionPolicy" | "ValidatingAdmissionPolicyBinding")
+        ) | (Some(INTERLOCK_GROUP), Some("InterlockPolicy"))
     )
 }
 
@@ -205,7 +220,10 @@ impl PolicySet {
     /// Compiles every policy document; bindings attach to their policies.
     /// Indexes are declared in `inventory`. Documents that fail are
     /// reported and left out; the rest load.
-    pub fn compile(docs: &[(Json, Source)], inventory: &mut Inventory) -> (PolicySet, Vec<PolicyError>) {
+    pub fn compile(
+        docs: &[(Json, Source)],
+        inventory: &mut Inventory,
+    ) -> (PolicySet, Vec<PolicyError>) {
         let mut set = PolicySet::default();
         let mut errors = Vec::new();
         let mut bindings = Vec::new();
@@ -252,10 +270,18 @@ impl PolicySet {
             let actions: Result<Vec<Action>, String> = b
                 .validation_actions
                 .iter()
-                .map(|a| Action::parse(a).ok_or_else(|| format!("spec.validationActions: unknown action {a:?}; use Deny, Warn or Audit")))
+                .map(|a| {
+                    Action::parse(a).ok_or_else(|| {
+                        format!(
+                            "spec.validationActions: unknown action {a:?}; use Deny, Warn or Audit"
+                        )
+                    })
+                })
                 .collect();
             let actions = match actions {
-                Ok(a) if a.is_empty() => Err("spec.validationActions must not be empty".to_string()),
+                Ok(a) if a.is_empty() => {
+                    Err("spec.validationActions must not be empty".to_string())
+                }
                 other => other,
             };
             let result = actions.and_then(|actions| {
@@ -263,9 +289,13 @@ impl PolicySet {
                     .policies
                     .iter_mut()
                     .find(|p| p.kind == PolicyKind::Vap && p.name == b.policy_name)
-                    .ok_or_else(|| format!("binds policy {:?}, which was not loaded", b.policy_name))?;
+                    .ok_or_else(|| {
+                        format!("binds policy {:?}, which was not loaded", b.policy_name)
+                    })?;
                 if policy.param_kind.is_some() && b.param_ref.is_none() {
-                    return Err("the policy has a paramKind, so the binding needs a paramRef".to_string());
+                    return Err(
+                        "the policy has a paramKind, so the binding needs a paramRef".to_string(),
+                    );
                 }
                 policy.bindings.push(Binding {
                     name: Some(name.clone()),
@@ -276,14 +306,22 @@ impl PolicySet {
                 Ok(())
             });
             if let Err(message) = result {
-                errors.push(PolicyError { location: source, policy: name, message });
+                errors.push(PolicyError {
+                    location: source,
+                    policy: name,
+                    message,
+                });
             }
         }
         (set, errors)
     }
 
     /// Every verdict of every matching policy for one request.
-    pub fn evaluate(&self, req: &Request, inventory: &Inventory) -> (Vec<Verdict>, AuditAnnotations) {
+    pub fn evaluate(
+        &self,
+        req: &Request,
+        inventory: &Inventory,
+    ) -> (Vec<Verdict>, AuditAnnotations) {
         let mut verdicts = Vec::new();
         let mut annotations = Vec::new();
         for p in &self.policies {
@@ -306,7 +344,12 @@ fn spec<T: serde::de::DeserializeOwned>(doc: &Json) -> Result<T, String> {
     serde_json::from_value(spec).map_err(|e| format!("spec: {e}"))
 }
 
-fn compile_policy(name: &str, kind: PolicyKind, spec: PolicySpec, inventory: &mut Inventory) -> Result<CompiledPolicy, String> {
+fn compile_policy(
+    name: &str,
+    kind: PolicyKind,
+    spec: PolicySpec,
+    inventory: &mut Inventory,
+) -> Result<CompiledPolicy, String> {
     let mut env = match kind {
         PolicyKind::Vap => Env::kubernetes(),
         PolicyKind::Interlock => Env::interlock(),
@@ -324,30 +367,52 @@ fn compile_policy(name: &str, kind: PolicyKind, spec: PolicySpec, inventory: &mu
     let failure_policy = match spec.failure_policy.as_deref() {
         None | Some("Fail") => FailurePolicy::Fail,
         Some("Ignore") => FailurePolicy::Ignore,
-        Some(other) => return Err(format!("spec.failurePolicy: {other:?} is not Fail or Ignore")),
+        Some(other) => {
+            return Err(format!(
+                "spec.failurePolicy: {other:?} is not Fail or Ignore"
+            ))
+        }
     };
     let matcher = spec
         .match_constraints
         .clone()
         .ok_or("spec.matchConstraints is required: say which resources the policy applies to")?;
     let compile = |env: &Env, field: String, src: &str| -> Result<Program, String> {
-        env.compile(src).map_err(|e: CompileError| format!("{field}: {e}"))
+        env.compile(src)
+            .map_err(|e: CompileError| format!("{field}: {e}"))
     };
     let mut variables = Vec::new();
     for (i, v) in spec.variables.iter().enumerate() {
-        variables.push(compile(&env, format!("spec.variables[{i}] ({})", v.name), &v.expression)?);
+        variables.push(compile(
+            &env,
+            format!("spec.variables[{i}] ({})", v.name),
+            &v.expression,
+        )?);
         env.add_lazy_variable(&v.name);
     }
     let match_conditions = spec
         .match_conditions
         .iter()
         .enumerate()
-        .map(|(i, c)| Ok((c.name.clone(), compile(&env, format!("spec.matchConditions[{i}] ({})", c.name), &c.expression)?)))
+        .map(|(i, c)| {
+            Ok((
+                c.name.clone(),
+                compile(
+                    &env,
+                    format!("spec.matchConditions[{i}] ({})", c.name),
+                    &c.expression,
+                )?,
+            ))
+        })
         .collect::<Result<_, String>>()?;
     let mut validations = Vec::new();
     for (i, v) in spec.validations.iter().enumerate() {
         validations.push(CompiledValidation {
-            expression: compile(&env, format!("spec.validations[{i}].expression"), &v.expression)?,
+            expression: compile(
+                &env,
+                format!("spec.validations[{i}].expression"),
+                &v.expression,
+            )?,
             message: v.message.clone(),
             message_expression: v
                 .message_expression
@@ -361,7 +426,16 @@ fn compile_policy(name: &str, kind: PolicyKind, spec: PolicySpec, inventory: &mu
         .audit_annotations
         .iter()
         .enumerate()
-        .map(|(i, a)| Ok((a.key.clone(), compile(&env, format!("spec.auditAnnotations[{i}].valueExpression"), &a.value_expression)?)))
+        .map(|(i, a)| {
+            Ok((
+                a.key.clone(),
+                compile(
+                    &env,
+                    format!("spec.auditAnnotations[{i}].valueExpression"),
+                    &a.value_expression,
+                )?,
+            ))
+        })
         .collect::<Result<_, String>>()?;
     let mutations = spec
         .mutations
@@ -379,10 +453,12 @@ fn compile_policy(name: &str, kind: PolicyKind, spec: PolicySpec, inventory: &mu
             .map_err(|e| format!("spec.indexes[{i}].keys ({}): {e}", ix.name))?;
         indexes.insert(ix.name.clone(), id);
     }
-    let param_kind = spec
-        .param_kind
-        .as_ref()
-        .map(|p| (resources::group_of(&p.api_version).to_string(), p.kind.clone()));
+    let param_kind = spec.param_kind.as_ref().map(|p| {
+        (
+            resources::group_of(&p.api_version).to_string(),
+            p.kind.clone(),
+        )
+    });
     let mut bindings = Vec::new();
     if kind == PolicyKind::Interlock {
         let actions = if spec.validation_actions.is_empty() {
@@ -390,7 +466,13 @@ fn compile_policy(name: &str, kind: PolicyKind, spec: PolicySpec, inventory: &mu
         } else {
             spec.validation_actions
                 .iter()
-                .map(|a| Action::parse(a).ok_or_else(|| format!("spec.validationActions: unknown action {a:?}; use Deny, Warn or Audit")))
+                .map(|a| {
+                    Action::parse(a).ok_or_else(|| {
+                        format!(
+                            "spec.validationActions: unknown action {a:?}; use Deny, Warn or Audit"
+                        )
+                    })
+                })
                 .collect::<Result<_, _>>()?
         };
         if param_kind.is_some() && spec.param_ref.is_none() {
@@ -406,7 +488,10 @@ fn compile_policy(name: &str, kind: PolicyKind, spec: PolicySpec, inventory: &mu
     Ok(CompiledPolicy {
         name: name.to_string(),
         kind,
-        source: Source { file: String::new(), line: 0 },
+        source: Source {
+            file: String::new(),
+            line: 0,
+        },
         failure_policy,
         param_kind,
         matcher,
@@ -426,7 +511,10 @@ enum Params<'a> {
     None,
     Found(Vec<&'a Json>),
     /// paramKind set but nothing found, with the binding's instruction.
-    Missing { deny: bool, what: String },
+    Missing {
+        deny: bool,
+        what: String,
+    },
 }
 
 impl CompiledPolicy {
@@ -434,7 +522,13 @@ impl CompiledPolicy {
         self.kind == PolicyKind::Interlock
     }
 
-    fn evaluate(&self, req: &Request, inv: &Inventory, out: &mut Vec<Verdict>, annotations: &mut AuditAnnotations) {
+    fn evaluate(
+        &self,
+        req: &Request,
+        inv: &Inventory,
+        out: &mut Vec<Verdict>,
+        annotations: &mut AuditAnnotations,
+    ) {
         if !matching::matches(&self.matcher, req, inv, false) {
             return;
         }
@@ -487,11 +581,29 @@ impl CompiledPolicy {
         let deny = r.parameter_not_found_action.as_deref() != Some("Allow");
         let found: Vec<&Json> = match (&r.name, &r.selector) {
             (Some(name), _) => {
-                let key = ObjectKey { group: group.as_str().into(), kind: kind.as_str().into(), namespace: ns.as_str().into(), name: name.as_str().into() };
-                inv.get(&key).map(|e| e.object.as_ref()).into_iter().collect()
+                let key = ObjectKey {
+                    group: group.as_str().into(),
+                    kind: kind.as_str().into(),
+                    namespace: ns.as_str().into(),
+                    name: name.as_str().into(),
+                };
+                inv.get(&key)
+                    .map(|e| e.object.as_ref())
+                    .into_iter()
+                    .collect()
             }
             (None, Some(sel)) => inv
-                .list(group, kind, if ns.is_empty() && !namespaced { Some("") } else if ns.is_empty() { None } else { Some(&ns) })
+                .list(
+                    group,
+                    kind,
+                    if ns.is_empty() && !namespaced {
+                        Some("")
+                    } else if ns.is_empty() {
+                        None
+                    } else {
+                        Some(&ns)
+                    },
+                )
                 .into_iter()
                 .filter(|e| sel.matches(selector::labels(&e.object)).unwrap_or(false))
                 .map(|e| e.object.as_ref())
@@ -499,7 +611,15 @@ impl CompiledPolicy {
             (None, None) => vec![],
         };
         if found.is_empty() {
-            return Params::Missing { deny, what: format!("{kind} {}", r.name.clone().unwrap_or_else(|| "matching the selector".into())) };
+            return Params::Missing {
+                deny,
+                what: format!(
+                    "{kind} {}",
+                    r.name
+                        .clone()
+                        .unwrap_or_else(|| "matching the selector".into())
+                ),
+            };
         }
         Params::Found(found)
     }
@@ -521,7 +641,11 @@ impl CompiledPolicy {
             inventory: inv,
             indexes: &self.indexes,
             me: SelfIdentity {
-                uid: req.reviewed().and_then(|o| o.pointer("/metadata/uid")).and_then(Json::as_str).map(Arc::from),
+                uid: req
+                    .reviewed()
+                    .and_then(|o| o.pointer("/metadata/uid"))
+                    .and_then(Json::as_str)
+                    .map(Arc::from),
                 key: req.reviewed().and_then(ObjectKey::of),
             },
             related: Default::default(),
@@ -531,12 +655,25 @@ impl CompiledPolicy {
         let mut act = Activation::new_with_slots(6)
             .with_lazy(&self.variables)
             .with_cost_limit(POLICY_COST_BUDGET);
-        act.set(env_slots.object, Value::from_json(req.object.unwrap_or(&null)));
-        act.set(env_slots.old_object, Value::from_json(req.old_object.unwrap_or(&null)));
+        act.set(
+            env_slots.object,
+            Value::from_json(req.object.unwrap_or(&null)),
+        );
+        act.set(
+            env_slots.old_object,
+            Value::from_json(req.old_object.unwrap_or(&null)),
+        );
         act.set(env_slots.request, Value::from_json(&request_json));
         act.set(env_slots.params, Value::from_json(params.unwrap_or(&null)));
-        act.set(env_slots.namespace_object, Value::from_json(namespace_object.as_deref().unwrap_or(&null)));
-        let act = if self.reads_inventory() { act.with_host(&host) } else { act };
+        act.set(
+            env_slots.namespace_object,
+            Value::from_json(namespace_object.as_deref().unwrap_or(&null)),
+        );
+        let act = if self.reads_inventory() {
+            act.with_host(&host)
+        } else {
+            act
+        };
         let fail = self.failure_policy == FailurePolicy::Fail;
         for (name, cond) in &self.match_conditions {
             match cond.eval(&act) {
@@ -544,13 +681,24 @@ impl CompiledPolicy {
                 Ok(Value::Bool(false)) => return,
                 Ok(other) => {
                     if fail {
-                        out.extend(verdict(format!("matchCondition '{name}' must evaluate to bool, got {}", other.type_name()), Some("Invalid".into()), vec![]));
+                        out.extend(verdict(
+                            format!(
+                                "matchCondition '{name}' must evaluate to bool, got {}",
+                                other.type_name()
+                            ),
+                            Some("Invalid".into()),
+                            vec![],
+                        ));
                     }
                     return;
                 }
                 Err(e) => {
                     if fail {
-                        out.extend(verdict(format!("failed to evaluate matchCondition '{name}': {e}"), Some("Invalid".into()), vec![]));
+                        out.extend(verdict(
+                            format!("failed to evaluate matchCondition '{name}': {e}"),
+                            Some("Invalid".into()),
+                            vec![],
+                        ));
                     }
                     return;
                 }
@@ -564,28 +712,50 @@ impl CompiledPolicy {
                     if !fail {
                         continue;
                     }
-                    format!("validation expression must evaluate to bool, got {}", other.type_name())
+                    format!(
+                        "validation expression must evaluate to bool, got {}",
+                        other.type_name()
+                    )
                 }
                 Err(e) => {
                     if !fail {
                         continue;
                     }
-                    format!("expression '{}' resulted in error: {e}", v.expression.source())
+                    format!(
+                        "expression '{}' resulted in error: {e}",
+                        v.expression.source()
+                    )
                 }
             };
             let mut related = host.related.borrow().clone();
             related.sort();
             related.dedup();
-            out.extend(verdict(failed_message, v.reason.clone().or(Some("Invalid".into())), related));
+            out.extend(verdict(
+                failed_message,
+                v.reason.clone().or(Some("Invalid".into())),
+                related,
+            ));
         }
         for (key, p) in &self.audit_annotations {
             match p.eval(&act) {
-                Ok(Value::String(s)) => annotations.push((format!("{}/{key}", self.name), s.as_str().to_string())),
+                Ok(Value::String(s)) => {
+                    annotations.push((format!("{}/{key}", self.name), s.as_str().to_string()))
+                }
                 Ok(Value::Null) => {}
-                Ok(other) => annotations.push((format!("{}/{key}", self.name), format!("valueExpression must be a string, got {}", other.type_name()))),
+                Ok(other) => annotations.push((
+                    format!("{}/{key}", self.name),
+                    format!(
+                        "valueExpression must be a string, got {}",
+                        other.type_name()
+                    ),
+                )),
                 Err(e) => {
                     if fail {
-                        out.extend(verdict(format!("auditAnnotation '{key}' resulted in error: {e}"), Some("Invalid".into()), vec![]));
+                        out.extend(verdict(
+                            format!("auditAnnotation '{key}' resulted in error: {e}"),
+                            Some("Invalid".into()),
+                            vec![],
+                        ));
                     }
                 }
             }
@@ -614,7 +784,12 @@ fn namespace_object<'i>(req: &Request, inv: &'i Inventory) -> Option<std::borrow
     if req.namespace.is_empty() {
         return None;
     }
-    let key = ObjectKey { group: "".into(), kind: "Namespace".into(), namespace: "".into(), name: req.namespace.as_str().into() };
+    let key = ObjectKey {
+        group: "".into(),
+        kind: "Namespace".into(),
+        namespace: "".into(),
+        name: req.namespace.as_str().into(),
+    };
     Some(match inv.get(&key) {
         Some(e) => std::borrow::Cow::Borrowed(e.object.as_ref()),
         None => std::borrow::Cow::Owned(serde_json::json!({

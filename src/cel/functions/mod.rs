@@ -20,8 +20,11 @@ pub mod strings;
 pub mod time;
 
 pub type Imp = for<'a, 'e> fn(&mut Ctx<'a, 'e>, &[Value<'a>]) -> EvalResult<Value<'a>>;
-pub type ImpPrepared =
-    for<'a, 'e> fn(&mut Ctx<'a, 'e>, &[Value<'a>], &(dyn Any + Send + Sync)) -> EvalResult<Value<'a>>;
+pub type ImpPrepared = for<'a, 'e> fn(
+    &mut Ctx<'a, 'e>,
+    &[Value<'a>],
+    &(dyn Any + Send + Sync),
+) -> EvalResult<Value<'a>>;
 pub type Prepare = fn(&str) -> Result<Option<Arc<dyn Any + Send + Sync>>, String>;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

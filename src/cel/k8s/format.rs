@@ -29,7 +29,8 @@ pub enum NamedFormat {
 
 const DNS1123_LABEL_FMT: &str = "[a-z0-9]([-a-z0-9]*[a-z0-9])?";
 const DNS1123_LABEL_MSG: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character";
-const DNS1123_SUBDOMAIN_FMT: &str = "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*";
+const DNS1123_SUBDOMAIN_FMT: &str =
+    "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*";
 const DNS1123_SUBDOMAIN_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character";
 const DNS1035_LABEL_FMT: &str = "[a-z]([-a-z0-9]*[a-z0-9])?";
 const DNS1035_LABEL_MSG: &str = "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character";
@@ -202,7 +203,8 @@ fn matches_label(b: &[u8], alpha_first: bool) -> bool {
 }
 
 fn matches_subdomain(b: &[u8]) -> bool {
-    b.split(|&c| c == b'.').all(|part| matches_label(part, false))
+    b.split(|&c| c == b'.')
+        .all(|part| matches_label(part, false))
 }
 
 /// `util/validation.IsDNS1123Label`.
@@ -230,7 +232,11 @@ fn dns1123_subdomain(b: &[u8], unit: &str) -> Vec<String> {
     }
     if !matches_subdomain(b) {
         let examples = ["example.com"];
-        errs.push(regex_error(DNS1123_SUBDOMAIN_MSG, DNS1123_SUBDOMAIN_FMT, &examples));
+        errs.push(regex_error(
+            DNS1123_SUBDOMAIN_MSG,
+            DNS1123_SUBDOMAIN_FMT,
+            &examples,
+        ));
     }
     errs
 }
@@ -347,7 +353,8 @@ fn is_date(b: &[u8]) -> bool {
     if !(digits(0..4) && digits(5..7) && digits(8..10)) {
         return false;
     }
-    let num = |r: std::ops::Range<usize>| b[r].iter().fold(0u32, |n, &c| n * 10 + u32::from(c - b'0'));
+    let num =
+        |r: std::ops::Range<usize>| b[r].iter().fold(0u32, |n, &c| n * 10 + u32::from(c - b'0'));
     let (year, month, day) = (num(0..4), num(5..7), num(8..10));
     (1..=12).contains(&month) && day >= 1 && day <= days_in(month, year)
 }

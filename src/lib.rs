@@ -6,3 +6,5 @@
 //! aggregates ([`controller`]).
 
 pub mod cel;
+pub mod certs;
+pub mod server;

@@ -285,8 +285,12 @@ mod tests {
 
     #[test]
     fn generates_a_verifiable_chain() {
-        let b = generate(&CertsOptions::new(["interlock.interlock-system.svc", "127.0.0.1", "::1"]))
-            .expect("generate");
+        let b = generate(&CertsOptions::new([
+            "interlock.interlock-system.svc",
+            "127.0.0.1",
+            "::1",
+        ]))
+        .expect("generate");
         let provider = crate::server::tls::provider();
         // The key matches the certificate.
         crate::server::tls::load_pair(b.cert_pem.as_bytes(), b.key_pem.as_bytes(), &provider)
@@ -319,7 +323,10 @@ mod tests {
     fn rejects_bad_hosts() {
         for bad in ["", "a b", "-x.svc", "x..svc", "exa_mple.com"] {
             assert!(
-                matches!(generate(&CertsOptions::new([bad])), Err(CertsError::InvalidHost { .. })),
+                matches!(
+                    generate(&CertsOptions::new([bad])),
+                    Err(CertsError::InvalidHost { .. })
+                ),
                 "{bad:?} accepted"
             );
         }

@@ -23,7 +23,12 @@ pub struct ServeArgs {
     pub tls_key: PathBuf,
 
     /// Address and port to listen on.
-    #[arg(long, value_name = "ADDR", default_value = "0.0.0.0:8443", env = "INTERLOCK_LISTEN")]
+    #[arg(
+        long,
+        value_name = "ADDR",
+        default_value = "0.0.0.0:8443",
+        env = "INTERLOCK_LISTEN"
+    )]
     pub listen: SocketAddr,
 
     /// PEM CA bundle: require client certificates signed by it.
@@ -142,7 +147,11 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         "" | "s" => 1.0,
         "m" => 60.0,
         "h" => 3600.0,
-        other => return Err(format!("invalid duration unit {other:?} in {s:?}: use ms, s, m or h")),
+        other => {
+            return Err(format!(
+                "invalid duration unit {other:?} in {s:?}: use ms, s, m or h"
+            ))
+        }
     };
     Duration::try_from_secs_f64(value * factor).map_err(|e| format!("invalid duration {s:?}: {e}"))
 }
@@ -178,7 +187,16 @@ mod tests {
     #[test]
     fn serve_defaults() {
         let cli = Cli::try_parse_from([
-            "interlock", "serve", "--tls-cert", "c.pem", "--tls-key", "k.pem", "-p", "a", "-p", "b",
+            "interlock",
+            "serve",
+            "--tls-cert",
+            "c.pem",
+            "--tls-key",
+            "k.pem",
+            "-p",
+            "a",
+            "-p",
+            "b",
         ])
         .expect("parses");
         let Cmd::Serve(a) = cli.cmd else {
@@ -194,7 +212,15 @@ mod tests {
     #[test]
     fn certs_hosts() {
         let cli = Cli::try_parse_from([
-            "interlock", "certs", "--out", "d", "--host", "a.svc", "127.0.0.1", "--host", "b",
+            "interlock",
+            "certs",
+            "--out",
+            "d",
+            "--host",
+            "a.svc",
+            "127.0.0.1",
+            "--host",
+            "b",
         ])
         .expect("parses");
         let Cmd::Certs(a) = cli.cmd else {

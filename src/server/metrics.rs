@@ -5,7 +5,7 @@
 //! the same registry through
 //! [`Reviewer::register_metrics`](super::Reviewer::register_metrics).
 
-use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue};
+use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue, LabelValueEncoder};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
@@ -13,7 +13,7 @@ use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
 
 /// Which admission endpoint answered.
-#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq, EncodeLabelValue)]
+#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq)]
 pub enum Endpoint {
     /// `POST /validate`
     Validate,
@@ -31,8 +31,45 @@ impl Endpoint {
     }
 }
 
+impl Decision {
+    /// The label value (`allowed`, `patched`, `denied`, `invalid`,
+    /// `too_large`, `error`, `timeout`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Decision::Allowed => "allowed",
+            Decision::Patched => "patched",
+            Decision::Denied => "denied",
+            Decision::Invalid => "invalid",
+            Decision::TooLarge => "too_large",
+            Decision::Error => "error",
+            Decision::Timeout => "timeout",
+        }
+    }
+}
+
+impl HandshakeFailure {
+    /// The label value (`timeout` / `error`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HandshakeFailure::Timeout => "timeout",
+            HandshakeFailure::Error => "error",
+        }
+    }
+}
+
+macro_rules! label_value {
+    ($($t:ty),*) => {$(
+        impl EncodeLabelValue for $t {
+            fn encode(&self, encoder: &mut LabelValueEncoder<'_>) -> Result<(), std::fmt::Error> {
+                EncodeLabelValue::encode(&self.as_str(), encoder)
+            }
+        }
+    )*};
+}
+label_value!(Endpoint, Decision, HandshakeFailure);
+
 /// How an admission request ended.
-#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq, EncodeLabelValue)]
+#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq)]
 pub enum Decision {
     /// 200, `allowed: true`, no patch.
     Allowed,
@@ -62,7 +99,7 @@ struct EndpointLabels {
 }
 
 /// Why a TLS handshake did not complete.
-#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq, EncodeLabelValue)]
+#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq)]
 pub enum HandshakeFailure {
     /// The peer did not finish within the handshake timeout.
     Timeout,

@@ -184,7 +184,10 @@ impl Server {
     /// Load the certificate, build TLS and routes, register metrics (the
     /// reviewer's too) and bind the listener. Must run inside a tokio
     /// multi-thread runtime.
-    pub async fn bind(config: ServerConfig, reviewer: Arc<dyn Reviewer>) -> Result<Self, ServerError> {
+    pub async fn bind(
+        config: ServerConfig,
+        reviewer: Arc<dyn Reviewer>,
+    ) -> Result<Self, ServerError> {
         let provider = tls::provider();
         let mut registry = Registry::default();
         let sub = registry.sub_registry_with_prefix("interlock");
@@ -218,12 +221,13 @@ impl Server {
             },
         );
 
-        let listener = TcpListener::bind(config.listen)
-            .await
-            .map_err(|source| ServerError::Bind {
-                addr: config.listen,
-                source,
-            })?;
+        let listener =
+            TcpListener::bind(config.listen)
+                .await
+                .map_err(|source| ServerError::Bind {
+                    addr: config.listen,
+                    source,
+                })?;
         let local_addr = listener.local_addr().map_err(|source| ServerError::Bind {
             addr: config.listen,
             source,
@@ -307,7 +311,8 @@ impl Server {
             let watcher = graceful.watcher();
             let handshake_timeout = config.tls_handshake_timeout;
             tokio::spawn(async move {
-                let tls = match tokio::time::timeout(handshake_timeout, acceptor.accept(tcp)).await {
+                let tls = match tokio::time::timeout(handshake_timeout, acceptor.accept(tcp)).await
+                {
                     Ok(Ok(tls)) => tls,
                     Ok(Err(e)) => {
                         metrics.handshake_failed(metrics::HandshakeFailure::Error);
@@ -320,7 +325,9 @@ impl Server {
                         return;
                     }
                 };
-                let conn = http.serve_connection(TokioIo::new(tls), service).into_owned();
+                let conn = http
+                    .serve_connection(TokioIo::new(tls), service)
+                    .into_owned();
                 if let Err(e) = watcher.watch(conn).await {
                     tracing::debug!(%peer, error = %e, "connection ended with an error");
                 }

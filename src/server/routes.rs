@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use axum::body::Body;
 use axum::error_handling::HandleErrorLayer;
 use axum::extract::{Request, State};
-use axum::http::{header, HeaderValue, StatusCode};
+use axum::http::{header, HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{BoxError, Router};
@@ -88,8 +88,8 @@ pub(crate) fn router(state: AppState, cfg: &RouterConfig) -> Router {
     let admission = Router::new()
         .route("/validate", post(validate))
         .route("/mutate", post(mutate))
-        .layer(limits)
-        .layer(axum::middleware::from_fn_with_state(state.clone(), measure));
+        .route_layer(limits)
+        .route_layer(axum::middleware::from_fn_with_state(state.clone(), measure));
     Router::new()
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
@@ -128,10 +128,11 @@ async fn measure(
     req: Request,
     next: axum::middleware::Next,
 ) -> Response {
-    let endpoint = if req.uri().path() == "/mutate" {
-        Endpoint::Mutate
-    } else {
-        Endpoint::Validate
+    let endpoint = match (req.method(), req.uri().path()) {
+        (&Method::POST, "/validate") => Endpoint::Validate,
+        (&Method::POST, "/mutate") => Endpoint::Mutate,
+        // 405s and the like are not admission requests.
+        _ => return next.run(req).await,
     };
     let start = Instant::now();
     let _guard = InFlight::enter(state.metrics.in_flight());
@@ -326,12 +327,7 @@ fn invalid_answer(status: StatusCode, message: String) -> Answer {
     }
 }
 
-fn error_review(
-    status: StatusCode,
-    decision: Decision,
-    message: &str,
-    reason: &str,
-) -> Response {
+fn error_review(status: StatusCode, decision: Decision, message: &str, reason: &str) -> Response {
     let mut resp = AdmissionResponse::invalid(message);
     resp.result.code = status.as_u16();
     reason.clone_into(&mut resp.result.reason);

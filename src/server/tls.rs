@@ -91,10 +91,11 @@ impl CertReloader {
         };
         let cert = read(cert_path)?;
         let key = read(key_path)?;
-        let pair = load_pair(&cert, &key, &provider).map_err(|reason| ServerError::Certificate {
-            path: cert_path.to_owned(),
-            reason,
-        })?;
+        let pair =
+            load_pair(&cert, &key, &provider).map_err(|reason| ServerError::Certificate {
+                path: cert_path.to_owned(),
+                reason,
+            })?;
         Ok(CertReloader {
             cert_path: cert_path.to_owned(),
             key_path: key_path.to_owned(),
@@ -114,7 +115,10 @@ impl CertReloader {
     /// Returns whether a new pair was installed. Blocking file I/O: call from
     /// a blocking context (the poller uses `spawn_blocking`).
     pub fn poll(&self) -> bool {
-        let now = match (std::fs::read(&self.cert_path), std::fs::read(&self.key_path)) {
+        let now = match (
+            std::fs::read(&self.cert_path),
+            std::fs::read(&self.key_path),
+        ) {
             (Ok(c), Ok(k)) => Seen::Pair(c, k),
             (Err(e), _) => Seen::Unreadable(format!("{}: {e}", self.cert_path.display())),
             (_, Err(e)) => Seen::Unreadable(format!("{}: {e}", self.key_path.display())),

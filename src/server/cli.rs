@@ -168,7 +168,7 @@ mod tests {
     }
     #[derive(clap::Subcommand)]
     enum Cmd {
-        Serve(ServeArgs),
+        Serve(Box<ServeArgs>),
         Certs(CertsArgs),
     }
 

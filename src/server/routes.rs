@@ -371,3 +371,126 @@ async fn metrics(State(state): State<AppState>) -> Response {
             .into_response(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{json, Value};
+
+    /// Answers with a foreign uid and, on validate, a patch it should not send.
+    struct Sloppy;
+    impl Reviewer for Sloppy {
+        fn validate(&self, req: &AdmissionRequest<DynamicObject>) -> AdmissionResponse {
+            let patch: json_patch::Patch = serde_json::from_value(json!([
+                {"op": "remove", "path": "/data"}
+            ]))
+            .expect("patch");
+            let mut r = AdmissionResponse::from(req)
+                .with_patch(patch)
+                .expect("patch");
+            r.uid = "someone-else".to_owned();
+            r.warnings = Some(vec!["careful".to_owned()]);
+            r
+        }
+        fn mutate(&self, req: &AdmissionRequest<DynamicObject>) -> AdmissionResponse {
+            AdmissionResponse::invalid(format!("cannot mutate {}", req.uid))
+        }
+        fn ready(&self) -> bool {
+            true
+        }
+    }
+
+    fn body(uid: &str) -> Bytes {
+        Bytes::from(
+            serde_json::to_vec(&json!({
+                "apiVersion": "admission.k8s.io/v1",
+                "kind": "AdmissionReview",
+                "request": {
+                    "uid": uid,
+                    "kind": {"group": "apps", "version": "v1", "kind": "Deployment"},
+                    "resource": {"group": "apps", "version": "v1", "resource": "deployments"},
+                    "operation": "DELETE",
+                    "name": "web",
+                    "namespace": "team-a",
+                    "userInfo": {"username": "bob"},
+                    "object": null,
+                    "oldObject": {"apiVersion": "apps/v1", "kind": "Deployment",
+                                  "metadata": {"name": "web", "namespace": "team-a"}},
+                    "dryRun": true
+                }
+            }))
+            .expect("json"),
+        )
+    }
+
+    fn response(a: &Answer) -> Value {
+        let v: Value = serde_json::from_slice(&a.body).expect("json answer");
+        v["response"].clone()
+    }
+
+    #[test]
+    fn answers_carry_the_request_uid_and_validate_never_patches() {
+        let a = review(&Sloppy, Endpoint::Validate, body("u-1"));
+        assert_eq!(a.status, StatusCode::OK);
+        assert_eq!(a.decision, Decision::Allowed);
+        let r = response(&a);
+        assert_eq!(r["uid"], "u-1");
+        assert!(r.get("patch").is_none() && r.get("patchType").is_none(), "{r}");
+        assert_eq!(r["warnings"][0], "careful");
+
+        let a = review(&Sloppy, Endpoint::Mutate, body("u-2"));
+        assert_eq!(a.decision, Decision::Denied);
+        assert_eq!(response(&a)["uid"], "u-2");
+    }
+
+    #[test]
+    fn fuzzed_bodies_answer_200_or_400_without_panicking() {
+        let seed = body("fuzz").to_vec();
+        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut rnd = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let mut invalid = 0;
+        for _ in 0..5000 {
+            let mut v = seed.clone();
+            for _ in 0..=(rnd() % 4) {
+                let len = v.len().max(1) as u64;
+                match rnd() % 4 {
+                    0 if !v.is_empty() => {
+                        let i = (rnd() % len) as usize;
+                        v[i] = rnd() as u8;
+                    }
+                    1 => v.truncate((rnd() % (len + 1)) as usize),
+                    2 => {
+                        let i = (rnd() % (v.len() as u64 + 1)) as usize;
+                        let tok: &[u8] = [&b"{"[..], b"}", b"[", b"\"", b",", b"null", b"9e999"]
+                            [(rnd() % 7) as usize];
+                        v.splice(i..i, tok.iter().copied());
+                    }
+                    3 if !v.is_empty() => {
+                        let i = (rnd() % len) as usize;
+                        v.remove(i);
+                    }
+                    _ => v.push(rnd() as u8),
+                }
+            }
+            let a = review(&Sloppy, Endpoint::Validate, Bytes::from(v));
+            assert!(
+                matches!(a.status, StatusCode::OK | StatusCode::BAD_REQUEST),
+                "{}",
+                a.status
+            );
+            let r = response(&a);
+            assert!(r["allowed"].is_boolean());
+            if a.status == StatusCode::BAD_REQUEST {
+                invalid += 1;
+                assert_eq!(a.decision, Decision::Invalid);
+                assert_eq!(r["status"]["code"], 400);
+            }
+        }
+        assert!(invalid > 1000, "mutations too gentle: {invalid}");
+    }
+}

@@ -1243,3 +1243,96 @@ async fn stalled_handshake_is_dropped() {
     );
     s.shutdown().await;
 }
+
+// ------------------------------------------------------- a real SIGTERM
+
+const CHILD_ENV: &str = "INTERLOCK_TEST_SIGTERM_CHILD";
+
+/// Runs only as a child process of `sigterm_finishes_in_flight_request`:
+/// serves with the real signal handler and prints its address.
+#[test]
+fn sigterm_child() {
+    let Ok(dir) = std::env::var(CHILD_ENV) else {
+        return; // not the child: nothing to do
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    rt.block_on(async move {
+        let reviewer = TestReviewer::ready();
+        *reviewer.delay.lock().expect("lock") = Duration::from_millis(800);
+        let config = config_for(Path::new(&dir));
+        let server = Server::bind(config, reviewer).await.expect("bind");
+        println!("LISTENING {}", server.local_addr());
+        server
+            .serve(interlock::server::shutdown_signal())
+            .await
+            .expect("serve");
+        println!("STOPPED");
+    });
+}
+
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_finishes_in_flight_request() {
+    use tokio::io::AsyncBufReadExt;
+    let b = bundle();
+    let dir = tempfile::tempdir().expect("tempdir");
+    write_plain(dir.path(), &b);
+    let mut child = tokio::process::Command::new(std::env::current_exe().expect("exe"))
+        .args([
+            "--exact",
+            "sigterm_child",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(CHILD_ENV, dir.path())
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn child");
+    let mut lines = tokio::io::BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let addr: SocketAddr = tokio::time::timeout(Duration::from_secs(20), async {
+        while let Some(line) = lines.next_line().await.expect("read") {
+            // libtest prints "test sigterm_child ... " before the test's output.
+            if let Some((_, a)) = line.split_once("LISTENING ") {
+                return a.trim().parse().expect("addr");
+            }
+        }
+        panic!("child exited before listening");
+    })
+    .await
+    .expect("child listens");
+
+    let mut c = connect(addr, &ClientOpts::trusting(&[&b]))
+        .await
+        .expect("connect");
+    let in_flight =
+        tokio::spawn(async move { c.post("/validate", review_bytes("slow-sigterm")).await });
+    tokio::time::sleep(Duration::from_millis(250)).await;
+    let pid = child.id().expect("pid").to_string();
+    let killed = std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .expect("kill");
+    assert!(killed.success());
+
+    let (status, body) = in_flight
+        .await
+        .expect("join")
+        .expect("in-flight request completed");
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(response_of(&body)["uid"], "slow-sigterm");
+    let exit = tokio::time::timeout(Duration::from_secs(10), child.wait())
+        .await
+        .expect("child exits")
+        .expect("wait");
+    assert!(exit.success(), "child exit: {exit:?}");
+    let mut rest = Vec::new();
+    while let Ok(Some(line)) = lines.next_line().await {
+        rest.push(line);
+    }
+    assert!(rest.iter().any(|l| l.contains("STOPPED")), "{rest:?}");
+}

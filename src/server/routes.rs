@@ -435,7 +435,10 @@ mod tests {
         assert_eq!(a.decision, Decision::Allowed);
         let r = response(&a);
         assert_eq!(r["uid"], "u-1");
-        assert!(r.get("patch").is_none() && r.get("patchType").is_none(), "{r}");
+        assert!(
+            r.get("patch").is_none() && r.get("patchType").is_none(),
+            "{r}"
+        );
         assert_eq!(r["warnings"][0], "careful");
 
         let a = review(&Sloppy, Endpoint::Mutate, body("u-2"));

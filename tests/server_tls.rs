@@ -1345,3 +1345,92 @@ async fn sigterm_finishes_in_flight_request() {
     }
     assert!(rest.iter().any(|l| l.contains("STOPPED")), "{rest:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrency_limit_queues_within_the_deadline() {
+    let b = bundle();
+    let reviewer = TestReviewer::ready();
+    *reviewer.delay.lock().expect("lock") = Duration::from_millis(300);
+    let s = start_with(
+        &b,
+        reviewer,
+        |c| {
+            c.max_concurrent_requests = 1;
+            c.request_timeout = Duration::from_millis(500);
+            c.eval_threads = Some(4);
+        },
+        false,
+    )
+    .await;
+    let opts = ClientOpts::trusting(&[&b]);
+    let mut c1 = connect(s.addr, &opts).await.expect("connect");
+    let mut c2 = connect(s.addr, &opts).await.expect("connect");
+    let mut c3 = connect(s.addr, &opts).await.expect("connect");
+    // Three slow requests at once, one slot: the first runs (300 ms), the
+    // second waits for it and finishes at ~600 ms, past the 500 ms deadline,
+    // and so does the third.
+    let (r1, r2, r3) = tokio::join!(
+        c1.post("/validate", review_bytes("slow-a")),
+        c2.post("/validate", review_bytes("slow-b")),
+        c3.post("/validate", review_bytes("slow-c")),
+    );
+    let mut statuses: Vec<StatusCode> = [r1, r2, r3]
+        .into_iter()
+        .map(|r| r.expect("answer").0)
+        .collect();
+    statuses.sort();
+    assert_eq!(
+        statuses,
+        [
+            StatusCode::OK,
+            StatusCode::SERVICE_UNAVAILABLE,
+            StatusCode::SERVICE_UNAVAILABLE
+        ]
+    );
+    // Never more than one evaluation at a time reached the reviewer before
+    // the deadline: exactly one request was evaluated in time.
+    let text = scrape(s.addr, &b).await;
+    assert_eq!(
+        metric(
+            &text,
+            "interlock_admission_requests_total{endpoint=\"validate\",decision=\"timeout\"}"
+        ),
+        Some(2.0),
+        "{text}"
+    );
+    s.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_delay_reports_not_ready_while_still_serving() {
+    let b = bundle();
+    let mut s = start_with(
+        &b,
+        TestReviewer::ready(),
+        |c| c.shutdown_delay = Duration::from_millis(600),
+        false,
+    )
+    .await;
+    let opts = ClientOpts::trusting(&[&b]);
+    let mut c = connect(s.addr, &opts).await.expect("connect");
+    assert_eq!(c.get("/readyz").await.expect("readyz").0, StatusCode::OK);
+    let _ = s.stop.take().expect("stop").send(());
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    // During the delay: not ready, but new connections and requests are served.
+    assert_eq!(
+        c.get("/readyz").await.expect("readyz").0,
+        StatusCode::SERVICE_UNAVAILABLE
+    );
+    let mut fresh = connect(s.addr, &opts).await.expect("still accepting");
+    let (status, _) = fresh
+        .post("/validate", review_bytes("during-delay"))
+        .await
+        .expect("served");
+    assert_eq!(status, StatusCode::OK);
+    tokio::time::timeout(Duration::from_secs(5), &mut s.task)
+        .await
+        .expect("stopped")
+        .expect("join")
+        .expect("ok");
+    assert!(TcpStream::connect(s.addr).await.is_err());
+}

@@ -114,7 +114,8 @@ pub struct ServerConfig {
     pub max_body_bytes: usize,
     /// Deadline per admission request (read, queue, evaluate); past it, 503.
     pub request_timeout: Duration,
-    /// Admission requests in evaluation or queued at once.
+    /// Admission requests evaluated at once (queued or running on the pool);
+    /// more wait for a slot within their deadline.
     pub max_concurrent_requests: usize,
     /// Evaluation threads; `Some(0)` evaluates on the async workers, `None`
     /// uses one thread per CPU.
@@ -212,12 +213,14 @@ impl Server {
             executor: routes::Executor::new(config.eval_threads)?,
             max_body_bytes: config.max_body_bytes,
             shutting_down: shutting_down.clone(),
+            slots: Arc::new(tokio::sync::Semaphore::new(
+                config.max_concurrent_requests.max(1),
+            )),
         };
         let router = routes::router(
             state,
             &routes::RouterConfig {
                 request_timeout: config.request_timeout,
-                max_concurrent_requests: config.max_concurrent_requests,
             },
         );
 

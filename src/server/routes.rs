@@ -13,8 +13,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{BoxError, Router};
 use bytes::Bytes;
-use kube::core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview};
-use kube::core::DynamicObject;
+use kube::core::admission::{AdmissionRequest, AdmissionResponse, META_KIND};
+use kube::core::{DynamicObject, TypeMeta};
 use prometheus_client::registry::Registry;
 use tower::ServiceBuilder;
 
@@ -71,20 +71,23 @@ pub(crate) struct AppState {
     pub executor: Executor,
     pub max_body_bytes: usize,
     pub shutting_down: Arc<AtomicBool>,
+    /// Admission requests being evaluated or waiting for the evaluator.
+    pub slots: Arc<tokio::sync::Semaphore>,
 }
 
 pub(crate) struct RouterConfig {
     pub request_timeout: Duration,
-    pub max_concurrent_requests: usize,
 }
 
 pub(crate) fn router(state: AppState, cfg: &RouterConfig) -> Router {
-    // Deadline outside the concurrency limit so that waiting for a slot
-    // counts against it; the error handler turns an elapsed deadline into 503.
+    // The deadline covers reading the body, waiting for a slot and
+    // evaluating; the error handler turns an elapsed deadline into 503. The
+    // concurrency limit is a semaphore taken inside the handler (see
+    // `admission`): tower's ConcurrencyLimit waits in `poll_ready`, which
+    // tower's Timeout does not time.
     let limits = ServiceBuilder::new()
         .layer(HandleErrorLayer::new(deadline_error))
-        .timeout(cfg.request_timeout)
-        .concurrency_limit(cfg.max_concurrent_requests.max(1));
+        .timeout(cfg.request_timeout);
     let admission = Router::new()
         .route("/validate", post(validate))
         .route("/mutate", post(mutate))
@@ -194,10 +197,24 @@ async fn admission(state: AppState, endpoint: Endpoint, req: Request) -> Respons
             );
         }
     };
+    // A slot is held until the evaluation ends, even if the deadline drops
+    // this future first: the pool never holds more than the limit.
+    let Ok(slot) = state.slots.clone().acquire_owned().await else {
+        return error_review(
+            StatusCode::SERVICE_UNAVAILABLE,
+            Decision::Error,
+            "the server is shutting down",
+            "ServiceUnavailable",
+        );
+    };
     let reviewer = state.reviewer.clone();
     match state
         .executor
-        .run(move || review(&*reviewer, endpoint, body))
+        .run(move || {
+            let answer = review(&*reviewer, endpoint, body);
+            drop(slot);
+            answer
+        })
         .await
     {
         Some(answer) => answer.into_response(),
@@ -208,6 +225,22 @@ async fn admission(state: AppState, endpoint: Endpoint, req: Request) -> Respons
             "InternalError",
         ),
     }
+}
+
+/// The request side of an AdmissionReview. kube's `AdmissionReview` flattens
+/// its `TypeMeta`, which makes serde buffer the whole body into an
+/// intermediate tree before building the request; spelling the two fields
+/// out parses the body in one pass (only the objects' own flattened fields
+/// are buffered).
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct IncomingReview {
+    #[serde(default)]
+    api_version: String,
+    #[serde(default)]
+    kind: String,
+    #[serde(default)]
+    request: Option<AdmissionRequest<DynamicObject>>,
 }
 
 /// A finished answer: status, JSON body, decision. Built off the async
@@ -234,7 +267,7 @@ impl IntoResponse for Answer {
 /// input; a panicking reviewer becomes a 500 carrying the request uid (so the
 /// apiserver applies the webhook's failurePolicy).
 pub(crate) fn review(reviewer: &dyn Reviewer, endpoint: Endpoint, body: Bytes) -> Answer {
-    let parsed: AdmissionReview<DynamicObject> = match serde_json::from_slice(&body) {
+    let parsed: IncomingReview = match serde_json::from_slice(&body) {
         Ok(r) => r,
         Err(e) => {
             return invalid_answer(
@@ -244,14 +277,24 @@ pub(crate) fn review(reviewer: &dyn Reviewer, endpoint: Endpoint, body: Bytes) -
         }
     };
     drop(body);
-    let req: AdmissionRequest<DynamicObject> = match parsed.try_into() {
-        Ok(r) => r,
-        Err(_) => {
-            return invalid_answer(
-                StatusCode::BAD_REQUEST,
-                "AdmissionReview has no request".to_owned(),
-            )
-        }
+    if parsed.kind != META_KIND || !parsed.api_version.starts_with("admission.k8s.io/") {
+        return invalid_answer(
+            StatusCode::BAD_REQUEST,
+            format!(
+                "expected kind AdmissionReview in admission.k8s.io/v1, got kind {:?} apiVersion {:?}",
+                parsed.kind, parsed.api_version
+            ),
+        );
+    }
+    let Some(mut req) = parsed.request else {
+        return invalid_answer(
+            StatusCode::BAD_REQUEST,
+            "AdmissionReview has no request".to_owned(),
+        );
+    };
+    req.types = TypeMeta {
+        api_version: parsed.api_version,
+        kind: parsed.kind,
     };
     let answered = catch_unwind(AssertUnwindSafe(|| match endpoint {
         Endpoint::Validate => reviewer.validate(&req),

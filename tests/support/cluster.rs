@@ -415,8 +415,10 @@ impl Starter {
         // kube's rustls needs a process-wide provider; a second install fails
         // harmlessly.
         let _ = rustls::crypto::ring::default_provider().install_default();
-        let deadline = Instant::now() + options.timeout;
+        // May build the binaries first (many minutes, once): not part of the
+        // start's timeout.
         let bin_dir = control_plane_dir()?;
+        let deadline = Instant::now() + options.timeout;
         let dir = tempfile::Builder::new()
             .prefix("interlock-cluster-")
             .tempdir()

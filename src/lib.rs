@@ -7,6 +7,7 @@
 
 pub mod bundled;
 pub mod cel;
+pub mod admission;
 pub mod certs;
 pub mod check;
 pub mod eval;

@@ -57,6 +57,20 @@ enum Command {
         #[arg(short, long, default_value = "json")]
         output: String,
     },
+    /// Serve the admission webhook (POST /validate, /mutate) over TLS.
+    Serve {
+        #[command(flatten)]
+        args: interlock::server::ServeArgs,
+        /// Name objects of other namespaces in messages (off by default: a
+        /// tenant only learns the kind of another tenant's object).
+        #[arg(long)]
+        reveal_other_namespaces: bool,
+    },
+    /// Write a CA and a serving certificate for the webhook.
+    Certs {
+        #[command(flatten)]
+        args: interlock::server::cli::CertsArgs,
+    },
     /// Run policy test cases (policies/NAME/tests/*.yaml).
     Test {
         #[arg(default_value = "policies")]
@@ -122,6 +136,34 @@ fn main() -> ExitCode {
                 }
             }
         }
+        Command::Serve { args, reveal_other_namespaces } => {
+            interlock::server::init_tracing(args.log_format.is_json());
+            let options = interlock::admission::EngineOptions {
+                redact_other_namespaces: !reveal_other_namespaces,
+                ..Default::default()
+            };
+            let rt = match tokio::runtime::Runtime::new() {
+                Ok(rt) => rt,
+                Err(e) => {
+                    eprintln!("interlock: cannot start the runtime: {e}");
+                    return ExitCode::from(2);
+                }
+            };
+            match rt.block_on(interlock::admission::serve::run(args, options)) {
+                Ok(()) => 0,
+                Err(e) => {
+                    eprintln!("interlock serve: {e:#}");
+                    2
+                }
+            }
+        }
+        Command::Certs { args } => match interlock::certs::run(&args) {
+            Ok(()) => 0,
+            Err(e) => {
+                eprintln!("interlock certs: {e:#}");
+                2
+            }
+        },
         Command::Test { paths } => {
             let cases = check::policy_test::discover(&paths);
             let mut failed = 0;

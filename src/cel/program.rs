@@ -60,6 +60,44 @@ pub enum Node {
     AccuMerge(usize, Box<Node>),
 }
 
+impl Node {
+    fn visit(&self, f: &mut dyn FnMut(&Node)) {
+        f(self);
+        match self {
+            Node::Select { operand, .. } | Node::Has { operand, .. } => operand.visit(f),
+            Node::Index { operand, index, .. } => {
+                operand.visit(f);
+                index.visit(f);
+            }
+            Node::Call { args, .. } | Node::Prepared { args, .. } | Node::Host(_, args) => {
+                args.iter().for_each(|a| a.visit(f))
+            }
+            Node::List(items) => items.iter().for_each(|(n, _)| n.visit(f)),
+            Node::Map(items) => items.iter().for_each(|(k, v, _)| {
+                k.visit(f);
+                v.visit(f);
+            }),
+            Node::Struct(fields) => fields.iter().for_each(|(_, n, _)| n.visit(f)),
+            Node::And(a, b) | Node::Or(a, b) | Node::Bind(a, b) | Node::AccuInsert(_, a, b) => {
+                a.visit(f);
+                b.visit(f);
+            }
+            Node::Conditional(a, b, c) => {
+                a.visit(f);
+                b.visit(f);
+                c.visit(f);
+            }
+            Node::Comprehension(c) => {
+                for n in [&c.range, &c.accu_init, &c.cond, &c.step, &c.result] {
+                    n.visit(f);
+                }
+            }
+            Node::NotStrictlyFalse(a) | Node::AccuAppend(_, a) | Node::AccuMerge(_, a) => a.visit(f),
+            Node::Const(_) | Node::Error(_) | Node::Global(_) | Node::Local(_) | Node::Lazy(_) => {}
+        }
+    }
+}
+
 #[derive(Debug)]
 pub struct Comprehension {
     pub two_vars: bool,
@@ -87,6 +125,25 @@ impl Program {
 
     pub fn source(&self) -> &str {
         &self.source
+    }
+
+    /// Every host function call in the program with its constant string
+    /// arguments (`None` where an argument is not a constant string).
+    pub fn host_calls(&self) -> Vec<(usize, Vec<Option<String>>)> {
+        let mut out = Vec::new();
+        self.root.visit(&mut |n| {
+            if let Node::Host(id, args) = n {
+                let consts = args
+                    .iter()
+                    .map(|a| match a {
+                        Node::Const(Value::String(s)) => Some(s.as_str().to_string()),
+                        _ => None,
+                    })
+                    .collect();
+                out.push((*id, consts));
+            }
+        });
+        out
     }
 
     pub fn eval<'a>(&self, act: &Activation<'a, '_>) -> EvalResult<Value<'a>> {

@@ -80,6 +80,8 @@ pub struct CompiledPolicy {
     indexes: HashMap<String, IndexId>,
     bindings: Vec<Binding>,
     slots: Slots,
+    /// (apiVersion, kind) pairs the policy reads from the inventory.
+    kinds_read: Vec<(String, String)>,
 }
 
 #[derive(Clone, Copy)]
@@ -390,7 +392,7 @@ fn compile_policy(
         )?);
         env.add_lazy_variable(&v.name);
     }
-    let match_conditions = spec
+    let match_conditions: Vec<(String, Program)> = spec
         .match_conditions
         .iter()
         .enumerate()
@@ -437,7 +439,7 @@ fn compile_policy(
             ))
         })
         .collect::<Result<_, String>>()?;
-    let mutations = spec
+    let mutations: Vec<Program> = spec
         .mutations
         .iter()
         .enumerate()
@@ -485,7 +487,31 @@ fn compile_policy(
             param_ref: spec.param_ref.clone(),
         });
     }
+    let mut kinds_read: Vec<(String, String)> = spec
+        .indexes
+        .iter()
+        .map(|i| (i.api_version.clone(), i.kind.clone()))
+        .collect();
+    if let Some(p) = &spec.param_kind {
+        kinds_read.push((p.api_version.clone(), p.kind.clone()));
+    }
+    let programs = variables
+        .iter()
+        .chain(match_conditions.iter().map(|(_, p)| p))
+        .chain(validations.iter().flat_map(|v| std::iter::once(&v.expression).chain(v.message_expression.as_ref())))
+        .chain(mutations.iter());
+    for p in programs {
+        for (id, args) in p.host_calls() {
+            if matches!(id, host::GET | host::LIST) {
+                match (args.first().cloned().flatten(), args.get(1).cloned().flatten()) {
+                    (Some(v), Some(k)) => kinds_read.push((v, k)),
+                    _ => tracing::warn!(policy = name, "an inventory lookup names its kind with a non-constant; that kind is not watched"),
+                }
+            }
+        }
+    }
     Ok(CompiledPolicy {
+        kinds_read,
         name: name.to_string(),
         kind,
         source: Source {
@@ -624,17 +650,14 @@ impl CompiledPolicy {
         Params::Found(found)
     }
 
-    fn evaluate_with<'v, I>(
+    /// Builds the activation a policy's expressions see and runs `f` with it.
+    fn with_activation<R>(
         &self,
         req: &Request,
         inv: &Inventory,
         params: Option<&Json>,
-        verdict: &dyn Fn(String, Option<String>, Vec<ObjectKey>) -> I,
-        out: &mut Vec<Verdict>,
-        annotations: &mut AuditAnnotations,
-    ) where
-        I: Iterator<Item = Verdict>,
-    {
+        f: impl FnOnce(&Activation<'_, '_>, &InventoryHost<'_>) -> R,
+    ) -> R {
         let request_json = req.to_json();
         let namespace_object = namespace_object(req, inv);
         let host = InventoryHost {
@@ -651,22 +674,16 @@ impl CompiledPolicy {
             related: Default::default(),
         };
         let null = Json::Null;
-        let env_slots = self.slots;
+        let s = self.slots;
         let mut act = Activation::new_with_slots(6)
             .with_lazy(&self.variables)
             .with_cost_limit(POLICY_COST_BUDGET);
+        act.set(s.object, Value::from_json(req.object.unwrap_or(&null)));
+        act.set(s.old_object, Value::from_json(req.old_object.unwrap_or(&null)));
+        act.set(s.request, Value::from_json(&request_json));
+        act.set(s.params, Value::from_json(params.unwrap_or(&null)));
         act.set(
-            env_slots.object,
-            Value::from_json(req.object.unwrap_or(&null)),
-        );
-        act.set(
-            env_slots.old_object,
-            Value::from_json(req.old_object.unwrap_or(&null)),
-        );
-        act.set(env_slots.request, Value::from_json(&request_json));
-        act.set(env_slots.params, Value::from_json(params.unwrap_or(&null)));
-        act.set(
-            env_slots.namespace_object,
+            s.namespace_object,
             Value::from_json(namespace_object.as_deref().unwrap_or(&null)),
         );
         let act = if self.reads_inventory() {
@@ -674,9 +691,38 @@ impl CompiledPolicy {
         } else {
             act
         };
+        f(&act, &host)
+    }
+
+    fn evaluate_with<I>(
+        &self,
+        req: &Request,
+        inv: &Inventory,
+        params: Option<&Json>,
+        verdict: &dyn Fn(String, Option<String>, Vec<ObjectKey>) -> I,
+        out: &mut Vec<Verdict>,
+        annotations: &mut AuditAnnotations,
+    ) where
+        I: Iterator<Item = Verdict>,
+    {
+        self.with_activation(req, inv, params, |act, host| {
+            self.decide(act, host, verdict, out, annotations)
+        })
+    }
+
+    fn decide<I>(
+        &self,
+        act: &Activation<'_, '_>,
+        host: &InventoryHost<'_>,
+        verdict: &dyn Fn(String, Option<String>, Vec<ObjectKey>) -> I,
+        out: &mut Vec<Verdict>,
+        annotations: &mut AuditAnnotations,
+    ) where
+        I: Iterator<Item = Verdict>,
+    {
         let fail = self.failure_policy == FailurePolicy::Fail;
         for (name, cond) in &self.match_conditions {
-            match cond.eval(&act) {
+            match cond.eval(act) {
                 Ok(Value::Bool(true)) => {}
                 Ok(Value::Bool(false)) => return,
                 Ok(other) => {
@@ -705,9 +751,9 @@ impl CompiledPolicy {
             }
         }
         for v in &self.validations {
-            let failed_message = match v.expression.eval(&act) {
+            let failed_message = match v.expression.eval(act) {
                 Ok(Value::Bool(true)) => continue,
-                Ok(Value::Bool(false)) => self.message(v, &act),
+                Ok(Value::Bool(false)) => self.message(v, act),
                 Ok(other) => {
                     if !fail {
                         continue;
@@ -737,7 +783,7 @@ impl CompiledPolicy {
             ));
         }
         for (key, p) in &self.audit_annotations {
-            match p.eval(&act) {
+            match p.eval(act) {
                 Ok(Value::String(s)) => {
                     annotations.push((format!("{}/{key}", self.name), s.as_str().to_string()))
                 }
@@ -797,4 +843,82 @@ fn namespace_object<'i>(req: &Request, inv: &'i Inventory) -> Option<std::borrow
             "metadata": {"name": req.namespace, "labels": {"kubernetes.io/metadata.name": req.namespace}}
         })),
     })
+}
+
+/// A mutation that could not be computed under failurePolicy Fail.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("policy {policy}: {message}")]
+pub struct MutationError {
+    pub policy: String,
+    pub message: String,
+}
+
+impl PolicySet {
+    /// The JSON patch operations (RFC 6902, as JSON) that matching
+    /// InterlockPolicies' mutations yield, in policy order.
+    pub fn mutate(&self, req: &Request, inv: &Inventory) -> Result<Vec<Json>, MutationError> {
+        let mut ops = Vec::new();
+        for p in self.policies.iter().filter(|p| !p.mutations.is_empty()) {
+            if !matching::matches(&p.matcher, req, inv, false) {
+                continue;
+            }
+            match p.mutation_ops(req, inv) {
+                Ok(mut o) => ops.append(&mut o),
+                Err(message) if p.failure_policy == FailurePolicy::Fail => {
+                    return Err(MutationError { policy: p.name.clone(), message })
+                }
+                Err(message) => tracing::warn!(policy = %p.name, %message, "mutation ignored (failurePolicy Ignore)"),
+            }
+        }
+        Ok(ops)
+    }
+
+    /// Policies that match the request and read the inventory: they decide
+    /// what happens while the inventory is not ready.
+    pub fn inventory_readers<'s>(&'s self, req: &Request, inv: &Inventory) -> Vec<&'s CompiledPolicy> {
+        self.policies
+            .iter()
+            .filter(|p| p.reads_inventory() && matching::matches(&p.matcher, req, inv, false))
+            .collect()
+    }
+
+    /// Every (apiVersion, kind) the policies read from the inventory, when
+    /// the calls name them with constants; Namespaces always.
+    pub fn kinds_read(&self) -> Vec<(String, String)> {
+        let mut kinds = vec![("v1".to_string(), "Namespace".to_string())];
+        for p in &self.policies {
+            kinds.extend(p.kinds_read.iter().cloned());
+        }
+        kinds.sort();
+        kinds.dedup();
+        kinds
+    }
+}
+
+impl CompiledPolicy {
+    pub fn failure_policy(&self) -> FailurePolicy {
+        self.failure_policy
+    }
+
+    fn mutation_ops(&self, req: &Request, inv: &Inventory) -> Result<Vec<Json>, String> {
+        self.with_activation(req, inv, None, |act, _| {
+            for (name, cond) in &self.match_conditions {
+                match cond.eval(act) {
+                    Ok(Value::Bool(true)) => {}
+                    Ok(Value::Bool(false)) => return Ok(vec![]),
+                    Ok(other) => return Err(format!("matchCondition '{name}' must evaluate to bool, got {}", other.type_name())),
+                    Err(e) => return Err(format!("matchCondition '{name}': {e}")),
+                }
+            }
+            let mut ops = Vec::new();
+            for (i, m) in self.mutations.iter().enumerate() {
+                match m.eval(act) {
+                    Ok(Value::List(l)) => ops.extend(l.iter().map(|op| op.to_json())),
+                    Ok(other) => return Err(format!("spec.mutations[{i}] must yield a list of JSONPatch, got {}", other.type_name())),
+                    Err(e) => return Err(format!("spec.mutations[{i}]: {e}")),
+                }
+            }
+            Ok(ops)
+        })
+    }
 }

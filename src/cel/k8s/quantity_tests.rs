@@ -4,6 +4,8 @@ use serde_json::Value;
 /// Results printed by kube-apiserver v1.36's own code (testdata/gen) for the
 /// inputs in testdata/quantity_inputs.txt.
 const GOLDEN: &str = include_str!("testdata/quantity_golden.jsonl");
+/// The same for random inputs (testdata/gen/README.md).
+const RANDOM: &str = include_str!("testdata/quantity_random.jsonl");
 const PAIRS: &str = include_str!("testdata/quantity_pairs_golden.jsonl");
 const INTS: &str = include_str!("testdata/quantity_int_golden.jsonl");
 
@@ -42,7 +44,7 @@ fn lines(text: &str) -> impl Iterator<Item = Value> + '_ {
 #[test]
 fn parse_matches_go() {
     let mut count = 0;
-    for want in lines(GOLDEN) {
+    for want in lines(GOLDEN).chain(lines(RANDOM)) {
         let input = want["in"].as_str().unwrap();
         match (Quantity::parse(input), want.get("err")) {
             (Ok(got), None) => check_info(input, &got, &want),

@@ -5,6 +5,8 @@ use serde_json::Value;
 /// compile error, or `FindString`, `FindAllString(-1)` and
 /// `FindAllString(2)` on a fixed set of haystacks.
 const GOLDEN: &str = include_str!("testdata/regex_golden.jsonl");
+/// The same for random patterns (testdata/gen/README.md).
+const RANDOM: &str = include_str!("testdata/regex_random.jsonl");
 
 const HAYSTACKS: [&str; 10] = [
     "",
@@ -26,7 +28,7 @@ fn strings(v: &Value) -> Vec<&str> {
 #[test]
 fn compile_and_find_match_go() {
     let mut count = 0;
-    for line in GOLDEN.lines() {
+    for line in GOLDEN.lines().chain(RANDOM.lines()) {
         let want: Value = serde_json::from_str(line).unwrap();
         let pattern = want["re"].as_str().unwrap();
         let re = match (compile(pattern), want.get("err")) {

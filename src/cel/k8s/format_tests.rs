@@ -14,8 +14,14 @@ fn validators_match_go() {
         let want: Value = serde_json::from_str(line).unwrap();
         let s = want["in"].as_str().unwrap();
         for f in NamedFormat::ALL {
-            let expected: Option<Vec<String>> = serde_json::from_value(want[f.key()].clone()).unwrap();
-            assert_eq!(f.validate(s), expected, "format.{}().validate({s:?})", f.key());
+            let expected: Option<Vec<String>> =
+                serde_json::from_value(want[f.key()].clone()).unwrap();
+            assert_eq!(
+                f.validate(s),
+                expected,
+                "format.{}().validate({s:?})",
+                f.key()
+            );
             count += 1;
         }
     }
@@ -24,7 +30,10 @@ fn validators_match_go() {
 
 #[test]
 fn named_lookup() {
-    assert_eq!(NamedFormat::named("dns1123Label"), Some(NamedFormat::Dns1123Label));
+    assert_eq!(
+        NamedFormat::named("dns1123Label"),
+        Some(NamedFormat::Dns1123Label)
+    );
     assert_eq!(NamedFormat::named("DNS1123Label"), None);
     assert_eq!(NamedFormat::named("nope"), None);
     for f in NamedFormat::ALL {

@@ -53,7 +53,12 @@ fn quantity_never_panics() {
     for _ in 0..ROUNDS {
         let s = rng.string(&alphabet, 24);
         let Ok(q) = Quantity::parse(&s) else { continue };
-        let _ = (q.to_string(), q.is_integer(), q.as_approximate_float(), q.sign());
+        let _ = (
+            q.to_string(),
+            q.is_integer(),
+            q.as_approximate_float(),
+            q.sign(),
+        );
         let _ = (q.add(&last), q.sub(&last), q.compare_to(&last));
         let _ = (q.add_int(rng.next() as i64), q.sub_int(i64::MIN));
         last = q;
@@ -86,7 +91,12 @@ fn net_never_panics() {
             let _ = (ip.to_string(), ip.is_global_unicast(), ip.is_loopback());
         }
         if let Ok(c) = Cidr::parse(&s) {
-            let _ = (c.to_string(), c.masked(), c.contains_ip_str(&s), c.contains_cidr(&c));
+            let _ = (
+                c.to_string(),
+                c.masked(),
+                c.contains_ip_str(&s),
+                c.contains_cidr(&c),
+            );
         }
         if let Some(c) = &any {
             let _ = (c.contains_ip_str(&s), c.contains_cidr_str(&s));

@@ -23,22 +23,36 @@ fn go_float(s: &str) -> f64 {
 }
 
 fn check_info(what: &str, got: &Quantity, want: &Value) {
-    assert_eq!(got.to_string(), want["str"].as_str().unwrap(), "{what}: string");
-    assert_eq!(got.is_integer(), want["isInt"].as_bool().unwrap(), "{what}: isInteger");
+    assert_eq!(
+        got.to_string(),
+        want["str"].as_str().unwrap(),
+        "{what}: string"
+    );
+    assert_eq!(
+        got.is_integer(),
+        want["isInt"].as_bool().unwrap(),
+        "{what}: isInteger"
+    );
     if got.is_integer() {
-        assert_eq!(got.as_integer(), Ok(want["int"].as_i64().unwrap()), "{what}: asInteger");
+        assert_eq!(
+            got.as_integer(),
+            Ok(want["int"].as_i64().unwrap()),
+            "{what}: asInteger"
+        );
     } else {
         assert_eq!(got.as_integer(), Err(QuantityError::NotInteger), "{what}");
     }
     let want_float = go_float(want["float"].as_str().unwrap());
     let got_float = got.as_approximate_float();
-    let same = got_float.to_bits() == want_float.to_bits() || (got_float.is_nan() && want_float.is_nan());
+    let same =
+        got_float.to_bits() == want_float.to_bits() || (got_float.is_nan() && want_float.is_nan());
     assert!(same, "{what}: float {got_float} != {want_float}");
     assert_eq!(got.sign(), want["sign"].as_i64().unwrap(), "{what}: sign");
 }
 
 fn lines(text: &str) -> impl Iterator<Item = Value> + '_ {
-    text.lines().map(|l| serde_json::from_str(l).expect("golden line"))
+    text.lines()
+        .map(|l| serde_json::from_str(l).expect("golden line"))
 }
 
 #[test]
@@ -74,8 +88,16 @@ fn int_arithmetic_matches_go() {
     for want in lines(INTS) {
         let a = want["a"].as_str().unwrap();
         let n = want["n"].as_i64().unwrap();
-        check_info(&format!("{a} + {n}"), &q(a).add_int(n).unwrap(), &want["add"]);
-        check_info(&format!("{a} - {n}"), &q(a).sub_int(n).unwrap(), &want["sub"]);
+        check_info(
+            &format!("{a} + {n}"),
+            &q(a).add_int(n).unwrap(),
+            &want["add"],
+        );
+        check_info(
+            &format!("{a} - {n}"),
+            &q(a).sub_int(n).unwrap(),
+            &want["sub"],
+        );
     }
 }
 
@@ -91,11 +113,19 @@ fn library_doc_examples() {
     let huge = q("9999999999999999999999999999999999999G");
     assert_eq!(huge.as_integer(), Err(QuantityError::NotInteger));
     assert_eq!(q("50k").as_integer(), Ok(50000));
-    assert_eq!(q("50k").sub_int(20000).unwrap().as_approximate_float(), 30000.0);
+    assert_eq!(
+        q("50k").sub_int(20000).unwrap().as_approximate_float(),
+        30000.0
+    );
     assert_eq!(q("50k").add(&q("20k")).unwrap(), q("70k"));
     assert_eq!(q("50k").add_int(20).unwrap(), q("50020"));
     assert_eq!(q("50k").sub(&q("20k")).unwrap(), q("30k"));
-    let chain = q("50k").add_int(20).unwrap().sub(&q("100k")).unwrap().sub_int(-50000);
+    let chain = q("50k")
+        .add_int(20)
+        .unwrap()
+        .sub(&q("100k"))
+        .unwrap()
+        .sub_int(-50000);
     assert_eq!(chain.unwrap(), q("20"));
     assert_eq!(q("200M").compare_to(&q("0.2G")), 0);
     assert_eq!(q("50M").compare_to(&q("50Mi")), -1);
@@ -129,7 +159,10 @@ fn format_follows_go() {
 #[test]
 fn huge_exponents_error_instead_of_hanging() {
     // Go never returns for this one.
-    assert_eq!(Quantity::parse("1e-2147483648").unwrap_err(), QuantityError::TooLarge);
+    assert_eq!(
+        Quantity::parse("1e-2147483648").unwrap_err(),
+        QuantityError::TooLarge
+    );
     let big = q("1e100000");
     assert_eq!(big.add_int(1).unwrap_err(), QuantityError::TooLarge);
     assert_eq!(big.compare_to(&q("1")), 1);

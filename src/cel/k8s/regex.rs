@@ -59,7 +59,10 @@ pub fn find<'h>(re: &Regex, haystack: &'h str) -> &'h str {
 /// at most `n` of them when `n >= 0`.
 pub fn find_all<'h>(re: &Regex, haystack: &'h str, n: i64) -> Vec<&'h str> {
     let limit = usize::try_from(n).unwrap_or(usize::MAX);
-    re.find_iter(haystack).take(limit).map(|m| m.as_str()).collect()
+    re.find_iter(haystack)
+        .take(limit)
+        .map(|m| m.as_str())
+        .collect()
 }
 
 fn err(code: &'static str, expr: &str) -> RegexError {
@@ -244,7 +247,7 @@ impl Translator<'_> {
             return Ok(false);
         };
         let text = &self.src[start..start + len];
-        if min < 0 || min > 1000 || max > 1000 || (max >= 0 && min > max) {
+        if !(0..=1000).contains(&min) || max > 1000 || (max >= 0 && min > max) {
             return Err(err(BAD_REPEAT_SIZE, text));
         }
         let op = text.to_string();
@@ -276,7 +279,11 @@ impl Translator<'_> {
         };
         if let Some((min, max)) = counted {
             let m = if max < 0 { min } else { max } as u64;
-            item.product = if m == 0 { 1 } else { m.saturating_mul(item.product) };
+            item.product = if m == 0 {
+                1
+            } else {
+                m.saturating_mul(item.product)
+            };
             if (min >= 2 || max >= 2) && item.product > MAX_REPEAT {
                 return Err(err(BAD_REPEAT_SIZE, &op_text));
             }
@@ -303,7 +310,11 @@ impl Translator<'_> {
             let consumed = 2 + i + c.len_utf8();
             match c {
                 'i' | 'm' | 's' | 'U' => {
-                    let set = if negated { &mut neg_flags } else { &mut pos_flags };
+                    let set = if negated {
+                        &mut neg_flags
+                    } else {
+                        &mut pos_flags
+                    };
                     if !set.contains(c) {
                         set.push(c);
                     }
@@ -340,7 +351,8 @@ impl Translator<'_> {
             return Err(err("invalid named capture", s));
         };
         let name = s.get(name_start..end).unwrap_or("");
-        let valid = !name.is_empty() && name.bytes().all(|c| c == b'_' || c.is_ascii_alphanumeric());
+        let valid =
+            !name.is_empty() && name.bytes().all(|c| c == b'_' || c.is_ascii_alphanumeric());
         if !valid {
             return Err(err("invalid named capture", &s[..=end]));
         }
@@ -383,7 +395,11 @@ impl Translator<'_> {
         }
         let (c, len) = parse_escape(s)?;
         self.pos += len;
-        self.push_atom(regex::escape(c.encode_utf8(&mut [0; 4])));
+        self.push_atom(match char::from_u32(c) {
+            Some(c) => regex::escape(c.encode_utf8(&mut [0; 4])),
+            // A surrogate (valid in Go's syntax) never matches a string.
+            None => NOTHING.to_string(),
+        });
         Ok(())
     }
 
@@ -394,7 +410,10 @@ impl Translator<'_> {
             Some(i) => (&body[..i], i + 4),
             None => (body, body.len() + 2),
         };
-        let atoms: Vec<String> = lit.chars().map(|c| regex::escape(c.encode_utf8(&mut [0; 4]))).collect();
+        let atoms: Vec<String> = lit
+            .chars()
+            .map(|c| regex::escape(c.encode_utf8(&mut [0; 4])))
+            .collect();
         self.pos += consumed;
         for a in atoms {
             self.push_atom(a);
@@ -501,7 +520,7 @@ fn class_item(t: &str, whole: &str) -> Result<(String, usize), RegexError> {
         return Ok((class, len));
     }
     if let Some(class) = perl_class(t) {
-        return Ok((class_in_class(&class), 2));
+        return Ok((class_in_class(class), 2));
     }
     let (lo, lo_len) = class_char(t, whole)?;
     let rest = &t[lo_len..];
@@ -511,9 +530,9 @@ fn class_item(t: &str, whole: &str) -> Result<(String, usize), RegexError> {
         if hi < lo {
             return Err(err(INVALID_RANGE, &t[..len]));
         }
-        return Ok((format!("{}-{}", hex(lo), hex(hi)), len));
+        return Ok((class_range(lo, hi), len));
     }
-    Ok((hex(lo), lo_len))
+    Ok((class_range(lo, lo), lo_len))
 }
 
 /// A Perl class as a class element (negated ones nest).
@@ -525,24 +544,59 @@ fn class_in_class(class: &str) -> String {
     }
 }
 
-fn hex(c: char) -> String {
-    format!("\\x{{{:X}}}", c as u32)
+/// A class that matches nothing.
+const NOTHING: &str = "[^\\x{0}-\\x{10FFFF}]";
+
+/// `lo-hi` as class contents; surrogates (which no string holds) are cut
+/// out, as the `regex` crate rejects them.
+fn class_range(lo: u32, hi: u32) -> String {
+    const SURROGATES: std::ops::RangeInclusive<u32> = 0xD800..=0xDFFF;
+    let lo = if SURROGATES.contains(&lo) { 0xE000 } else { lo };
+    let hi = if SURROGATES.contains(&hi) { 0xD7FF } else { hi };
+    match (lo, hi) {
+        (lo, hi) if lo > hi => NOTHING.to_string(),
+        (lo, hi) if lo == hi => format!("\\x{{{lo:X}}}"),
+        (lo, hi) => format!("\\x{{{lo:X}}}-\\x{{{hi:X}}}"),
+    }
 }
 
-fn class_char(t: &str, whole: &str) -> Result<(char, usize), RegexError> {
+fn class_char(t: &str, whole: &str) -> Result<(u32, usize), RegexError> {
     match t.chars().next() {
         None => Err(err("missing closing ]", whole)),
         Some('\\') => parse_escape(t),
-        Some(c) => Ok((c, c.len_utf8())),
+        Some(c) => Ok((u32::from(c), c.len_utf8())),
     }
 }
 
 const POSIX_CLASSES: [&str; 28] = [
-    "[:alnum:]", "[:^alnum:]", "[:alpha:]", "[:^alpha:]", "[:ascii:]", "[:^ascii:]",
-    "[:blank:]", "[:^blank:]", "[:cntrl:]", "[:^cntrl:]", "[:digit:]", "[:^digit:]",
-    "[:graph:]", "[:^graph:]", "[:lower:]", "[:^lower:]", "[:print:]", "[:^print:]",
-    "[:punct:]", "[:^punct:]", "[:space:]", "[:^space:]", "[:upper:]", "[:^upper:]",
-    "[:word:]", "[:^word:]", "[:xdigit:]", "[:^xdigit:]",
+    "[:alnum:]",
+    "[:^alnum:]",
+    "[:alpha:]",
+    "[:^alpha:]",
+    "[:ascii:]",
+    "[:^ascii:]",
+    "[:blank:]",
+    "[:^blank:]",
+    "[:cntrl:]",
+    "[:^cntrl:]",
+    "[:digit:]",
+    "[:^digit:]",
+    "[:graph:]",
+    "[:^graph:]",
+    "[:lower:]",
+    "[:^lower:]",
+    "[:print:]",
+    "[:^print:]",
+    "[:punct:]",
+    "[:^punct:]",
+    "[:space:]",
+    "[:^space:]",
+    "[:upper:]",
+    "[:^upper:]",
+    "[:word:]",
+    "[:^word:]",
+    "[:xdigit:]",
+    "[:^xdigit:]",
 ];
 
 /// `\d \D \s \S \w \W` as ASCII class contents (negated ones start with ^).
@@ -581,7 +635,10 @@ fn unicode_class(s: &str) -> Result<Option<(String, usize)>, RegexError> {
         None => (negated, name),
     };
     let canonical = go_canonical_name(name);
-    let Some(known) = GO_UNICODE_NAMES.iter().find(|k| go_canonical_name(k) == canonical) else {
+    let Some(known) = GO_UNICODE_NAMES
+        .iter()
+        .find(|k| go_canonical_name(k) == canonical)
+    else {
         return Err(err(INVALID_RANGE, &s[..seq_len]));
     };
     let p = if negated { 'P' } else { 'p' };
@@ -603,7 +660,7 @@ fn go_canonical_name(name: &str) -> String {
 }
 
 /// Go's `parseEscape` at a backslash: the literal and the bytes consumed.
-fn parse_escape(s: &str) -> Result<(char, usize), RegexError> {
+fn parse_escape(s: &str) -> Result<(u32, usize), RegexError> {
     let t = &s[1..];
     let Some(c) = t.chars().next() else {
         return Err(err("trailing backslash at end of expression", ""));
@@ -614,30 +671,33 @@ fn parse_escape(s: &str) -> Result<(char, usize), RegexError> {
         '1'..='7' if !t[1..].starts_with(|d: char| ('0'..='7').contains(&d)) => bad(after),
         '0'..='7' => Ok(octal(s)),
         'x' => parse_hex_escape(s),
-        'a' => Ok(('\x07', after)),
-        'f' => Ok(('\x0c', after)),
-        'n' => Ok(('\n', after)),
-        'r' => Ok(('\r', after)),
-        't' => Ok(('\t', after)),
-        'v' => Ok(('\x0b', after)),
-        c if c.is_ascii() && !c.is_ascii_alphanumeric() => Ok((c, after)),
+        'a' => Ok((0x07, after)),
+        'f' => Ok((0x0c, after)),
+        'n' => Ok((0x0a, after)),
+        'r' => Ok((0x0d, after)),
+        't' => Ok((0x09, after)),
+        'v' => Ok((0x0b, after)),
+        c if c.is_ascii() && !c.is_ascii_alphanumeric() => Ok((u32::from(c), after)),
         _ => bad(after),
     }
 }
 
 /// Up to three octal digits after the backslash.
-fn octal(s: &str) -> (char, usize) {
-    let digits = s[1..].bytes().take(3).take_while(|d| (b'0'..=b'7').contains(d));
+fn octal(s: &str) -> (u32, usize) {
+    let digits = s[1..]
+        .bytes()
+        .take(3)
+        .take_while(|d| (b'0'..=b'7').contains(d));
     let (mut value, mut len) = (0u32, 1);
     for d in digits {
         value = value * 8 + u32::from(d - b'0');
         len += 1;
     }
-    (char::from_u32(value).unwrap_or('\0'), len)
+    (value, len)
 }
 
 /// `\xHH` or `\x{H...}`.
-fn parse_hex_escape(s: &str) -> Result<(char, usize), RegexError> {
+fn parse_hex_escape(s: &str) -> Result<(u32, usize), RegexError> {
     let rest = &s[2..];
     let bad = |consumed: usize| Err(err(INVALID_ESCAPE, &s[..consumed]));
     let mut chars = rest.char_indices();
@@ -652,20 +712,18 @@ fn parse_hex_escape(s: &str) -> Result<(char, usize), RegexError> {
         let hi = first.to_digit(16);
         let lo = second.and_then(|c| c.to_digit(16));
         return match (hi, lo) {
-            (Some(h), Some(l)) => Ok((char::from_u32(h * 16 + l).unwrap_or('\0'), second_end)),
+            (Some(h), Some(l)) => Ok((h * 16 + l, second_end)),
             _ => bad(second_end),
         };
     }
     let mut value = 0u32;
-    let mut digits = 0;
-    for (i, c) in chars {
+    for (digits, (i, c)) in chars.enumerate() {
         let consumed = 2 + i + c.len_utf8();
         if c == '}' {
-            return match char::from_u32(value) {
-                Some(ch) if digits > 0 => Ok((ch, consumed)),
-                // Surrogates are valid in Go (as U+FFFD when matched).
-                None if digits > 0 => Ok(('\u{fffd}', consumed)),
-                _ => bad(consumed),
+            return if digits > 0 {
+                Ok((value, consumed))
+            } else {
+                bad(consumed)
             };
         }
         let Some(d) = c.to_digit(16) else {
@@ -675,7 +733,6 @@ fn parse_hex_escape(s: &str) -> Result<(char, usize), RegexError> {
         if value > 0x10FFFF {
             return bad(consumed);
         }
-        digits += 1;
     }
     bad(s.len())
 }

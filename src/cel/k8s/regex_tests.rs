@@ -22,7 +22,11 @@ const HAYSTACKS: [&str; 10] = [
 ];
 
 fn strings(v: &Value) -> Vec<&str> {
-    v.as_array().unwrap().iter().map(|s| s.as_str().unwrap()).collect()
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_str().unwrap())
+        .collect()
 }
 
 #[test]
@@ -73,4 +77,15 @@ fn ascii_perl_classes() {
     assert!(!compile(r"^\w$").unwrap().is_match("é"));
     assert!(!compile(r"^\s$").unwrap().is_match("\u{a0}"));
     assert!(compile(r"^\pN$").unwrap().is_match("٣"));
+}
+
+#[test]
+fn surrogate_escapes_compile_and_never_match() {
+    let lone = compile(r"a\x{D800}?b").unwrap();
+    assert!(lone.is_match("ab") && !lone.is_match("a\u{fffd}b"));
+    let range = compile(r"^[\x{D000}-\x{E001}]$").unwrap();
+    assert!(
+        range.is_match("\u{d7ff}") && range.is_match("\u{e001}") && !range.is_match("\u{fffd}")
+    );
+    assert!(compile(r"[\x{D800}]").is_ok());
 }

@@ -54,7 +54,13 @@ fn library_doc_examples() {
     assert_eq!(u.escaped_path(), "/path");
     assert_eq!(u.query()["query"], vec!["val".to_string()]);
     let v6 = Url::parse("https://[::1]:80/").unwrap();
-    assert_eq!((v6.host(), v6.hostname(), v6.port()), ("[::1]:80", "::1", "80"));
+    assert_eq!(
+        (v6.host(), v6.hostname(), v6.port()),
+        ("[::1]:80", "::1", "80")
+    );
     assert!(!is_url("example.com") && !is_url("") && is_url("/relative-path"));
-    assert_eq!(Url::parse("https://a.com/x").unwrap(), Url::parse("https://a.com/x").unwrap());
+    assert_eq!(
+        Url::parse("https://a.com/x").unwrap(),
+        Url::parse("https://a.com/x").unwrap()
+    );
 }

@@ -178,3 +178,15 @@ fn pow10_matches_go_tables() {
     assert_eq!(go_pow10(300), 1e288 * 1e12);
     assert_eq!(go_pow10(-9), 1.0 / 1e9);
 }
+
+#[test]
+fn cel_equality_quirk_of_arithmetic_results() {
+    // Checked against kube-apiserver v1.36 (see the module docs).
+    let two = q("2");
+    let sum = q("1").add_int(1).unwrap();
+    assert_eq!(sum.cel_equal(&two), Some(true));
+    assert_eq!(two.cel_equal(&sum), None, "no such overload");
+    assert_eq!(sum.cel_equal(&sum), None);
+    assert_eq!(q("1").cel_equal(&q("1000m")), Some(true));
+    assert!(sum.is_arithmetic_result() && !two.is_arithmetic_result());
+}

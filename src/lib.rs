@@ -2,7 +2,12 @@
 //!
 //! One policy engine ([`policy`]) over one CEL dialect ([`cel`]) and one
 //! indexed snapshot of cluster state ([`inventory`]), with front-ends for
-//! offline checks ([`check`]), admission ([`admission`], [`server`]) and
-//! aggregates ([`controller`]).
+//! offline checks ([`check`]) and the admission webhook.
 
+pub mod bundled;
 pub mod cel;
+pub mod check;
+pub mod eval;
+pub mod inventory;
+pub mod manifest;
+pub mod policy;

@@ -332,7 +332,7 @@ fn is_uuid(b: &[u8]) -> bool {
 /// at least one group.
 fn is_base64(b: &[u8]) -> bool {
     let alpha = |c: &u8| c.is_ascii_alphanumeric() || *c == b'+' || *c == b'/';
-    if b.is_empty() || b.len() % 4 != 0 {
+    if b.is_empty() || !b.len().is_multiple_of(4) {
         return false;
     }
     let (body, last) = b.split_at(b.len() - 4);
@@ -361,7 +361,9 @@ fn is_date(b: &[u8]) -> bool {
 
 fn days_in(month: u32, year: u32) -> u32 {
     match month {
-        2 if year % 4 == 0 && (year % 100 != 0 || year % 400 == 0) => 29,
+        2 if year.is_multiple_of(4) && (!year.is_multiple_of(100) || year.is_multiple_of(400)) => {
+            29
+        }
         2 => 28,
         4 | 6 | 9 | 11 => 30,
         _ => 31,

@@ -3,6 +3,8 @@ use serde_json::Value;
 
 /// kube-apiserver v1.36's answers (testdata/gen) for testdata/net_inputs.txt.
 const GOLDEN: &str = include_str!("testdata/net_golden.jsonl");
+/// The same for random inputs (testdata/gen/README.md).
+const RANDOM: &str = include_str!("testdata/net_random.jsonl");
 const PAIRS: &str = include_str!("testdata/net_pairs_golden.jsonl");
 
 fn lines(text: &str) -> impl Iterator<Item = Value> + '_ {
@@ -25,7 +27,7 @@ fn check<T: PartialEq<Value> + std::fmt::Debug>(
 #[test]
 fn ip_and_cidr_match_go() {
     let mut count = 0;
-    for want in lines(GOLDEN) {
+    for want in lines(GOLDEN).chain(lines(RANDOM)) {
         let s = want["in"].as_str().unwrap();
         assert_eq!(is_ip(s), want["isIP"].as_bool().unwrap(), "isIP({s:?})");
         assert_eq!(

@@ -62,6 +62,9 @@ pub struct Quantity {
     /// The input text when Go's parser decides it is already canonical
     /// (Go returns it verbatim from `String()`, sign and leading zeros included).
     cached: Option<Box<str>>,
+    /// Made by `add`/`sub`: the library returns those as a different Go type
+    /// (`*Quantity`), which changes what CEL's `==` does (see [`Quantity::cel_equal`]).
+    from_arithmetic: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -121,6 +124,7 @@ impl Quantity {
             amount,
             format,
             cached: cached.map(Into::into),
+            from_arithmetic: false,
         }
     }
 
@@ -182,6 +186,21 @@ impl Quantity {
         self.compare(other) as i64
     }
 
+    /// CEL's `self == other` as kube-apiserver evaluates it: by value, except
+    /// that it is a "no such overload" error (`None`) when `other` is the
+    /// result of `add`/`sub` (the library returns those as `*Quantity`, and
+    /// `Quantity.Equal` only accepts a `Quantity`). So
+    /// `quantity('1').add(1) == quantity('2')` is true but
+    /// `quantity('2') == quantity('1').add(1)` is an error.
+    pub fn cel_equal(&self, other: &Quantity) -> Option<bool> {
+        (!other.from_arithmetic).then(|| self == other)
+    }
+
+    /// Whether this value came from `add`/`sub` (see [`Quantity::cel_equal`]).
+    pub fn is_arithmetic_result(&self) -> bool {
+        self.from_arithmetic
+    }
+
     /// `isLessThan()`.
     pub fn is_less_than(&self, other: &Quantity) -> bool {
         self.compare(other) == Ordering::Less
@@ -196,6 +215,7 @@ impl Quantity {
     pub fn add(&self, y: &Quantity) -> Result<Quantity, QuantityError> {
         let mut q = self.clone();
         q.cached = None;
+        q.from_arithmetic = true;
         if let (
             Amount::Int {
                 value: a,
@@ -225,6 +245,7 @@ impl Quantity {
     pub fn sub(&self, y: &Quantity) -> Result<Quantity, QuantityError> {
         let mut q = self.clone();
         q.cached = None;
+        q.from_arithmetic = true;
         if q.is_zero() {
             q.format = y.format;
         }

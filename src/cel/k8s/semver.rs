@@ -308,6 +308,8 @@ mod tests {
     use super::*;
 
     const GOLDEN: &str = include_str!("testdata/semver_golden.jsonl");
+    /// The same for random inputs (testdata/gen/README.md).
+    const RANDOM: &str = include_str!("testdata/semver_random.jsonl");
 
     fn v(s: &str) -> Semver {
         Semver::parse(s).unwrap_or_else(|e| panic!("{s}: {e}"))
@@ -316,7 +318,7 @@ mod tests {
     #[test]
     fn parse_matches_go() {
         let mut count = 0;
-        for line in GOLDEN.lines() {
+        for line in GOLDEN.lines().chain(RANDOM.lines()) {
             let want: serde_json::Value = serde_json::from_str(line).unwrap();
             let input = want["in"].as_str().unwrap();
             let normalize = want["norm"].as_bool().unwrap();

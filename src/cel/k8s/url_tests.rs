@@ -3,11 +3,13 @@ use serde_json::Value;
 
 /// kube-apiserver v1.36's answers (testdata/gen) for testdata/url_inputs.txt.
 const GOLDEN: &str = include_str!("testdata/url_golden.jsonl");
+/// The same for random inputs (testdata/gen/README.md).
+const RANDOM: &str = include_str!("testdata/url_random.jsonl");
 
 #[test]
 fn urls_match_go() {
     let mut count = 0;
-    for line in GOLDEN.lines() {
+    for line in GOLDEN.lines().chain(RANDOM.lines()) {
         let want: Value = serde_json::from_str(line).unwrap();
         let s = want["in"].as_str().unwrap();
         assert_eq!(is_url(s), want["isURL"].as_bool().unwrap(), "isURL({s:?})");

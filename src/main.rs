@@ -1,1 +1,145 @@
-fn main() {}
+//! The `interlock` command line: arguments in, library calls out.
+
+use clap::{Parser, Subcommand};
+use interlock::check::{self, OutputFormat};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(
+    name = "interlock",
+    version,
+    about = "Rules that span several Kubernetes objects"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Check manifest files against policies, offline.
+    Check {
+        /// Policy file or folder (repeatable); default: the bundled library.
+        #[arg(short, long = "policy")]
+        policy: Vec<PathBuf>,
+        /// Output format.
+        #[arg(short, long, default_value = "human")]
+        output: OutputFormat,
+        /// The user the offline CREATE requests are made as.
+        #[arg(long, default_value = check::DEFAULT_USER)]
+        user: String,
+        /// Files, folders, or - for standard input.
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+    },
+    /// Evaluate one CEL expression with the variables a policy sees.
+    Eval {
+        #[arg(short, long)]
+        expr: String,
+        #[arg(long)]
+        object: Option<PathBuf>,
+        #[arg(long)]
+        old_object: Option<PathBuf>,
+        #[arg(long)]
+        params: Option<PathBuf>,
+        #[arg(long)]
+        namespace_object: Option<PathBuf>,
+        #[arg(long)]
+        request: Option<PathBuf>,
+        /// Objects the inventory functions can find.
+        #[arg(long)]
+        inventory: Vec<PathBuf>,
+        /// Exactly kube-apiserver's environment (what a ValidatingAdmissionPolicy gets).
+        #[arg(long)]
+        strict: bool,
+        /// Output: json prints {"type": T, "value": V}.
+        #[arg(short, long, default_value = "json")]
+        output: String,
+    },
+    /// Run policy test cases (policies/NAME/tests/*.yaml).
+    Test {
+        #[arg(default_value = "policies")]
+        paths: Vec<PathBuf>,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let code = match cli.command {
+        Command::Check {
+            policy,
+            output,
+            user,
+            paths,
+        } => {
+            let report = check::run(&check::CheckOptions {
+                policies: policy,
+                inputs: paths,
+                user,
+                record_evaluated: output == OutputFormat::Junit,
+            });
+            if let Err(e) = report.print(output) {
+                eprintln!("interlock: cannot write the report: {e}");
+                return ExitCode::from(2);
+            }
+            let _ = report.write_errors(&mut std::io::stderr());
+            report.exit_code()
+        }
+        Command::Eval {
+            expr,
+            object,
+            old_object,
+            params,
+            namespace_object,
+            request,
+            inventory,
+            strict,
+            output,
+        } => {
+            let opts = interlock::eval::EvalOptions {
+                expr,
+                object,
+                old_object,
+                params,
+                namespace_object,
+                request,
+                inventory,
+                strict,
+            };
+            match interlock::eval::run(&opts) {
+                Ok(v) if output == "json" => {
+                    println!("{v}");
+                    0
+                }
+                Ok(v) => {
+                    println!("{} ({})", v["value"], v["type"].as_str().unwrap_or(""));
+                    0
+                }
+                Err(e) => {
+                    eprintln!("{e}");
+                    e.exit_code()
+                }
+            }
+        }
+        Command::Test { paths } => {
+            let cases = check::policy_test::discover(&paths);
+            let mut failed = 0;
+            for (policy, case) in &cases {
+                let r = check::policy_test::run_case(policy, case);
+                if r.passed() {
+                    println!("ok   {} ({})", r.file.display(), r.name);
+                } else {
+                    failed += 1;
+                    println!("FAIL {} ({})", r.file.display(), r.name);
+                    for f in &r.failures {
+                        println!("     {f}");
+                    }
+                }
+            }
+            println!("{} passed, {} failed", cases.len() - failed, failed);
+            i32::from(failed > 0 || cases.is_empty())
+        }
+    };
+    ExitCode::from(code as u8)
+}

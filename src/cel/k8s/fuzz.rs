@@ -1,0 +1,1 @@
+//! No-panic loop over random inputs for every parser in this module.

@@ -1,0 +1,152 @@
+//! Finding and reading input files: files, directories (recursively) and
+//! standard input.
+
+use std::collections::HashSet;
+use std::fs;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use super::error::{LoadError, LoadErrorKind, Source};
+
+/// One input to read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Input {
+    Stdin,
+    File(PathBuf),
+}
+
+/// True for the extensions a directory walk picks up.
+pub(crate) fn has_manifest_extension(path: &Path) -> bool {
+    path.extension().and_then(|e| e.to_str()).is_some_and(|e| {
+        e.eq_ignore_ascii_case("yaml")
+            || e.eq_ignore_ascii_case("yml")
+            || e.eq_ignore_ascii_case("json")
+    })
+}
+
+fn io_error(path: &Path, e: &std::io::Error) -> LoadError {
+    LoadError::new(Source::file(path), None, LoadErrorKind::Io(describe_io(e)))
+}
+
+fn describe_io(e: &std::io::Error) -> String {
+    use std::io::ErrorKind;
+    match e.kind() {
+        ErrorKind::NotFound => "no such file or directory".to_string(),
+        ErrorKind::PermissionDenied => "permission denied".to_string(),
+        _ => e.to_string(),
+    }
+}
+
+/// Expands the command-line inputs into the files to read, in a stable
+/// order: inputs as given, directory entries sorted by name, depth first.
+/// Hidden entries (names starting with `.`) are skipped inside directories;
+/// a directory reached twice (through a symlink loop) is read once.
+pub(crate) fn discover<P: AsRef<Path>>(inputs: &[P]) -> (Vec<Input>, Vec<LoadError>) {
+    let mut files = Vec::new();
+    let mut errors = Vec::new();
+    let mut seen_files: HashSet<PathBuf> = HashSet::new();
+    let mut seen_dirs: HashSet<PathBuf> = HashSet::new();
+    let mut add_file = |path: PathBuf, files: &mut Vec<Input>| {
+        let key = fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
+        if seen_files.insert(key) {
+            files.push(Input::File(path));
+        }
+    };
+    for input in inputs {
+        let input = input.as_ref();
+        if input.as_os_str() == "-" {
+            files.push(Input::Stdin);
+            continue;
+        }
+        let meta = match fs::metadata(input) {
+            Ok(m) => m,
+            Err(e) => {
+                errors.push(io_error(input, &e));
+                continue;
+            }
+        };
+        if !meta.is_dir() {
+            add_file(input.to_path_buf(), &mut files);
+            continue;
+        }
+        // Depth-first walk in name order (as `find | sort` would list it),
+        // with an explicit stack.
+        let mut stack = vec![(input.to_path_buf(), true)];
+        while let Some((path, is_dir)) = stack.pop() {
+            if !is_dir {
+                add_file(path, &mut files);
+                continue;
+            }
+            let canon = fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
+            if !seen_dirs.insert(canon) {
+                continue;
+            }
+            let entries = match fs::read_dir(&path) {
+                Ok(rd) => rd,
+                Err(e) => {
+                    errors.push(io_error(&path, &e));
+                    continue;
+                }
+            };
+            let mut names: Vec<PathBuf> = Vec::new();
+            for entry in entries {
+                match entry {
+                    Ok(entry) => {
+                        if entry.file_name().to_string_lossy().starts_with('.') {
+                            continue;
+                        }
+                        names.push(entry.path());
+                    }
+                    Err(e) => errors.push(io_error(&path, &e)),
+                }
+            }
+            names.sort();
+            let mut next = Vec::new();
+            for p in names {
+                match fs::metadata(&p) {
+                    Ok(m) if m.is_dir() => next.push((p, true)),
+                    Ok(_) => {
+                        if has_manifest_extension(&p) {
+                            next.push((p, false));
+                        }
+                    }
+                    Err(e) => {
+                        // A dangling symlink: only worth a word if it looks like a manifest.
+                        if has_manifest_extension(&p) {
+                            errors.push(io_error(&p, &e));
+                        }
+                    }
+                }
+            }
+            stack.extend(next.into_iter().rev());
+        }
+    }
+    (files, errors)
+}
+
+/// Reads at most `limit` bytes from a reader; more is an error.
+pub(crate) fn read_limited(mut r: impl Read, limit: u64) -> Result<Vec<u8>, LoadErrorKind> {
+    let mut buf = Vec::new();
+    r.by_ref()
+        .take(limit.saturating_add(1))
+        .read_to_end(&mut buf)
+        .map_err(|e| LoadErrorKind::Io(describe_io(&e)))?;
+    if buf.len() as u64 > limit {
+        return Err(LoadErrorKind::TooLarge { limit });
+    }
+    Ok(buf)
+}
+
+/// Reads a file with the size limit.
+pub(crate) fn read_file(path: &Path, limit: u64) -> Result<Vec<u8>, LoadErrorKind> {
+    let file = fs::File::open(path).map_err(|e| LoadErrorKind::Io(describe_io(&e)))?;
+    if let Ok(m) = file.metadata() {
+        if m.is_file() && m.len() > limit {
+            return Err(LoadErrorKind::TooLarge { limit });
+        }
+        if m.is_dir() {
+            return Err(LoadErrorKind::Io("is a directory".to_string()));
+        }
+    }
+    read_limited(file, limit)
+}

@@ -1,0 +1,377 @@
+//! Reading Kubernetes manifests, with the line of every object and field.
+//!
+//! Inputs are files, directories (recursively: `.yaml`, `.yml`, `.json`,
+//! hidden entries skipped) and `-` for standard input. YAML streams may hold
+//! many documents; `kind: List` (and `FooList` kinds with `items`) are
+//! unpacked into their items. Loading never stops at a bad file or document:
+//! [`load_paths`] returns every good object and every error, each error with
+//! file, line and (where known) column.
+//!
+//! YAML scalars resolve as `kubectl` reads them (the rules are listed in
+//! `src/manifest/scalar.rs`): YAML 1.1 booleans (`yes`/`no`/`on`/`off` included), Go integer
+//! syntax, integral floats as integers, timestamps as strings, quoted scalars
+//! always strings. Duplicate mapping keys are an error, as in `kubectl`'s
+//! strict decoding. `.json` files are read with `serde_json` and get the same
+//! checks (duplicate keys, number normalisation) and lines.
+//!
+//! ```
+//! use interlock::manifest::{load_str, Format, LoadOptions, PathSegment, Source};
+//! let text = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  on: yes\n";
+//! let loaded = load_str(Source::Stdin, text, Format::Yaml, &LoadOptions::default());
+//! assert!(loaded.errors.is_empty());
+//! let doc = &loaded.documents[0];
+//! assert_eq!(doc.value["data"]["true"], serde_json::json!(true));
+//! assert_eq!(doc.line_of(&[PathSegment::Key("metadata"), PathSegment::Key("name")]), Some(4));
+//! ```
+
+mod error;
+mod inputs;
+mod json;
+mod object;
+mod positions;
+mod scalar;
+mod yaml;
+
+use std::path::Path;
+use std::sync::Arc;
+
+use rayon::prelude::*;
+use serde_json::Value;
+
+pub use error::{LoadError, LoadErrorKind, Source};
+pub use positions::PathSegment;
+
+use inputs::Input;
+use positions::PositionIndex;
+
+/// Limits and switches for loading.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoadOptions {
+    /// Largest file (or standard input) read, in bytes. Default 64 MiB.
+    pub max_file_size: u64,
+    /// Deepest nesting of mappings and sequences. Default 200.
+    pub max_depth: usize,
+    /// Most nodes that aliases may copy in one document. Default 100 000.
+    pub max_alias_nodes: usize,
+    /// Report an object given twice (same group, kind, namespace and name)
+    /// as an error and keep only the first. Default true.
+    pub reject_duplicate_objects: bool,
+}
+
+impl Default for LoadOptions {
+    fn default() -> Self {
+        LoadOptions {
+            max_file_size: 64 * 1024 * 1024,
+            max_depth: 200,
+            max_alias_nodes: 100_000,
+            reject_duplicate_objects: true,
+        }
+    }
+}
+
+pub(crate) use LoadOptions as Limits;
+
+/// The syntax of an input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// YAML (also accepts JSON).
+    Yaml,
+    /// JSON: one value, several values one after another, or a `kind: List`.
+    Json,
+}
+
+impl Format {
+    /// JSON for `.json` files, YAML for everything else.
+    pub fn for_path(path: &Path) -> Format {
+        match path.extension().and_then(|e| e.to_str()) {
+            Some(e) if e.eq_ignore_ascii_case("json") => Format::Json,
+            _ => Format::Yaml,
+        }
+    }
+}
+
+/// Where the fields of a document are.
+#[derive(Debug, Clone)]
+pub(crate) struct Positions {
+    pub(crate) index: Arc<PositionIndex>,
+    /// Path hash of this object inside the parsed document (not the root
+    /// for the items of a list).
+    pub(crate) base: u64,
+}
+
+/// One Kubernetes object read from an input.
+#[derive(Debug, Clone)]
+pub struct Document {
+    /// The file it came from.
+    pub source: Source,
+    /// 1-based line where the object's content starts.
+    pub line: usize,
+    /// The object. It has string `apiVersion` and `kind`, and a `metadata`
+    /// mapping with a string `name` or `generateName`.
+    pub value: Value,
+    pub(crate) positions: Positions,
+}
+
+impl Document {
+    /// A document made in code, with no field positions (every field is
+    /// reported at `line`).
+    pub fn new(source: Source, line: usize, value: Value) -> Document {
+        Document {
+            source,
+            line,
+            value,
+            positions: Positions {
+                index: Arc::new(PositionIndex::default()),
+                base: positions::ROOT,
+            },
+        }
+    }
+
+    /// `apiVersion` (empty if absent, which a loaded document never is).
+    pub fn api_version(&self) -> &str {
+        self.value
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+    }
+
+    /// `kind` (empty if absent, which a loaded document never is).
+    pub fn kind(&self) -> &str {
+        self.value.get("kind").and_then(Value::as_str).unwrap_or("")
+    }
+
+    /// `metadata.name`, or `None` when the object only has `generateName`.
+    pub fn name(&self) -> Option<&str> {
+        self.value
+            .get("metadata")
+            .and_then(|m| m.get("name"))
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+    }
+
+    /// `metadata.namespace`, or `None` when absent or empty.
+    pub fn namespace(&self) -> Option<&str> {
+        self.value
+            .get("metadata")
+            .and_then(|m| m.get("namespace"))
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+    }
+
+    /// `Kind namespace/name` (or `Kind name`), for messages.
+    pub fn display_name(&self) -> String {
+        let name = self.name().map_or_else(
+            || {
+                let g = self
+                    .value
+                    .get("metadata")
+                    .and_then(|m| m.get("generateName"))
+                    .and_then(Value::as_str)
+                    .unwrap_or("");
+                format!("{g}*")
+            },
+            str::to_string,
+        );
+        match self.namespace() {
+            Some(ns) => format!("{} {ns}/{name}", self.kind()),
+            None => format!("{} {name}", self.kind()),
+        }
+    }
+
+    /// The line of the field at `path` (for a mapping entry, the line of its
+    /// key; for a list item, the line where it starts), or `None` if the
+    /// object has no such field.
+    pub fn line_of(&self, path: &[PathSegment<'_>]) -> Option<usize> {
+        let mut v = &self.value;
+        for seg in path {
+            v = match (seg, v) {
+                (PathSegment::Key(k), Value::Object(m)) => m.get(*k)?,
+                (PathSegment::Index(i), Value::Array(a)) => a.get(*i)?,
+                _ => return None,
+            };
+        }
+        let mut hash = self.positions.base;
+        let mut line = self.line;
+        for seg in path {
+            hash = positions::child(hash, *seg);
+            if let Some(l) = self.positions.index.get(hash) {
+                line = l as usize;
+            }
+        }
+        Some(line)
+    }
+
+    /// [`Document::line_of`] with an RFC 6901 JSON pointer such as
+    /// `/spec/template/spec/containers/0/image`. A segment of digits is an
+    /// index when the value there is a list, a key otherwise.
+    pub fn line_of_pointer(&self, pointer: &str) -> Option<usize> {
+        if pointer.is_empty() {
+            return Some(self.line);
+        }
+        let rest = pointer.strip_prefix('/')?;
+        let raw: Vec<String> = rest
+            .split('/')
+            .map(|s| s.replace("~1", "/").replace("~0", "~"))
+            .collect();
+        let mut segs = Vec::with_capacity(raw.len());
+        let mut v = Some(&self.value);
+        for s in &raw {
+            let seg = match v {
+                Some(Value::Array(_)) => match s.parse::<usize>() {
+                    Ok(i) => PathSegment::Index(i),
+                    Err(_) => return None,
+                },
+                _ => PathSegment::Key(s),
+            };
+            v = match (seg, v) {
+                (PathSegment::Key(k), Some(Value::Object(m))) => m.get(k),
+                (PathSegment::Index(i), Some(Value::Array(a))) => a.get(i),
+                _ => None,
+            };
+            segs.push(seg);
+        }
+        self.line_of(&segs)
+    }
+}
+
+/// Everything read from the inputs: the good objects and all errors.
+#[derive(Debug, Default)]
+pub struct Loaded {
+    /// Objects in input order (files as given, directories in name order,
+    /// documents in file order).
+    pub documents: Vec<Document>,
+    /// Every problem found, in the same order.
+    pub errors: Vec<LoadError>,
+}
+
+impl Loaded {
+    fn append(&mut self, mut other: Loaded) {
+        self.documents.append(&mut other.documents);
+        self.errors.append(&mut other.errors);
+    }
+}
+
+/// Reads files, directories (recursively) and `-` (standard input).
+///
+/// Files and the documents of large files are parsed in parallel; the result
+/// does not depend on the number of threads.
+pub fn load_paths<P: AsRef<Path>>(inputs: &[P], opts: &LoadOptions) -> Loaded {
+    let (files, mut discover_errors) = inputs::discover(inputs);
+    let per_file: Vec<Loaded> = files
+        .par_iter()
+        .map(|input| match input {
+            Input::Stdin => {
+                let stdin = std::io::stdin();
+                let lock = stdin.lock();
+                match inputs::read_limited(lock, opts.max_file_size) {
+                    Ok(bytes) => load_bytes(Source::Stdin, &bytes, Format::Yaml, opts),
+                    Err(kind) => error_only(Source::Stdin, kind),
+                }
+            }
+            Input::File(path) => {
+                let source = Source::file(path);
+                match inputs::read_file(path, opts.max_file_size) {
+                    Ok(bytes) => load_one(source, &bytes, Format::for_path(path), opts),
+                    Err(kind) => error_only(source, kind),
+                }
+            }
+        })
+        .collect();
+    let mut all = Loaded::default();
+    all.errors.append(&mut discover_errors);
+    for l in per_file {
+        all.append(l);
+    }
+    if opts.reject_duplicate_objects {
+        reject_duplicates(&mut all);
+    }
+    all
+}
+
+fn error_only(source: Source, kind: LoadErrorKind) -> Loaded {
+    Loaded {
+        documents: Vec::new(),
+        errors: vec![LoadError::new(source, None, kind)],
+    }
+}
+
+/// Reads one input held in memory (for example a request body or a test).
+pub fn load_bytes(source: Source, bytes: &[u8], format: Format, opts: &LoadOptions) -> Loaded {
+    let mut l = load_one(source, bytes, format, opts);
+    if opts.reject_duplicate_objects {
+        reject_duplicates(&mut l);
+    }
+    l
+}
+
+/// Reads one input held in memory as text.
+pub fn load_str(source: Source, text: &str, format: Format, opts: &LoadOptions) -> Loaded {
+    load_bytes(source, text.as_bytes(), format, opts)
+}
+
+/// Reads one input, without the duplicate-object check.
+fn load_one(source: Source, bytes: &[u8], format: Format, opts: &LoadOptions) -> Loaded {
+    if bytes.len() as u64 > opts.max_file_size {
+        return error_only(
+            source,
+            LoadErrorKind::TooLarge {
+                limit: opts.max_file_size,
+            },
+        );
+    }
+    let text = match std::str::from_utf8(bytes) {
+        Ok(t) => t,
+        Err(e) => {
+            let offset = e.valid_up_to();
+            let line = 1 + bytes[..offset].iter().filter(|&&b| b == b'\n').count();
+            return Loaded {
+                documents: Vec::new(),
+                errors: vec![LoadError::new(
+                    source,
+                    Some(line),
+                    LoadErrorKind::NotUtf8 { offset },
+                )],
+            };
+        }
+    };
+    let parsed = match format {
+        Format::Yaml => yaml::parse_stream(text, opts),
+        Format::Json => json::parse_stream(text),
+    };
+    let mut out = Loaded::default();
+    for e in parsed.errors {
+        out.errors.push(LoadError {
+            source: source.clone(),
+            line: Some(e.line),
+            column: e.column,
+            kind: e.kind,
+        });
+    }
+    for raw in parsed.docs {
+        object::unpack(&source, raw, &mut out.documents, &mut out.errors);
+    }
+    out.errors.sort_by_key(|e| e.line);
+    out
+}
+
+/// Drops later copies of an object and reports them.
+fn reject_duplicates(all: &mut Loaded) {
+    let dups = object::duplicates(&all.documents);
+    if dups.is_empty() {
+        return;
+    }
+    let mut drop = vec![false; all.documents.len()];
+    for (i, err) in dups {
+        drop[i] = true;
+        all.errors.push(err);
+    }
+    let mut i = 0;
+    all.documents.retain(|_| {
+        let keep = !drop[i];
+        i += 1;
+        keep
+    });
+}
+
+#[cfg(test)]
+mod tests;

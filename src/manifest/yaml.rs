@@ -1,0 +1,676 @@
+//! YAML streams to JSON values with line positions, on `saphyr-parser`
+//! events.
+//!
+//! A stream is first cut into documents at `---` and `...` lines (a line that
+//! starts with a document marker always ends the previous document in YAML),
+//! so that the documents of a large file parse in parallel and a syntax error
+//! costs only the document it is in.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+
+use rayon::prelude::*;
+use saphyr_parser::{Event, Parser, ScalarStyle, Span};
+use serde_json::{Map, Value};
+
+use super::error::LoadErrorKind;
+use super::positions::{child_index, child_key, PositionIndex, Recorder, ROOT};
+use super::scalar::{self, CoreTag, Resolved, Style};
+use super::Limits;
+
+/// One parsed document, before it is checked as a Kubernetes object.
+#[derive(Debug)]
+pub(crate) struct RawDoc {
+    /// 1-based line where the document's content starts.
+    pub line: usize,
+    pub value: Value,
+    pub index: PositionIndex,
+    /// True when the document has no content (only comments or markers).
+    pub empty: bool,
+}
+
+/// An error at a place in the stream.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct RawError {
+    pub line: usize,
+    pub column: Option<usize>,
+    pub kind: LoadErrorKind,
+}
+
+/// The result of parsing one stream.
+#[derive(Debug, Default)]
+pub(crate) struct Parsed {
+    pub docs: Vec<RawDoc>,
+    pub errors: Vec<RawError>,
+}
+
+/// Below this size a stream is parsed on the calling thread.
+const PARALLEL_THRESHOLD: usize = 256 * 1024;
+
+/// Parses a YAML stream of any number of documents.
+pub(crate) fn parse_stream(text: &str, limits: &Limits) -> Parsed {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let chunks = split_documents(text);
+    let results: Vec<Parsed> = if text.len() >= PARALLEL_THRESHOLD && chunks.len() > 1 {
+        chunks
+            .par_iter()
+            .map(|&(start, end, line)| parse_chunk_guarded(&text[start..end], line, limits))
+            .collect()
+    } else {
+        chunks
+            .iter()
+            .map(|&(start, end, line)| parse_chunk_guarded(&text[start..end], line, limits))
+            .collect()
+    };
+    let mut out = Parsed::default();
+    for mut r in results {
+        out.docs.append(&mut r.docs);
+        out.errors.append(&mut r.errors);
+    }
+    out
+}
+
+/// Cuts a stream into `(start, end, first line)` pieces at document markers.
+///
+/// A piece starts at a `---` line unless everything before it in the current
+/// piece is blank, a comment or a directive (then the marker belongs to that
+/// piece), and a new piece starts after every `...` line.
+pub(crate) fn split_documents(text: &str) -> Vec<(usize, usize, usize)> {
+    let mut pieces = Vec::new();
+    let mut start = 0usize;
+    let mut start_line = 1usize;
+    let mut has_content = false;
+    let mut pos = 0usize;
+    let mut line_no = 1usize;
+    let bytes = text.as_bytes();
+    while pos < bytes.len() {
+        let line_end = match memchr(b'\n', &bytes[pos..]) {
+            Some(i) => pos + i + 1,
+            None => bytes.len(),
+        };
+        let line = &bytes[pos..line_end];
+        if is_marker(line, b"---") {
+            if has_content {
+                pieces.push((start, pos, start_line));
+                start = pos;
+                start_line = line_no;
+            }
+            has_content = true;
+        } else if is_marker(line, b"...") {
+            pieces.push((start, line_end, start_line));
+            start = line_end;
+            start_line = line_no + 1;
+            has_content = false;
+        } else if !has_content {
+            let trimmed = trim_ascii_start(line);
+            let blank_or_comment = trimmed.is_empty() || trimmed[0] == b'#';
+            let directive = line.first() == Some(&b'%');
+            if !blank_or_comment && !directive {
+                has_content = true;
+            }
+        }
+        pos = line_end;
+        line_no += 1;
+    }
+    if start < bytes.len() || pieces.is_empty() {
+        pieces.push((start, bytes.len(), start_line));
+    }
+    pieces
+}
+
+fn is_marker(line: &[u8], marker: &[u8; 3]) -> bool {
+    line.len() >= 3
+        && &line[..3] == marker
+        && matches!(line.get(3), None | Some(b' ' | b'\t' | b'\r' | b'\n'))
+}
+
+fn trim_ascii_start(mut s: &[u8]) -> &[u8] {
+    while let [first, rest @ ..] = s {
+        if matches!(first, b' ' | b'\t' | b'\r' | b'\n') {
+            s = rest;
+        } else {
+            break;
+        }
+    }
+    s
+}
+
+fn memchr(needle: u8, haystack: &[u8]) -> Option<usize> {
+    haystack.iter().position(|&b| b == needle)
+}
+
+/// Parses one piece, turning a panic inside the parser into an error.
+fn parse_chunk_guarded(chunk: &str, first_line: usize, limits: &Limits) -> Parsed {
+    #[cfg(fuzzing)]
+    {
+        parse_chunk(chunk, first_line, limits)
+    }
+    #[cfg(not(fuzzing))]
+    {
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            parse_chunk(chunk, first_line, limits)
+        })) {
+            Ok(p) => p,
+            Err(_) => Parsed {
+                docs: Vec::new(),
+                errors: vec![RawError {
+                    line: first_line,
+                    column: None,
+                    kind: LoadErrorKind::ParserFailure,
+                }],
+            },
+        }
+    }
+}
+
+/// Parses one piece of a stream (usually one document).
+pub(crate) fn parse_chunk(chunk: &str, first_line: usize, limits: &Limits) -> Parsed {
+    let mut parser = Parser::new_from_str(chunk);
+    let mut b = Builder::new(first_line, limits);
+    while let Some(next) = parser.next_event() {
+        match next {
+            Ok((ev, span)) => b.event(ev, span),
+            Err(e) => {
+                let m = e.marker();
+                let info = match e.info() {
+                    "recursion limit exceeded" => {
+                        "flow collections ([...] or {...}) nested deeper than 255 levels"
+                    }
+                    other => other,
+                };
+                b.out.errors.push(RawError {
+                    line: first_line + m.line().saturating_sub(1),
+                    column: Some(m.col() + 1),
+                    kind: LoadErrorKind::Syntax(info.to_string()),
+                });
+                break;
+            }
+        }
+    }
+    b.out
+}
+
+/// An error while building, with the place to report it when that is not
+/// the current event.
+struct BuildError {
+    kind: LoadErrorKind,
+    at: Option<(u32, u32)>,
+}
+
+impl From<LoadErrorKind> for BuildError {
+    fn from(kind: LoadErrorKind) -> Self {
+        BuildError { kind, at: None }
+    }
+}
+
+/// What the next node of a mapping will be.
+enum Pending {
+    /// A key is expected.
+    Key,
+    /// The value of this key is expected.
+    Value { key: String, line: u32, col: u32 },
+    /// The value of a `<<` merge key is expected.
+    Merge,
+}
+
+enum Container {
+    Seq(Vec<Value>),
+    Map {
+        map: Map<String, Value>,
+        pending: Pending,
+        merges: Vec<Value>,
+    },
+}
+
+struct Frame {
+    container: Container,
+    anchor: usize,
+    /// Path hash of this node; `None` inside a merge value (not recorded).
+    hash: Option<u64>,
+    /// Line recorded for this node (or inherited from its parent).
+    line: u32,
+    /// Node count when this node started, to size anchored nodes.
+    nodes_at_start: usize,
+    /// Depth of the deepest container below this one, plus one.
+    height: usize,
+}
+
+struct Anchored {
+    value: Value,
+    nodes: usize,
+    height: usize,
+}
+
+struct Builder<'l> {
+    first_line: usize,
+    limits: &'l Limits,
+    out: Parsed,
+    stack: Vec<Frame>,
+    anchors: HashMap<usize, Anchored>,
+    rec: Recorder,
+    /// Nodes made so far in this document, aliases counted by their size.
+    nodes: usize,
+    /// Nodes copied through aliases in this document.
+    alias_nodes: usize,
+    doc_line: Option<u32>,
+    root: Option<Value>,
+    /// The root is an empty, untagged plain scalar.
+    root_empty: bool,
+    failed: bool,
+}
+
+/// Where a new node goes.
+struct Slot {
+    hash: Option<u64>,
+    line: u32,
+}
+
+impl<'l> Builder<'l> {
+    fn new(first_line: usize, limits: &'l Limits) -> Self {
+        Builder {
+            first_line,
+            limits,
+            out: Parsed::default(),
+            stack: Vec::new(),
+            anchors: HashMap::new(),
+            rec: Recorder::default(),
+            nodes: 0,
+            alias_nodes: 0,
+            doc_line: None,
+            root: None,
+            root_empty: false,
+            failed: false,
+        }
+    }
+
+    fn reset(&mut self) {
+        self.stack.clear();
+        self.anchors.clear();
+        self.rec.entries.clear();
+        self.nodes = 0;
+        self.alias_nodes = 0;
+        self.doc_line = None;
+        self.root = None;
+        self.root_empty = false;
+        self.failed = false;
+    }
+
+    fn abs_line(&self, span: &Span) -> u32 {
+        let l = self.first_line + span.start.line().saturating_sub(1);
+        u32::try_from(l).unwrap_or(u32::MAX)
+    }
+
+    fn fail(&mut self, line: u32, col: Option<u32>, kind: LoadErrorKind) {
+        if self.failed {
+            return;
+        }
+        self.out.errors.push(RawError {
+            line: line as usize,
+            column: col.map(|c| c as usize),
+            kind,
+        });
+        self.failed = true;
+        self.stack.clear();
+        self.anchors.clear();
+    }
+
+    fn check(&mut self, r: Result<(), BuildError>, line: u32, col: Option<u32>) {
+        if let Err(e) = r {
+            match e.at {
+                Some((l, c)) => self.fail(l, Some(c), e.kind),
+                None => self.fail(line, col, e.kind),
+            }
+        }
+    }
+
+    fn event(&mut self, ev: Event<'_>, span: Span) {
+        match ev {
+            Event::StreamStart | Event::StreamEnd | Event::Nothing => {}
+            Event::DocumentStart(_) => self.reset(),
+            Event::DocumentEnd => {
+                if !self.failed {
+                    if let Some(value) = self.root.take() {
+                        let line = self.doc_line.unwrap_or(self.abs_line(&span)) as usize;
+                        let entries = std::mem::take(&mut self.rec.entries);
+                        self.out.docs.push(RawDoc {
+                            line,
+                            value,
+                            index: PositionIndex::from_entries(entries),
+                            empty: self.root_empty,
+                        });
+                    }
+                }
+                self.reset();
+            }
+            _ if self.failed => {}
+            Event::Scalar(text, style, anchor, tag) => {
+                let line = self.abs_line(&span);
+                let col = span.start.col() as u32 + 1;
+                let r = self.scalar(text, style, anchor, tag, line, col);
+                self.check(r, line, Some(col));
+            }
+            Event::Alias(id) => {
+                let line = self.abs_line(&span);
+                let col = span.start.col() as u32 + 1;
+                let r = self.alias(id, line, col);
+                self.check(r, line, Some(col));
+            }
+            Event::SequenceStart(anchor, _) => {
+                let line = self.abs_line(&span);
+                let col = span.start.col() as u32 + 1;
+                let r = self.start(Container::Seq(Vec::new()), anchor, line);
+                self.check(r, line, Some(col));
+            }
+            Event::MappingStart(anchor, _) => {
+                let line = self.abs_line(&span);
+                let col = span.start.col() as u32 + 1;
+                let c = Container::Map {
+                    map: Map::new(),
+                    pending: Pending::Key,
+                    merges: Vec::new(),
+                };
+                let r = self.start(c, anchor, line);
+                self.check(r, line, Some(col));
+            }
+            Event::SequenceEnd | Event::MappingEnd => {
+                let line = self.abs_line(&span);
+                let r = self.end();
+                self.check(r, line, None);
+            }
+        }
+    }
+
+    /// True when the next node is a mapping key.
+    fn expecting_key(&self) -> bool {
+        matches!(
+            self.stack.last(),
+            Some(Frame {
+                container: Container::Map {
+                    pending: Pending::Key,
+                    ..
+                },
+                ..
+            })
+        )
+    }
+
+    /// Computes where the next value goes and records its line.
+    fn slot(&mut self, node_line: u32) -> Slot {
+        match self.stack.last() {
+            None => {
+                self.doc_line = Some(node_line);
+                Slot {
+                    hash: Some(ROOT),
+                    line: node_line,
+                }
+            }
+            Some(f) => {
+                let parent_line = f.line;
+                match &f.container {
+                    Container::Seq(items) => {
+                        let hash = f.hash.map(|h| child_index(h, items.len()));
+                        if let Some(h) = hash {
+                            self.rec.record(h, node_line, parent_line);
+                        }
+                        Slot {
+                            hash,
+                            line: node_line,
+                        }
+                    }
+                    Container::Map { pending, .. } => match pending {
+                        Pending::Value { key, line, .. } => {
+                            let hash = f.hash.map(|h| child_key(h, key));
+                            let line = *line;
+                            if let Some(h) = hash {
+                                self.rec.record(h, line, parent_line);
+                            }
+                            Slot { hash, line }
+                        }
+                        Pending::Merge | Pending::Key => Slot {
+                            hash: None,
+                            line: node_line,
+                        },
+                    },
+                }
+            }
+        }
+    }
+
+    fn scalar(
+        &mut self,
+        text: Cow<'_, str>,
+        style: ScalarStyle,
+        anchor: usize,
+        tag: Option<Cow<'_, saphyr_parser::Tag>>,
+        line: u32,
+        col: u32,
+    ) -> Result<(), BuildError> {
+        let core = tag
+            .as_ref()
+            .map(|t| CoreTag::from_parts(&t.handle, &t.suffix));
+        let style = if style == ScalarStyle::Plain {
+            Style::Plain
+        } else {
+            Style::Quoted
+        };
+        if self.expecting_key() {
+            let resolved = scalar::resolve(text, style, core)
+                .map_err(|e| LoadErrorKind::Scalar(e.to_string()))?;
+            let pending = match resolved {
+                Resolved::Merge if core.is_none() => Pending::Merge,
+                r => {
+                    let key = scalar::to_key(r).ok_or(LoadErrorKind::BadKey("null"))?;
+                    if anchor != 0 {
+                        self.anchors.insert(
+                            anchor,
+                            Anchored {
+                                value: Value::String(key.clone()),
+                                nodes: 1,
+                                height: 0,
+                            },
+                        );
+                    }
+                    Pending::Value { key, line, col }
+                }
+            };
+            self.nodes += 1;
+            self.set_pending(pending);
+            return Ok(());
+        }
+        let empty = text.is_empty() && style == Style::Plain && core.is_none() && anchor == 0;
+        let raw_for_errors = if text.len() <= 40 {
+            text.to_string()
+        } else {
+            format!("{}...", text.chars().take(40).collect::<String>())
+        };
+        let resolved =
+            scalar::resolve(text, style, core).map_err(|e| LoadErrorKind::Scalar(e.to_string()))?;
+        let value = scalar::to_json(resolved, &raw_for_errors)
+            .map_err(|e| LoadErrorKind::Scalar(e.to_string()))?;
+        self.slot(line);
+        if self.stack.is_empty() {
+            self.root_empty = empty;
+        }
+        let start = self.nodes;
+        self.nodes += 1;
+        self.place(value, anchor, start, 0)
+    }
+
+    fn alias(&mut self, id: usize, line: u32, col: u32) -> Result<(), BuildError> {
+        let Some(a) = self.anchors.get(&id) else {
+            return Err(LoadErrorKind::RecursiveAlias.into());
+        };
+        let (nodes, height) = (a.nodes, a.height);
+        self.alias_nodes = self.alias_nodes.saturating_add(nodes);
+        if self.alias_nodes > self.limits.max_alias_nodes {
+            return Err(LoadErrorKind::AliasLimit {
+                limit: self.limits.max_alias_nodes,
+            }
+            .into());
+        }
+        if self.stack.len() + height > self.limits.max_depth {
+            return Err(LoadErrorKind::TooDeep {
+                limit: self.limits.max_depth,
+            }
+            .into());
+        }
+        let value = a.value.clone();
+        if self.expecting_key() {
+            let key = match value {
+                Value::String(s) => s,
+                Value::Bool(b) => b.to_string(),
+                Value::Number(n) => n.to_string(),
+                Value::Null => return Err(LoadErrorKind::BadKey("null").into()),
+                Value::Array(_) => return Err(LoadErrorKind::BadKey("a sequence").into()),
+                Value::Object(_) => return Err(LoadErrorKind::BadKey("a mapping").into()),
+            };
+            self.nodes += 1;
+            self.set_pending(Pending::Value { key, line, col });
+            return Ok(());
+        }
+        self.slot(line);
+        let start = self.nodes;
+        self.nodes = self.nodes.saturating_add(nodes);
+        self.place(value, 0, start, height)
+    }
+
+    fn set_pending(&mut self, p: Pending) {
+        if let Some(Frame {
+            container: Container::Map { pending, .. },
+            ..
+        }) = self.stack.last_mut()
+        {
+            *pending = p;
+        }
+    }
+
+    fn start(&mut self, c: Container, anchor: usize, line: u32) -> Result<(), BuildError> {
+        if self.expecting_key() {
+            return Err(LoadErrorKind::BadKey(match c {
+                Container::Seq(_) => "a sequence",
+                Container::Map { .. } => "a mapping",
+            })
+            .into());
+        }
+        if self.stack.len() >= self.limits.max_depth {
+            return Err(LoadErrorKind::TooDeep {
+                limit: self.limits.max_depth,
+            }
+            .into());
+        }
+        let slot = self.slot(line);
+        let nodes_at_start = self.nodes;
+        self.nodes += 1;
+        self.stack.push(Frame {
+            container: c,
+            anchor,
+            hash: slot.hash,
+            line: slot.line,
+            nodes_at_start,
+            height: 1,
+        });
+        Ok(())
+    }
+
+    fn end(&mut self) -> Result<(), BuildError> {
+        let Some(frame) = self.stack.pop() else {
+            return Ok(());
+        };
+        let value = match frame.container {
+            Container::Seq(items) => Value::Array(items),
+            Container::Map {
+                mut map, merges, ..
+            } => {
+                for m in merges {
+                    merge_into(&mut map, m);
+                }
+                Value::Object(map)
+            }
+        };
+        self.place(value, frame.anchor, frame.nodes_at_start, frame.height)
+    }
+
+    /// Puts a finished node into its parent (or makes it the root).
+    fn place(
+        &mut self,
+        value: Value,
+        anchor: usize,
+        nodes_at_start: usize,
+        height: usize,
+    ) -> Result<(), BuildError> {
+        if anchor != 0 {
+            self.anchors.insert(
+                anchor,
+                Anchored {
+                    value: value.clone(),
+                    nodes: self.nodes - nodes_at_start,
+                    height,
+                },
+            );
+        }
+        let Some(parent) = self.stack.last_mut() else {
+            self.root = Some(value);
+            return Ok(());
+        };
+        parent.height = parent.height.max(height + 1);
+        match &mut parent.container {
+            Container::Seq(items) => items.push(value),
+            Container::Map {
+                map,
+                pending,
+                merges,
+            } => match std::mem::replace(pending, Pending::Key) {
+                Pending::Value { key, line, col } => {
+                    let hash = parent.hash.map(|h| child_key(h, &key));
+                    let parent_line = parent.line;
+                    if map.contains_key(&key) {
+                        let first_line =
+                            hash.map_or(parent_line, |h| self.rec.line_of(h, parent_line));
+                        // Reported at the second key, not at its value.
+                        return Err(BuildError {
+                            kind: LoadErrorKind::DuplicateKey {
+                                key,
+                                first_line: first_line as usize,
+                            },
+                            at: Some((line, col)),
+                        });
+                    }
+                    map.insert(key, value);
+                }
+                Pending::Merge => {
+                    let ok = match &value {
+                        Value::Object(_) => true,
+                        Value::Array(items) => items.iter().all(Value::is_object),
+                        _ => false,
+                    };
+                    if !ok {
+                        return Err(LoadErrorKind::BadMerge.into());
+                    }
+                    merges.push(value);
+                }
+                Pending::Key => {}
+            },
+        }
+        Ok(())
+    }
+}
+
+/// Adds the keys of a merge source that the mapping does not have yet.
+/// Explicit keys win, and earlier sources win over later ones.
+fn merge_into(map: &mut Map<String, Value>, source: Value) {
+    match source {
+        Value::Object(m) => {
+            for (k, v) in m {
+                if !map.contains_key(&k) {
+                    map.insert(k, v);
+                }
+            }
+        }
+        Value::Array(items) => {
+            for item in items {
+                merge_into(map, item);
+            }
+        }
+        _ => {}
+    }
+}

@@ -308,9 +308,15 @@ fn main() -> Result<(), BoxError> {
         .build()?;
     rt.block_on(async move {
         let secs: f64 = if smoke { 0.3 } else { env("LOAD_SECS", 5.0) };
-        let rate: f64 = env("LOAD_RATE", 2000.0);
-        let conns: usize = env("LOAD_CONNS", 16);
-        let sat_conns: usize = env("LOAD_SAT_CONNS", 32);
+        // The smoke run (`cargo test --all-targets`, debug build) only checks
+        // that the generator and the server work together.
+        let rate: f64 = if smoke {
+            200.0
+        } else {
+            env("LOAD_RATE", 2000.0)
+        };
+        let conns: usize = if smoke { 4 } else { env("LOAD_CONNS", 16) };
+        let sat_conns: usize = if smoke { 4 } else { env("LOAD_SAT_CONNS", 32) };
         let path: &'static str = if std::env::var("LOAD_PATH").as_deref() == Ok("/mutate") {
             "/mutate"
         } else {

@@ -5,9 +5,9 @@
 //! offline checks ([`check`]) and the admission webhook ([`admission`],
 //! [`server`]).
 
+pub mod admission;
 pub mod bundled;
 pub mod cel;
-pub mod admission;
 pub mod certs;
 pub mod check;
 pub mod eval;

@@ -136,7 +136,10 @@ fn main() -> ExitCode {
                 }
             }
         }
-        Command::Serve { args, reveal_other_namespaces } => {
+        Command::Serve {
+            args,
+            reveal_other_namespaces,
+        } => {
             interlock::server::init_tracing(args.log_format.is_json());
             let options = interlock::admission::EngineOptions {
                 redact_other_namespaces: !reveal_other_namespaces,

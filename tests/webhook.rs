@@ -22,7 +22,11 @@ struct Webhook {
 }
 
 fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 fn root() -> PathBuf {
@@ -53,7 +57,8 @@ fn webhook() -> &'static Webhook {
     HOOK.get_or_init(|| {
         let cluster = TestCluster::shared();
         let dir = tempfile::tempdir().unwrap();
-        let certs = interlock::certs::generate(&interlock::certs::CertsOptions::new(["127.0.0.1"])).unwrap();
+        let certs = interlock::certs::generate(&interlock::certs::CertsOptions::new(["127.0.0.1"]))
+            .unwrap();
         std::fs::write(dir.path().join("tls.crt"), &certs.cert_pem).unwrap();
         std::fs::write(dir.path().join("tls.key"), &certs.key_pem).unwrap();
         std::fs::write(dir.path().join("mutate.yaml"), MUTATION_POLICY).unwrap();
@@ -67,7 +72,10 @@ fn webhook() -> &'static Webhook {
             "--listen".into(),
             format!("127.0.0.1:{port}"),
             "-p".into(),
-            root().join("policies/unique-ingress-host/policy.yaml").display().to_string(),
+            root()
+                .join("policies/unique-ingress-host/policy.yaml")
+                .display()
+                .to_string(),
             "-p".into(),
             dir.path().join("mutate.yaml").display().to_string(),
         ];
@@ -91,7 +99,8 @@ fn webhook() -> &'static Webhook {
                 });
             }
             let child = cmd.spawn();
-            tx.send(child.map(|_| ()).map_err(|e| e.to_string())).unwrap();
+            tx.send(child.map(|_| ()).map_err(|e| e.to_string()))
+                .unwrap();
             loop {
                 std::thread::park();
             }
@@ -127,13 +136,21 @@ fn register(cluster: &TestCluster, port: u16, ca: &str) {
          "metadata": {"name": "interlock-test"}, "webhooks": [hook("mutate", json!(["configmaps"]))]},
     ]});
     let out = cluster.kubectl_stdin(&["apply", "-f", "-"], &configs.to_string());
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 fn namespace(cluster: &TestCluster, prefix: &str) -> String {
     let ns = cluster.create_namespace(prefix);
     let out = cluster.kubectl(&["label", "namespace", &ns, &format!("{LABEL}=true")]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     ns
 }
 
@@ -182,21 +199,36 @@ fn a_duplicate_host_is_refused_with_our_message_and_no_other_tenant_names() {
     let a = namespace(cluster, "tenant-a");
     let b = namespace(cluster, "tenant-b");
     let first = apply(cluster, &ingress(&a, "shop", "shop.e2e.example"), &[]);
-    assert!(first.status.success(), "{}", String::from_utf8_lossy(&first.stderr));
+    assert!(
+        first.status.success(),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
     let second = apply(cluster, &ingress(&b, "copycat", "shop.e2e.example"), &[]);
     let err = String::from_utf8_lossy(&second.stderr);
     assert!(!second.status.success(), "the duplicate host was admitted");
     assert!(err.contains("unique-ingress-host"), "{err}");
     assert!(err.contains("shop.e2e.example"), "{err}");
-    assert!(!err.contains(&a), "the message leaks the other tenant's namespace: {err}");
+    assert!(
+        !err.contains(&a),
+        "the message leaks the other tenant's namespace: {err}"
+    );
     // The owner can still update its own Ingress.
     let mut update = ingress(&a, "shop", "shop.e2e.example");
     update["metadata"]["labels"] = json!({"tier": "front"});
     let out = apply(cluster, &update, &[]);
-    assert!(out.status.success(), "an UPDATE was blocked by its own old version: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "an UPDATE was blocked by its own old version: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     // A distinct host passes.
     let out = apply(cluster, &ingress(&b, "own", "blog.e2e.example"), &[]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 #[test]
@@ -205,13 +237,25 @@ fn server_dry_run_is_evaluated_and_leaves_nothing_behind() {
     let _logs = cluster.logs_on_panic();
     webhook();
     let ns = namespace(cluster, "dry-run");
-    let out = apply(cluster, &ingress(&ns, "trial", "dry.e2e.example"), &["--dry-run=server"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = apply(
+        cluster,
+        &ingress(&ns, "trial", "dry.e2e.example"),
+        &["--dry-run=server"],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let get = cluster.kubectl(&["-n", &ns, "get", "ingress", "trial"]);
     assert!(!get.status.success(), "dry run stored the object");
     // Nothing was recorded either: the host is still free for a real create.
     let out = apply(cluster, &ingress(&ns, "real", "dry.e2e.example"), &[]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 #[test]
@@ -219,9 +263,28 @@ fn a_mutation_is_visible_in_the_stored_object() {
     let cluster = TestCluster::shared();
     webhook();
     let ns = namespace(cluster, "mutate");
-    let out = cluster.kubectl(&["-n", &ns, "create", "configmap", "settings", "--from-literal=a=b"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let out = cluster.kubectl(&["-n", &ns, "get", "configmap", "settings", "-o", "jsonpath={.metadata.labels.interlock\\.dev/checked}"]);
+    let out = cluster.kubectl(&[
+        "-n",
+        &ns,
+        "create",
+        "configmap",
+        "settings",
+        "--from-literal=a=b",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = cluster.kubectl(&[
+        "-n",
+        &ns,
+        "get",
+        "configmap",
+        "settings",
+        "-o",
+        "jsonpath={.metadata.labels.interlock\\.dev/checked}",
+    ]);
     assert_eq!(String::from_utf8_lossy(&out.stdout), "true");
 }
 
@@ -235,7 +298,9 @@ fn fifty_parallel_creates_of_one_host_admit_exactly_one() {
         let api: Api<Ingress> = Api::namespaced(cluster.client(), &ns);
         let creates = (0..50).map(|i| {
             let api = api.clone();
-            let obj: Ingress = serde_json::from_value(ingress(&ns, &format!("racer-{i}"), "race.e2e.example")).unwrap();
+            let obj: Ingress =
+                serde_json::from_value(ingress(&ns, &format!("racer-{i}"), "race.e2e.example"))
+                    .unwrap();
             async move { api.create(&PostParams::default(), &obj).await }
         });
         futures::future::join_all(creates).await
@@ -246,5 +311,8 @@ fn fifty_parallel_creates_of_one_host_admit_exactly_one() {
         .filter(|r| matches!(r, Err(e) if e.to_string().contains("unique-ingress-host")))
         .count();
     assert_eq!(ok, 1, "admitted {ok} of 50 Ingresses claiming one host");
-    assert_eq!(refused_by_us, 49, "every other create is refused by the policy");
+    assert_eq!(
+        refused_by_us, 49,
+        "every other create is refused by the policy"
+    );
 }

@@ -41,14 +41,20 @@ pub fn project(mut object: Json) -> Json {
 
 /// Starts a watcher per kind; marks the engine ready once every kind has
 /// been listed once. Returns when every watcher has failed to start.
-pub async fn run(client: Client, engine: Arc<Engine>, kinds: Vec<(String, String)>) -> anyhow::Result<()> {
+pub async fn run(
+    client: Client,
+    engine: Arc<Engine>,
+    kinds: Vec<(String, String)>,
+) -> anyhow::Result<()> {
     let pending = Arc::new(AtomicUsize::new(kinds.len()));
     let mut tasks = Vec::new();
     for (api_version, kind) in kinds {
         let gvk = GroupVersionKind::gvk(group_of(&api_version), version_of(&api_version), &kind);
         let (ar, _caps) = kube::discovery::pinned_kind(&client, &gvk)
             .await
-            .map_err(|e| anyhow::anyhow!("cannot find {kind} ({api_version}) in the cluster: {e}"))?;
+            .map_err(|e| {
+                anyhow::anyhow!("cannot find {kind} ({api_version}) in the cluster: {e}")
+            })?;
         let api: Api<DynamicObject> = Api::all_with(client.clone(), &ar);
         let engine = engine.clone();
         let pending = pending.clone();
@@ -60,9 +66,17 @@ pub async fn run(client: Client, engine: Arc<Engine>, kinds: Vec<(String, String
     Ok(())
 }
 
-async fn watch_kind(api: Api<DynamicObject>, engine: Arc<Engine>, pending: Arc<AtomicUsize>, api_version: String, kind: String) {
+async fn watch_kind(
+    api: Api<DynamicObject>,
+    engine: Arc<Engine>,
+    pending: Arc<AtomicUsize>,
+    api_version: String,
+    kind: String,
+) {
     let group = group_of(&api_version).to_string();
-    let mut stream = watcher::watcher(api, watcher::Config::default()).default_backoff().boxed();
+    let mut stream = watcher::watcher(api, watcher::Config::default())
+        .default_backoff()
+        .boxed();
     let mut seen: HashSet<ObjectKey> = HashSet::new();
     let mut synced = false;
     while let Some(event) = stream.next().await {
@@ -96,7 +110,11 @@ async fn watch_kind(api: Api<DynamicObject>, engine: Arc<Engine>, pending: Arc<A
                 apply(&engine, o);
             }
             Event::Delete(o) => {
-                if let Some(k) = serde_json::to_value(&o).ok().as_ref().and_then(ObjectKey::of) {
+                if let Some(k) = serde_json::to_value(&o)
+                    .ok()
+                    .as_ref()
+                    .and_then(ObjectKey::of)
+                {
                     engine.update(|st| {
                         st.pending.observed(&k);
                         st.inventory.remove(&k)

@@ -3,8 +3,8 @@
 //! It implements [`crate::server::Reviewer`].
 
 pub mod live;
-pub mod serve;
 mod pending;
+pub mod serve;
 
 use crate::inventory::{Inventory, Source};
 use crate::policy::{Action, FailurePolicy, PolicySet, Request, Verdict};
@@ -66,7 +66,11 @@ pub struct Engine {
 impl Engine {
     pub fn new(policies: PolicySet, inventory: Inventory, options: EngineOptions) -> Engine {
         Engine {
-            state: RwLock::new(State { policies, inventory, pending: Pending::default() }),
+            state: RwLock::new(State {
+                policies,
+                inventory,
+                pending: Pending::default(),
+            }),
             ready: AtomicBool::new(false),
             options,
             metrics: Metrics::default(),
@@ -91,9 +95,14 @@ impl Engine {
 
     fn decide(&self, req: &AdmissionRequest<DynamicObject>) -> AdmissionResponse {
         let resp = AdmissionResponse::from(req);
-        let (object, old_object) = match (to_json(req.object.as_ref()), to_json(req.old_object.as_ref())) {
+        let (object, old_object) = match (
+            to_json(req.object.as_ref()),
+            to_json(req.old_object.as_ref()),
+        ) {
             (Ok(o), Ok(old)) => (o, old),
-            (Err(e), _) | (_, Err(e)) => return resp.deny(format!("interlock could not read the object: {e}")),
+            (Err(e), _) | (_, Err(e)) => {
+                return resp.deny(format!("interlock could not read the object: {e}"))
+            }
         };
         let r = request(req, object.as_ref(), old_object.as_ref());
         let ready = self.ready.load(Ordering::Acquire);
@@ -108,9 +117,13 @@ impl Engine {
                 }
                 let out = st.policies.evaluate(&r, &st.inventory);
                 let denied = out.0.iter().any(|v| v.action == Action::Deny);
-                if !denied && !req.dry_run && matches!(req.operation, Operation::Create | Operation::Update) {
+                if !denied
+                    && !req.dry_run
+                    && matches!(req.operation, Operation::Create | Operation::Update)
+                {
                     if let Some(o) = &object {
-                        st.pending.record(&mut st.inventory, o, self.options.pending_ttl);
+                        st.pending
+                            .record(&mut st.inventory, o, self.options.pending_ttl);
                     }
                 }
                 self.metrics.pending.set(st.pending.len() as i64);
@@ -159,13 +172,17 @@ impl Engine {
             };
             self.metrics
                 .decisions
-                .get_or_create(&vec![("policy".into(), v.policy.clone()), ("decision".into(), decision.into())])
+                .get_or_create(&vec![
+                    ("policy".into(), v.policy.clone()),
+                    ("decision".into(), decision.into()),
+                ])
                 .inc();
             match v.action {
                 Action::Deny => denials.push((v, message)),
                 Action::Warn => warnings.push(message),
                 Action::Audit => {
-                    resp.audit_annotations.insert(format!("interlock.dev/{}", v.policy), message);
+                    resp.audit_annotations
+                        .insert(format!("interlock.dev/{}", v.policy), message);
                 }
             }
         }
@@ -188,7 +205,9 @@ impl Engine {
         let mut message = v.message.clone();
         let mut related = Vec::new();
         for k in &v.related {
-            let visible = !self.options.redact_other_namespaces || &*k.namespace == namespace || k.namespace.is_empty();
+            let visible = !self.options.redact_other_namespaces
+                || &*k.namespace == namespace
+                || k.namespace.is_empty();
             if visible {
                 related.push(k.to_string());
             } else {
@@ -199,7 +218,10 @@ impl Engine {
         }
         related.dedup();
         let subject = match &v.binding {
-            Some(b) => format!("ValidatingAdmissionPolicy '{}' with binding '{b}'", v.policy),
+            Some(b) => format!(
+                "ValidatingAdmissionPolicy '{}' with binding '{b}'",
+                v.policy
+            ),
             None => format!("interlock policy '{}'", v.policy),
         };
         let mut out = format!("{subject}: {message}");
@@ -211,11 +233,18 @@ impl Engine {
 
     fn patch(&self, req: &AdmissionRequest<DynamicObject>) -> AdmissionResponse {
         let resp = AdmissionResponse::from(req);
-        let (object, old) = match (to_json(req.object.as_ref()), to_json(req.old_object.as_ref())) {
+        let (object, old) = match (
+            to_json(req.object.as_ref()),
+            to_json(req.old_object.as_ref()),
+        ) {
             (Ok(o), Ok(old)) => (o, old),
-            (Err(e), _) | (_, Err(e)) => return resp.deny(format!("interlock could not read the object: {e}")),
+            (Err(e), _) | (_, Err(e)) => {
+                return resp.deny(format!("interlock could not read the object: {e}"))
+            }
         };
-        let Some(obj) = object.as_ref() else { return resp };
+        let Some(obj) = object.as_ref() else {
+            return resp;
+        };
         let r = request(req, Some(obj), old.as_ref());
         let ops = match self.read(|st| st.policies.mutate(&r, &st.inventory)) {
             Ok(ops) if ops.is_empty() => return resp,
@@ -240,7 +269,8 @@ fn build_patch(object: &Json, ops: Vec<Json>) -> Result<json_patch::Patch, Strin
     let patch: json_patch::Patch = serde_json::from_value(Json::Array(ops))
         .map_err(|e| format!("mutation is not a valid JSON patch: {e}"))?;
     let mut doc = object.clone();
-    json_patch::patch(&mut doc, &patch).map_err(|e| format!("mutation patch does not apply to the object: {e}"))?;
+    json_patch::patch(&mut doc, &patch)
+        .map_err(|e| format!("mutation patch does not apply to the object: {e}"))?;
     Ok(patch)
 }
 
@@ -269,7 +299,11 @@ fn operation(op: &Operation) -> &'static str {
     }
 }
 
-fn request<'a>(req: &AdmissionRequest<DynamicObject>, object: Option<&'a Json>, old: Option<&'a Json>) -> Request<'a> {
+fn request<'a>(
+    req: &AdmissionRequest<DynamicObject>,
+    object: Option<&'a Json>,
+    old: Option<&'a Json>,
+) -> Request<'a> {
     Request {
         operation: operation(&req.operation).into(),
         object,
@@ -302,22 +336,39 @@ impl Reviewer for Engine {
     }
 
     fn register_metrics(&self, registry: &mut Registry) {
-        registry.register("policy_decisions", "Admission decisions by policy and decision", self.metrics.decisions.clone());
-        registry.register("evaluation_errors", "Mutations that failed to apply", self.metrics.eval_errors.clone());
-        registry.register("pending_writes", "Admitted writes not yet seen by the watch", self.metrics.pending.clone());
+        registry.register(
+            "policy_decisions",
+            "Admission decisions by policy and decision",
+            self.metrics.decisions.clone(),
+        );
+        registry.register(
+            "evaluation_errors",
+            "Mutations that failed to apply",
+            self.metrics.eval_errors.clone(),
+        );
+        registry.register(
+            "pending_writes",
+            "Admitted writes not yet seen by the watch",
+            self.metrics.pending.clone(),
+        );
     }
 }
 
 /// Loads objects from files into an inventory (`serve --inventory`).
-pub fn inventory_from_files(inventory: &mut Inventory, paths: &[std::path::PathBuf]) -> Result<(), String> {
+pub fn inventory_from_files(
+    inventory: &mut Inventory,
+    paths: &[std::path::PathBuf],
+) -> Result<(), String> {
     let loaded = crate::manifest::load_paths(paths, &crate::manifest::LoadOptions::default());
     if let Some(e) = loaded.errors.first() {
         return Err(e.to_string());
     }
     for d in loaded.documents {
-        let source = Source { file: d.source.to_string(), line: d.line };
+        let source = Source {
+            file: d.source.to_string(),
+            line: d.line,
+        };
         inventory.upsert(Arc::new(live::project(d.value)), Some(source))?;
     }
     Ok(())
 }
-

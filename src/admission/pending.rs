@@ -20,13 +20,18 @@ impl Pending {
     }
 
     pub fn record(&mut self, inventory: &mut Inventory, object: &Json, ttl: Duration) {
-        let Some(key) = ObjectKey::of(object) else { return };
+        let Some(key) = ObjectKey::of(object) else {
+            return;
+        };
         let previous = inventory.get(&key).cloned();
         let replaced = match self.entries.remove(&key) {
             Some((_, original)) => original,
             None => previous,
         };
-        if inventory.upsert(Arc::new(super::live::project(object.clone())), None).is_ok() {
+        if inventory
+            .upsert(Arc::new(super::live::project(object.clone())), None)
+            .is_ok()
+        {
             self.entries.insert(key, (Instant::now() + ttl, replaced));
         }
     }

@@ -26,7 +26,10 @@ fn policy_documents(paths: &[PathBuf]) -> Result<Vec<(serde_json::Value, Source)
         .documents
         .into_iter()
         .map(|d| {
-            let source = Source { file: d.source.to_string(), line: d.line };
+            let source = Source {
+                file: d.source.to_string(),
+                line: d.line,
+            };
             (d.value, source)
         })
         .collect())
@@ -45,12 +48,14 @@ fn compile(paths: &[PathBuf], inventory: &mut Inventory) -> Result<PolicySet, St
 
 pub async fn run(args: ServeArgs, options: EngineOptions) -> anyhow::Result<()> {
     let mut inventory = Inventory::new();
-    let policies = compile(&args.policy, &mut inventory).map_err(|e| anyhow::anyhow!("policies do not load:\n{e}"))?;
+    let policies = compile(&args.policy, &mut inventory)
+        .map_err(|e| anyhow::anyhow!("policies do not load:\n{e}"))?;
     tracing::info!(policies = policies.len(), "policies loaded");
     let kinds = policies.kinds_read();
     let from_files = !args.inventory.is_empty();
     if from_files {
-        super::inventory_from_files(&mut inventory, &args.inventory).map_err(|e| anyhow::anyhow!("--inventory: {e}"))?;
+        super::inventory_from_files(&mut inventory, &args.inventory)
+            .map_err(|e| anyhow::anyhow!("--inventory: {e}"))?;
     }
     let engine = Arc::new(Engine::new(policies, inventory, options));
     let watched: Arc<Mutex<BTreeSet<(String, String)>>> = Arc::default();
@@ -58,10 +63,13 @@ pub async fn run(args: ServeArgs, options: EngineOptions) -> anyhow::Result<()> 
         engine.set_ready(true);
         None
     } else {
-        let client = kube::Client::try_default()
-            .await
-            .map_err(|e| anyhow::anyhow!("no cluster to watch ({e}); give --inventory PATH to serve from files"))?;
-        watched.lock().unwrap_or_else(|p| p.into_inner()).extend(kinds.iter().cloned());
+        let client = kube::Client::try_default().await.map_err(|e| {
+            anyhow::anyhow!("no cluster to watch ({e}); give --inventory PATH to serve from files")
+        })?;
+        watched
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .extend(kinds.iter().cloned());
         let (c, e) = (client.clone(), engine.clone());
         tokio::spawn(async move {
             if let Err(err) = live::run(c, e, kinds).await {
@@ -70,7 +78,12 @@ pub async fn run(args: ServeArgs, options: EngineOptions) -> anyhow::Result<()> 
         });
         Some(client)
     };
-    tokio::spawn(reload_loop(args.policy.clone(), engine.clone(), client, watched));
+    tokio::spawn(reload_loop(
+        args.policy.clone(),
+        engine.clone(),
+        client,
+        watched,
+    ));
     crate::server::run(args, engine).await
 }
 
@@ -109,11 +122,13 @@ async fn reload_loop(
             continue;
         }
         last = now;
-        let result = engine.update(|st| compile(&paths, &mut st.inventory).map(|set| {
-            let kinds = set.kinds_read();
-            st.policies = set;
-            kinds
-        }));
+        let result = engine.update(|st| {
+            compile(&paths, &mut st.inventory).map(|set| {
+                let kinds = set.kinds_read();
+                st.policies = set;
+                kinds
+            })
+        });
         match result {
             Ok(kinds) => {
                 tracing::info!("policies reloaded");
@@ -130,7 +145,9 @@ async fn reload_loop(
                     });
                 }
             }
-            Err(e) => tracing::error!(error = %e, "policy change rejected; the previous policies keep serving"),
+            Err(e) => {
+                tracing::error!(error = %e, "policy change rejected; the previous policies keep serving")
+            }
         }
     }
 }

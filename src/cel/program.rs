@@ -92,7 +92,9 @@ impl Node {
                     n.visit(f);
                 }
             }
-            Node::NotStrictlyFalse(a) | Node::AccuAppend(_, a) | Node::AccuMerge(_, a) => a.visit(f),
+            Node::NotStrictlyFalse(a) | Node::AccuAppend(_, a) | Node::AccuMerge(_, a) => {
+                a.visit(f)
+            }
             Node::Const(_) | Node::Error(_) | Node::Global(_) | Node::Local(_) | Node::Lazy(_) => {}
         }
     }
@@ -469,9 +471,7 @@ impl<'a, 'e> Ctx<'a, 'e> {
         self.stack.push(accu);
         let r = self.iterate(c, range, accu_slot);
         let accu = self.stack.pop();
-        if let Err(e) = r {
-            return Err(e);
-        }
+        r?;
         self.stack
             .push(accu.unwrap_or_else(|| Err(EvalError::new("internal: accumulator lost"))));
         let result = self.eval(&c.result);

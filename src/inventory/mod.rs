@@ -77,11 +77,13 @@ struct IndexState {
 
 pub type IndexId = usize;
 
+type NamesByNamespace = BTreeMap<Arc<str>, BTreeSet<Arc<str>>>;
+
 #[derive(Default)]
 pub struct Inventory {
     objects: HashMap<ObjectKey, Entry>,
     /// (group, kind) → namespace → names.
-    by_kind: HashMap<(Arc<str>, Arc<str>), BTreeMap<Arc<str>, BTreeSet<Arc<str>>>>,
+    by_kind: HashMap<(Arc<str>, Arc<str>), NamesByNamespace>,
     indexes: Vec<IndexState>,
 }
 

@@ -498,7 +498,11 @@ fn compile_policy(
     let programs = variables
         .iter()
         .chain(match_conditions.iter().map(|(_, p)| p))
-        .chain(validations.iter().flat_map(|v| std::iter::once(&v.expression).chain(v.message_expression.as_ref())))
+        .chain(
+            validations
+                .iter()
+                .flat_map(|v| std::iter::once(&v.expression).chain(v.message_expression.as_ref())),
+        )
         .chain(mutations.iter());
     for p in programs {
         for (id, args) in p.host_calls() {
@@ -679,7 +683,10 @@ impl CompiledPolicy {
             .with_lazy(&self.variables)
             .with_cost_limit(POLICY_COST_BUDGET);
         act.set(s.object, Value::from_json(req.object.unwrap_or(&null)));
-        act.set(s.old_object, Value::from_json(req.old_object.unwrap_or(&null)));
+        act.set(
+            s.old_object,
+            Value::from_json(req.old_object.unwrap_or(&null)),
+        );
         act.set(s.request, Value::from_json(&request_json));
         act.set(s.params, Value::from_json(params.unwrap_or(&null)));
         act.set(
@@ -865,9 +872,14 @@ impl PolicySet {
             match p.mutation_ops(req, inv) {
                 Ok(mut o) => ops.append(&mut o),
                 Err(message) if p.failure_policy == FailurePolicy::Fail => {
-                    return Err(MutationError { policy: p.name.clone(), message })
+                    return Err(MutationError {
+                        policy: p.name.clone(),
+                        message,
+                    })
                 }
-                Err(message) => tracing::warn!(policy = %p.name, %message, "mutation ignored (failurePolicy Ignore)"),
+                Err(message) => {
+                    tracing::warn!(policy = %p.name, %message, "mutation ignored (failurePolicy Ignore)")
+                }
             }
         }
         Ok(ops)
@@ -875,7 +887,11 @@ impl PolicySet {
 
     /// Policies that match the request and read the inventory: they decide
     /// what happens while the inventory is not ready.
-    pub fn inventory_readers<'s>(&'s self, req: &Request, inv: &Inventory) -> Vec<&'s CompiledPolicy> {
+    pub fn inventory_readers<'s>(
+        &'s self,
+        req: &Request,
+        inv: &Inventory,
+    ) -> Vec<&'s CompiledPolicy> {
         self.policies
             .iter()
             .filter(|p| p.reads_inventory() && matching::matches(&p.matcher, req, inv, false))
@@ -906,7 +922,12 @@ impl CompiledPolicy {
                 match cond.eval(act) {
                     Ok(Value::Bool(true)) => {}
                     Ok(Value::Bool(false)) => return Ok(vec![]),
-                    Ok(other) => return Err(format!("matchCondition '{name}' must evaluate to bool, got {}", other.type_name())),
+                    Ok(other) => {
+                        return Err(format!(
+                            "matchCondition '{name}' must evaluate to bool, got {}",
+                            other.type_name()
+                        ))
+                    }
                     Err(e) => return Err(format!("matchCondition '{name}': {e}")),
                 }
             }
@@ -914,7 +935,12 @@ impl CompiledPolicy {
             for (i, m) in self.mutations.iter().enumerate() {
                 match m.eval(act) {
                     Ok(Value::List(l)) => ops.extend(l.iter().map(|op| op.to_json())),
-                    Ok(other) => return Err(format!("spec.mutations[{i}] must yield a list of JSONPatch, got {}", other.type_name())),
+                    Ok(other) => {
+                        return Err(format!(
+                            "spec.mutations[{i}] must yield a list of JSONPatch, got {}",
+                            other.type_name()
+                        ))
+                    }
                     Err(e) => return Err(format!("spec.mutations[{i}]: {e}")),
                 }
             }

@@ -247,7 +247,8 @@ fn range_error() -> EvalError {
 }
 
 pub fn double_to_int(d: f64) -> EvalResult<i64> {
-    if d.is_nan() || d <= -9.223_372_036_854_775_808E18 || d >= 9.223_372_036_854_775_807E18 {
+    // The bounds are i64::MIN and i64::MAX as doubles (both round to 2^63).
+    if d.is_nan() || d <= i64::MIN as f64 || d >= i64::MAX as f64 {
         return Err(range_error());
     }
     Ok(d as i64)
@@ -338,7 +339,7 @@ pub fn format_double(d: f64) -> String {
     let exp: i32 = exp.parse().unwrap_or(0);
     let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
     let sign = if d < 0.0 { "-" } else { "" };
-    if exp < -4 || exp >= 6 {
+    if !(-4..6).contains(&exp) {
         let (first, rest) = digits.split_at(1);
         let frac = if rest.is_empty() {
             String::new()

@@ -44,7 +44,7 @@ fn prepare(pattern: &str) -> Result<Option<Arc<dyn Any + Send + Sync>>, String> 
     Ok(Some(Arc::new(compile(pattern)?)))
 }
 
-fn regex_arg<'p>(prepared: &'p (dyn Any + Send + Sync)) -> EvalResult<&'p Regex> {
+fn regex_arg(prepared: &(dyn Any + Send + Sync)) -> EvalResult<&Regex> {
     prepared
         .downcast_ref::<Regex>()
         .ok_or_else(|| EvalError::new("internal: prepared value is not a regex"))

@@ -145,6 +145,10 @@ impl<'e> Compiler<'e> {
     }
 
     fn compile(&mut self, e: &Expr) -> CResult {
+        stacker::maybe_grow(64 * 1024, 1024 * 1024, || self.compile_node(e))
+    }
+
+    fn compile_node(&mut self, e: &Expr) -> CResult {
         Ok(match &e.kind {
             ExprKind::Literal(l) => Node::Const(literal(l)),
             ExprKind::Ident(name) => self.ident(e.pos, name)?,

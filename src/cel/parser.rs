@@ -147,7 +147,8 @@ impl<'s> Parser<'s> {
 
     fn expr(&mut self) -> PResult<Expr> {
         self.enter()?;
-        let r = self.conditional();
+        // Deep (but allowed) nesting must not overflow a small thread stack.
+        let r = stacker::maybe_grow(64 * 1024, 1024 * 1024, || self.conditional());
         self.depth -= 1;
         r
     }
@@ -242,7 +243,7 @@ impl<'s> Parser<'s> {
 
     fn unary(&mut self) -> PResult<Expr> {
         self.enter()?;
-        let r = self.unary_inner();
+        let r = stacker::maybe_grow(64 * 1024, 1024 * 1024, || self.unary_inner());
         self.depth -= 1;
         r
     }
@@ -370,6 +371,7 @@ impl<'s> Parser<'s> {
     }
 
     fn primary(&mut self) -> PResult<Expr> {
+        let start = self.i;
         let t = self.bump();
         let pos = t.pos;
         Ok(match t.tok {
@@ -400,7 +402,7 @@ impl<'s> Parser<'s> {
             Tok::Punct("[?") => self.list(pos, true)?,
             Tok::Punct("{") => self.map(pos)?,
             _ => {
-                self.i -= 1;
+                self.i = start;
                 return Err(self.unexpected());
             }
         })

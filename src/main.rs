@@ -65,6 +65,9 @@ enum Command {
         /// tenant only learns the kind of another tenant's object).
         #[arg(long)]
         reveal_other_namespaces: bool,
+        /// Seconds one watch request lasts before it is re-established.
+        #[arg(long, default_value_t = 290)]
+        watch_timeout: u64,
     },
     /// Write a CA and a serving certificate for the webhook.
     Certs {
@@ -139,10 +142,12 @@ fn main() -> ExitCode {
         Command::Serve {
             args,
             reveal_other_namespaces,
+            watch_timeout,
         } => {
             interlock::server::init_tracing(args.log_format.is_json());
             let options = interlock::admission::EngineOptions {
                 redact_other_namespaces: !reveal_other_namespaces,
+                watch_timeout: std::time::Duration::from_secs(watch_timeout),
                 ..Default::default()
             };
             let rt = match tokio::runtime::Runtime::new() {

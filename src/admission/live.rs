@@ -73,9 +73,9 @@ async fn watch_kind(
     api_version: String,
     kind: String,
 ) {
-    let mut stream = watcher::watcher(api, watcher::Config::default())
-        .default_backoff()
-        .boxed();
+    let config =
+        watcher::Config::default().timeout(engine.options.watch_timeout.as_secs().max(1) as u32);
+    let mut stream = watcher::watcher(api, config).default_backoff().boxed();
     let mut sync = KindSync::new(group_of(&api_version), &kind);
     while let Some(event) = stream.next().await {
         match event {

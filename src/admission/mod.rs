@@ -29,6 +29,9 @@ pub struct EngineOptions {
     /// How long an admitted write the watch has not shown yet stays in the
     /// inventory (so concurrent requests see it).
     pub pending_ttl: Duration,
+    /// How long one watch request lasts before it is re-established (from
+    /// the last resourceVersion, or by a re-list after 410 Gone).
+    pub watch_timeout: Duration,
 }
 
 impl Default for EngineOptions {
@@ -36,6 +39,7 @@ impl Default for EngineOptions {
         EngineOptions {
             redact_other_namespaces: true,
             pending_ttl: Duration::from_secs(30),
+            watch_timeout: Duration::from_secs(290),
         }
     }
 }

@@ -80,9 +80,14 @@ fn main() -> ExitCode {
                 user,
                 record_evaluated: output == OutputFormat::Junit,
             });
-            if let Err(e) = report.print(output) {
-                eprintln!("interlock: cannot write the report: {e}");
-                return ExitCode::from(2);
+            match report.print(output) {
+                // A closed pipe (`| head`) is the reader's choice, not an error.
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+                Err(e) => {
+                    eprintln!("interlock: cannot write the report: {e}");
+                    return ExitCode::from(2);
+                }
+                Ok(()) => {}
             }
             let _ = report.write_errors(&mut std::io::stderr());
             report.exit_code()

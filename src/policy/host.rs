@@ -44,7 +44,9 @@ pub struct InventoryHost<'a> {
     pub inventory: &'a Inventory,
     pub indexes: &'a HashMap<String, IndexId>,
     pub me: SelfIdentity,
-    /// Objects returned by get and index lookups: the related objects of a finding.
+    /// Objects returned by index lookups: the related objects of a finding
+    /// (an index is how a policy finds conflicting objects; `get` and `list`
+    /// mostly confirm that something exists, which is not a conflict).
     pub related: RefCell<Vec<ObjectKey>>,
 }
 
@@ -64,10 +66,7 @@ impl<'a> InventoryHost<'a> {
             name: str_arg(f, a, 3)?.into(),
         };
         match self.inventory.get(&key).filter(|e| !self.me.is(e)) {
-            Some(e) => {
-                self.related.borrow_mut().push(e.key.clone());
-                Ok(Value::optional(Some(Value::from_json(&e.object))))
-            }
+            Some(e) => Ok(Value::optional(Some(Value::from_json(&e.object)))),
             None => Ok(Value::Optional(None)),
         }
     }

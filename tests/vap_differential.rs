@@ -46,8 +46,11 @@ mod support;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt::Write as _;
-use std::fs;
+use std::fs::{self, File};
+use std::io;
+use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -282,7 +285,9 @@ fn audit_failure_text(policy: &str, binding: &str, message: &str) -> String {
 /// Why two answers differ, or `None` when they agree.
 fn disagreement(kube: &Answer, ours: &Answer) -> Option<String> {
     if let Some(e) = &kube.error {
-        return Some(format!("kube-apiserver did not give a policy decision: {e}"));
+        return Some(format!(
+            "kube-apiserver did not give a policy decision: {e}"
+        ));
     }
     if let Some(e) = &ours.error {
         return Some(format!("Interlock did not give a decision: {e}"));
@@ -416,7 +421,10 @@ fn wait_for_policies(cluster: &TestCluster, timeout: Duration) -> Result<Duratio
     let start = Instant::now();
     let out = cluster.kubectl_stdin(&["apply", "-f", "-"], SENTINEL);
     if !out.status.success() {
-        return Err(format!("cannot create the sentinel policies: {}", text(&out.stderr)));
+        return Err(format!(
+            "cannot create the sentinel policies: {}",
+            text(&out.stderr)
+        ));
     }
     let mut last = String::new();
     while start.elapsed() < timeout {
@@ -475,6 +483,60 @@ fn type_check_warnings(
             return (warnings, pending);
         }
         std::thread::sleep(Duration::from_millis(250));
+    }
+}
+
+/// kube-controller-manager running only the controller that type-checks
+/// ValidatingAdmissionPolicies and writes `status.typeChecking`; stopped on
+/// drop, and with the test process.
+struct StatusController {
+    child: Child,
+}
+
+impl StatusController {
+    fn start(cluster: &TestCluster, dir: &Path) -> StatusController {
+        let log_path = dir.join("kube-controller-manager.log");
+        let log = File::create(&log_path).expect("create the controller-manager log");
+        let err = log.try_clone().expect("clone the log file");
+        let mut cmd = Command::new(cluster.bin("kube-controller-manager"));
+        cmd.arg(format!("--kubeconfig={}", cluster.kubeconfig().display()))
+            .args([
+                "--controllers=validatingadmissionpolicy-status-controller",
+                "--leader-elect=false",
+                "--use-service-account-credentials=false",
+                "--secure-port=0",
+            ])
+            .stdin(Stdio::null())
+            .stdout(log)
+            .stderr(err);
+        // SAFETY: prctl is async-signal-safe; it only asks the kernel to kill
+        // the child when this (test) thread exits.
+        unsafe {
+            cmd.pre_exec(|| {
+                if libc::prctl(
+                    libc::PR_SET_PDEATHSIG,
+                    libc::SIGKILL as libc::c_ulong,
+                    0,
+                    0,
+                    0,
+                ) != 0
+                {
+                    return Err(io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let child = cmd
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start kube-controller-manager: {e}"));
+        StatusController { child }
+    }
+}
+
+impl Drop for StatusController {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
 
@@ -556,7 +618,10 @@ fn read_audit_log(path: &Path) -> HashMap<(String, String, String), Vec<AuditEve
         if !matches!(e["verb"].as_str(), Some("create" | "update" | "patch")) {
             continue;
         }
-        if e["objectRef"]["subresource"].as_str().is_some_and(|s| !s.is_empty()) {
+        if e["objectRef"]["subresource"]
+            .as_str()
+            .is_some_and(|s| !s.is_empty())
+        {
             continue;
         }
         let get = |k: &str| e["objectRef"][k].as_str().unwrap_or("").to_string();
@@ -598,10 +663,15 @@ fn read_audit_log(path: &Path) -> HashMap<(String, String, String), Vec<AuditEve
 /// Interlock's answer to one application. `existing` are the objects of the
 /// case that kube-apiserver holds before it (as written), `old` the stored
 /// version of this object for an UPDATE.
-fn interlock_answer(case: &Case, object: &CorpusObject, existing: &[Document], old: Option<&Json>) -> Answer {
+fn interlock_answer(
+    case: &Case,
+    object: &CorpusObject,
+    existing: &[Document],
+    old: Option<&Json>,
+) -> Answer {
     let mut answer = Answer::default();
-    if !case.load_errors.is_empty() {
-        answer.error = Some(case.load_errors.join("\n"));
+    if !case_errors(case).is_empty() {
+        answer.error = Some("Interlock cannot load this case (see its errors above)".into());
         return answer;
     }
     let mut resources: Vec<Document> = case.resource_docs.clone();
@@ -678,6 +748,16 @@ fn interlock_answer(case: &Case, object: &CorpusObject, existing: &[Document], o
 
 type Verdicts = Vec<(Action, String, String, String, String)>;
 
+/// Why Interlock cannot load a case: unreadable files, policies that do not
+/// compile, bindings without their policy.
+fn case_errors(case: &Case) -> Vec<String> {
+    let mut errors = case.load_errors.clone();
+    let mut report = Report::default();
+    compile_policies(&case.policy_docs, &mut Inventory::new(), &mut report);
+    errors.extend(report.errors.iter().map(|e| e.to_string()));
+    errors
+}
+
 /// The policy engine on one request: a CREATE, or an UPDATE from `old`.
 fn engine(
     case: &Case,
@@ -734,7 +814,11 @@ struct CaseRun {
 fn vap_corpus_agrees_with_kube_apiserver() {
     let started = Instant::now();
     let (cases, filter) = load_corpus();
-    assert!(!cases.is_empty(), "no corpus cases under {}", corpus_dir().display());
+    assert!(
+        !cases.is_empty(),
+        "no corpus cases under {}",
+        corpus_dir().display()
+    );
 
     let audit_dir = tempfile::tempdir().expect("temporary directory");
     let audit_policy = audit_dir.path().join("audit-policy.yaml");
@@ -749,6 +833,7 @@ fn vap_corpus_agrees_with_kube_apiserver() {
         ],
         ..Options::default()
     });
+    let _status_controller = StatusController::start(&cluster, audit_dir.path());
     eprintln!("cluster up after {:.1?}", started.elapsed());
 
     // 1. Every setup.
@@ -810,7 +895,11 @@ fn vap_corpus_agrees_with_kube_apiserver() {
             .filter(|(o, a)| {
                 let k = (
                     o.resource.clone(),
-                    if o.namespaced { o.key.namespace.to_string() } else { String::new() },
+                    if o.namespaced {
+                        o.key.namespace.to_string()
+                    } else {
+                        String::new()
+                    },
                     o.key.name.to_string(),
                 );
                 &k == key && sent_a_write(a)
@@ -823,7 +912,11 @@ fn vap_corpus_agrees_with_kube_apiserver() {
         .map(|o| {
             (
                 o.resource.clone(),
-                if o.namespaced { o.key.namespace.to_string() } else { String::new() },
+                if o.namespaced {
+                    o.key.namespace.to_string()
+                } else {
+                    String::new()
+                },
                 o.key.name.to_string(),
             )
         })
@@ -852,7 +945,18 @@ fn vap_corpus_agrees_with_kube_apiserver() {
         let mut case_ok = true;
         if let Some(e) = &run.setup_error {
             case_ok = false;
-            let _ = writeln!(report, "\n{}: kube-apiserver rejected setup.yaml:\n{e}", case.id);
+            let _ = writeln!(
+                report,
+                "\n{}: kube-apiserver rejected setup.yaml:\n{e}",
+                case.id
+            );
+        }
+        let errors = case_errors(case);
+        if !errors.is_empty() {
+            let _ = writeln!(report, "\n{}: Interlock cannot load the case:", case.id);
+            for e in &errors {
+                let _ = writeln!(report, "    {}", e.replace('\n', "\n    "));
+            }
         }
         // Objects of this case that kube-apiserver holds, as written.
         let mut stored: Vec<(ObjectKey, Document)> = Vec::new();
@@ -861,7 +965,11 @@ fn vap_corpus_agrees_with_kube_apiserver() {
             let mut kube = kube_answer(applied);
             let key = (
                 object.resource.clone(),
-                if object.namespaced { object.key.namespace.to_string() } else { String::new() },
+                if object.namespaced {
+                    object.key.namespace.to_string()
+                } else {
+                    String::new()
+                },
                 object.key.name.to_string(),
             );
             if sent_a_write(applied) {
@@ -933,7 +1041,11 @@ fn vap_corpus_agrees_with_kube_apiserver() {
             }
         }
         if !unchecked.is_empty() {
-            let _ = writeln!(report, "    not type-checked within 20s: {}", unchecked.join(", "));
+            let _ = writeln!(
+                report,
+                "    not type-checked within 20s: {}",
+                unchecked.join(", ")
+            );
         }
     }
     let figure = format!(

@@ -490,11 +490,7 @@ impl<'a> Value<'a> {
             (Timestamp(a), Timestamp(b)) => Some(a.cmp(b)),
             (Opaque(a), Opaque(b)) => a.compare(b.as_ref()),
             _ => {
-                return Err(EvalError::new(format!(
-                    "no such overload: {} < {}",
-                    self.type_name(),
-                    other.type_name()
-                )))
+                return Err(EvalError::no_overload("_<_"))
             }
         };
         // NaN compares false with everything; report as "unordered".

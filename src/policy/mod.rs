@@ -730,3 +730,6 @@ fn namespace_object<'i>(req: &Request, inv: &'i Inventory) -> Option<std::borrow
         })),
     })
 }
+
+#[cfg(test)]
+mod tests;

@@ -20,7 +20,10 @@ fn main() {
     entries.sort();
     let mut out = String::from("/// (policy folder, file contents) of the bundled library.\npub const BUNDLED: &[(&str, &str)] = &[\n");
     for (name, path) in entries {
-        out.push_str(&format!("    ({name:?}, include_str!({:?})),\n", path.display().to_string()));
+        out.push_str(&format!(
+            "    ({name:?}, include_str!({:?})),\n",
+            path.display().to_string()
+        ));
     }
     out.push_str("];\n");
     let dest = Path::new(&std::env::var("OUT_DIR").expect("OUT_DIR")).join("bundled.rs");

@@ -137,10 +137,12 @@ prep() {
     STEP="compare the wrapper's build list with the kubernetes go.mod"
     # Adding etcdctl must not move any dependency kubernetes pins.
     local drift=0 path want got
+    local -A built=()
+    while read -r path got; do built["${path}"]="${got}"; done < <(cd "${tmp}" && go list -m -f '{{.Path}} {{.Version}}' all)
     while read -r path want; do
-        got="$(cd "${tmp}" && go list -m -f '{{.Version}}' "${path}" 2>/dev/null || true)"
-        if [[ -n "${got}" && "${got}" != "${want}" ]]; then
-            log "drift: ${path} ${want} in k8s.io/kubernetes, ${got} in the wrapper"
+        got="${built[${path}]:-}"
+        if [[ "${got}" != "${want}" ]]; then
+            log "drift: ${path} ${want} in k8s.io/kubernetes, '${got}' in the wrapper"
             drift=1
         fi
     done < <(awk '/^require \(/ { r = 1; next } r && /^\)/ { r = 0 } r && $2 != "v0.0.0" { print $1, $2 }' "${gomod}")

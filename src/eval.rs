@@ -68,17 +68,38 @@ fn read_value(path: &PathBuf) -> Result<Json, EvalCommandError> {
 
 /// Evaluates and returns `{"type": T, "value": V}`.
 pub fn run(opts: &EvalOptions) -> Result<Json, EvalCommandError> {
-    let mut env = if opts.strict { Env::kubernetes() } else { Env::interlock() };
-    let names = ["object", "oldObject", "params", "namespaceObject", "request"];
+    let mut env = if opts.strict {
+        Env::kubernetes()
+    } else {
+        Env::interlock()
+    };
+    let names = [
+        "object",
+        "oldObject",
+        "params",
+        "namespaceObject",
+        "request",
+    ];
     let slots: Vec<usize> = names.iter().map(|n| env.add_variable(n)).collect();
     host::declare(&mut env, !opts.strict);
     let program = env
         .compile(&opts.expr)
         .map_err(|e| EvalCommandError::Compile(e.to_string()))?;
-    let files = [&opts.object, &opts.old_object, &opts.params, &opts.namespace_object, &opts.request];
+    let files = [
+        &opts.object,
+        &opts.old_object,
+        &opts.params,
+        &opts.namespace_object,
+        &opts.request,
+    ];
     let values: Vec<Json> = files
         .iter()
-        .map(|f| f.as_ref().map(read_value).transpose().map(|v| v.unwrap_or(Json::Null)))
+        .map(|f| {
+            f.as_ref()
+                .map(read_value)
+                .transpose()
+                .map(|v| v.unwrap_or(Json::Null))
+        })
         .collect::<Result<_, _>>()?;
     let mut inventory = Inventory::new();
     if !opts.inventory.is_empty() {
@@ -87,15 +108,23 @@ pub fn run(opts: &EvalOptions) -> Result<Json, EvalCommandError> {
             return Err(EvalCommandError::Input(e.to_string()));
         }
         for d in loaded.documents {
-            let source = Source { file: d.source.to_string(), line: d.line };
-            inventory.upsert(Arc::new(d.value), Some(source)).map_err(EvalCommandError::Input)?;
+            let source = Source {
+                file: d.source.to_string(),
+                line: d.line,
+            };
+            inventory
+                .upsert(Arc::new(d.value), Some(source))
+                .map_err(EvalCommandError::Input)?;
         }
     }
     let indexes = HashMap::new();
     let host = InventoryHost {
         inventory: &inventory,
         indexes: &indexes,
-        me: SelfIdentity { uid: None, key: ObjectKey::of(&values[0]) },
+        me: SelfIdentity {
+            uid: None,
+            key: ObjectKey::of(&values[0]),
+        },
         related: Default::default(),
     };
     let mut act = Activation::new(&env);
@@ -103,6 +132,8 @@ pub fn run(opts: &EvalOptions) -> Result<Json, EvalCommandError> {
         act.set(*slot, Value::from_json(v));
     }
     let act = act.with_host(&host);
-    let v = program.eval(&act).map_err(|e| EvalCommandError::Eval(e.to_string()))?;
+    let v = program
+        .eval(&act)
+        .map_err(|e| EvalCommandError::Eval(e.to_string()))?;
     Ok(serde_json::json!({"type": v.type_name(), "value": v.to_json()}))
 }

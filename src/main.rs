@@ -6,7 +6,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(Parser)]
-#[command(name = "interlock", version, about = "Rules that span several Kubernetes objects")]
+#[command(
+    name = "interlock",
+    version,
+    about = "Rules that span several Kubernetes objects"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -53,6 +57,20 @@ enum Command {
         #[arg(short, long, default_value = "json")]
         output: String,
     },
+    /// Serve the admission webhook (POST /validate, /mutate) over TLS.
+    Serve {
+        #[command(flatten)]
+        args: interlock::server::ServeArgs,
+        /// Name objects of other namespaces in messages (off by default: a
+        /// tenant only learns the kind of another tenant's object).
+        #[arg(long)]
+        reveal_other_namespaces: bool,
+    },
+    /// Write a CA and a serving certificate for the webhook.
+    Certs {
+        #[command(flatten)]
+        args: interlock::server::cli::CertsArgs,
+    },
     /// Run policy test cases (policies/NAME/tests/*.yaml).
     Test {
         #[arg(default_value = "policies")]
@@ -63,7 +81,12 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let code = match cli.command {
-        Command::Check { policy, output, user, paths } => {
+        Command::Check {
+            policy,
+            output,
+            user,
+            paths,
+        } => {
             let report = check::run(&check::CheckOptions {
                 policies: policy,
                 inputs: paths,
@@ -77,8 +100,27 @@ fn main() -> ExitCode {
             let _ = report.write_errors(&mut std::io::stderr());
             report.exit_code()
         }
-        Command::Eval { expr, object, old_object, params, namespace_object, request, inventory, strict, output } => {
-            let opts = interlock::eval::EvalOptions { expr, object, old_object, params, namespace_object, request, inventory, strict };
+        Command::Eval {
+            expr,
+            object,
+            old_object,
+            params,
+            namespace_object,
+            request,
+            inventory,
+            strict,
+            output,
+        } => {
+            let opts = interlock::eval::EvalOptions {
+                expr,
+                object,
+                old_object,
+                params,
+                namespace_object,
+                request,
+                inventory,
+                strict,
+            };
             match interlock::eval::run(&opts) {
                 Ok(v) if output == "json" => {
                     println!("{v}");
@@ -94,6 +136,37 @@ fn main() -> ExitCode {
                 }
             }
         }
+        Command::Serve {
+            args,
+            reveal_other_namespaces,
+        } => {
+            interlock::server::init_tracing(args.log_format.is_json());
+            let options = interlock::admission::EngineOptions {
+                redact_other_namespaces: !reveal_other_namespaces,
+                ..Default::default()
+            };
+            let rt = match tokio::runtime::Runtime::new() {
+                Ok(rt) => rt,
+                Err(e) => {
+                    eprintln!("interlock: cannot start the runtime: {e}");
+                    return ExitCode::from(2);
+                }
+            };
+            match rt.block_on(interlock::admission::serve::run(args, options)) {
+                Ok(()) => 0,
+                Err(e) => {
+                    eprintln!("interlock serve: {e:#}");
+                    2
+                }
+            }
+        }
+        Command::Certs { args } => match interlock::certs::run(&args) {
+            Ok(()) => 0,
+            Err(e) => {
+                eprintln!("interlock certs: {e:#}");
+                2
+            }
+        },
         Command::Test { paths } => {
             let cases = check::policy_test::discover(&paths);
             let mut failed = 0;

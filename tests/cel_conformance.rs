@@ -15,7 +15,10 @@ const SKIP_FILES: &[(&str, &str)] = &[
     ("wrappers", "protobuf wrapper types"),
     ("block_ext", "cel.block is a cel-go internal optimisation"),
     ("unknowns", "empty"),
-    ("type_deduction", "needs a full type checker (counted separately when we have one)"),
+    (
+        "type_deduction",
+        "needs a full type checker (counted separately when we have one)",
+    ),
 ];
 
 fn spec_dir() -> PathBuf {
@@ -53,10 +56,14 @@ fn value_from_proto(v: &Json) -> Result<Value<'static>, String> {
         "null_value" => Value::Null,
         "bool_value" => Value::Bool(x.as_bool().ok_or("bool")?),
         "int64_value" => Value::Int(
-            x.as_str().map(|s| s.parse().map_err(|_| "int")).unwrap_or_else(|| x.as_i64().ok_or("int"))?,
+            x.as_str()
+                .map(|s| s.parse().map_err(|_| "int"))
+                .unwrap_or_else(|| x.as_i64().ok_or("int"))?,
         ),
         "uint64_value" => Value::Uint(
-            x.as_str().map(|s| s.parse().map_err(|_| "uint")).unwrap_or_else(|| x.as_u64().ok_or("uint"))?,
+            x.as_str()
+                .map(|s| s.parse().map_err(|_| "uint"))
+                .unwrap_or_else(|| x.as_u64().ok_or("uint"))?,
         ),
         "double_value" => Value::Double(match x {
             Json::String(s) if s == "NaN" => f64::NAN,
@@ -73,12 +80,26 @@ fn value_from_proto(v: &Json) -> Result<Value<'static>, String> {
             Value::Bytes(b.into())
         }
         "list_value" => {
-            let items = x.get("values").and_then(Json::as_array).cloned().unwrap_or_default();
-            Value::list(items.iter().map(value_from_proto).collect::<Result<_, _>>()?)
+            let items = x
+                .get("values")
+                .and_then(Json::as_array)
+                .cloned()
+                .unwrap_or_default();
+            Value::list(
+                items
+                    .iter()
+                    .map(value_from_proto)
+                    .collect::<Result<_, _>>()?,
+            )
         }
         "map_value" => {
             let mut m = indexmap::IndexMap::new();
-            for e in x.get("entries").and_then(Json::as_array).cloned().unwrap_or_default() {
+            for e in x
+                .get("entries")
+                .and_then(Json::as_array)
+                .cloned()
+                .unwrap_or_default()
+            {
                 let k = value_from_proto(e.get("key").ok_or("key")?)?;
                 let v = value_from_proto(e.get("value").ok_or("value")?)?;
                 m.insert(Key::from_value(&k).map_err(|e| e.to_string())?, v);
@@ -103,7 +124,9 @@ fn same(a: &Value, b: &Value) -> bool {
         (Value::Map(x), Value::Map(y)) => {
             x.len() == y.len()
                 && x.entries().iter().all(|(k, v)| {
-                    y.entries().iter().any(|(k2, v2)| same(k, k2) && same(v, v2))
+                    y.entries()
+                        .iter()
+                        .any(|(k2, v2)| same(k, k2) && same(v, v2))
                 })
         }
         _ => a.type_of() == b.type_of() && a.equals(b),
@@ -125,7 +148,11 @@ fn run_case(t: &Json) -> Outcome {
             names.push(d["name"].as_str().unwrap_or_default().to_string());
         }
     }
-    let bindings = t.get("bindings").and_then(Json::as_object).cloned().unwrap_or_default();
+    let bindings = t
+        .get("bindings")
+        .and_then(Json::as_object)
+        .cloned()
+        .unwrap_or_default();
     names.extend(bindings.keys().cloned());
     for n in &names {
         env.add_variable(n);
@@ -171,7 +198,10 @@ fn run_case(t: &Json) -> Outcome {
         (Some(want), Err(e)) => Outcome::Fail(format!("want {want}, got error {e}")),
         (None, Err(_)) if expects_error => Outcome::Pass,
         (None, Ok(got)) if expects_error => Outcome::Fail(format!("want an error, got {got}")),
-        (None, r) => Outcome::Fail(format!("no expectation understood; got {:?}", r.map(|v| v.to_string()))),
+        (None, r) => Outcome::Fail(format!(
+            "no expectation understood; got {:?}",
+            r.map(|v| v.to_string())
+        )),
     }
 }
 
@@ -179,7 +209,12 @@ fn run_case(t: &Json) -> Outcome {
 fn cel_spec_conformance() {
     let dir = spec_dir();
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("cannot read the CEL conformance cases at {}: {e}; set INTERLOCK_CEL_SPEC_DIR", dir.display()))
+        .unwrap_or_else(|e| {
+            panic!(
+                "cannot read the CEL conformance cases at {}: {e}; set INTERLOCK_CEL_SPEC_DIR",
+                dir.display()
+            )
+        })
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "json"))
         .collect();
@@ -189,12 +224,17 @@ fn cel_spec_conformance() {
     let mut skipped: BTreeMap<&str, usize> = BTreeMap::new();
     println!("CEL conformance (cel-spec simple tests):");
     for f in files {
-        let stem = f.file_stem().and_then(|s| s.to_str()).unwrap_or_default().to_string();
+        let stem = f
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or_default()
+            .to_string();
         if let Some((_, why)) = SKIP_FILES.iter().find(|(n, _)| *n == stem) {
             println!("  {stem:<14} skipped: {why}");
             continue;
         }
-        let doc: Json = serde_json::from_str(&std::fs::read_to_string(&f).expect("read")).expect("json");
+        let doc: Json =
+            serde_json::from_str(&std::fs::read_to_string(&f).expect("read")).expect("json");
         let (mut fp, mut ft) = (0, 0);
         for section in doc["section"].as_array().cloned().unwrap_or_default() {
             for t in section["test"].as_array().cloned().unwrap_or_default() {
@@ -209,24 +249,43 @@ fn cel_spec_conformance() {
                     Outcome::Pass => fp += 1,
                     Outcome::Fail(why) => {
                         if verbose {
-                            println!("    FAIL {stem}/{}/{}: {} => {why}", section["name"].as_str().unwrap_or(""), t["name"].as_str().unwrap_or(""), t["expr"].as_str().unwrap_or(""));
+                            println!(
+                                "    FAIL {stem}/{}/{}: {} => {why}",
+                                section["name"].as_str().unwrap_or(""),
+                                t["name"].as_str().unwrap_or(""),
+                                t["expr"].as_str().unwrap_or("")
+                            );
                         }
                     }
                 }
             }
         }
-        println!("  {stem:<14} {fp:>4}/{ft:<4} {:>6.1}%", 100.0 * fp as f64 / ft.max(1) as f64);
+        println!(
+            "  {stem:<14} {fp:>4}/{ft:<4} {:>6.1}%",
+            100.0 * fp as f64 / ft.max(1) as f64
+        );
         pass += fp;
         total += ft;
     }
     for (why, n) in &skipped {
         println!("  skipped {n} case(s): {why}");
     }
-    println!("  TOTAL          {pass:>4}/{total:<4} {:>6.1}%", 100.0 * pass as f64 / total.max(1) as f64);
-    let ratchet: usize = std::fs::read_to_string(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/cel-conformance-ratchet.txt"))
-        .ok()
-        .and_then(|s| s.trim().parse().ok())
-        .unwrap_or(0);
-    assert!(total >= 1600, "expected about 1,673 applicable cases, found {total}: is the data complete?");
-    assert!(pass >= ratchet, "conformance fell to {pass} passing cases, below the ratchet of {ratchet}");
+    println!(
+        "  TOTAL          {pass:>4}/{total:<4} {:>6.1}%",
+        100.0 * pass as f64 / total.max(1) as f64
+    );
+    let ratchet: usize = std::fs::read_to_string(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/cel-conformance-ratchet.txt"),
+    )
+    .ok()
+    .and_then(|s| s.trim().parse().ok())
+    .unwrap_or(0);
+    assert!(
+        total >= 1600,
+        "expected about 1,673 applicable cases, found {total}: is the data complete?"
+    );
+    assert!(
+        pass >= ratchet,
+        "conformance fell to {pass} passing cases, below the ratchet of {ratchet}"
+    );
 }

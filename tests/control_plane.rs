@@ -10,7 +10,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt as _;
-use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use kube::api::{
     Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, PostParams, WatchEvent,
     WatchParams,
@@ -143,6 +143,33 @@ async fn owner_deletion_cascades_to_the_dependent() {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     assert!(api.get_opt("owner").await.expect("get owner").is_none());
+}
+
+/// The namespace controller empties and removes a deleted namespace.
+#[tokio::test]
+async fn a_deleted_namespace_goes_away_with_its_contents() {
+    let cluster = TestCluster::shared();
+    let _logs = cluster.logs_on_panic();
+    let ns = cluster.create_namespace("doomed");
+    stdout(&cluster.kubectl(&["-n", &ns, "create", "configmap", "inside"]));
+    stdout(&cluster.kubectl(&["delete", "namespace", &ns, "--wait=false"]));
+
+    let namespaces: Api<Namespace> = Api::all(cluster.client());
+    let deadline = Instant::now() + Duration::from_secs(90);
+    while namespaces
+        .get_opt(&ns)
+        .await
+        .expect("get namespace")
+        .is_some()
+    {
+        assert!(
+            Instant::now() < deadline,
+            "namespace {ns} still exists 90s after its deletion"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let inside: Api<ConfigMap> = Api::namespaced(cluster.client(), &ns);
+    assert!(inside.get_opt("inside").await.expect("get").is_none());
 }
 
 /// The first event of a watch from `resource_version`, within 15 s.
@@ -370,4 +397,26 @@ fn alive(pid: u32) -> bool {
         .rsplit_once(')')
         .and_then(|(_, rest)| rest.split_whitespace().next());
     !matches!(state, Some("Z") | Some("X") | None)
+}
+
+#[test]
+fn taken_ports_are_retried() {
+    let cluster = TestCluster::start_with(Options {
+        controller_manager: true,
+        simulate_port_conflict: true,
+        ..Options::default()
+    });
+    let names: Vec<&str> = cluster.pids().iter().map(|(n, _)| *n).collect();
+    assert_eq!(names, ["etcd", "kube-apiserver", "kube-controller-manager"]);
+    for name in names {
+        let log = std::fs::read_to_string(cluster.dir().join(format!("{name}.log")))
+            .expect("component log");
+        let runs = log.matches(&format!("=== {name} ")).count();
+        assert_eq!(runs, 2, "{name} should have started twice:\n{log}");
+        assert!(log.contains("address already in use"), "{log}");
+    }
+    assert_eq!(
+        stdout(&cluster.kubectl(&["get", "--raw", "/readyz"])).trim(),
+        "ok"
+    );
 }

@@ -34,7 +34,10 @@ pub enum ExprKind {
         optional: bool,
     },
     /// `has(operand.field)`.
-    Has { operand: Box<Expr>, field: Arc<str> },
+    Has {
+        operand: Box<Expr>,
+        field: Arc<str>,
+    },
     /// `operand[index]`; `optional` for `operand[?index]`.
     Index {
         operand: Box<Expr>,
@@ -52,7 +55,9 @@ pub enum ExprKind {
         /// Indices of `?x` elements.
         optional: Vec<usize>,
     },
-    Map { entries: Vec<MapEntry> },
+    Map {
+        entries: Vec<MapEntry>,
+    },
     /// `Name{field: value}`: only used for `JSONPatch{...}` and friends.
     Struct {
         name: Arc<str>,

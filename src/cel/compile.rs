@@ -150,6 +150,10 @@ impl<'e> Compiler<'e> {
     }
 
     fn compile(&mut self, e: &Expr) -> CResult {
+        stacker::maybe_grow(64 * 1024, 1024 * 1024, || self.compile_node(e))
+    }
+
+    fn compile_node(&mut self, e: &Expr) -> CResult {
         let exempt = std::mem::take(&mut self.exempt_literal);
         Ok(match &e.kind {
             ExprKind::Literal(l) => Node::Const(literal(l)),
@@ -236,7 +240,9 @@ impl<'e> Compiler<'e> {
                 Node::Map(items)
             }
             ExprKind::Struct { name, fields } => self.structure(e.pos, name, fields)?,
-            ExprKind::And(a, b) => Node::And(Box::new(self.compile(a)?), Box::new(self.compile(b)?)),
+            ExprKind::And(a, b) => {
+                Node::And(Box::new(self.compile(a)?), Box::new(self.compile(b)?))
+            }
             ExprKind::Or(a, b) => Node::Or(Box::new(self.compile(a)?), Box::new(self.compile(b)?)),
             ExprKind::Conditional(c, t, f) => Node::Conditional(
                 Box::new(self.compile(c)?),
@@ -394,11 +400,22 @@ impl<'e> Compiler<'e> {
         args.iter().map(|a| self.compile(a)).collect()
     }
 
-    fn global_call(&mut self, pos: Pos, name: &str, args: &[Expr]) -> Result<Option<Node>, CompileError> {
+    fn global_call(
+        &mut self,
+        pos: Pos,
+        name: &str,
+        args: &[Expr],
+    ) -> Result<Option<Node>, CompileError> {
         if let Some(id) = self.env.host.iter().position(|h| &*h.name == name) {
             let h = &self.env.host[id];
             if !h.arities.contains(&args.len()) {
-                return Err(self.err(pos, format!("found no matching overload for '{name}' with {} arguments", args.len())));
+                return Err(self.err(
+                    pos,
+                    format!(
+                        "found no matching overload for '{name}' with {} arguments",
+                        args.len()
+                    ),
+                ));
             }
             return Ok(Some(Node::Host(id, self.compile_args(args)?)));
         }
@@ -432,16 +449,32 @@ impl<'e> Compiler<'e> {
         self.finish_call(pos, decl, compiled, &all_args)
     }
 
-    fn pick(&self, pos: Pos, name: &str, decls: &[&'static FnDecl], n: usize) -> Result<&'static FnDecl, CompileError> {
-        decls.iter().copied().find(|d| d.arity.accepts(n)).ok_or_else(|| {
-            self.err(
-                pos,
-                format!("found no matching overload for '{name}' applied to {n} argument(s)"),
-            )
-        })
+    fn pick(
+        &self,
+        pos: Pos,
+        name: &str,
+        decls: &[&'static FnDecl],
+        n: usize,
+    ) -> Result<&'static FnDecl, CompileError> {
+        decls
+            .iter()
+            .copied()
+            .find(|d| d.arity.accepts(n))
+            .ok_or_else(|| {
+                self.err(
+                    pos,
+                    format!("found no matching overload for '{name}' applied to {n} argument(s)"),
+                )
+            })
     }
 
-    fn finish_call(&self, pos: Pos, decl: &'static FnDecl, args: Vec<Node>, exprs: &[Expr]) -> CResult {
+    fn finish_call(
+        &self,
+        pos: Pos,
+        decl: &'static FnDecl,
+        args: Vec<Node>,
+        exprs: &[Expr],
+    ) -> CResult {
         let checks = self.env.libs.has(Lib::LiteralChecks);
         if let Some(validate) = decl.validate_literal.filter(|_| checks) {
             for (i, e) in exprs.iter().enumerate() {
@@ -455,7 +488,13 @@ impl<'e> Compiler<'e> {
         // Constant regular expressions are compiled once, here.
         if let (Some(prepare), Some(Node::Const(Value::String(s)))) = (decl.prepare, args.get(1)) {
             match prepare(s.as_str()) {
-                Ok(Some(p)) => return Ok(Node::Prepared { decl, args, prepared: p }),
+                Ok(Some(p)) => {
+                    return Ok(Node::Prepared {
+                        decl,
+                        args,
+                        prepared: p,
+                    })
+                }
                 Ok(None) => {}
                 Err(m) if checks => return Err(self.err(exprs[1].pos, m)),
                 Err(_) => {}
@@ -466,8 +505,14 @@ impl<'e> Compiler<'e> {
     }
 
     /// Internal functions of macro expansions that need the accumulator.
-    fn special(&mut self, pos: Pos, name: &str, args: &[Expr]) -> Result<Option<Node>, CompileError> {
-        let accu_first = matches!(args.first().map(|a| &a.kind), Some(ExprKind::Ident(n)) if &**n == ACCU);
+    fn special(
+        &mut self,
+        pos: Pos,
+        name: &str,
+        args: &[Expr],
+    ) -> Result<Option<Node>, CompileError> {
+        let accu_first =
+            matches!(args.first().map(|a| &a.kind), Some(ExprKind::Ident(n)) if &**n == ACCU);
         let accu = match self.local(ACCU) {
             Some(slot) if accu_first => slot,
             _ => usize::MAX,
@@ -495,7 +540,12 @@ impl<'e> Compiler<'e> {
     fn structure(&mut self, pos: Pos, name: &str, fields: &[(Arc<str>, Expr, bool)]) -> CResult {
         let allowed: &[&str] = match name.trim_start_matches('.') {
             "JSONPatch" if self.env.libs.has(Lib::JsonPatch) => &["op", "path", "value", "from"],
-            _ => return Err(self.err(pos, format!("undeclared reference to '{name}' (in container '')"))),
+            _ => {
+                return Err(self.err(
+                    pos,
+                    format!("undeclared reference to '{name}' (in container '')"),
+                ))
+            }
         };
         let mut out = Vec::with_capacity(fields.len());
         for (f, e, optional) in fields {

@@ -147,7 +147,8 @@ impl<'s> Parser<'s> {
 
     fn expr(&mut self) -> PResult<Expr> {
         self.enter()?;
-        let r = self.conditional();
+        // Deep (but allowed) nesting must not overflow a small thread stack.
+        let r = stacker::maybe_grow(64 * 1024, 1024 * 1024, || self.conditional());
         self.depth -= 1;
         r
     }
@@ -242,7 +243,7 @@ impl<'s> Parser<'s> {
 
     fn unary(&mut self) -> PResult<Expr> {
         self.enter()?;
-        let r = self.unary_inner();
+        let r = stacker::maybe_grow(64 * 1024, 1024 * 1024, || self.unary_inner());
         self.depth -= 1;
         r
     }
@@ -349,7 +350,10 @@ impl<'s> Parser<'s> {
 
     fn bump_as(&mut self, name: &str) -> PResult<Arc<str>> {
         let pos = self.bump().pos;
-        Err(self.err(pos, format!("Syntax error: reserved word '{name}' used as a field name")))
+        Err(self.err(
+            pos,
+            format!("Syntax error: reserved word '{name}' used as a field name"),
+        ))
     }
 
     fn args(&mut self, close: &str) -> PResult<Vec<Expr>> {
@@ -367,6 +371,7 @@ impl<'s> Parser<'s> {
     }
 
     fn primary(&mut self) -> PResult<Expr> {
+        let start = self.i;
         let t = self.bump();
         let pos = t.pos;
         Ok(match t.tok {
@@ -397,7 +402,7 @@ impl<'s> Parser<'s> {
             Tok::Punct("[?") => self.list(pos, true)?,
             Tok::Punct("{") => self.map(pos)?,
             _ => {
-                self.i -= 1;
+                self.i = start;
                 return Err(self.unexpected());
             }
         })
@@ -544,10 +549,7 @@ impl<'s> Parser<'s> {
         let v1 = self.var_name(&args[0])?;
         let v2 = self.var_name(&args[1])?;
         if v1 == v2 {
-            return Err(self.err(
-                args[1].pos,
-                format!("duplicate variable name: {v1}"),
-            ));
+            return Err(self.err(args[1].pos, format!("duplicate variable name: {v1}")));
         }
         args.drain(..2);
         self.comprehension(pos, range, v1, Some(v2), args, kind)
@@ -657,7 +659,13 @@ impl<'s> Parser<'s> {
 
     /// `o.optMap(v, f)` is `o.hasValue() ? optional.of(cel.bind(v, o.value(), f)) : optional.none()`;
     /// optFlatMap leaves out the `optional.of`.
-    fn expand_opt_map(&self, pos: Pos, target: Expr, mut args: Vec<Expr>, flat: bool) -> PResult<Expr> {
+    fn expand_opt_map(
+        &self,
+        pos: Pos,
+        target: Expr,
+        mut args: Vec<Expr>,
+        flat: bool,
+    ) -> PResult<Expr> {
         let var = self.var_name(&args[0])?;
         let body = args.pop().expect("two args");
         let tmp: Arc<str> = "@optional".into();

@@ -61,6 +61,46 @@ pub enum Node {
     AccuMerge(usize, Box<Node>),
 }
 
+impl Node {
+    fn visit(&self, f: &mut dyn FnMut(&Node)) {
+        f(self);
+        match self {
+            Node::Select { operand, .. } | Node::Has { operand, .. } => operand.visit(f),
+            Node::Index { operand, index, .. } => {
+                operand.visit(f);
+                index.visit(f);
+            }
+            Node::Call { args, .. } | Node::Prepared { args, .. } | Node::Host(_, args) => {
+                args.iter().for_each(|a| a.visit(f))
+            }
+            Node::List(items) => items.iter().for_each(|(n, _)| n.visit(f)),
+            Node::Map(items) => items.iter().for_each(|(k, v, _)| {
+                k.visit(f);
+                v.visit(f);
+            }),
+            Node::Struct(fields) => fields.iter().for_each(|(_, n, _)| n.visit(f)),
+            Node::And(a, b) | Node::Or(a, b) | Node::Bind(a, b) | Node::AccuInsert(_, a, b) => {
+                a.visit(f);
+                b.visit(f);
+            }
+            Node::Conditional(a, b, c) => {
+                a.visit(f);
+                b.visit(f);
+                c.visit(f);
+            }
+            Node::Comprehension(c) => {
+                for n in [&c.range, &c.accu_init, &c.cond, &c.step, &c.result] {
+                    n.visit(f);
+                }
+            }
+            Node::NotStrictlyFalse(a) | Node::AccuAppend(_, a) | Node::AccuMerge(_, a) => {
+                a.visit(f)
+            }
+            Node::Const(_) | Node::Error(_) | Node::Global(_) | Node::Local(_) | Node::Lazy(..) => {}
+        }
+    }
+}
+
 #[derive(Debug)]
 pub struct Comprehension {
     pub two_vars: bool,
@@ -88,6 +128,25 @@ impl Program {
 
     pub fn source(&self) -> &str {
         &self.source
+    }
+
+    /// Every host function call in the program with its constant string
+    /// arguments (`None` where an argument is not a constant string).
+    pub fn host_calls(&self) -> Vec<(usize, Vec<Option<String>>)> {
+        let mut out = Vec::new();
+        self.root.visit(&mut |n| {
+            if let Node::Host(id, args) = n {
+                let consts = args
+                    .iter()
+                    .map(|a| match a {
+                        Node::Const(Value::String(s)) => Some(s.as_str().to_string()),
+                        _ => None,
+                    })
+                    .collect();
+                out.push((*id, consts));
+            }
+        });
+        out
     }
 
     pub fn eval<'a>(&self, act: &Activation<'a, '_>) -> EvalResult<Value<'a>> {
@@ -272,7 +331,9 @@ impl<'a, 'e> Ctx<'a, 'e> {
                 self.stack.pop();
                 r
             }
-            Node::NotStrictlyFalse(e) => Ok(Value::Bool(!matches!(self.eval(e), Ok(Value::Bool(false))))),
+            Node::NotStrictlyFalse(e) => {
+                Ok(Value::Bool(!matches!(self.eval(e), Ok(Value::Bool(false)))))
+            }
             Node::AccuAppend(slot, e) => self.accu_append(*slot, e),
             Node::AccuInsert(slot, k, v) => self.accu_insert(*slot, k, v),
             Node::AccuMerge(slot, e) => self.accu_merge(*slot, e),
@@ -410,10 +471,9 @@ impl<'a, 'e> Ctx<'a, 'e> {
         self.stack.push(accu);
         let r = self.iterate(c, range, accu_slot);
         let accu = self.stack.pop();
-        if let Err(e) = r {
-            return Err(e);
-        }
-        self.stack.push(accu.unwrap_or_else(|| Err(EvalError::new("internal: accumulator lost"))));
+        r?;
+        self.stack
+            .push(accu.unwrap_or_else(|| Err(EvalError::new("internal: accumulator lost"))));
         let result = self.eval(&c.result);
         self.stack.pop();
         result
@@ -456,7 +516,12 @@ impl<'a, 'e> Ctx<'a, 'e> {
         Ok(())
     }
 
-    fn iterate_list(&mut self, c: &Comprehension, l: &List<'a>, accu_slot: usize) -> EvalResult<()> {
+    fn iterate_list(
+        &mut self,
+        c: &Comprehension,
+        l: &List<'a>,
+        accu_slot: usize,
+    ) -> EvalResult<()> {
         for v in l.iter() {
             self.stack.push(Ok(v));
             let done = self.step(c, accu_slot);
@@ -499,7 +564,10 @@ impl<'a, 'e> Ctx<'a, 'e> {
                 items.push(v);
                 Ok(Value::list(items))
             }
-            other => Err(EvalError::new(format!("internal: accumulator is a {}", other.type_name()))),
+            other => Err(EvalError::new(format!(
+                "internal: accumulator is a {}",
+                other.type_name()
+            ))),
         }
     }
 
@@ -508,8 +576,13 @@ impl<'a, 'e> Ctx<'a, 'e> {
         let value = self.eval(v)?;
         self.charge(1)?;
         let mut entries = self.owned_accu_map(slot)?;
-        if Arc::make_mut(&mut entries).insert(key.clone(), value).is_some() {
-            return Err(EvalError::new(format!("insert failed: key {key} already exists")));
+        if Arc::make_mut(&mut entries)
+            .insert(key.clone(), value)
+            .is_some()
+        {
+            return Err(EvalError::new(format!(
+                "insert failed: key {key} already exists"
+            )));
         }
         Ok(Value::Map(Map::Owned(entries)))
     }
@@ -529,7 +602,9 @@ impl<'a, 'e> Ctx<'a, 'e> {
         for (k, v) in add.entries() {
             let key = Key::from_value(&k)?;
             if Arc::make_mut(&mut entries).insert(key.clone(), v).is_some() {
-                return Err(EvalError::new(format!("insert failed: key {key} already exists")));
+                return Err(EvalError::new(format!(
+                    "insert failed: key {key} already exists"
+                )));
             }
         }
         Ok(Value::Map(Map::Owned(entries)))
@@ -545,7 +620,10 @@ impl<'a, 'e> Ctx<'a, 'e> {
                     .map(|(k, v)| Ok((Key::from_value(&k)?, v)))
                     .collect::<EvalResult<IndexMap<_, _>>>()?,
             )),
-            other => Err(EvalError::new(format!("internal: accumulator is a {}", other.type_name()))),
+            other => Err(EvalError::new(format!(
+                "internal: accumulator is a {}",
+                other.type_name()
+            ))),
         }
     }
 }
@@ -630,7 +708,9 @@ fn list_index(i: &Value) -> EvalResult<Option<usize>> {
     match i {
         Value::Int(x) => Ok(usize::try_from(*x).ok()),
         Value::Uint(x) => Ok(usize::try_from(*x).ok()),
-        Value::Double(d) if d.fract() == 0.0 && d.is_finite() => Ok(if *d >= 0.0 { Some(*d as usize) } else { None }),
+        Value::Double(d) if d.fract() == 0.0 && d.is_finite() => {
+            Ok(if *d >= 0.0 { Some(*d as usize) } else { None })
+        }
         Value::Double(d) => Err(EvalError::new(format!("unsupported index value: {d}"))),
         other => Err(EvalError::new(format!(
             "unsupported index type '{}' in list",

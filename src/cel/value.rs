@@ -214,7 +214,12 @@ impl<'a> Map<'a> {
         match self {
             Map::Json(m) => m
                 .iter()
-                .map(|(k, v)| (Value::String(Str::Borrowed(k.as_str())), Value::from_json(v)))
+                .map(|(k, v)| {
+                    (
+                        Value::String(Str::Borrowed(k.as_str())),
+                        Value::from_json(v),
+                    )
+                })
                 .collect(),
             Map::Owned(m) => m.iter().map(|(k, v)| (k.to_value(), v.clone())).collect(),
         }
@@ -240,7 +245,8 @@ fn numeric_keys<'a>(key: &Value<'a>) -> EvalResult<Vec<Key<'a>>> {
         }
         Value::Double(d) => {
             let mut v = Vec::new();
-            if d.fract() == 0.0 && *d >= -9.223_372_036_854_776E18 && *d < 9.223_372_036_854_776E18 {
+            if d.fract() == 0.0 && *d >= -9.223_372_036_854_776E18 && *d < 9.223_372_036_854_776E18
+            {
                 v.push(Key::Int(*d as i64));
             }
             if d.fract() == 0.0 && *d >= 0.0 && *d < 1.844_674_407_370_955_2E19 {

@@ -91,14 +91,24 @@ pub fn run_case(policy_file: &Path, case_file: &Path) -> CaseResult {
     for e in policies.errors.iter().chain(case.errors.iter()) {
         result.failures.push(format!("input error: {e}"));
     }
-    let (header, objects): (Vec<&Document>, Vec<&Document>) =
-        case.documents.iter().partition(|d| d.kind() == "PolicyTest");
+    let (header, objects): (Vec<&Document>, Vec<&Document>) = case
+        .documents
+        .iter()
+        .partition(|d| d.kind() == "PolicyTest");
     let Some(header) = header.first() else {
-        result.failures.push("the first document must be a PolicyTest".into());
+        result
+            .failures
+            .push("the first document must be a PolicyTest".into());
         return result;
     };
     result.name = header.name().unwrap_or_default().to_string();
-    let spec: TestSpec = match header.value.get("spec").cloned().map(serde_json::from_value).transpose() {
+    let spec: TestSpec = match header
+        .value
+        .get("spec")
+        .cloned()
+        .map(serde_json::from_value)
+        .transpose()
+    {
         Ok(s) => s.unwrap_or(TestSpec { expect: vec![] }),
         Err(e) => {
             result.failures.push(format!("PolicyTest spec: {e}"));
@@ -124,15 +134,22 @@ pub fn run_case(policy_file: &Path, case_file: &Path) -> CaseResult {
 fn matches(e: &Expectation, f: &Finding) -> bool {
     f.object.kind == e.object.kind
         && f.object.name == e.object.name
-        && f.object.namespace.as_deref().unwrap_or("") == e.object.namespace.as_deref().unwrap_or("")
+        && f.object.namespace.as_deref().unwrap_or("")
+            == e.object.namespace.as_deref().unwrap_or("")
         && f.action.as_str() == e.action
-        && e.message_contains.as_deref().is_none_or(|m| f.message.contains(m))
+        && e.message_contains
+            .as_deref()
+            .is_none_or(|m| f.message.contains(m))
 }
 
 fn compare(expect: &[Expectation], found: &[Finding], failures: &mut Vec<String>) {
     let mut used = vec![false; found.len()];
     for e in expect {
-        match found.iter().enumerate().find(|(i, f)| !used[*i] && matches(e, f)) {
+        match found
+            .iter()
+            .enumerate()
+            .find(|(i, f)| !used[*i] && matches(e, f))
+        {
             Some((i, _)) => used[i] = true,
             None => failures.push(format!(
                 "expected {} on {} {}/{} (message containing {:?}), not found",

@@ -18,9 +18,7 @@ use crate::manifest::{Document, LoadError};
 
 /// What a violated rule does, as in a ValidatingAdmissionPolicyBinding's
 /// `validationActions`.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub enum Action {
     /// The request would be refused; `check` exits 1.
     Deny,
@@ -417,7 +415,12 @@ impl Report {
             if let Some(b) = &f.binding {
                 write!(out, " (binding {})", terminal_safe(b))?;
             }
-            writeln!(out, ": {}: {}", terminal_safe(&f.object.to_string()), message)?;
+            writeln!(
+                out,
+                ": {}: {}",
+                terminal_safe(&f.object.to_string()),
+                message
+            )?;
             if let Some(r) = &f.reason {
                 writeln!(out, "    reason: {}", terminal_safe(r))?;
             }

@@ -1,7 +1,9 @@
 //! `interlock check`: every object in the inputs, checked against every
 //! matching policy, with all the objects as the inventory.
 
-use super::report::{self, Evaluated, Finding, InputError, ObjectRef, RelatedObject, Report, SourceLocation};
+use super::report::{
+    self, Evaluated, Finding, InputError, ObjectRef, RelatedObject, Report, SourceLocation,
+};
 use crate::inventory::{Inventory, ObjectKey, Source};
 use crate::manifest::{self, Document, LoadOptions};
 use crate::policy::{self, Action, PolicySet, Request};
@@ -41,13 +43,20 @@ fn source_of(d: &Document) -> Source {
 }
 
 /// Compiles the policies into `inventory` (declaring their indexes).
-pub fn compile_policies(docs: &[Document], inventory: &mut Inventory, report: &mut Report) -> PolicySet {
+pub fn compile_policies(
+    docs: &[Document],
+    inventory: &mut Inventory,
+    report: &mut Report,
+) -> PolicySet {
     let pairs: Vec<_> = docs
         .iter()
         .filter(|d| policy::is_policy_document(&d.value))
         .map(|d| (d.value.clone(), source_of(d)))
         .collect();
-    for d in docs.iter().filter(|d| !policy::is_policy_document(&d.value)) {
+    for d in docs
+        .iter()
+        .filter(|d| !policy::is_policy_document(&d.value))
+    {
         report.errors.push(InputError {
             file: d.source.to_string(),
             line: Some(d.line),
@@ -81,13 +90,43 @@ pub fn run(opts: &CheckOptions) -> Report {
     report
 }
 
+/// Puts namespaced objects without a namespace into `default`, as kubectl
+/// does when it sends them.
+fn default_namespace(d: &mut Document) {
+    let api_version = d.api_version().to_string();
+    let group = crate::policy::resources::group_of(&api_version).to_string();
+    let kind = d.kind().to_string();
+    if crate::policy::resources::is_namespaced(&group, &kind) != Some(true) {
+        return;
+    }
+    if let Some(meta) = d.value.get_mut("metadata").and_then(|m| m.as_object_mut()) {
+        if meta
+            .get("namespace")
+            .and_then(|n| n.as_str())
+            .is_none_or(str::is_empty)
+        {
+            meta.insert("namespace".into(), "default".into());
+        }
+    }
+}
+
 /// Checks `resources` against the policies in `policy_docs`.
-pub fn check_documents(policy_docs: &[Document], resources: &[Document], opts: &CheckOptions, report: &mut Report) {
+pub fn check_documents(
+    policy_docs: &[Document],
+    resources: &[Document],
+    opts: &CheckOptions,
+    report: &mut Report,
+) {
+    let mut resources = resources.to_vec();
+    resources.iter_mut().for_each(default_namespace);
+    let resources = &resources[..];
     let mut inventory = Inventory::new();
     let policies = compile_policies(policy_docs, &mut inventory, report);
     let mut sources: HashMap<ObjectKey, &Document> = HashMap::new();
     for d in resources {
-        let Some(key) = ObjectKey::of(&d.value) else { continue };
+        let Some(key) = ObjectKey::of(&d.value) else {
+            continue;
+        };
         match inventory.upsert(Arc::new(d.value.clone()), Some(source_of(d))) {
             Ok(index_errors) => {
                 for e in index_errors {

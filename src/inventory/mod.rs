@@ -77,11 +77,13 @@ struct IndexState {
 
 pub type IndexId = usize;
 
+type NamesByNamespace = BTreeMap<Arc<str>, BTreeSet<Arc<str>>>;
+
 #[derive(Default)]
 pub struct Inventory {
     objects: HashMap<ObjectKey, Entry>,
     /// (group, kind) → namespace → names.
-    by_kind: HashMap<(Arc<str>, Arc<str>), BTreeMap<Arc<str>, BTreeSet<Arc<str>>>>,
+    by_kind: HashMap<(Arc<str>, Arc<str>), NamesByNamespace>,
     indexes: Vec<IndexState>,
 }
 
@@ -109,7 +111,12 @@ impl Inventory {
     }
 
     /// Declares an index (or returns the existing identical one).
-    pub fn declare_index(&mut self, api_version: &str, kind: &str, keys: &str) -> Result<IndexId, crate::cel::CompileError> {
+    pub fn declare_index(
+        &mut self,
+        api_version: &str,
+        kind: &str,
+        keys: &str,
+    ) -> Result<IndexId, crate::cel::CompileError> {
         let group = group_of(api_version);
         if let Some(i) = self
             .indexes
@@ -144,15 +151,25 @@ impl Inventory {
 
     /// Adds or replaces an object; returns index errors (the object is
     /// stored regardless).
-    pub fn upsert(&mut self, object: Arc<Json>, source: Option<Source>) -> Result<Vec<IndexError>, String> {
-        let key = ObjectKey::of(&object).ok_or("object has no apiVersion, kind or metadata.name")?;
+    pub fn upsert(
+        &mut self,
+        object: Arc<Json>,
+        source: Option<Source>,
+    ) -> Result<Vec<IndexError>, String> {
+        let key =
+            ObjectKey::of(&object).ok_or("object has no apiVersion, kind or metadata.name")?;
         let uid = object
             .get("metadata")
             .and_then(|m| m.get("uid"))
             .and_then(Json::as_str)
             .map(Arc::from);
         self.remove(&key);
-        let entry = Entry { key: key.clone(), uid, object, source };
+        let entry = Entry {
+            key: key.clone(),
+            uid,
+            object,
+            source,
+        };
         let mut errors = Vec::new();
         for idx in &mut self.indexes {
             if let Err(e) = idx.add(&entry) {
@@ -247,16 +264,27 @@ impl IndexState {
                 .iter()
                 .map(|k| match k {
                     Value::String(s) => Ok(s.as_str().to_string()),
-                    other => Err(format!("index keys must be strings, got {}", other.type_name())),
+                    other => Err(format!(
+                        "index keys must be strings, got {}",
+                        other.type_name()
+                    )),
                 })
                 .collect::<Result<_, _>>()
                 .map_err(err)?,
             Ok(Value::String(s)) => vec![s.as_str().to_string()],
-            Ok(other) => return Err(err(format!("index keys must be a list of strings, got {}", other.type_name()))),
+            Ok(other) => {
+                return Err(err(format!(
+                    "index keys must be a list of strings, got {}",
+                    other.type_name()
+                )))
+            }
             Err(e) => return Err(err(e.to_string())),
         };
         for k in &keys {
-            self.keys.entry(k.clone()).or_default().insert(e.key.clone());
+            self.keys
+                .entry(k.clone())
+                .or_default()
+                .insert(e.key.clone());
         }
         self.per_object.insert(e.key.clone(), keys);
         Ok(())
@@ -283,36 +311,54 @@ mod tests {
 
     fn ingress(ns: &str, name: &str, hosts: &[&str]) -> Arc<Json> {
         let rules: Vec<Json> = hosts.iter().map(|h| json!({"host": h})).collect();
-        Arc::new(json!({"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
-            "metadata": {"namespace": ns, "name": name}, "spec": {"rules": rules}}))
+        Arc::new(
+            json!({"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+            "metadata": {"namespace": ns, "name": name}, "spec": {"rules": rules}}),
+        )
     }
 
     #[test]
     fn indexes_follow_upserts_and_removals() {
         let mut inv = Inventory::new();
-        inv.upsert(ingress("a", "one", &["x.example.com"]), None).unwrap();
+        inv.upsert(ingress("a", "one", &["x.example.com"]), None)
+            .unwrap();
         let id = inv
-            .declare_index("networking.k8s.io/v1", "Ingress", "object.spec.rules.map(r, r.host)")
+            .declare_index(
+                "networking.k8s.io/v1",
+                "Ingress",
+                "object.spec.rules.map(r, r.host)",
+            )
             .unwrap();
         assert_eq!(inv.lookup_index(id, "x.example.com").len(), 1);
-        inv.upsert(ingress("b", "two", &["x.example.com", "y.example.com"]), None).unwrap();
+        inv.upsert(
+            ingress("b", "two", &["x.example.com", "y.example.com"]),
+            None,
+        )
+        .unwrap();
         assert_eq!(inv.lookup_index(id, "x.example.com").len(), 2);
         // Replacing an object drops its old keys.
-        inv.upsert(ingress("b", "two", &["y.example.com"]), None).unwrap();
+        inv.upsert(ingress("b", "two", &["y.example.com"]), None)
+            .unwrap();
         assert_eq!(inv.lookup_index(id, "x.example.com").len(), 1);
         let key = ObjectKey::of(&ingress("a", "one", &[])).unwrap();
         inv.remove(&key);
         assert!(inv.lookup_index(id, "x.example.com").is_empty());
         assert_eq!(inv.list("networking.k8s.io", "Ingress", None).len(), 1);
         assert_eq!(inv.list("networking.k8s.io", "Ingress", Some("b")).len(), 1);
-        assert!(inv.list("networking.k8s.io", "Ingress", Some("a")).is_empty());
+        assert!(inv
+            .list("networking.k8s.io", "Ingress", Some("a"))
+            .is_empty());
     }
 
     #[test]
     fn identical_index_declarations_are_shared() {
         let mut inv = Inventory::new();
-        let a = inv.declare_index("v1", "Service", "[object.metadata.name]").unwrap();
-        let b = inv.declare_index("v1", "Service", "[object.metadata.name]").unwrap();
+        let a = inv
+            .declare_index("v1", "Service", "[object.metadata.name]")
+            .unwrap();
+        let b = inv
+            .declare_index("v1", "Service", "[object.metadata.name]")
+            .unwrap();
         assert_eq!(a, b);
     }
 }

@@ -93,7 +93,11 @@ impl<'a> InventoryHost<'a> {
         let out = entries
             .into_iter()
             .filter(|e| !self.me.is(e))
-            .filter(|e| labels.as_ref().is_none_or(|want| has_labels(&e.object, want)))
+            .filter(|e| {
+                labels
+                    .as_ref()
+                    .is_none_or(|want| has_labels(&e.object, want))
+            })
             .map(|e| Value::from_json(&e.object))
             .collect();
         Ok(Value::list(out))
@@ -103,7 +107,9 @@ impl<'a> InventoryHost<'a> {
         let name = str_arg("inventory.index", a, 0)?;
         let key = str_arg("inventory.index", a, 1)?;
         let id = *self.indexes.get(name).ok_or_else(|| {
-            EvalError::new(format!("inventory.index: this policy declares no index named {name:?}"))
+            EvalError::new(format!(
+                "inventory.index: this policy declares no index named {name:?}"
+            ))
         })?;
         let mut related = self.related.borrow_mut();
         let out = self
@@ -149,9 +155,16 @@ pub fn selector_matches<'a>(a: &[Value<'a>]) -> EvalResult<Value<'a>> {
     let labels = match &labels {
         serde_json::Value::Object(m) => Some(m),
         serde_json::Value::Null => None,
-        _ => return Err(EvalError::new("labelSelector.matches: labels must be a map")),
+        _ => {
+            return Err(EvalError::new(
+                "labelSelector.matches: labels must be a map",
+            ))
+        }
     };
-    selector.matches(labels).map(Value::Bool).map_err(EvalError::new)
+    selector
+        .matches(labels)
+        .map(Value::Bool)
+        .map_err(EvalError::new)
 }
 
 impl<'a> Host<'a> for InventoryHost<'a> {

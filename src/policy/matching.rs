@@ -13,7 +13,10 @@ pub fn matches(m: &MatchResources, req: &Request, inv: &Inventory, binding: bool
     if !unconstrained && !m.resource_rules.iter().any(|r| rule_matches(r, req)) {
         return false;
     }
-    if m.exclude_resource_rules.iter().any(|r| rule_matches(r, req)) {
+    if m.exclude_resource_rules
+        .iter()
+        .any(|r| rule_matches(r, req))
+    {
         return false;
     }
     if let Some(sel) = &m.object_selector {
@@ -41,7 +44,9 @@ fn rule_matches(r: &ResourceRule, req: &Request) -> bool {
     any_or(&r.operations, &req.operation)
         && any_or(&r.api_groups, &req.group)
         && any_or(&r.api_versions, &req.version)
-        && r.resources.iter().any(|res| resource_matches(res, &req.resource, &req.subresource))
+        && r.resources
+            .iter()
+            .any(|res| resource_matches(res, &req.resource, &req.subresource))
         && (r.resource_names.is_empty() || r.resource_names.iter().any(|n| n == &req.name))
         && scope_matches(r.scope.as_deref(), req.is_namespaced())
 }
@@ -91,10 +96,14 @@ fn namespace_matches(sel: &super::model::LabelSelector, req: &Request, inv: &Inv
     } else {
         None
     };
-    let ns_labels = object_labels.or_else(|| inv.get(&key).and_then(|e| labels(&e.object).cloned()));
+    let ns_labels =
+        object_labels.or_else(|| inv.get(&key).and_then(|e| labels(&e.object).cloned()));
     let ns_labels = ns_labels.unwrap_or_else(|| {
         let mut m = serde_json::Map::new();
-        m.insert("kubernetes.io/metadata.name".into(), Json::String(ns_name.clone()));
+        m.insert(
+            "kubernetes.io/metadata.name".into(),
+            Json::String(ns_name.clone()),
+        );
         m
     });
     sel.matches(Some(&ns_labels)).unwrap_or(false)

@@ -80,6 +80,8 @@ pub struct CompiledPolicy {
     indexes: HashMap<String, IndexId>,
     bindings: Vec<Binding>,
     slots: Slots,
+    /// (apiVersion, kind) pairs the policy reads from the inventory.
+    kinds_read: Vec<(String, String)>,
 }
 
 #[derive(Clone, Copy)]
@@ -122,10 +124,8 @@ impl<'a> Request<'a> {
     pub fn create(object: &'a Json, username: &str) -> Option<Request<'a>> {
         let key = ObjectKey::of(object)?;
         let api_version = object.get("apiVersion")?.as_str()?;
-        let resource = resources::resource_of(&key.group, &key.kind);
-        // kube-apiserver gives a request on a Namespace the Namespace's own
-        // name as its namespace.
-        let namespace = if key.group.is_empty() && resource == "namespaces" {
+        // A Namespace request carries the Namespace's own name as namespace.
+        let namespace = if key.group.is_empty() && &*key.kind == "Namespace" {
             key.name.to_string()
         } else {
             key.namespace.to_string()
@@ -137,7 +137,7 @@ impl<'a> Request<'a> {
             group: key.group.to_string(),
             version: resources::version_of(api_version).to_string(),
             kind: key.kind.to_string(),
-            resource,
+            resource: resources::resource_of(&key.group, &key.kind),
             subresource: String::new(),
             namespace,
             name: key.name.to_string(),
@@ -159,24 +159,31 @@ impl<'a> Request<'a> {
         !self.namespace.is_empty() && !self.is_namespace_request()
     }
 
-    /// The `request` variable, shaped like kube-apiserver's AdmissionRequest:
-    /// `subResource`, `name` and `namespace` are absent when empty (reading
-    /// them is then a "no such key" error, as in kube-apiserver).
+    /// The `request` variable, shaped like kube-apiserver's AdmissionRequest.
     fn to_json(&self) -> Json {
         let mut r = serde_json::json!({
             "uid": self.uid,
             "kind": {"group": self.group, "version": self.version, "kind": self.kind},
             "resource": {"group": self.group, "version": self.version, "resource": self.resource},
+            "subResource": self.subresource,
             "requestKind": {"group": self.group, "version": self.version, "kind": self.kind},
             "requestResource": {"group": self.group, "version": self.version, "resource": self.resource},
+            "name": self.name,
+            "namespace": self.namespace,
             "operation": self.operation,
             "userInfo": {"username": self.username, "groups": self.groups},
             "dryRun": self.dry_run,
         });
-        if let Json::Object(m) = &mut r {
-            for (key, value) in [("subResource", &self.subresource), ("name", &self.name), ("namespace", &self.namespace)] {
-                if !value.is_empty() {
-                    m.insert(key.into(), Json::String(value.clone()));
+        // kube-apiserver leaves subResource out for the main resource, and
+        // name and namespace when empty: reading them is "no such key".
+        if let Some(m) = r.as_object_mut() {
+            for (key, value) in [
+                ("subResource", &self.subresource),
+                ("name", &self.name),
+                ("namespace", &self.namespace),
+            ] {
+                if value.is_empty() {
+                    m.remove(key);
                 }
             }
         }
@@ -222,8 +229,10 @@ pub fn is_policy_document(doc: &Json) -> bool {
     let kind = doc.get("kind").and_then(Json::as_str);
     matches!(
         (group, kind),
-        (Some(VAP_GROUP), Some("ValidatingAdmissionPolicy" | "ValidatingAdmissionPolicyBinding"))
-            | (Some(INTERLOCK_GROUP), Some("InterlockPolicy"))
+        (
+            Some(VAP_GROUP),
+            Some("ValidatingAdmissionPolicy" | "ValidatingAdmissionPolicyBinding")
+        ) | (Some(INTERLOCK_GROUP), Some("InterlockPolicy"))
     )
 }
 
@@ -231,7 +240,10 @@ impl PolicySet {
     /// Compiles every policy document; bindings attach to their policies.
     /// Indexes are declared in `inventory`. Documents that fail are
     /// reported and left out; the rest load.
-    pub fn compile(docs: &[(Json, Source)], inventory: &mut Inventory) -> (PolicySet, Vec<PolicyError>) {
+    pub fn compile(
+        docs: &[(Json, Source)],
+        inventory: &mut Inventory,
+    ) -> (PolicySet, Vec<PolicyError>) {
         let mut set = PolicySet::default();
         let mut errors = Vec::new();
         let mut bindings = Vec::new();
@@ -278,10 +290,18 @@ impl PolicySet {
             let actions: Result<Vec<Action>, String> = b
                 .validation_actions
                 .iter()
-                .map(|a| Action::parse(a).ok_or_else(|| format!("spec.validationActions: unknown action {a:?}; use Deny, Warn or Audit")))
+                .map(|a| {
+                    Action::parse(a).ok_or_else(|| {
+                        format!(
+                            "spec.validationActions: unknown action {a:?}; use Deny, Warn or Audit"
+                        )
+                    })
+                })
                 .collect();
             let actions = match actions {
-                Ok(a) if a.is_empty() => Err("spec.validationActions must not be empty".to_string()),
+                Ok(a) if a.is_empty() => {
+                    Err("spec.validationActions must not be empty".to_string())
+                }
                 other => other,
             };
             let result = actions.and_then(|actions| {
@@ -289,9 +309,13 @@ impl PolicySet {
                     .policies
                     .iter_mut()
                     .find(|p| p.kind == PolicyKind::Vap && p.name == b.policy_name)
-                    .ok_or_else(|| format!("binds policy {:?}, which was not loaded", b.policy_name))?;
+                    .ok_or_else(|| {
+                        format!("binds policy {:?}, which was not loaded", b.policy_name)
+                    })?;
                 if policy.param_kind.is_some() && b.param_ref.is_none() {
-                    return Err("the policy has a paramKind, so the binding needs a paramRef".to_string());
+                    return Err(
+                        "the policy has a paramKind, so the binding needs a paramRef".to_string(),
+                    );
                 }
                 policy.bindings.push(Binding {
                     name: Some(name.clone()),
@@ -302,14 +326,22 @@ impl PolicySet {
                 Ok(())
             });
             if let Err(message) = result {
-                errors.push(PolicyError { location: source, policy: name, message });
+                errors.push(PolicyError {
+                    location: source,
+                    policy: name,
+                    message,
+                });
             }
         }
         (set, errors)
     }
 
     /// Every verdict of every matching policy for one request.
-    pub fn evaluate(&self, req: &Request, inventory: &Inventory) -> (Vec<Verdict>, AuditAnnotations) {
+    pub fn evaluate(
+        &self,
+        req: &Request,
+        inventory: &Inventory,
+    ) -> (Vec<Verdict>, AuditAnnotations) {
         let mut verdicts = Vec::new();
         let mut annotations = Vec::new();
         for p in &self.policies {
@@ -332,7 +364,12 @@ fn spec<T: serde::de::DeserializeOwned>(doc: &Json) -> Result<T, String> {
     serde_json::from_value(spec).map_err(|e| format!("spec: {e}"))
 }
 
-fn compile_policy(name: &str, kind: PolicyKind, spec: PolicySpec, inventory: &mut Inventory) -> Result<CompiledPolicy, String> {
+fn compile_policy(
+    name: &str,
+    kind: PolicyKind,
+    spec: PolicySpec,
+    inventory: &mut Inventory,
+) -> Result<CompiledPolicy, String> {
     let mut env = match kind {
         PolicyKind::Vap => Env::kubernetes(),
         PolicyKind::Interlock => Env::interlock(),
@@ -350,30 +387,52 @@ fn compile_policy(name: &str, kind: PolicyKind, spec: PolicySpec, inventory: &mu
     let failure_policy = match spec.failure_policy.as_deref() {
         None | Some("Fail") => FailurePolicy::Fail,
         Some("Ignore") => FailurePolicy::Ignore,
-        Some(other) => return Err(format!("spec.failurePolicy: {other:?} is not Fail or Ignore")),
+        Some(other) => {
+            return Err(format!(
+                "spec.failurePolicy: {other:?} is not Fail or Ignore"
+            ))
+        }
     };
     let matcher = spec
         .match_constraints
         .clone()
         .ok_or("spec.matchConstraints is required: say which resources the policy applies to")?;
     let compile = |env: &Env, field: String, src: &str| -> Result<Program, String> {
-        env.compile(src).map_err(|e: CompileError| format!("{field}: {e}"))
+        env.compile(src)
+            .map_err(|e: CompileError| format!("{field}: {e}"))
     };
     let mut variables = Vec::new();
     for (i, v) in spec.variables.iter().enumerate() {
-        variables.push(compile(&env, format!("spec.variables[{i}] ({})", v.name), &v.expression)?);
+        variables.push(compile(
+            &env,
+            format!("spec.variables[{i}] ({})", v.name),
+            &v.expression,
+        )?);
         env.add_lazy_variable(&v.name);
     }
-    let match_conditions = spec
+    let match_conditions: Vec<(String, Program)> = spec
         .match_conditions
         .iter()
         .enumerate()
-        .map(|(i, c)| Ok((c.name.clone(), compile(&env, format!("spec.matchConditions[{i}] ({})", c.name), &c.expression)?)))
+        .map(|(i, c)| {
+            Ok((
+                c.name.clone(),
+                compile(
+                    &env,
+                    format!("spec.matchConditions[{i}] ({})", c.name),
+                    &c.expression,
+                )?,
+            ))
+        })
         .collect::<Result<_, String>>()?;
     let mut validations = Vec::new();
     for (i, v) in spec.validations.iter().enumerate() {
         validations.push(CompiledValidation {
-            expression: compile(&env, format!("spec.validations[{i}].expression"), &v.expression)?,
+            expression: compile(
+                &env,
+                format!("spec.validations[{i}].expression"),
+                &v.expression,
+            )?,
             message: v.message.clone(),
             message_expression: v
                 .message_expression
@@ -387,9 +446,18 @@ fn compile_policy(name: &str, kind: PolicyKind, spec: PolicySpec, inventory: &mu
         .audit_annotations
         .iter()
         .enumerate()
-        .map(|(i, a)| Ok((a.key.clone(), compile(&env, format!("spec.auditAnnotations[{i}].valueExpression"), &a.value_expression)?)))
+        .map(|(i, a)| {
+            Ok((
+                a.key.clone(),
+                compile(
+                    &env,
+                    format!("spec.auditAnnotations[{i}].valueExpression"),
+                    &a.value_expression,
+                )?,
+            ))
+        })
         .collect::<Result<_, String>>()?;
-    let mutations = spec
+    let mutations: Vec<Program> = spec
         .mutations
         .iter()
         .enumerate()
@@ -405,10 +473,12 @@ fn compile_policy(name: &str, kind: PolicyKind, spec: PolicySpec, inventory: &mu
             .map_err(|e| format!("spec.indexes[{i}].keys ({}): {e}", ix.name))?;
         indexes.insert(ix.name.clone(), id);
     }
-    let param_kind = spec
-        .param_kind
-        .as_ref()
-        .map(|p| (resources::group_of(&p.api_version).to_string(), p.kind.clone()));
+    let param_kind = spec.param_kind.as_ref().map(|p| {
+        (
+            resources::group_of(&p.api_version).to_string(),
+            p.kind.clone(),
+        )
+    });
     let mut bindings = Vec::new();
     if kind == PolicyKind::Interlock {
         let actions = if spec.validation_actions.is_empty() {
@@ -416,7 +486,13 @@ fn compile_policy(name: &str, kind: PolicyKind, spec: PolicySpec, inventory: &mu
         } else {
             spec.validation_actions
                 .iter()
-                .map(|a| Action::parse(a).ok_or_else(|| format!("spec.validationActions: unknown action {a:?}; use Deny, Warn or Audit")))
+                .map(|a| {
+                    Action::parse(a).ok_or_else(|| {
+                        format!(
+                            "spec.validationActions: unknown action {a:?}; use Deny, Warn or Audit"
+                        )
+                    })
+                })
                 .collect::<Result<_, _>>()?
         };
         if param_kind.is_some() && spec.param_ref.is_none() {
@@ -429,10 +505,41 @@ fn compile_policy(name: &str, kind: PolicyKind, spec: PolicySpec, inventory: &mu
             param_ref: spec.param_ref.clone(),
         });
     }
+    let mut kinds_read: Vec<(String, String)> = spec
+        .indexes
+        .iter()
+        .map(|i| (i.api_version.clone(), i.kind.clone()))
+        .collect();
+    if let Some(p) = &spec.param_kind {
+        kinds_read.push((p.api_version.clone(), p.kind.clone()));
+    }
+    let programs = variables
+        .iter()
+        .chain(match_conditions.iter().map(|(_, p)| p))
+        .chain(
+            validations
+                .iter()
+                .flat_map(|v| std::iter::once(&v.expression).chain(v.message_expression.as_ref())),
+        )
+        .chain(mutations.iter());
+    for p in programs {
+        for (id, args) in p.host_calls() {
+            if matches!(id, host::GET | host::LIST) {
+                match (args.first().cloned().flatten(), args.get(1).cloned().flatten()) {
+                    (Some(v), Some(k)) => kinds_read.push((v, k)),
+                    _ => tracing::warn!(policy = name, "an inventory lookup names its kind with a non-constant; that kind is not watched"),
+                }
+            }
+        }
+    }
     Ok(CompiledPolicy {
+        kinds_read,
         name: name.to_string(),
         kind,
-        source: Source { file: String::new(), line: 0 },
+        source: Source {
+            file: String::new(),
+            line: 0,
+        },
         failure_policy,
         param_kind,
         matcher,
@@ -460,7 +567,13 @@ impl CompiledPolicy {
         self.kind == PolicyKind::Interlock
     }
 
-    fn evaluate(&self, req: &Request, inv: &Inventory, out: &mut Vec<Verdict>, annotations: &mut AuditAnnotations) {
+    fn evaluate(
+        &self,
+        req: &Request,
+        inv: &Inventory,
+        out: &mut Vec<Verdict>,
+        annotations: &mut AuditAnnotations,
+    ) {
         if !matching::matches(&self.matcher, req, inv, false) {
             return;
         }
@@ -485,7 +598,9 @@ impl CompiledPolicy {
                 })
             };
             match self.params(b, req, inv) {
-                Params::None => self.evaluate_with(req, inv, None, b, &verdict, out, &mut collected),
+                Params::None => {
+                    self.evaluate_with(req, inv, None, b, &verdict, out, &mut collected)
+                }
                 Params::Found(list) => {
                     for p in list {
                         self.evaluate_with(req, inv, Some(p), b, &verdict, out, &mut collected);
@@ -493,7 +608,7 @@ impl CompiledPolicy {
                 }
                 // A configuration error: under failurePolicy Fail it denies,
                 // whatever the binding's actions (kube-apiserver's dispatcher).
-                Params::Missing { deny: true, .. } if fail => out.push(self.config_error(
+                Params::Missing { deny: true } if fail => out.push(self.config_error(
                     b,
                     "failed to configure binding: no params found for policy binding with `Deny` parameterNotFoundAction".into(),
                 )),
@@ -521,11 +636,29 @@ impl CompiledPolicy {
         let deny = r.parameter_not_found_action.as_deref() != Some("Allow");
         let found: Vec<&Json> = match (&r.name, &r.selector) {
             (Some(name), _) => {
-                let key = ObjectKey { group: group.as_str().into(), kind: kind.as_str().into(), namespace: ns.as_str().into(), name: name.as_str().into() };
-                inv.get(&key).map(|e| e.object.as_ref()).into_iter().collect()
+                let key = ObjectKey {
+                    group: group.as_str().into(),
+                    kind: kind.as_str().into(),
+                    namespace: ns.as_str().into(),
+                    name: name.as_str().into(),
+                };
+                inv.get(&key)
+                    .map(|e| e.object.as_ref())
+                    .into_iter()
+                    .collect()
             }
             (None, Some(sel)) => inv
-                .list(group, kind, if ns.is_empty() && !namespaced { Some("") } else if ns.is_empty() { None } else { Some(&ns) })
+                .list(
+                    group,
+                    kind,
+                    if ns.is_empty() && !namespaced {
+                        Some("")
+                    } else if ns.is_empty() {
+                        None
+                    } else {
+                        Some(&ns)
+                    },
+                )
                 .into_iter()
                 .filter(|e| sel.matches(selector::labels(&e.object)).unwrap_or(false))
                 .map(|e| e.object.as_ref())
@@ -536,6 +669,53 @@ impl CompiledPolicy {
             return Params::Missing { deny };
         }
         Params::Found(found)
+    }
+
+    /// Builds the activation a policy's expressions see and runs `f` with it.
+    fn with_activation<R>(
+        &self,
+        req: &Request,
+        inv: &Inventory,
+        params: Option<&Json>,
+        f: impl FnOnce(&Activation<'_, '_>, &InventoryHost<'_>) -> R,
+    ) -> R {
+        let request_json = req.to_json();
+        let namespace_object = namespace_object(req, inv);
+        let host = InventoryHost {
+            inventory: inv,
+            indexes: &self.indexes,
+            me: SelfIdentity {
+                uid: req
+                    .reviewed()
+                    .and_then(|o| o.pointer("/metadata/uid"))
+                    .and_then(Json::as_str)
+                    .map(Arc::from),
+                key: req.reviewed().and_then(ObjectKey::of),
+            },
+            related: Default::default(),
+        };
+        let null = Json::Null;
+        let s = self.slots;
+        let mut act = Activation::new_with_slots(6)
+            .with_lazy(&self.variables)
+            .with_cost_limit(POLICY_COST_BUDGET);
+        act.set(s.object, Value::from_json(req.object.unwrap_or(&null)));
+        act.set(
+            s.old_object,
+            Value::from_json(req.old_object.unwrap_or(&null)),
+        );
+        act.set(s.request, Value::from_json(&request_json));
+        act.set(s.params, Value::from_json(params.unwrap_or(&null)));
+        act.set(
+            s.namespace_object,
+            Value::from_json(namespace_object.as_deref().unwrap_or(&null)),
+        );
+        let act = if self.reads_inventory() {
+            act.with_host(&host)
+        } else {
+            act
+        };
+        f(&act, &host)
     }
 
     /// A denial that does not go through the binding's validationActions:
@@ -564,28 +744,22 @@ impl CompiledPolicy {
     ) where
         I: Iterator<Item = Verdict>,
     {
-        let request_json = req.to_json();
-        let namespace_object = namespace_object(req, inv);
-        let host = InventoryHost {
-            inventory: inv,
-            indexes: &self.indexes,
-            me: SelfIdentity {
-                uid: req.reviewed().and_then(|o| o.pointer("/metadata/uid")).and_then(Json::as_str).map(Arc::from),
-                key: req.reviewed().and_then(ObjectKey::of),
-            },
-            related: Default::default(),
-        };
-        let null = Json::Null;
-        let env_slots = self.slots;
-        let mut act = Activation::new_with_slots(6)
-            .with_lazy(&self.variables)
-            .with_cost_limit(POLICY_COST_BUDGET);
-        act.set(env_slots.object, Value::from_json(req.object.unwrap_or(&null)));
-        act.set(env_slots.old_object, Value::from_json(req.old_object.unwrap_or(&null)));
-        act.set(env_slots.request, Value::from_json(&request_json));
-        act.set(env_slots.params, Value::from_json(params.unwrap_or(&null)));
-        act.set(env_slots.namespace_object, Value::from_json(namespace_object.as_deref().unwrap_or(&null)));
-        let act = if self.reads_inventory() { act.with_host(&host) } else { act };
+        self.with_activation(req, inv, params, |act, host| {
+            self.decide(act, host, binding, verdict, out, annotations)
+        })
+    }
+
+    fn decide<I>(
+        &self,
+        act: &Activation<'_, '_>,
+        host: &InventoryHost<'_>,
+        binding: &Binding,
+        verdict: &dyn Fn(String, Option<String>, Vec<ObjectKey>) -> I,
+        out: &mut Vec<Verdict>,
+        annotations: &mut Vec<(String, Vec<String>)>,
+    ) where
+        I: Iterator<Item = Verdict>,
+    {
         let fail = self.failure_policy == FailurePolicy::Fail;
         // Every matchCondition is evaluated: one that is false skips the
         // policy, even when another fails; only when none is false do the
@@ -593,7 +767,7 @@ impl CompiledPolicy {
         // that is neither false nor an error matches.
         let mut condition_errors: Vec<String> = Vec::new();
         for (_, cond) in &self.match_conditions {
-            match cond.eval(&act) {
+            match cond.eval(act) {
                 Ok(Value::Bool(false)) => return,
                 Ok(_) => {}
                 Err(e) => {
@@ -606,16 +780,20 @@ impl CompiledPolicy {
         }
         if !condition_errors.is_empty() {
             if fail {
-                out.extend(verdict(aggregate(&condition_errors), Some("Invalid".into()), vec![]));
+                out.extend(verdict(
+                    aggregate(&condition_errors),
+                    Some("Invalid".into()),
+                    vec![],
+                ));
             }
             return;
         }
         for v in &self.validations {
-            let failed_message = match v.expression.eval(&act) {
+            let failed_message = match v.expression.eval(act) {
                 Ok(Value::Bool(true)) => continue,
                 // Anything but true fails the validation (a non-bool result
                 // is not an error in kube-apiserver).
-                Ok(_) => self.message(v, &act),
+                Ok(_) => self.message(v, act),
                 Err(e) => {
                     if !fail {
                         continue;
@@ -626,11 +804,17 @@ impl CompiledPolicy {
             let mut related = host.related.borrow().clone();
             related.sort();
             related.dedup();
-            out.extend(verdict(failed_message, v.reason.clone().or(Some("Invalid".into())), related));
+            out.extend(verdict(
+                failed_message,
+                v.reason.clone().or(Some("Invalid".into())),
+                related,
+            ));
         }
         for (key, p) in &self.audit_annotations {
-            let value = match p.eval(&act) {
-                Ok(Value::String(s)) => truncate(s.as_str().trim(), MAX_AUDIT_ANNOTATION_VALUE_LENGTH).to_string(),
+            let value = match p.eval(act) {
+                Ok(Value::String(s)) => {
+                    truncate(s.as_str().trim(), MAX_AUDIT_ANNOTATION_VALUE_LENGTH).to_string()
+                }
                 Ok(Value::Null) => continue,
                 // A wrong type is an error whatever the failurePolicy.
                 Ok(other) => {
@@ -672,7 +856,10 @@ impl CompiledPolicy {
         if let Some(m) = &v.message_expression {
             if let Ok(Value::String(s)) = m.eval(act) {
                 let s = s.as_str().trim();
-                if !s.is_empty() && s.len() <= MAX_EVALUATED_MESSAGE_EXPRESSION_SIZE && !s.contains('\n') {
+                if !s.is_empty()
+                    && s.len() <= MAX_EVALUATED_MESSAGE_EXPRESSION_SIZE
+                    && !s.contains('\n')
+                {
                     return s.to_string();
                 }
             }
@@ -721,7 +908,12 @@ fn namespace_object<'i>(req: &Request, inv: &'i Inventory) -> Option<std::borrow
     if !req.is_namespaced() {
         return None;
     }
-    let key = ObjectKey { group: "".into(), kind: "Namespace".into(), namespace: "".into(), name: req.namespace.as_str().into() };
+    let key = ObjectKey {
+        group: "".into(),
+        kind: "Namespace".into(),
+        namespace: "".into(),
+        name: req.namespace.as_str().into(),
+    };
     Some(match inv.get(&key) {
         Some(e) => std::borrow::Cow::Borrowed(e.object.as_ref()),
         None => std::borrow::Cow::Owned(serde_json::json!({
@@ -729,6 +921,103 @@ fn namespace_object<'i>(req: &Request, inv: &'i Inventory) -> Option<std::borrow
             "metadata": {"name": req.namespace, "labels": {"kubernetes.io/metadata.name": req.namespace}}
         })),
     })
+}
+
+/// A mutation that could not be computed under failurePolicy Fail.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("policy {policy}: {message}")]
+pub struct MutationError {
+    pub policy: String,
+    pub message: String,
+}
+
+impl PolicySet {
+    /// The JSON patch operations (RFC 6902, as JSON) that matching
+    /// InterlockPolicies' mutations yield, in policy order.
+    pub fn mutate(&self, req: &Request, inv: &Inventory) -> Result<Vec<Json>, MutationError> {
+        let mut ops = Vec::new();
+        for p in self.policies.iter().filter(|p| !p.mutations.is_empty()) {
+            if !matching::matches(&p.matcher, req, inv, false) {
+                continue;
+            }
+            match p.mutation_ops(req, inv) {
+                Ok(mut o) => ops.append(&mut o),
+                Err(message) if p.failure_policy == FailurePolicy::Fail => {
+                    return Err(MutationError {
+                        policy: p.name.clone(),
+                        message,
+                    })
+                }
+                Err(message) => {
+                    tracing::warn!(policy = %p.name, %message, "mutation ignored (failurePolicy Ignore)")
+                }
+            }
+        }
+        Ok(ops)
+    }
+
+    /// Policies that match the request and read the inventory: they decide
+    /// what happens while the inventory is not ready.
+    pub fn inventory_readers<'s>(
+        &'s self,
+        req: &Request,
+        inv: &Inventory,
+    ) -> Vec<&'s CompiledPolicy> {
+        self.policies
+            .iter()
+            .filter(|p| p.reads_inventory() && matching::matches(&p.matcher, req, inv, false))
+            .collect()
+    }
+
+    /// Every (apiVersion, kind) the policies read from the inventory, when
+    /// the calls name them with constants; Namespaces always.
+    pub fn kinds_read(&self) -> Vec<(String, String)> {
+        let mut kinds = vec![("v1".to_string(), "Namespace".to_string())];
+        for p in &self.policies {
+            kinds.extend(p.kinds_read.iter().cloned());
+        }
+        kinds.sort();
+        kinds.dedup();
+        kinds
+    }
+}
+
+impl CompiledPolicy {
+    pub fn failure_policy(&self) -> FailurePolicy {
+        self.failure_policy
+    }
+
+    fn mutation_ops(&self, req: &Request, inv: &Inventory) -> Result<Vec<Json>, String> {
+        self.with_activation(req, inv, None, |act, _| {
+            for (name, cond) in &self.match_conditions {
+                match cond.eval(act) {
+                    Ok(Value::Bool(true)) => {}
+                    Ok(Value::Bool(false)) => return Ok(vec![]),
+                    Ok(other) => {
+                        return Err(format!(
+                            "matchCondition '{name}' must evaluate to bool, got {}",
+                            other.type_name()
+                        ))
+                    }
+                    Err(e) => return Err(format!("matchCondition '{name}': {e}")),
+                }
+            }
+            let mut ops = Vec::new();
+            for (i, m) in self.mutations.iter().enumerate() {
+                match m.eval(act) {
+                    Ok(Value::List(l)) => ops.extend(l.iter().map(|op| op.to_json())),
+                    Ok(other) => {
+                        return Err(format!(
+                            "spec.mutations[{i}] must yield a list of JSONPatch, got {}",
+                            other.type_name()
+                        ))
+                    }
+                    Err(e) => return Err(format!("spec.mutations[{i}]: {e}")),
+                }
+            }
+            Ok(ops)
+        })
+    }
 }
 
 #[cfg(test)]

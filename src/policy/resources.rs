@@ -28,21 +28,86 @@ const BUILTIN: &[(&str, &str, &str, bool)] = &[
     ("batch", "CronJob", "cronjobs", true),
     ("networking.k8s.io", "Ingress", "ingresses", true),
     ("networking.k8s.io", "IngressClass", "ingressclasses", false),
-    ("networking.k8s.io", "NetworkPolicy", "networkpolicies", true),
-    ("policy", "PodDisruptionBudget", "poddisruptionbudgets", true),
-    ("autoscaling", "HorizontalPodAutoscaler", "horizontalpodautoscalers", true),
+    (
+        "networking.k8s.io",
+        "NetworkPolicy",
+        "networkpolicies",
+        true,
+    ),
+    (
+        "policy",
+        "PodDisruptionBudget",
+        "poddisruptionbudgets",
+        true,
+    ),
+    (
+        "autoscaling",
+        "HorizontalPodAutoscaler",
+        "horizontalpodautoscalers",
+        true,
+    ),
     ("rbac.authorization.k8s.io", "Role", "roles", true),
-    ("rbac.authorization.k8s.io", "RoleBinding", "rolebindings", true),
-    ("rbac.authorization.k8s.io", "ClusterRole", "clusterroles", false),
-    ("rbac.authorization.k8s.io", "ClusterRoleBinding", "clusterrolebindings", false),
+    (
+        "rbac.authorization.k8s.io",
+        "RoleBinding",
+        "rolebindings",
+        true,
+    ),
+    (
+        "rbac.authorization.k8s.io",
+        "ClusterRole",
+        "clusterroles",
+        false,
+    ),
+    (
+        "rbac.authorization.k8s.io",
+        "ClusterRoleBinding",
+        "clusterrolebindings",
+        false,
+    ),
     ("storage.k8s.io", "StorageClass", "storageclasses", false),
-    ("scheduling.k8s.io", "PriorityClass", "priorityclasses", false),
-    ("apiextensions.k8s.io", "CustomResourceDefinition", "customresourcedefinitions", false),
-    ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy", "validatingadmissionpolicies", false),
-    ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding", "validatingadmissionpolicybindings", false),
-    ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration", "validatingwebhookconfigurations", false),
-    ("admissionregistration.k8s.io", "MutatingWebhookConfiguration", "mutatingwebhookconfigurations", false),
-    ("interlock.dev", "InterlockPolicy", "interlockpolicies", false),
+    (
+        "scheduling.k8s.io",
+        "PriorityClass",
+        "priorityclasses",
+        false,
+    ),
+    (
+        "apiextensions.k8s.io",
+        "CustomResourceDefinition",
+        "customresourcedefinitions",
+        false,
+    ),
+    (
+        "admissionregistration.k8s.io",
+        "ValidatingAdmissionPolicy",
+        "validatingadmissionpolicies",
+        false,
+    ),
+    (
+        "admissionregistration.k8s.io",
+        "ValidatingAdmissionPolicyBinding",
+        "validatingadmissionpolicybindings",
+        false,
+    ),
+    (
+        "admissionregistration.k8s.io",
+        "ValidatingWebhookConfiguration",
+        "validatingwebhookconfigurations",
+        false,
+    ),
+    (
+        "admissionregistration.k8s.io",
+        "MutatingWebhookConfiguration",
+        "mutatingwebhookconfigurations",
+        false,
+    ),
+    (
+        "interlock.dev",
+        "InterlockPolicy",
+        "interlockpolicies",
+        false,
+    ),
     ("interlock.dev", "ResourceGroup", "resourcegroups", true),
 ];
 
@@ -57,7 +122,10 @@ pub fn version_of(api_version: &str) -> &str {
 
 /// The plural resource name of a kind.
 pub fn resource_of(group: &str, kind: &str) -> String {
-    if let Some((_, _, r, _)) = BUILTIN.iter().find(|(g, k, _, _)| *g == group && *k == kind) {
+    if let Some((_, _, r, _)) = BUILTIN
+        .iter()
+        .find(|(g, k, _, _)| *g == group && *k == kind)
+    {
         return r.to_string();
     }
     let lower = kind.to_ascii_lowercase();

@@ -75,6 +75,9 @@ pub struct Options {
     pub apiserver_args: Vec<String>,
     /// How long the whole start may take before it fails.
     pub timeout: Duration,
+    /// Fault injection for the harness's own tests: the first attempt of
+    /// each component gets a port that is already taken.
+    pub simulate_port_conflict: bool,
 }
 
 impl Default for Options {
@@ -87,6 +90,7 @@ impl Default for Options {
             controller_manager: false,
             apiserver_args: Vec::new(),
             timeout: Duration::from_secs(secs),
+            simulate_port_conflict: false,
         }
     }
 }
@@ -411,8 +415,10 @@ impl Starter {
         // kube's rustls needs a process-wide provider; a second install fails
         // harmlessly.
         let _ = rustls::crypto::ring::default_provider().install_default();
-        let deadline = Instant::now() + options.timeout;
+        // May build the binaries first (many minutes, once): not part of the
+        // start's timeout.
         let bin_dir = control_plane_dir()?;
+        let deadline = Instant::now() + options.timeout;
         let dir = tempfile::Builder::new()
             .prefix("interlock-cluster-")
             .tempdir()
@@ -464,6 +470,23 @@ impl Starter {
             procs: Mutex::new(std::mem::take(&mut self.procs)),
             logs: self.logs.clone(),
         })
+    }
+
+    /// Ports for one attempt to start a component; with
+    /// `simulate_port_conflict`, the first attempt's first port is held by
+    /// the returned listener until the attempt is over.
+    fn ports<const N: usize>(
+        &self,
+        attempt: usize,
+    ) -> Result<([u16; N], Option<TcpListener>), String> {
+        let mut ports = free_ports::<N>()?;
+        if !(self.options.simulate_port_conflict && attempt == 0) {
+            return Ok((ports, None));
+        }
+        let taken = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+            .map_err(|e| format!("cannot bind a loopback port: {e}"))?;
+        ports[0] = taken.local_addr().map_err(|e| e.to_string())?.port();
+        Ok((ports, Some(taken)))
     }
 
     fn remaining(&self) -> Duration {
@@ -551,7 +574,7 @@ impl Starter {
 
     fn start_etcd(&mut self) -> Result<String, String> {
         for attempt in 0..PORT_ATTEMPTS {
-            let [client, peer] = free_ports::<2>()?;
+            let ([client, peer], _taken) = self.ports::<2>(attempt)?;
             let data = self.path.join(format!("etcd-data-{attempt}"));
             let client_url = format!("http://127.0.0.1:{client}");
             let peer_url = format!("http://127.0.0.1:{peer}");
@@ -584,8 +607,8 @@ impl Starter {
         etcd_url: &str,
     ) -> Result<(String, PathBuf, kube::Config), String> {
         let kubeconfig = self.path.join("kubeconfig");
-        for _ in 0..PORT_ATTEMPTS {
-            let [port] = free_ports::<1>()?;
+        for attempt in 0..PORT_ATTEMPTS {
+            let ([port], _taken) = self.ports::<1>(attempt)?;
             let url = format!("https://127.0.0.1:{port}");
             let d = &certs.dir;
             let mut args = vec![
@@ -647,8 +670,8 @@ impl Starter {
 
     fn start_controller_manager(&mut self, kubeconfig: &Path) -> Result<(), String> {
         let kc = kubeconfig.display().to_string();
-        for _ in 0..PORT_ATTEMPTS {
-            let [port] = free_ports::<1>()?;
+        for attempt in 0..PORT_ATTEMPTS {
+            let ([port], _taken) = self.ports::<1>(attempt)?;
             let args = vec![
                 format!("--kubeconfig={kc}"),
                 "--controllers=garbage-collector-controller,namespace-controller".into(),

@@ -22,7 +22,12 @@ pub const DECLS: &[FnDecl] = &[
     FnDecl::global("_>_", 2, Lib::Core, gt),
     FnDecl::global("_>=_", 2, Lib::Core, ge),
     FnDecl::global("@in", 2, Lib::Core, in_),
-    FnDecl::global("@sortByAssociatedKeys", 2, Lib::ListsExt, super::lists::sort_by_keys),
+    FnDecl::global(
+        "@sortByAssociatedKeys",
+        2,
+        Lib::ListsExt,
+        super::lists::sort_by_keys,
+    ),
     FnDecl::global("size", 1, Lib::Core, size),
     FnDecl::member("size", 1, Lib::Core, size),
     FnDecl::member("contains", 2, Lib::Core, contains),
@@ -150,7 +155,9 @@ fn ne<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
 fn order(name: &str, a: &[Value]) -> EvalResult<Option<Ordering>> {
     use Value::*;
     match (&a[0], &a[1]) {
-        (Int(_) | Uint(_) | Double(_), Int(_) | Uint(_) | Double(_)) => Ok(numeric_cmp(&a[0], &a[1])),
+        (Int(_) | Uint(_) | Double(_), Int(_) | Uint(_) | Double(_)) => {
+            Ok(numeric_cmp(&a[0], &a[1]))
+        }
         (Bool(_), Bool(_))
         | (String(_), String(_))
         | (Bytes(_), Bytes(_))
@@ -168,13 +175,19 @@ fn lt<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
     Ok(Value::Bool(order("_<_", a)? == Some(Ordering::Less)))
 }
 fn le<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
-    Ok(Value::Bool(matches!(order("_<=_", a)?, Some(Ordering::Less | Ordering::Equal))))
+    Ok(Value::Bool(matches!(
+        order("_<=_", a)?,
+        Some(Ordering::Less | Ordering::Equal)
+    )))
 }
 fn gt<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
     Ok(Value::Bool(order("_>_", a)? == Some(Ordering::Greater)))
 }
 fn ge<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
-    Ok(Value::Bool(matches!(order("_>=_", a)?, Some(Ordering::Greater | Ordering::Equal))))
+    Ok(Value::Bool(matches!(
+        order("_>=_", a)?,
+        Some(Ordering::Greater | Ordering::Equal)
+    )))
 }
 
 fn in_<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
@@ -184,9 +197,11 @@ fn in_<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
             Ok(Value::Bool(l.iter().any(|v| v.equals(&a[0]))))
         }
         Value::Map(m) => match &a[0] {
-            Value::Bool(_) | Value::Int(_) | Value::Uint(_) | Value::String(_) | Value::Double(_) => {
-                Ok(Value::Bool(m.contains(&a[0])?))
-            }
+            Value::Bool(_)
+            | Value::Int(_)
+            | Value::Uint(_)
+            | Value::String(_)
+            | Value::Double(_) => Ok(Value::Bool(m.contains(&a[0])?)),
             _ => Ok(Value::Bool(false)),
         },
         _ => no_overload("@in", a),
@@ -233,7 +248,8 @@ fn ends_with<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> 
 }
 
 pub fn double_to_int(d: f64) -> EvalResult<i64> {
-    if d.is_nan() || d <= -9.223_372_036_854_775_808E18 || d >= 9.223_372_036_854_775_807E18 {
+    // The bounds are i64::MIN and i64::MAX as doubles (both round to 2^63).
+    if d.is_nan() || d <= i64::MIN as f64 || d >= i64::MAX as f64 {
         return Err(EvalError::overflow());
     }
     Ok(d as i64)
@@ -291,7 +307,9 @@ fn parse_go_float(s: &str) -> Option<f64> {
         "nan" => return Some(f64::NAN),
         _ => {}
     }
-    if s.chars().any(|c| c.is_ascii_alphabetic() && !matches!(c, 'e' | 'E')) {
+    if s.chars()
+        .any(|c| c.is_ascii_alphabetic() && !matches!(c, 'e' | 'E'))
+    {
         return None;
     }
     s.parse().ok()
@@ -303,10 +321,18 @@ pub fn format_double(d: f64) -> String {
         return "NaN".into();
     }
     if d.is_infinite() {
-        return if d > 0.0 { "+Inf".into() } else { "-Inf".into() };
+        return if d > 0.0 {
+            "+Inf".into()
+        } else {
+            "-Inf".into()
+        };
     }
     if d == 0.0 {
-        return if d.is_sign_negative() { "-0".into() } else { "0".into() };
+        return if d.is_sign_negative() {
+            "-0".into()
+        } else {
+            "0".into()
+        };
     }
     // Rust's `{:e}` gives the shortest round-trip digits: "d.ddde±x".
     let e = format!("{:e}", d.abs());
@@ -314,9 +340,13 @@ pub fn format_double(d: f64) -> String {
     let exp: i32 = exp.parse().unwrap_or(0);
     let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
     let sign = if d < 0.0 { "-" } else { "" };
-    if exp < -4 || exp >= 6 {
+    if !(-4..6).contains(&exp) {
         let (first, rest) = digits.split_at(1);
-        let frac = if rest.is_empty() { String::new() } else { format!(".{rest}") };
+        let frac = if rest.is_empty() {
+            String::new()
+        } else {
+            format!(".{rest}")
+        };
         let esign = if exp < 0 { '-' } else { '+' };
         return format!("{sign}{first}{frac}e{esign}{:02}", exp.abs());
     }
@@ -339,7 +369,8 @@ fn to_string<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> 
         Value::Double(d) => Value::string(format_double(*d)),
         Value::Bool(b) => Value::string(b.to_string()),
         Value::Bytes(b) => Value::string(
-            std::str::from_utf8(b).map_err(|_| EvalError::new("invalid UTF-8 in bytes, cannot convert to string"))?,
+            std::str::from_utf8(b)
+                .map_err(|_| EvalError::new("invalid UTF-8 in bytes, cannot convert to string"))?,
         ),
         Value::Timestamp(t) => Value::string(super::time::format_timestamp(*t)),
         Value::Duration(d) => Value::string(super::time::format_duration(*d)),
@@ -365,7 +396,9 @@ fn to_bool<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
         Value::String(s) => match s.as_str() {
             "1" | "t" | "T" | "TRUE" | "true" | "True" => Ok(Value::Bool(true)),
             "0" | "f" | "F" | "FALSE" | "false" | "False" => Ok(Value::Bool(false)),
-            other => Err(EvalError::new(format!("type conversion error from 'string' to 'bool': {other}"))),
+            other => Err(EvalError::new(format!(
+                "type conversion error from 'string' to 'bool': {other}"
+            ))),
         },
         _ => no_overload("bool", a),
     }
@@ -378,4 +411,3 @@ fn dyn_<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
 fn type_of<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
     Ok(Value::Type(a[0].type_of()))
 }
-

@@ -15,7 +15,9 @@ pub const DECLS: &[FnDecl] = &[
 
 fn encode<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
     match &a[0] {
-        Value::Bytes(b) => Ok(Value::string(base64::engine::general_purpose::STANDARD.encode(b))),
+        Value::Bytes(b) => Ok(Value::string(
+            base64::engine::general_purpose::STANDARD.encode(b),
+        )),
         _ => no_overload("base64.encode", a),
     }
 }

@@ -9,7 +9,13 @@ use std::cmp::Ordering;
 pub const DECLS: &[FnDecl] = &[
     FnDecl::global("lists.range", 1, Lib::ListsExt, range),
     FnDecl::member("slice", 3, Lib::ListsExt, slice),
-    FnDecl::new("flatten", Style::Member, Arity::Range(1, 2), Lib::ListsExt, flatten),
+    FnDecl::new(
+        "flatten",
+        Style::Member,
+        Arity::Range(1, 2),
+        Lib::ListsExt,
+        flatten,
+    ),
     FnDecl::member("distinct", 1, Lib::ListsExt, distinct),
     FnDecl::member("sort", 1, Lib::ListsExt, sort),
     FnDecl::member("first", 1, Lib::ListsExt, first),
@@ -38,16 +44,28 @@ fn slice<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
     let start = int_arg("slice", a, 1)?;
     let end = int_arg("slice", a, 2)?;
     if start < 0 || end < 0 {
-        return Err(EvalError::new(format!("cannot slice({start}, {end}), negative indexes not supported")));
+        return Err(EvalError::new(format!(
+            "cannot slice({start}, {end}), negative indexes not supported"
+        )));
     }
     if start > end {
-        return Err(EvalError::new(format!("cannot slice({start}, {end}), start index must be less than or equal to end index")));
+        return Err(EvalError::new(format!(
+            "cannot slice({start}, {end}), start index must be less than or equal to end index"
+        )));
     }
     if end as usize > l.len() {
-        return Err(EvalError::new(format!("cannot slice({start}, {end}), list is length {}", l.len())));
+        return Err(EvalError::new(format!(
+            "cannot slice({start}, {end}), list is length {}",
+            l.len()
+        )));
     }
     ctx.charge((end - start) as u64)?;
-    Ok(Value::list(l.iter().skip(start as usize).take((end - start) as usize).collect()))
+    Ok(Value::list(
+        l.iter()
+            .skip(start as usize)
+            .take((end - start) as usize)
+            .collect(),
+    ))
 }
 
 fn flatten_into<'a>(out: &mut Vec<Value<'a>>, l: &List<'a>, depth: i64) {
@@ -61,7 +79,11 @@ fn flatten_into<'a>(out: &mut Vec<Value<'a>>, l: &List<'a>, depth: i64) {
 
 fn flatten<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
     let l = list("flatten", a)?;
-    let depth = if a.len() == 2 { int_arg("flatten", a, 1)? } else { 1 };
+    let depth = if a.len() == 2 {
+        int_arg("flatten", a, 1)?
+    } else {
+        1
+    };
     if depth < 0 {
         return Err(EvalError::new("level must be non-negative"));
     }
@@ -101,12 +123,21 @@ fn sorted<'a>(name: &str, l: &List<'a>) -> EvalResult<Vec<Value<'a>>> {
 }
 
 fn check_sortable(name: &str, items: &[Value]) -> EvalResult<()> {
-    let Some(first) = items.first() else { return Ok(()) };
+    let Some(first) = items.first() else {
+        return Ok(());
+    };
     let t = first.type_of();
     let comparable = matches!(
         first,
-        Value::Int(_) | Value::Uint(_) | Value::Double(_) | Value::String(_) | Value::Bool(_)
-            | Value::Bytes(_) | Value::Duration(_) | Value::Timestamp(_) | Value::Opaque(_)
+        Value::Int(_)
+            | Value::Uint(_)
+            | Value::Double(_)
+            | Value::String(_)
+            | Value::Bool(_)
+            | Value::Bytes(_)
+            | Value::Duration(_)
+            | Value::Timestamp(_)
+            | Value::Opaque(_)
     );
     if !comparable || items.iter().any(|v| v.type_of() != t) {
         return Err(EvalError::new(format!(
@@ -151,7 +182,9 @@ fn first<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
 
 fn last<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
     let l = list("last", a)?;
-    Ok(Value::optional(l.len().checked_sub(1).and_then(|i| l.get(i))))
+    Ok(Value::optional(
+        l.len().checked_sub(1).and_then(|i| l.get(i)),
+    ))
 }
 
 /// `l.reverse()`; strings have their own, dispatched here by receiver type.
@@ -211,7 +244,12 @@ fn sum<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
     Ok(acc.unwrap_or(Value::Int(0)))
 }
 
-fn extreme<'a>(ctx: &mut Ctx<'a, '_>, name: &str, a: &[Value<'a>], want: Ordering) -> EvalResult<Value<'a>> {
+fn extreme<'a>(
+    ctx: &mut Ctx<'a, '_>,
+    name: &str,
+    a: &[Value<'a>],
+    want: Ordering,
+) -> EvalResult<Value<'a>> {
     let l = list(name, a)?;
     ctx.charge(l.len() as u64)?;
     let items = l.to_vec();

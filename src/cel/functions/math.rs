@@ -7,8 +7,20 @@ use crate::cel::value::{numeric_cmp, Value};
 use std::cmp::Ordering;
 
 pub const DECLS: &[FnDecl] = &[
-    FnDecl::new("math.greatest", Style::Global, Arity::AtLeast(1), Lib::Math, greatest),
-    FnDecl::new("math.least", Style::Global, Arity::AtLeast(1), Lib::Math, least),
+    FnDecl::new(
+        "math.greatest",
+        Style::Global,
+        Arity::AtLeast(1),
+        Lib::Math,
+        greatest,
+    ),
+    FnDecl::new(
+        "math.least",
+        Style::Global,
+        Arity::AtLeast(1),
+        Lib::Math,
+        least,
+    ),
     FnDecl::global("math.ceil", 1, Lib::Math, ceil),
     FnDecl::global("math.floor", 1, Lib::Math, floor),
     FnDecl::global("math.round", 1, Lib::Math, round),
@@ -124,7 +136,12 @@ fn is_finite<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> 
     double_pred("math.isFinite", a, f64::is_finite)
 }
 
-fn bits<'a>(name: &str, a: &[Value<'a>], fi: fn(i64, i64) -> i64, fu: fn(u64, u64) -> u64) -> EvalResult<Value<'a>> {
+fn bits<'a>(
+    name: &str,
+    a: &[Value<'a>],
+    fi: fn(i64, i64) -> i64,
+    fu: fn(u64, u64) -> u64,
+) -> EvalResult<Value<'a>> {
     match (&a[0], &a[1]) {
         (Value::Int(x), Value::Int(y)) => Ok(Value::Int(fi(*x, *y))),
         (Value::Uint(x), Value::Uint(y)) => Ok(Value::Uint(fu(*x, *y))),

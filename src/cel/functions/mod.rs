@@ -20,8 +20,12 @@ pub mod strings;
 pub mod time;
 
 pub type Imp = for<'a, 'e> fn(&mut Ctx<'a, 'e>, &[Value<'a>]) -> EvalResult<Value<'a>>;
-pub type ImpPrepared =
-    for<'a, 'e> fn(&mut Ctx<'a, 'e>, &[Value<'a>], &(dyn Any + Send + Sync)) -> EvalResult<Value<'a>>;
+pub type ImpPrepared = for<'a, 'e> fn(
+    &mut Ctx<'a, 'e>,
+    &[Value<'a>],
+    &(dyn Any + Send + Sync),
+) -> EvalResult<Value<'a>>;
+pub type ValidateLiteral = fn(usize, &str) -> Result<(), String>;
 pub type Prepare = fn(&str) -> Result<Option<Arc<dyn Any + Send + Sync>>, String>;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -145,7 +149,7 @@ pub struct FnDecl {
     pub imp_prepared: Option<ImpPrepared>,
     pub prepare: Option<Prepare>,
     /// Checks string literal arguments at compile time (argument index, value).
-    pub validate_literal: Option<fn(usize, &str) -> Result<(), String>>,
+    pub validate_literal: Option<ValidateLiteral>,
 }
 
 impl std::fmt::Debug for FnDecl {
@@ -177,7 +181,7 @@ impl FnDecl {
     pub const fn both(name: &'static str, n: usize, lib: Lib, imp: Imp) -> FnDecl {
         FnDecl::new(name, Style::Both, Arity::Exact(n), lib, imp)
     }
-    pub const fn validated(mut self, v: fn(usize, &str) -> Result<(), String>) -> FnDecl {
+    pub const fn validated(mut self, v: ValidateLiteral) -> FnDecl {
         self.validate_literal = Some(v);
         self
     }
@@ -204,7 +208,7 @@ fn all_decls() -> impl Iterator<Item = &'static FnDecl> {
         encoders::DECLS,
         regex::DECLS,
     ];
-    let extra = EXTRA.get_or_init(|| super::k8s_bindings::libraries());
+    let extra = EXTRA.get_or_init(super::k8s_bindings::libraries);
     builtin.into_iter().chain(extra.iter().copied()).flatten()
 }
 

@@ -12,8 +12,14 @@ use std::sync::Arc;
 pub const DECLS: &[FnDecl] = &[
     FnDecl::both("matches", 2, Lib::Core, matches).prepared(prepare, matches_prepared),
     FnDecl::member("find", 2, Lib::Regex, find).prepared(prepare, find_prepared),
-    FnDecl::new("findAll", Style::Member, Arity::Range(2, 3), Lib::Regex, find_all)
-        .prepared(prepare, find_all_prepared),
+    FnDecl::new(
+        "findAll",
+        Style::Member,
+        Arity::Range(2, 3),
+        Lib::Regex,
+        find_all,
+    )
+    .prepared(prepare, find_all_prepared),
 ];
 
 /// Compiles an RE2 pattern with bounded size.
@@ -22,7 +28,12 @@ pub fn compile(pattern: &str) -> Result<Regex, String> {
         .size_limit(1 << 20)
         .dfa_size_limit(1 << 20)
         .build()
-        .map_err(|e| format!("invalid regular expression {pattern:?}: {}", first_line(&e.to_string())))
+        .map_err(|e| {
+            format!(
+                "invalid regular expression {pattern:?}: {}",
+                first_line(&e.to_string())
+            )
+        })
 }
 
 fn first_line(s: &str) -> String {
@@ -33,7 +44,7 @@ fn prepare(pattern: &str) -> Result<Option<Arc<dyn Any + Send + Sync>>, String> 
     Ok(Some(Arc::new(compile(pattern)?)))
 }
 
-fn regex_arg<'p>(prepared: &'p (dyn Any + Send + Sync)) -> EvalResult<&'p Regex> {
+fn regex_arg(prepared: &(dyn Any + Send + Sync)) -> EvalResult<&Regex> {
     prepared
         .downcast_ref::<Regex>()
         .ok_or_else(|| EvalError::new("internal: prepared value is not a regex"))
@@ -54,7 +65,11 @@ fn matches<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> 
     do_matches(ctx, a, &re)
 }
 
-fn matches_prepared<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>], p: &(dyn Any + Send + Sync)) -> EvalResult<Value<'a>> {
+fn matches_prepared<'a>(
+    ctx: &mut Ctx<'a, '_>,
+    a: &[Value<'a>],
+    p: &(dyn Any + Send + Sync),
+) -> EvalResult<Value<'a>> {
     do_matches(ctx, a, regex_arg(p)?)
 }
 
@@ -68,20 +83,35 @@ fn find<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
     do_find(a, &re)
 }
 
-fn find_prepared<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>], p: &(dyn Any + Send + Sync)) -> EvalResult<Value<'a>> {
+fn find_prepared<'a>(
+    _: &mut Ctx<'a, '_>,
+    a: &[Value<'a>],
+    p: &(dyn Any + Send + Sync),
+) -> EvalResult<Value<'a>> {
     do_find(a, regex_arg(p)?)
 }
 
 fn do_find_all<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>], re: &Regex) -> EvalResult<Value<'a>> {
     let s = str_arg("findAll", a, 0)?;
-    let limit = if a.len() == 3 { int_arg("findAll", a, 2)? } else { -1 };
+    let limit = if a.len() == 3 {
+        int_arg("findAll", a, 2)?
+    } else {
+        -1
+    };
     ctx.charge((s.len() / 10) as u64)?;
     if limit == 0 {
         return Ok(Value::list(vec![]));
     }
-    let take = if limit < 0 { usize::MAX } else { limit as usize };
+    let take = if limit < 0 {
+        usize::MAX
+    } else {
+        limit as usize
+    };
     Ok(Value::list(
-        re.find_iter(s).take(take).map(|m| Value::string(m.as_str())).collect(),
+        re.find_iter(s)
+            .take(take)
+            .map(|m| Value::string(m.as_str()))
+            .collect(),
     ))
 }
 
@@ -93,6 +123,10 @@ fn find_all<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>>
     do_find_all(ctx, a, &re)
 }
 
-fn find_all_prepared<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>], p: &(dyn Any + Send + Sync)) -> EvalResult<Value<'a>> {
+fn find_all_prepared<'a>(
+    ctx: &mut Ctx<'a, '_>,
+    a: &[Value<'a>],
+    p: &(dyn Any + Send + Sync),
+) -> EvalResult<Value<'a>> {
     do_find_all(ctx, a, regex_arg(p)?)
 }

@@ -11,7 +11,11 @@ pub const DECLS: &[FnDecl] = &[
     FnDecl::global("sets.intersects", 2, Lib::Sets, intersects),
 ];
 
-fn lists<'v, 'a>(name: &str, ctx: &mut Ctx<'a, '_>, a: &'v [Value<'a>]) -> EvalResult<(&'v List<'a>, &'v List<'a>)> {
+fn lists<'v, 'a>(
+    name: &str,
+    ctx: &mut Ctx<'a, '_>,
+    a: &'v [Value<'a>],
+) -> EvalResult<(&'v List<'a>, &'v List<'a>)> {
     match (&a[0], &a[1]) {
         (Value::List(x), Value::List(y)) => {
             ctx.charge((x.len() * y.len()) as u64 / 4)?;
@@ -37,5 +41,7 @@ fn equivalent<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a
 
 fn intersects<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
     let (x, y) = lists("sets.intersects", ctx, a)?;
-    Ok(Value::Bool(x.iter().any(|v| y.iter().any(|w| v.equals(&w)))))
+    Ok(Value::Bool(
+        x.iter().any(|v| y.iter().any(|w| v.equals(&w))),
+    ))
 }

@@ -7,15 +7,51 @@ use crate::cel::value::{Map, Value};
 
 pub const DECLS: &[FnDecl] = &[
     FnDecl::member("charAt", 2, Lib::Strings, char_at),
-    FnDecl::new("indexOf", Style::Member, Arity::Range(2, 3), Lib::Strings, index_of),
-    FnDecl::new("lastIndexOf", Style::Member, Arity::Range(2, 3), Lib::Strings, last_index_of),
+    FnDecl::new(
+        "indexOf",
+        Style::Member,
+        Arity::Range(2, 3),
+        Lib::Strings,
+        index_of,
+    ),
+    FnDecl::new(
+        "lastIndexOf",
+        Style::Member,
+        Arity::Range(2, 3),
+        Lib::Strings,
+        last_index_of,
+    ),
     FnDecl::member("lowerAscii", 1, Lib::Strings, lower_ascii),
     FnDecl::member("upperAscii", 1, Lib::Strings, upper_ascii),
-    FnDecl::new("replace", Style::Member, Arity::Range(3, 4), Lib::Strings, replace),
-    FnDecl::new("split", Style::Member, Arity::Range(2, 3), Lib::Strings, split),
-    FnDecl::new("substring", Style::Member, Arity::Range(2, 3), Lib::Strings, substring),
+    FnDecl::new(
+        "replace",
+        Style::Member,
+        Arity::Range(3, 4),
+        Lib::Strings,
+        replace,
+    ),
+    FnDecl::new(
+        "split",
+        Style::Member,
+        Arity::Range(2, 3),
+        Lib::Strings,
+        split,
+    ),
+    FnDecl::new(
+        "substring",
+        Style::Member,
+        Arity::Range(2, 3),
+        Lib::Strings,
+        substring,
+    ),
     FnDecl::member("trim", 1, Lib::Strings, trim),
-    FnDecl::new("join", Style::Member, Arity::Range(1, 2), Lib::Strings, join),
+    FnDecl::new(
+        "join",
+        Style::Member,
+        Arity::Range(1, 2),
+        Lib::Strings,
+        join,
+    ),
     FnDecl::member("reverse", 1, Lib::Strings, reverse),
     // First: where both are enabled, the older printer wins.
     FnDecl::member("format", 2, Lib::LocaleFormat, format_locale),
@@ -38,7 +74,11 @@ fn char_at<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
     if i < 0 || i as usize > cs.len() {
         return Err(out_of_range(i));
     }
-    Ok(Value::string(cs.get(i as usize).map(|c| c.to_string()).unwrap_or_default()))
+    Ok(Value::string(
+        cs.get(i as usize)
+            .map(|c| c.to_string())
+            .unwrap_or_default(),
+    ))
 }
 
 fn find_from(hay: &[char], needle: &[char], from: usize) -> Option<usize> {
@@ -54,7 +94,11 @@ fn index_of<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>>
     }
     let s = str_arg("indexOf", a, 0)?;
     let sub = str_arg("indexOf", a, 1)?;
-    let off = if a.len() == 3 { int_arg("indexOf", a, 2)? } else { 0 };
+    let off = if a.len() == 3 {
+        int_arg("indexOf", a, 2)?
+    } else {
+        0
+    };
     ctx.charge((s.len() / 10) as u64)?;
     let (hay, needle) = (chars(s), chars(sub));
     if off < 0 || off as usize > hay.len() {
@@ -63,7 +107,9 @@ fn index_of<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>>
     if needle.len() > hay.len() {
         return Ok(Value::Int(-1));
     }
-    Ok(Value::Int(find_from(&hay, &needle, off as usize).map_or(-1, |i| i as i64)))
+    Ok(Value::Int(
+        find_from(&hay, &needle, off as usize).map_or(-1, |i| i as i64),
+    ))
 }
 
 fn last_index_of<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
@@ -98,18 +144,26 @@ fn last_index_of<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value
 }
 
 fn lower_ascii<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
-    Ok(Value::string(str_arg("lowerAscii", a, 0)?.to_ascii_lowercase()))
+    Ok(Value::string(
+        str_arg("lowerAscii", a, 0)?.to_ascii_lowercase(),
+    ))
 }
 
 fn upper_ascii<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
-    Ok(Value::string(str_arg("upperAscii", a, 0)?.to_ascii_uppercase()))
+    Ok(Value::string(
+        str_arg("upperAscii", a, 0)?.to_ascii_uppercase(),
+    ))
 }
 
 fn replace<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
     let s = str_arg("replace", a, 0)?;
     let old = str_arg("replace", a, 1)?;
     let new = str_arg("replace", a, 2)?;
-    let n = if a.len() == 4 { int_arg("replace", a, 3)? } else { -1 };
+    let n = if a.len() == 4 {
+        int_arg("replace", a, 3)?
+    } else {
+        -1
+    };
     ctx.charge((s.len() / 10) as u64)?;
     let out = if n < 0 {
         s.replace(old, new)
@@ -122,14 +176,26 @@ fn replace<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> 
 fn split<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
     let s = str_arg("split", a, 0)?;
     let sep = str_arg("split", a, 1)?;
-    let n = if a.len() == 3 { int_arg("split", a, 2)? } else { -1 };
+    let n = if a.len() == 3 {
+        int_arg("split", a, 2)?
+    } else {
+        -1
+    };
     ctx.charge((s.len() / 10) as u64)?;
     let parts: Vec<String> = match n {
         0 => vec![],
         _ if sep.is_empty() => {
             let cs = chars(s);
-            let limit = if n < 0 { cs.len() } else { (n as usize).min(cs.len()) };
-            let mut v: Vec<String> = cs.iter().take(limit.saturating_sub(1)).map(|c| c.to_string()).collect();
+            let limit = if n < 0 {
+                cs.len()
+            } else {
+                (n as usize).min(cs.len())
+            };
+            let mut v: Vec<String> = cs
+                .iter()
+                .take(limit.saturating_sub(1))
+                .map(|c| c.to_string())
+                .collect();
             if limit > 0 {
                 v.push(cs[limit - 1..].iter().collect());
             }
@@ -161,7 +227,9 @@ fn substring<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> 
             "invalid substring range. start: {start}, end: {end}"
         )));
     }
-    Ok(Value::string(cs[start as usize..end as usize].iter().collect::<String>()))
+    Ok(Value::string(
+        cs[start as usize..end as usize].iter().collect::<String>(),
+    ))
 }
 
 fn trim<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
@@ -172,14 +240,20 @@ fn reverse<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> 
     if matches!(a[0], Value::List(_)) {
         return super::lists::reverse(ctx, a);
     }
-    Ok(Value::string(str_arg("reverse", a, 0)?.chars().rev().collect::<String>()))
+    Ok(Value::string(
+        str_arg("reverse", a, 0)?.chars().rev().collect::<String>(),
+    ))
 }
 
 fn join<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
     let Value::List(l) = &a[0] else {
         return no_overload("join", a);
     };
-    let sep = if a.len() == 2 { str_arg("join", a, 1)? } else { "" };
+    let sep = if a.len() == 2 {
+        str_arg("join", a, 1)?
+    } else {
+        ""
+    };
     ctx.charge(l.len() as u64)?;
     let mut parts = Vec::with_capacity(l.len());
     for v in l.iter() {
@@ -292,8 +366,12 @@ fn format_clause(verb: char, precision: Option<usize>, v: &Value, locale: bool) 
         'd' => match v {
             Value::Int(i) => Ok(i.to_string()),
             Value::Uint(u) => Ok(u.to_string()),
-            Value::Double(d) if special_double(*d).is_some() => Ok(special_double(*d).unwrap_or_default()),
-            _ => Err(fmt_err(format!("decimal clause can only be used on integers, was given {tn}"))),
+            Value::Double(d) if special_double(*d).is_some() => {
+                Ok(special_double(*d).unwrap_or_default())
+            }
+            _ => Err(fmt_err(format!(
+                "decimal clause can only be used on integers, was given {tn}"
+            ))),
         },
         'f' | 'e' if locale => locale_float(verb, precision, v),
         'f' | 'e' => {
@@ -302,9 +380,15 @@ fn format_clause(verb: char, precision: Option<usize>, v: &Value, locale: bool) 
                 Value::Int(i) => *i as f64,
                 Value::Uint(u) => *u as f64,
                 _ if verb == 'f' => {
-                    return Err(fmt_err(format!("fixed-point clause can only be used on doubles, was given {tn}")))
+                    return Err(fmt_err(format!(
+                        "fixed-point clause can only be used on doubles, was given {tn}"
+                    )))
                 }
-                _ => return Err(fmt_err(format!("scientific clause can only be used on doubles, was given {tn}"))),
+                _ => {
+                    return Err(fmt_err(format!(
+                        "scientific clause can only be used on doubles, was given {tn}"
+                    )))
+                }
             };
             if let Some(s) = special_double(d) {
                 return Ok(s);
@@ -320,12 +404,16 @@ fn format_clause(verb: char, precision: Option<usize>, v: &Value, locale: bool) 
             Value::Int(i) => Ok(signed_radix(*i, 2, false)),
             Value::Uint(u) => Ok(format!("{u:b}")),
             Value::Bool(b) => Ok(if *b { "1" } else { "0" }.into()),
-            _ => Err(fmt_err(format!("only integers and bools can be formatted as binary, was given {tn}"))),
+            _ => Err(fmt_err(format!(
+                "only integers and bools can be formatted as binary, was given {tn}"
+            ))),
         },
         'o' => match v {
             Value::Int(i) => Ok(signed_radix(*i, 8, false)),
             Value::Uint(u) => Ok(format!("{u:o}")),
-            _ => Err(fmt_err(format!("octal clause can only be used on integers, was given {tn}"))),
+            _ => Err(fmt_err(format!(
+                "octal clause can only be used on integers, was given {tn}"
+            ))),
         },
         _ => {
             let upper = verb == 'X';
@@ -560,6 +648,9 @@ fn format_map(m: &Map) -> EvalResult<String> {
         items.push((format_string(&k)?, format_string(&v)?));
     }
     items.sort();
-    let parts: Vec<String> = items.into_iter().map(|(k, v)| format!("{k}: {v}")).collect();
+    let parts: Vec<String> = items
+        .into_iter()
+        .map(|(k, v)| format!("{k}: {v}"))
+        .collect();
     Ok(format!("{{{}}}", parts.join(", ")))
 }

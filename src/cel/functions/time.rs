@@ -10,16 +10,76 @@ use chrono::{DateTime, Datelike, FixedOffset, NaiveDateTime, Offset, TimeZone, T
 pub const DECLS: &[FnDecl] = &[
     FnDecl::global("duration", 1, Lib::Core, to_duration).validated(check_duration_literal),
     FnDecl::global("timestamp", 1, Lib::Core, to_timestamp).validated(check_timestamp_literal),
-    FnDecl::new("getFullYear", super::Style::Member, super::Arity::Range(1, 2), Lib::Core, full_year),
-    FnDecl::new("getMonth", super::Style::Member, super::Arity::Range(1, 2), Lib::Core, month),
-    FnDecl::new("getDayOfYear", super::Style::Member, super::Arity::Range(1, 2), Lib::Core, day_of_year),
-    FnDecl::new("getDayOfMonth", super::Style::Member, super::Arity::Range(1, 2), Lib::Core, day_of_month),
-    FnDecl::new("getDate", super::Style::Member, super::Arity::Range(1, 2), Lib::Core, date),
-    FnDecl::new("getDayOfWeek", super::Style::Member, super::Arity::Range(1, 2), Lib::Core, day_of_week),
-    FnDecl::new("getHours", super::Style::Member, super::Arity::Range(1, 2), Lib::Core, hours),
-    FnDecl::new("getMinutes", super::Style::Member, super::Arity::Range(1, 2), Lib::Core, minutes),
-    FnDecl::new("getSeconds", super::Style::Member, super::Arity::Range(1, 2), Lib::Core, seconds),
-    FnDecl::new("getMilliseconds", super::Style::Member, super::Arity::Range(1, 2), Lib::Core, millis),
+    FnDecl::new(
+        "getFullYear",
+        super::Style::Member,
+        super::Arity::Range(1, 2),
+        Lib::Core,
+        full_year,
+    ),
+    FnDecl::new(
+        "getMonth",
+        super::Style::Member,
+        super::Arity::Range(1, 2),
+        Lib::Core,
+        month,
+    ),
+    FnDecl::new(
+        "getDayOfYear",
+        super::Style::Member,
+        super::Arity::Range(1, 2),
+        Lib::Core,
+        day_of_year,
+    ),
+    FnDecl::new(
+        "getDayOfMonth",
+        super::Style::Member,
+        super::Arity::Range(1, 2),
+        Lib::Core,
+        day_of_month,
+    ),
+    FnDecl::new(
+        "getDate",
+        super::Style::Member,
+        super::Arity::Range(1, 2),
+        Lib::Core,
+        date,
+    ),
+    FnDecl::new(
+        "getDayOfWeek",
+        super::Style::Member,
+        super::Arity::Range(1, 2),
+        Lib::Core,
+        day_of_week,
+    ),
+    FnDecl::new(
+        "getHours",
+        super::Style::Member,
+        super::Arity::Range(1, 2),
+        Lib::Core,
+        hours,
+    ),
+    FnDecl::new(
+        "getMinutes",
+        super::Style::Member,
+        super::Arity::Range(1, 2),
+        Lib::Core,
+        minutes,
+    ),
+    FnDecl::new(
+        "getSeconds",
+        super::Style::Member,
+        super::Arity::Range(1, 2),
+        Lib::Core,
+        seconds,
+    ),
+    FnDecl::new(
+        "getMilliseconds",
+        super::Style::Member,
+        super::Arity::Range(1, 2),
+        Lib::Core,
+        millis,
+    ),
 ];
 
 fn check_duration_literal(_: usize, s: &str) -> Result<(), String> {
@@ -53,8 +113,7 @@ fn to_timestamp<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a
 }
 
 pub fn add_duration(t: Timestamp, d: i64) -> EvalResult<Timestamp> {
-    Timestamp::from_total_nanos(t.total_nanos() + d as i128)
-        .map_err(|_| EvalError::timestamp_overflow())
+    Timestamp::from_total_nanos(t.total_nanos() + d as i128).map_err(|_| EvalError::timestamp_overflow())
 }
 
 /// Go's time.ParseDuration.
@@ -73,7 +132,9 @@ pub fn parse_duration(s: &str) -> EvalResult<Duration> {
     }
     let mut total: i128 = 0;
     while !rest.is_empty() {
-        let int_len = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
+        let int_len = rest
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(rest.len());
         let (int_part, after) = rest.split_at(int_len);
         let (frac_part, after) = match after.strip_prefix('.') {
             Some(f) => {
@@ -227,7 +288,9 @@ fn date<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
     timestamp_part("getDate", a, |t| t.day() as i64)
 }
 fn day_of_week<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
-    timestamp_part("getDayOfWeek", a, |t| t.weekday().num_days_from_sunday() as i64)
+    timestamp_part("getDayOfWeek", a, |t| {
+        t.weekday().num_days_from_sunday() as i64
+    })
 }
 fn hours<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
     if matches!(a[0], Value::Duration(_)) {
@@ -251,7 +314,9 @@ fn millis<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
     if matches!(a[0], Value::Duration(_)) {
         return duration_part("getMilliseconds", a, 1_000_000);
     }
-    timestamp_part("getMilliseconds", a, |t| (t.nanosecond() / 1_000_000) as i64)
+    timestamp_part("getMilliseconds", a, |t| {
+        (t.nanosecond() / 1_000_000) as i64
+    })
 }
 
 #[cfg(test)]

@@ -29,7 +29,8 @@ pub enum NamedFormat {
 
 const DNS1123_LABEL_FMT: &str = "[a-z0-9]([-a-z0-9]*[a-z0-9])?";
 const DNS1123_LABEL_MSG: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character";
-const DNS1123_SUBDOMAIN_FMT: &str = "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*";
+const DNS1123_SUBDOMAIN_FMT: &str =
+    "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*";
 const DNS1123_SUBDOMAIN_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character";
 const DNS1035_LABEL_FMT: &str = "[a-z]([-a-z0-9]*[a-z0-9])?";
 const DNS1035_LABEL_MSG: &str = "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character";
@@ -202,7 +203,8 @@ fn matches_label(b: &[u8], alpha_first: bool) -> bool {
 }
 
 fn matches_subdomain(b: &[u8]) -> bool {
-    b.split(|&c| c == b'.').all(|part| matches_label(part, false))
+    b.split(|&c| c == b'.')
+        .all(|part| matches_label(part, false))
 }
 
 /// `util/validation.IsDNS1123Label`.
@@ -230,7 +232,11 @@ fn dns1123_subdomain(b: &[u8], unit: &str) -> Vec<String> {
     }
     if !matches_subdomain(b) {
         let examples = ["example.com"];
-        errs.push(regex_error(DNS1123_SUBDOMAIN_MSG, DNS1123_SUBDOMAIN_FMT, &examples));
+        errs.push(regex_error(
+            DNS1123_SUBDOMAIN_MSG,
+            DNS1123_SUBDOMAIN_FMT,
+            &examples,
+        ));
     }
     errs
 }
@@ -326,7 +332,7 @@ fn is_uuid(b: &[u8]) -> bool {
 /// at least one group.
 fn is_base64(b: &[u8]) -> bool {
     let alpha = |c: &u8| c.is_ascii_alphanumeric() || *c == b'+' || *c == b'/';
-    if b.is_empty() || b.len() % 4 != 0 {
+    if b.is_empty() || !b.len().is_multiple_of(4) {
         return false;
     }
     let (body, last) = b.split_at(b.len() - 4);
@@ -347,14 +353,17 @@ fn is_date(b: &[u8]) -> bool {
     if !(digits(0..4) && digits(5..7) && digits(8..10)) {
         return false;
     }
-    let num = |r: std::ops::Range<usize>| b[r].iter().fold(0u32, |n, &c| n * 10 + u32::from(c - b'0'));
+    let num =
+        |r: std::ops::Range<usize>| b[r].iter().fold(0u32, |n, &c| n * 10 + u32::from(c - b'0'));
     let (year, month, day) = (num(0..4), num(5..7), num(8..10));
     (1..=12).contains(&month) && day >= 1 && day <= days_in(month, year)
 }
 
 fn days_in(month: u32, year: u32) -> u32 {
     match month {
-        2 if year % 4 == 0 && (year % 100 != 0 || year % 400 == 0) => 29,
+        2 if year.is_multiple_of(4) && (!year.is_multiple_of(100) || year.is_multiple_of(400)) => {
+            29
+        }
         2 => 28,
         4 | 6 | 9 | 11 => 30,
         _ => 31,

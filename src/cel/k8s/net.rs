@@ -307,7 +307,9 @@ fn addr_err(input: &str, msg: &'static str, at: Option<&[u8]>) -> AddrError {
 /// `netip.ParseAddr` for the URL parser: whether the address is IPv4, or
 /// Go's error text.
 pub(crate) fn go_parse_addr(s: &str) -> Result<bool, String> {
-    parse_addr(s).map(|(a, _)| a.is_ipv4()).map_err(|e| e.to_string())
+    parse_addr(s)
+        .map(|(a, _)| a.is_ipv4())
+        .map_err(|e| e.to_string())
 }
 
 /// `netip.ParseAddr`: the address and its zone, if any.
@@ -335,7 +337,11 @@ fn parse_v4_fields(input: &str, part: &[u8], fields: &mut [u8; 4]) -> Result<(),
     for (i, &c) in part.iter().enumerate() {
         if c.is_ascii_digit() {
             if dig_len == 1 && val == 0 {
-                return Err(addr_err(input, "IPv4 field has octet with leading zero", None));
+                return Err(addr_err(
+                    input,
+                    "IPv4 field has octet with leading zero",
+                    None,
+                ));
             }
             val = val * 10 + u32::from(c - b'0');
             dig_len += 1;
@@ -416,7 +422,11 @@ fn parse_v6_body(input: &str, mut s: &[u8]) -> Result<[u8; 16], AddrError> {
             return Err(addr_err(input, "unexpected character, want colon", Some(s)));
         }
         if s.len() == 1 {
-            return Err(addr_err(input, "colon must be followed by more characters", Some(s)));
+            return Err(addr_err(
+                input,
+                "colon must be followed by more characters",
+                Some(s),
+            ));
         }
         s = &s[1..];
         if s[0] == b':' {
@@ -446,7 +456,11 @@ fn parse_hex_group(input: &str, s: &[u8]) -> Result<(u32, usize), AddrError> {
         };
         acc = (acc << 4) + d;
         if off > 3 {
-            return Err(addr_err(input, "each group must have 4 or less digits", Some(s)));
+            return Err(addr_err(
+                input,
+                "each group must have 4 or less digits",
+                Some(s),
+            ));
         }
         if acc > 0xffff {
             return Err(addr_err(input, "IPv6 field has value >=2^16", Some(s)));

@@ -62,6 +62,9 @@ pub struct Quantity {
     /// The input text when Go's parser decides it is already canonical
     /// (Go returns it verbatim from `String()`, sign and leading zeros included).
     cached: Option<Box<str>>,
+    /// Made by `add`/`sub`: the library returns those as a different Go type
+    /// (`*Quantity`), which changes what CEL's `==` does (see [`Quantity::cel_equal`]).
+    from_arithmetic: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -98,7 +101,8 @@ impl Quantity {
             return Ok(Quantity::with_cache(amount, Format::DecimalSI, Some(s)));
         }
         let parts = scan(s)?;
-        let (base, exponent, format) = interpret_suffix(parts.suffix).ok_or(QuantityError::Suffix)?;
+        let (base, exponent, format) =
+            interpret_suffix(parts.suffix).ok_or(QuantityError::Suffix)?;
         if let Some(q) = parse_fast(s, &parts, exponent, format)? {
             return Ok(q);
         }
@@ -108,7 +112,11 @@ impl Quantity {
     /// `resource.NewQuantity(v, DecimalExponent)`, as the `add(int)` and
     /// `sub(int)` overloads build their operand.
     pub fn from_i64(value: i64) -> Quantity {
-        Quantity::with_cache(Amount::Int { value, scale: 0 }, Format::DecimalExponent, None)
+        Quantity::with_cache(
+            Amount::Int { value, scale: 0 },
+            Format::DecimalExponent,
+            None,
+        )
     }
 
     fn with_cache(amount: Amount, format: Format, cached: Option<&str>) -> Quantity {
@@ -116,6 +124,7 @@ impl Quantity {
             amount,
             format,
             cached: cached.map(Into::into),
+            from_arithmetic: false,
         }
     }
 
@@ -177,6 +186,21 @@ impl Quantity {
         self.compare(other) as i64
     }
 
+    /// CEL's `self == other` as kube-apiserver evaluates it: by value, except
+    /// that it is a "no such overload" error (`None`) when `other` is the
+    /// result of `add`/`sub` (the library returns those as `*Quantity`, and
+    /// `Quantity.Equal` only accepts a `Quantity`). So
+    /// `quantity('1').add(1) == quantity('2')` is true but
+    /// `quantity('2') == quantity('1').add(1)` is an error.
+    pub fn cel_equal(&self, other: &Quantity) -> Option<bool> {
+        (!other.from_arithmetic).then(|| self == other)
+    }
+
+    /// Whether this value came from `add`/`sub` (see [`Quantity::cel_equal`]).
+    pub fn is_arithmetic_result(&self) -> bool {
+        self.from_arithmetic
+    }
+
     /// `isLessThan()`.
     pub fn is_less_than(&self, other: &Quantity) -> bool {
         self.compare(other) == Ordering::Less
@@ -191,8 +215,17 @@ impl Quantity {
     pub fn add(&self, y: &Quantity) -> Result<Quantity, QuantityError> {
         let mut q = self.clone();
         q.cached = None;
-        if let (Amount::Int { value: a, scale: sa }, Amount::Int { value: b, scale: sb }) =
-            (&q.amount, &y.amount)
+        q.from_arithmetic = true;
+        if let (
+            Amount::Int {
+                value: a,
+                scale: sa,
+            },
+            Amount::Int {
+                value: b,
+                scale: sb,
+            },
+        ) = (&q.amount, &y.amount)
         {
             if *a == 0 {
                 q.format = y.format;
@@ -212,11 +245,20 @@ impl Quantity {
     pub fn sub(&self, y: &Quantity) -> Result<Quantity, QuantityError> {
         let mut q = self.clone();
         q.cached = None;
+        q.from_arithmetic = true;
         if q.is_zero() {
             q.format = y.format;
         }
-        if let (Amount::Int { value: a, scale: sa }, Amount::Int { value: b, scale: sb }) =
-            (&q.amount, &y.amount)
+        if let (
+            Amount::Int {
+                value: a,
+                scale: sa,
+            },
+            Amount::Int {
+                value: b,
+                scale: sb,
+            },
+        ) = (&q.amount, &y.amount)
         {
             // Go negates with int64 wrap-around: subtracting MinInt64 adds it.
             if let Some(diff) = int_add((*a, *sa), (b.wrapping_neg(), *sb)) {
@@ -487,8 +529,15 @@ fn parse_fast(
         Format::BinarySI => exponent % 10 == 0 && value & 0x07 != 0,
         _ => scale % 3 == 0 && !shifted.ends_with("000") && !shifted.starts_with('0'),
     };
-    let amount = Amount::Int { value: result, scale };
-    Ok(Some(Quantity::with_cache(amount, format, canonical.then_some(s))))
+    let amount = Amount::Int {
+        value: result,
+        scale,
+    };
+    Ok(Some(Quantity::with_cache(
+        amount,
+        format,
+        canonical.then_some(s),
+    )))
 }
 
 /// The `inf.Dec` path of `ParseQuantity`.
@@ -586,13 +635,24 @@ fn negative_scale(base: i64, scale: i64) -> (i64, bool) {
 /// `removeInt64Factors` (Go negates with wrap-around).
 fn remove_int_factors(value: i64, base: i64) -> (i64, i64) {
     let negative = value < 0;
-    let mut result = if negative { value.wrapping_neg() } else { value };
+    let mut result = if negative {
+        value.wrapping_neg()
+    } else {
+        value
+    };
     let mut times = 0;
     while result >= base && result % base == 0 {
         times += 1;
         result /= base;
     }
-    (if negative { result.wrapping_neg() } else { result }, times)
+    (
+        if negative {
+            result.wrapping_neg()
+        } else {
+            result
+        },
+        times,
+    )
 }
 
 impl Amount {
@@ -701,11 +761,16 @@ fn binary_suffix(exponent_1024: i64) -> &'static str {
 /// Exact comparison of two amounts by value.
 fn cmp_amounts(a: &Amount, b: &Amount) -> Ordering {
     match (a, b) {
-        (Amount::Int { value: x, scale: sx }, Amount::Int { value: y, scale: sy })
-            if sx == sy =>
-        {
-            x.cmp(y)
-        }
+        (
+            Amount::Int {
+                value: x,
+                scale: sx,
+            },
+            Amount::Int {
+                value: y,
+                scale: sy,
+            },
+        ) if sx == sy => x.cmp(y),
         _ => a.to_dec().cmp_value(&b.to_dec()),
     }
 }
@@ -713,9 +778,8 @@ fn cmp_amounts(a: &Amount, b: &Amount) -> Ordering {
 /// Go's `math.Pow10`, table for table, so products round the same way.
 fn go_pow10(n: i64) -> f64 {
     const TAB: [f64; 32] = [
-        1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
-        1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22, 1e23, 1e24, 1e25, 1e26, 1e27, 1e28, 1e29,
-        1e30, 1e31,
+        1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
+        1e17, 1e18, 1e19, 1e20, 1e21, 1e22, 1e23, 1e24, 1e25, 1e26, 1e27, 1e28, 1e29, 1e30, 1e31,
     ];
     const POS32: [f64; 10] = [
         1e0, 1e32, 1e64, 1e96, 1e128, 1e160, 1e192, 1e224, 1e256, 1e288,
@@ -746,7 +810,12 @@ impl BigDec {
         let mag = if value == 0 {
             Vec::new()
         } else {
-            value.unsigned_abs().to_string().bytes().map(|c| c - b'0').collect()
+            value
+                .unsigned_abs()
+                .to_string()
+                .bytes()
+                .map(|c| c - b'0')
+                .collect()
         };
         BigDec {
             neg: value < 0,
@@ -991,7 +1060,11 @@ fn sub_mag(a: &[u8], b: &[u8]) -> Vec<u8> {
     let mut borrow = 0;
     for i in 0..a.len() {
         let x = a[a.len() - 1 - i] as i8;
-        let y = if i < b.len() { b[b.len() - 1 - i] as i8 } else { 0 };
+        let y = if i < b.len() {
+            b[b.len() - 1 - i] as i8
+        } else {
+            0
+        };
         let mut d = x - y - borrow;
         borrow = 0;
         if d < 0 {

@@ -4,6 +4,8 @@ use serde_json::Value;
 /// Results printed by kube-apiserver v1.36's own code (testdata/gen) for the
 /// inputs in testdata/quantity_inputs.txt.
 const GOLDEN: &str = include_str!("testdata/quantity_golden.jsonl");
+/// The same for random inputs (testdata/gen/README.md).
+const RANDOM: &str = include_str!("testdata/quantity_random.jsonl");
 const PAIRS: &str = include_str!("testdata/quantity_pairs_golden.jsonl");
 const INTS: &str = include_str!("testdata/quantity_int_golden.jsonl");
 
@@ -21,28 +23,42 @@ fn go_float(s: &str) -> f64 {
 }
 
 fn check_info(what: &str, got: &Quantity, want: &Value) {
-    assert_eq!(got.to_string(), want["str"].as_str().unwrap(), "{what}: string");
-    assert_eq!(got.is_integer(), want["isInt"].as_bool().unwrap(), "{what}: isInteger");
+    assert_eq!(
+        got.to_string(),
+        want["str"].as_str().unwrap(),
+        "{what}: string"
+    );
+    assert_eq!(
+        got.is_integer(),
+        want["isInt"].as_bool().unwrap(),
+        "{what}: isInteger"
+    );
     if got.is_integer() {
-        assert_eq!(got.as_integer(), Ok(want["int"].as_i64().unwrap()), "{what}: asInteger");
+        assert_eq!(
+            got.as_integer(),
+            Ok(want["int"].as_i64().unwrap()),
+            "{what}: asInteger"
+        );
     } else {
         assert_eq!(got.as_integer(), Err(QuantityError::NotInteger), "{what}");
     }
     let want_float = go_float(want["float"].as_str().unwrap());
     let got_float = got.as_approximate_float();
-    let same = got_float.to_bits() == want_float.to_bits() || (got_float.is_nan() && want_float.is_nan());
+    let same =
+        got_float.to_bits() == want_float.to_bits() || (got_float.is_nan() && want_float.is_nan());
     assert!(same, "{what}: float {got_float} != {want_float}");
     assert_eq!(got.sign(), want["sign"].as_i64().unwrap(), "{what}: sign");
 }
 
 fn lines(text: &str) -> impl Iterator<Item = Value> + '_ {
-    text.lines().map(|l| serde_json::from_str(l).expect("golden line"))
+    text.lines()
+        .map(|l| serde_json::from_str(l).expect("golden line"))
 }
 
 #[test]
 fn parse_matches_go() {
     let mut count = 0;
-    for want in lines(GOLDEN) {
+    for want in lines(GOLDEN).chain(lines(RANDOM)) {
         let input = want["in"].as_str().unwrap();
         match (Quantity::parse(input), want.get("err")) {
             (Ok(got), None) => check_info(input, &got, &want),
@@ -72,8 +88,16 @@ fn int_arithmetic_matches_go() {
     for want in lines(INTS) {
         let a = want["a"].as_str().unwrap();
         let n = want["n"].as_i64().unwrap();
-        check_info(&format!("{a} + {n}"), &q(a).add_int(n).unwrap(), &want["add"]);
-        check_info(&format!("{a} - {n}"), &q(a).sub_int(n).unwrap(), &want["sub"]);
+        check_info(
+            &format!("{a} + {n}"),
+            &q(a).add_int(n).unwrap(),
+            &want["add"],
+        );
+        check_info(
+            &format!("{a} - {n}"),
+            &q(a).sub_int(n).unwrap(),
+            &want["sub"],
+        );
     }
 }
 
@@ -89,11 +113,19 @@ fn library_doc_examples() {
     let huge = q("9999999999999999999999999999999999999G");
     assert_eq!(huge.as_integer(), Err(QuantityError::NotInteger));
     assert_eq!(q("50k").as_integer(), Ok(50000));
-    assert_eq!(q("50k").sub_int(20000).unwrap().as_approximate_float(), 30000.0);
+    assert_eq!(
+        q("50k").sub_int(20000).unwrap().as_approximate_float(),
+        30000.0
+    );
     assert_eq!(q("50k").add(&q("20k")).unwrap(), q("70k"));
     assert_eq!(q("50k").add_int(20).unwrap(), q("50020"));
     assert_eq!(q("50k").sub(&q("20k")).unwrap(), q("30k"));
-    let chain = q("50k").add_int(20).unwrap().sub(&q("100k")).unwrap().sub_int(-50000);
+    let chain = q("50k")
+        .add_int(20)
+        .unwrap()
+        .sub(&q("100k"))
+        .unwrap()
+        .sub_int(-50000);
     assert_eq!(chain.unwrap(), q("20"));
     assert_eq!(q("200M").compare_to(&q("0.2G")), 0);
     assert_eq!(q("50M").compare_to(&q("50Mi")), -1);
@@ -127,7 +159,10 @@ fn format_follows_go() {
 #[test]
 fn huge_exponents_error_instead_of_hanging() {
     // Go never returns for this one.
-    assert_eq!(Quantity::parse("1e-2147483648").unwrap_err(), QuantityError::TooLarge);
+    assert_eq!(
+        Quantity::parse("1e-2147483648").unwrap_err(),
+        QuantityError::TooLarge
+    );
     let big = q("1e100000");
     assert_eq!(big.add_int(1).unwrap_err(), QuantityError::TooLarge);
     assert_eq!(big.compare_to(&q("1")), 1);
@@ -142,4 +177,16 @@ fn pow10_matches_go_tables() {
     assert_eq!(go_pow10(-324), 0.0);
     assert_eq!(go_pow10(300), 1e288 * 1e12);
     assert_eq!(go_pow10(-9), 1.0 / 1e9);
+}
+
+#[test]
+fn cel_equality_quirk_of_arithmetic_results() {
+    // Checked against kube-apiserver v1.36 (see the module docs).
+    let two = q("2");
+    let sum = q("1").add_int(1).unwrap();
+    assert_eq!(sum.cel_equal(&two), Some(true));
+    assert_eq!(two.cel_equal(&sum), None, "no such overload");
+    assert_eq!(sum.cel_equal(&sum), None);
+    assert_eq!(q("1").cel_equal(&q("1000m")), Some(true));
+    assert!(sum.is_arithmetic_result() && !two.is_arithmetic_result());
 }

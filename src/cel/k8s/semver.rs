@@ -84,7 +84,10 @@ impl Semver {
         };
         let patch = parse_number("Patch", patch)?;
         let pre = match pre {
-            Some(p) => p.split('.').map(parse_prerelease).collect::<Result<_, _>>()?,
+            Some(p) => p
+                .split('.')
+                .map(parse_prerelease)
+                .collect::<Result<_, _>>()?,
             None => Vec::new(),
         };
         let build = match build {
@@ -263,7 +266,8 @@ impl Ord for Semver {
     /// blang `Version.Compare`: a version without prerelease is greater
     /// than one with; otherwise identifiers compare pairwise, then by count.
     fn cmp(&self, other: &Self) -> Ordering {
-        let core = (self.major, self.minor, self.patch).cmp(&(other.major, other.minor, other.patch));
+        let core =
+            (self.major, self.minor, self.patch).cmp(&(other.major, other.minor, other.patch));
         if core != Ordering::Equal {
             return core;
         }
@@ -304,6 +308,8 @@ mod tests {
     use super::*;
 
     const GOLDEN: &str = include_str!("testdata/semver_golden.jsonl");
+    /// The same for random inputs (testdata/gen/README.md).
+    const RANDOM: &str = include_str!("testdata/semver_random.jsonl");
 
     fn v(s: &str) -> Semver {
         Semver::parse(s).unwrap_or_else(|e| panic!("{s}: {e}"))
@@ -312,7 +318,7 @@ mod tests {
     #[test]
     fn parse_matches_go() {
         let mut count = 0;
-        for line in GOLDEN.lines() {
+        for line in GOLDEN.lines().chain(RANDOM.lines()) {
             let want: serde_json::Value = serde_json::from_str(line).unwrap();
             let input = want["in"].as_str().unwrap();
             let normalize = want["norm"].as_bool().unwrap();
@@ -359,7 +365,10 @@ mod tests {
     fn normalisation() {
         assert!(!is_semver("v1.0.0", false));
         assert!(is_semver("v1.0.0", true));
-        assert_eq!(Semver::parse_with("v01.01", true).unwrap().to_string(), "1.1.0");
+        assert_eq!(
+            Semver::parse_with("v01.01", true).unwrap().to_string(),
+            "1.1.0"
+        );
         assert_eq!(Semver::parse_with("1", true).unwrap().to_string(), "1.0.0");
         assert_eq!(
             Semver::parse_with("1.2-alpha", true).unwrap_err(),

@@ -456,7 +456,10 @@ fn unescape(s: &str, mode: Mode) -> Result<String, String> {
                 i += 3;
             }
             c if matches!(mode, Mode::Host | Mode::Zone) && c < 0x80 && should_escape(c, mode) => {
-                return Err(format!("invalid character {} in host name", quote(&s[i..i + 1])));
+                return Err(format!(
+                    "invalid character {} in host name",
+                    quote(&s[i..i + 1])
+                ));
             }
             _ => i += 1,
         }
@@ -499,7 +502,10 @@ fn check_percent(s: &str, i: usize, mode: Mode) -> Result<(), String> {
 }
 
 fn escape_error(bytes: &[u8]) -> String {
-    format!("invalid URL escape {}", quote(&String::from_utf8_lossy(bytes)))
+    format!(
+        "invalid URL escape {}",
+        quote(&String::from_utf8_lossy(bytes))
+    )
 }
 
 fn unhex(c: u8) -> u8 {

@@ -3,11 +3,13 @@ use serde_json::Value;
 
 /// kube-apiserver v1.36's answers (testdata/gen) for testdata/url_inputs.txt.
 const GOLDEN: &str = include_str!("testdata/url_golden.jsonl");
+/// The same for random inputs (testdata/gen/README.md).
+const RANDOM: &str = include_str!("testdata/url_random.jsonl");
 
 #[test]
 fn urls_match_go() {
     let mut count = 0;
-    for line in GOLDEN.lines() {
+    for line in GOLDEN.lines().chain(RANDOM.lines()) {
         let want: Value = serde_json::from_str(line).unwrap();
         let s = want["in"].as_str().unwrap();
         assert_eq!(is_url(s), want["isURL"].as_bool().unwrap(), "isURL({s:?})");
@@ -52,7 +54,13 @@ fn library_doc_examples() {
     assert_eq!(u.escaped_path(), "/path");
     assert_eq!(u.query()["query"], vec!["val".to_string()]);
     let v6 = Url::parse("https://[::1]:80/").unwrap();
-    assert_eq!((v6.host(), v6.hostname(), v6.port()), ("[::1]:80", "::1", "80"));
+    assert_eq!(
+        (v6.host(), v6.hostname(), v6.port()),
+        ("[::1]:80", "::1", "80")
+    );
     assert!(!is_url("example.com") && !is_url("") && is_url("/relative-path"));
-    assert_eq!(Url::parse("https://a.com/x").unwrap(), Url::parse("https://a.com/x").unwrap());
+    assert_eq!(
+        Url::parse("https://a.com/x").unwrap(),
+        Url::parse("https://a.com/x").unwrap()
+    );
 }

@@ -54,7 +54,13 @@ fn sample() -> Report {
         },
     ];
     ingress.reason = Some("Invalid".into());
-    let mut audit = finding("pss-baseline", Action::Audit, "examples/a.yaml", 1, "hostPath");
+    let mut audit = finding(
+        "pss-baseline",
+        Action::Audit,
+        "examples/a.yaml",
+        1,
+        "hostPath",
+    );
     audit.binding = Some("pss-binding".into());
     Report {
         objects: 12,
@@ -87,13 +93,11 @@ const HOSTILE: &str = "bad </failure><x a=\"1\">&amp; 'q' \u{1b}[2J\u{7}\u{1}\r\
 fn exit_codes() {
     let mut r = Report::default();
     assert_eq!(r.exit_code(), 0);
-    r.results
-        .push(finding("p", Action::Warn, "a.yaml", 1, "m"));
+    r.results.push(finding("p", Action::Warn, "a.yaml", 1, "m"));
     r.results
         .push(finding("p", Action::Audit, "a.yaml", 1, "m"));
     assert_eq!(r.exit_code(), 0);
-    r.results
-        .push(finding("p", Action::Deny, "a.yaml", 1, "m"));
+    r.results.push(finding("p", Action::Deny, "a.yaml", 1, "m"));
     assert_eq!(r.exit_code(), 1);
     r.errors.push(InputError {
         file: "a.yaml".into(),
@@ -168,7 +172,10 @@ fn human_format_escapes_terminal_controls() {
     assert!(text.contains("\\u{1b}[2J"), "{text}");
     // A newline in a message is indented under its finding.
     assert!(text.contains("\n    ]]>"), "{text}");
-    assert!(text.ends_with("1 input error could not be read\n"), "{text}");
+    assert!(
+        text.ends_with("1 input error could not be read\n"),
+        "{text}"
+    );
     let mut err = Vec::new();
     r.write_errors(&mut err).unwrap();
     assert_eq!(String::from_utf8(err).unwrap(), "x\\u{1b}.yaml: m\n");
@@ -307,7 +314,10 @@ fn sarif_format() {
         "Ingress shop/web: host \"a.example.com\" is already used (related: Ingress live/x)"
     );
     assert_eq!(deny["relatedLocations"].as_array().unwrap().len(), 1);
-    assert_eq!(deny["relatedLocations"][0]["message"]["text"], "Ingress blog/www");
+    assert_eq!(
+        deny["relatedLocations"][0]["message"]["text"],
+        "Ingress blog/www"
+    );
     let inv = &run["invocations"][0];
     assert_eq!(inv["executionSuccessful"], false);
     assert_eq!(
@@ -388,9 +398,7 @@ fn junit_escapes_hostile_text_and_lists_errors() {
     r.write_junit(&mut out).unwrap();
     let text = String::from_utf8(out).unwrap();
     // Nothing XML 1.0 forbids, no markup from the message.
-    assert!(!text
-        .chars()
-        .any(|c| (c as u32) < 0x20 && c != '\n'));
+    assert!(!text.chars().any(|c| (c as u32) < 0x20 && c != '\n'));
     assert!(!text.contains("</failure><x"));
     assert!(!text.contains("]]>"));
     assert!(text.contains(r#"<testsuite name="p&lt;&amp;&gt;""#));

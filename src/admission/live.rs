@@ -1,0 +1,153 @@
+//! The live inventory: one kube-runtime watcher per kind some policy reads
+//! (plus Namespaces), applied to the inventory event by event.
+//!
+//! A re-list (after 410 Gone or a restart of the watch) upserts every object
+//! it sees and only at its end removes the objects it did not see, so the
+//! indexes are never empty in between.
+
+use super::Engine;
+use crate::inventory::ObjectKey;
+use crate::policy::resources::{group_of, version_of};
+use futures::StreamExt;
+use kube::api::{Api, DynamicObject, GroupVersionKind};
+use kube::runtime::watcher::{self, Event};
+use kube::runtime::WatchStreamExt;
+use kube::Client;
+use serde_json::Value as Json;
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+/// Keeps what policies may read and drops what they must not hold: managed
+/// fields (large, never useful) and Secret data (no secret data is kept in
+/// memory; a policy sees a Secret's data only in the object under review).
+pub fn project(mut object: Json) -> Json {
+    let is_secret = object.get("kind").and_then(Json::as_str) == Some("Secret")
+        && object.get("apiVersion").and_then(Json::as_str) == Some("v1");
+    if let Some(m) = object.as_object_mut() {
+        if is_secret {
+            m.remove("data");
+            m.remove("stringData");
+        }
+        if let Some(meta) = m.get_mut("metadata").and_then(Json::as_object_mut) {
+            meta.remove("managedFields");
+            if let Some(ann) = meta.get_mut("annotations").and_then(Json::as_object_mut) {
+                ann.remove("kubectl.kubernetes.io/last-applied-configuration");
+            }
+        }
+    }
+    object
+}
+
+/// Starts a watcher per kind; marks the engine ready once every kind has
+/// been listed once. Returns when every watcher has failed to start.
+pub async fn run(
+    client: Client,
+    engine: Arc<Engine>,
+    kinds: Vec<(String, String)>,
+) -> anyhow::Result<()> {
+    let pending = Arc::new(AtomicUsize::new(kinds.len()));
+    let mut tasks = Vec::new();
+    for (api_version, kind) in kinds {
+        let gvk = GroupVersionKind::gvk(group_of(&api_version), version_of(&api_version), &kind);
+        let (ar, _caps) = kube::discovery::pinned_kind(&client, &gvk)
+            .await
+            .map_err(|e| {
+                anyhow::anyhow!("cannot find {kind} ({api_version}) in the cluster: {e}")
+            })?;
+        let api: Api<DynamicObject> = Api::all_with(client.clone(), &ar);
+        let engine = engine.clone();
+        let pending = pending.clone();
+        tasks.push(tokio::spawn(async move {
+            watch_kind(api, engine, pending, api_version, kind).await;
+        }));
+    }
+    futures::future::join_all(tasks).await;
+    Ok(())
+}
+
+async fn watch_kind(
+    api: Api<DynamicObject>,
+    engine: Arc<Engine>,
+    pending: Arc<AtomicUsize>,
+    api_version: String,
+    kind: String,
+) {
+    let group = group_of(&api_version).to_string();
+    let mut stream = watcher::watcher(api, watcher::Config::default())
+        .default_backoff()
+        .boxed();
+    let mut seen: HashSet<ObjectKey> = HashSet::new();
+    let mut synced = false;
+    while let Some(event) = stream.next().await {
+        let event = match event {
+            Ok(e) => e,
+            Err(e) => {
+                // The watcher re-lists by itself (410 Gone included).
+                tracing::warn!(kind = %kind, error = %e, "watch error; re-listing");
+                continue;
+            }
+        };
+        match event {
+            Event::Init => seen.clear(),
+            Event::InitApply(o) => {
+                if let Some(k) = apply(&engine, o) {
+                    seen.insert(k);
+                }
+            }
+            Event::InitDone => {
+                remove_unseen(&engine, &group, &kind, &seen);
+                seen.clear();
+                if !synced {
+                    synced = true;
+                    if pending.fetch_sub(1, Ordering::AcqRel) == 1 {
+                        engine.set_ready(true);
+                        tracing::info!("inventory synced; ready");
+                    }
+                }
+            }
+            Event::Apply(o) => {
+                apply(&engine, o);
+            }
+            Event::Delete(o) => {
+                if let Some(k) = serde_json::to_value(&o)
+                    .ok()
+                    .as_ref()
+                    .and_then(ObjectKey::of)
+                {
+                    engine.update(|st| {
+                        st.pending.observed(&k);
+                        st.inventory.remove(&k)
+                    });
+                }
+            }
+        }
+    }
+}
+
+fn apply(engine: &Engine, o: DynamicObject) -> Option<ObjectKey> {
+    let json = project(serde_json::to_value(&o).ok()?);
+    let key = ObjectKey::of(&json)?;
+    engine.update(|st| {
+        st.pending.observed(&key);
+        if let Err(e) = st.inventory.upsert(Arc::new(json), None) {
+            tracing::warn!(object = %key, error = %e, "object not added to the inventory");
+        }
+    });
+    Some(key)
+}
+
+fn remove_unseen(engine: &Engine, group: &str, kind: &str, seen: &HashSet<ObjectKey>) {
+    engine.update(|st| {
+        let stale: Vec<ObjectKey> = st
+            .inventory
+            .list(group, kind, None)
+            .into_iter()
+            .map(|e| e.key.clone())
+            .filter(|k| !seen.contains(k) && !st.pending.contains(k))
+            .collect();
+        for k in stale {
+            st.inventory.remove(&k);
+        }
+    });
+}

@@ -941,6 +941,7 @@ fn vap_corpus_agrees_with_kube_apiserver() {
     let mut objects_agreeing = 0;
     let mut objects_total = 0;
     let mut consumed: HashMap<(String, String, String), usize> = HashMap::new();
+    let mut tally = Tally::default();
     for (case, run) in cases.iter().zip(&runs) {
         let mut case_ok = true;
         if let Some(e) = &run.setup_error {
@@ -1003,6 +1004,7 @@ fn vap_corpus_agrees_with_kube_apiserver() {
                 .iter()
                 .find(|(k, _)| k == &object.key)
                 .map(|(_, d)| &d.value);
+            tally.count(&kube);
             let ours = interlock_answer(case, object, &existing, old);
             match disagreement(&kube, &ours) {
                 None => objects_agreeing += 1,
@@ -1037,7 +1039,7 @@ fn vap_corpus_agrees_with_kube_apiserver() {
         );
         for (policy, list) in &type_warnings {
             for w in list {
-                let _ = writeln!(report, "    {policy}: {w}");
+                let _ = writeln!(report, "    {policy}: {}", w.replace('\n', "\n        "));
             }
         }
         if !unchecked.is_empty() {
@@ -1056,12 +1058,43 @@ fn vap_corpus_agrees_with_kube_apiserver() {
             .map(|f| format!(" (only cases {f}, from VAP_DIFF_CASES)"))
             .unwrap_or_default()
     );
-    eprintln!("{report}\n{figure} in {:.1?}", started.elapsed());
+    eprintln!(
+        "{report}\nkube-apiserver's answers: {} denied, {} admitted ({} with policy warnings), {} audit entries; {:.1?} in all",
+        tally.denied,
+        tally.admitted,
+        tally.warned,
+        tally.audit_entries,
+        started.elapsed()
+    );
     println!("{figure}");
     assert!(
         cases_agreeing == cases.len() && objects_agreeing == objects_total,
         "Interlock disagrees with kube-apiserver (details above)\n{figure}"
     );
+}
+
+/// What kube-apiserver answered overall (to show that the comparison is not
+/// vacuous).
+#[derive(Default)]
+struct Tally {
+    denied: usize,
+    admitted: usize,
+    warned: usize,
+    audit_entries: usize,
+}
+
+impl Tally {
+    fn count(&mut self, a: &Answer) {
+        if a.denials.is_empty() && a.error.is_none() {
+            self.admitted += 1;
+        } else if !a.denials.is_empty() {
+            self.denied += 1;
+        }
+        if !a.warnings.is_empty() {
+            self.warned += 1;
+        }
+        self.audit_entries += a.audit.len();
+    }
 }
 
 /// Did kubectl send a create, update or patch (which admission sees)? A

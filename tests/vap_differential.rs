@@ -25,7 +25,7 @@
 //!    ([`check_documents`], the code behind the CLI) as the kubectl user
 //!    `admin`; a repeated one is an UPDATE with the previous version as
 //!    `oldObject`, which `check` does not model, so it goes to the policy
-//!    engine ([`PolicySet::evaluate`]) directly, as `serve` would. Audit
+//!    engine (`PolicySet::evaluate`) directly, as `serve` would. Audit
 //!    annotations come from the engine for both.
 //! 5. Per application, the answers must be equal: admitted vs denied; for a
 //!    denial the reason, policy, binding and message (kube-apiserver reports
@@ -38,6 +38,24 @@
 //! is dynamically typed and has no equivalent), and the figure
 //! `VAP agreement: A/N cases (a/n objects) agree`. It fails on any
 //! disagreement, including a case whose policies Interlock cannot compile.
+//!
+//! Choices:
+//! - **Audit is compared, not assumed.** `Audit` results never reach
+//!   kubectl, so the cluster writes an audit log (level Metadata for the admin
+//!   user's writes) and each application's `ResponseComplete` event is matched
+//!   by resource, namespace, name and order. Audit entries must be equal on
+//!   both sides like warnings.
+//! - **One cluster of its own** ([`TestCluster::start_with`] rather than
+//!   `TestCluster::shared()`): it needs the audit flags, and a
+//!   kube-controller-manager running only the
+//!   `validatingadmissionpolicy-status-controller`, which type-checks the
+//!   policies into their status. Cases share it, isolated by namespace.
+//! - **The user.** kubectl runs as `admin` (groups `system:masters`,
+//!   `system:authenticated`); Interlock checks as `admin` with the group
+//!   `system:authenticated`. No case reads `request.userInfo` or
+//!   `authorizer`; one that does must not depend on the groups.
+//! - Warnings that do not come from a policy (kube-apiserver's deprecation
+//!   warning for `spec.externalIPs`) are not compared.
 //!
 //! `VAP_DIFF_CASES=018,019` runs only the cases whose directory starts with
 //! one of the given prefixes (for working on the engine; the figure says so).
@@ -1097,12 +1115,15 @@ impl Tally {
     }
 }
 
-/// Did kubectl send a create, update or patch (which admission sees)? A
-/// denied write counts; an `unchanged` apply sends nothing.
+/// Did kubectl send a create, update or patch (which admission sees, and
+/// the audit log records)? A denied write counts; an `unchanged` apply sends
+/// nothing.
 fn sent_a_write(applied: &Applied) -> bool {
     if applied.ok {
         !applied.stdout.contains(" unchanged")
     } else {
-        parse_denial(&applied.stderr).is_some()
+        // The server answered (a denial, or an object it rejects for another
+        // reason); not a client-side failure.
+        applied.stderr.contains("Error from server") || applied.stderr.contains("\" is invalid: ")
     }
 }

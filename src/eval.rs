@@ -9,16 +9,31 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-#[derive(Debug, Default)]
+#[derive(Debug, Default, clap::Args)]
 pub struct EvalOptions {
+    /// The CEL expression.
+    #[arg(short, long)]
     pub expr: String,
+    /// The `object` variable (JSON or YAML file).
+    #[arg(long)]
     pub object: Option<PathBuf>,
+    /// The `oldObject` variable.
+    #[arg(long)]
     pub old_object: Option<PathBuf>,
+    /// The `params` variable.
+    #[arg(long)]
     pub params: Option<PathBuf>,
+    /// The `namespaceObject` variable.
+    #[arg(long)]
     pub namespace_object: Option<PathBuf>,
+    /// The `request` variable.
+    #[arg(long)]
     pub request: Option<PathBuf>,
+    /// Objects the inventory functions can find (files or folders).
+    #[arg(long)]
     pub inventory: Vec<PathBuf>,
-    /// Exactly kube-apiserver's environment (no cel.bind, no inventory).
+    /// Exactly kube-apiserver's environment (what a ValidatingAdmissionPolicy gets).
+    #[arg(long)]
     pub strict: bool,
 }
 

@@ -35,25 +35,9 @@ enum Command {
     },
     /// Evaluate one CEL expression with the variables a policy sees.
     Eval {
-        #[arg(short, long)]
-        expr: String,
-        #[arg(long)]
-        object: Option<PathBuf>,
-        #[arg(long)]
-        old_object: Option<PathBuf>,
-        #[arg(long)]
-        params: Option<PathBuf>,
-        #[arg(long)]
-        namespace_object: Option<PathBuf>,
-        #[arg(long)]
-        request: Option<PathBuf>,
-        /// Objects the inventory functions can find.
-        #[arg(long)]
-        inventory: Vec<PathBuf>,
-        /// Exactly kube-apiserver's environment (what a ValidatingAdmissionPolicy gets).
-        #[arg(long)]
-        strict: bool,
-        /// Output: json prints {"type": T, "value": V}.
+        #[command(flatten)]
+        opts: interlock::eval::EvalOptions,
+        /// Output: json prints {"type": T, "value": V}; text prints the value.
         #[arg(short, long, default_value = "json")]
         output: String,
     },
@@ -65,6 +49,9 @@ enum Command {
         /// tenant only learns the kind of another tenant's object).
         #[arg(long)]
         reveal_other_namespaces: bool,
+        /// Seconds one watch request lasts before it is re-established.
+        #[arg(long, default_value_t = 290)]
+        watch_timeout: u64,
     },
     /// Write a CA and a serving certificate for the webhook.
     Certs {
@@ -100,49 +87,29 @@ fn main() -> ExitCode {
             let _ = report.write_errors(&mut std::io::stderr());
             report.exit_code()
         }
-        Command::Eval {
-            expr,
-            object,
-            old_object,
-            params,
-            namespace_object,
-            request,
-            inventory,
-            strict,
-            output,
-        } => {
-            let opts = interlock::eval::EvalOptions {
-                expr,
-                object,
-                old_object,
-                params,
-                namespace_object,
-                request,
-                inventory,
-                strict,
-            };
-            match interlock::eval::run(&opts) {
-                Ok(v) if output == "json" => {
-                    println!("{v}");
-                    0
-                }
-                Ok(v) => {
-                    println!("{} ({})", v["value"], v["type"].as_str().unwrap_or(""));
-                    0
-                }
-                Err(e) => {
-                    eprintln!("{e}");
-                    e.exit_code()
-                }
+        Command::Eval { opts, output } => match interlock::eval::run(&opts) {
+            Ok(v) if output == "json" => {
+                println!("{v}");
+                0
             }
-        }
+            Ok(v) => {
+                println!("{} ({})", v["value"], v["type"].as_str().unwrap_or(""));
+                0
+            }
+            Err(e) => {
+                eprintln!("{e}");
+                e.exit_code()
+            }
+        },
         Command::Serve {
             args,
             reveal_other_namespaces,
+            watch_timeout,
         } => {
             interlock::server::init_tracing(args.log_format.is_json());
             let options = interlock::admission::EngineOptions {
                 redact_other_namespaces: !reveal_other_namespaces,
+                watch_timeout: std::time::Duration::from_secs(watch_timeout),
                 ..Default::default()
             };
             let rt = match tokio::runtime::Runtime::new() {

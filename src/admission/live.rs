@@ -73,41 +73,60 @@ async fn watch_kind(
     api_version: String,
     kind: String,
 ) {
-    let group = group_of(&api_version).to_string();
-    let mut stream = watcher::watcher(api, watcher::Config::default())
-        .default_backoff()
-        .boxed();
-    let mut seen: HashSet<ObjectKey> = HashSet::new();
-    let mut synced = false;
+    let config =
+        watcher::Config::default().timeout(engine.options.watch_timeout.as_secs().max(1) as u32);
+    let mut stream = watcher::watcher(api, config).default_backoff().boxed();
+    let mut sync = KindSync::new(group_of(&api_version), &kind);
     while let Some(event) = stream.next().await {
-        let event = match event {
-            Ok(e) => e,
-            Err(e) => {
-                // The watcher re-lists by itself (410 Gone included).
-                tracing::warn!(kind = %kind, error = %e, "watch error; re-listing");
-                continue;
-            }
-        };
         match event {
-            Event::Init => seen.clear(),
+            Ok(e) => {
+                if sync.on_event(&engine, e) && pending.fetch_sub(1, Ordering::AcqRel) == 1 {
+                    engine.set_ready(true);
+                    tracing::info!("inventory synced; ready");
+                }
+            }
+            // The watcher re-lists by itself (410 Gone included).
+            Err(e) => tracing::warn!(kind = %kind, error = %e, "watch error; re-listing"),
+        }
+    }
+}
+
+/// One kind's watch state: the keys a (re-)list has shown so far.
+pub struct KindSync {
+    group: String,
+    kind: String,
+    seen: HashSet<ObjectKey>,
+    synced: bool,
+}
+
+impl KindSync {
+    pub fn new(group: &str, kind: &str) -> Self {
+        KindSync {
+            group: group.into(),
+            kind: kind.into(),
+            seen: HashSet::new(),
+            synced: false,
+        }
+    }
+
+    /// Applies one watch event; returns true on the first completed list.
+    pub fn on_event(&mut self, engine: &Engine, event: Event<DynamicObject>) -> bool {
+        match event {
+            Event::Init => self.seen.clear(),
             Event::InitApply(o) => {
-                if let Some(k) = apply(&engine, o) {
-                    seen.insert(k);
+                if let Some(k) = apply(engine, o) {
+                    self.seen.insert(k);
                 }
             }
             Event::InitDone => {
-                remove_unseen(&engine, &group, &kind, &seen);
-                seen.clear();
-                if !synced {
-                    synced = true;
-                    if pending.fetch_sub(1, Ordering::AcqRel) == 1 {
-                        engine.set_ready(true);
-                        tracing::info!("inventory synced; ready");
-                    }
-                }
+                remove_unseen(engine, &self.group, &self.kind, &self.seen);
+                self.seen.clear();
+                let first = !self.synced;
+                self.synced = true;
+                return first;
             }
             Event::Apply(o) => {
-                apply(&engine, o);
+                apply(engine, o);
             }
             Event::Delete(o) => {
                 if let Some(k) = serde_json::to_value(&o)
@@ -122,6 +141,7 @@ async fn watch_kind(
                 }
             }
         }
+        false
     }
 }
 
@@ -150,4 +170,76 @@ fn remove_unseen(engine: &Engine, group: &str, kind: &str, seen: &HashSet<Object
             st.inventory.remove(&k);
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::admission::EngineOptions;
+    use crate::inventory::Inventory;
+    use crate::policy::PolicySet;
+
+    fn ingress(ns: &str, name: &str, host: &str) -> DynamicObject {
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+            "metadata": {"namespace": ns, "name": name, "managedFields": [{"manager": "x"}]},
+            "spec": {"rules": [{"host": host}]}
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_relist_never_empties_the_index_and_drops_what_it_did_not_see() {
+        let mut inv = Inventory::new();
+        let id = inv
+            .declare_index(
+                "networking.k8s.io/v1",
+                "Ingress",
+                "object.spec.rules.map(r, r.host)",
+            )
+            .unwrap();
+        let engine = Engine::new(PolicySet::default(), inv, EngineOptions::default());
+        let mut sync = KindSync::new("networking.k8s.io", "Ingress");
+        assert!(!sync.on_event(&engine, Event::Init));
+        sync.on_event(&engine, Event::InitApply(ingress("a", "one", "a.example")));
+        sync.on_event(&engine, Event::InitApply(ingress("b", "two", "b.example")));
+        assert!(
+            sync.on_event(&engine, Event::InitDone),
+            "first list completes the sync"
+        );
+        // A re-list (after 410 Gone) that no longer contains `two`.
+        sync.on_event(&engine, Event::Init);
+        sync.on_event(&engine, Event::InitApply(ingress("a", "one", "a.example")));
+        engine.read(|st| {
+            assert_eq!(
+                st.inventory.lookup_index(id, "b.example").len(),
+                1,
+                "still answered mid re-list"
+            );
+        });
+        assert!(
+            !sync.on_event(&engine, Event::InitDone),
+            "only the first list counts for readiness"
+        );
+        engine.read(|st| {
+            assert!(st.inventory.lookup_index(id, "b.example").is_empty());
+            assert_eq!(st.inventory.lookup_index(id, "a.example").len(), 1);
+            let e = st.inventory.list("networking.k8s.io", "Ingress", Some("a"))[0];
+            assert!(
+                e.object.pointer("/metadata/managedFields").is_none(),
+                "managed fields are not kept"
+            );
+        });
+        sync.on_event(&engine, Event::Delete(ingress("a", "one", "a.example")));
+        engine.read(|st| assert!(st.inventory.lookup_index(id, "a.example").is_empty()));
+    }
+
+    #[test]
+    fn secret_data_is_never_kept() {
+        let s = serde_json::json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "x"},
+            "data": {"k": "c2VjcmV0"}, "stringData": {"k": "secret"}});
+        let p = project(s);
+        assert!(p.get("data").is_none() && p.get("stringData").is_none());
+        assert_eq!(p["metadata"]["name"], "x");
+    }
 }

@@ -29,6 +29,9 @@ pub struct EngineOptions {
     /// How long an admitted write the watch has not shown yet stays in the
     /// inventory (so concurrent requests see it).
     pub pending_ttl: Duration,
+    /// How long one watch request lasts before it is re-established (from
+    /// the last resourceVersion, or by a re-list after 410 Gone).
+    pub watch_timeout: Duration,
 }
 
 impl Default for EngineOptions {
@@ -36,6 +39,7 @@ impl Default for EngineOptions {
         EngineOptions {
             redact_other_namespaces: true,
             pending_ttl: Duration::from_secs(30),
+            watch_timeout: Duration::from_secs(290),
         }
     }
 }
@@ -371,4 +375,124 @@ pub fn inventory_from_files(
         inventory.upsert(Arc::new(live::project(d.value)), Some(source))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kube::core::admission::AdmissionReview;
+    use serde_json::json;
+
+    const POLICY: &str = "
+apiVersion: interlock.dev/v1alpha1
+kind: InterlockPolicy
+metadata: {name: unique-host}
+spec:
+  matchConstraints:
+    resourceRules:
+      - {apiGroups: [networking.k8s.io], apiVersions: [v1], resources: [ingresses], operations: [CREATE, UPDATE]}
+  indexes:
+    - {name: hosts, apiVersion: networking.k8s.io/v1, kind: Ingress, keys: 'object.spec.rules.map(r, r.host)'}
+  validations:
+    - expression: \"object.spec.rules.all(r, inventory.index('hosts', r.host).size() == 0)\"
+      messageExpression: \"'host taken by ' + object.spec.rules.map(r, inventory.index('hosts', r.host).map(o, o.metadata.namespace + '/' + o.metadata.name)).flatten().join(', ')\"
+  mutations:
+    - patchType: JSONPatch
+      jsonPatch:
+        expression: \"[JSONPatch{op: 'add', path: '/metadata/annotations', value: {'checked': 'yes'}}]\"
+";
+
+    fn engine(ready: bool) -> Engine {
+        let docs = crate::manifest::load_str(
+            crate::manifest::Source::file("p.yaml"),
+            POLICY,
+            crate::manifest::Format::Yaml,
+            &Default::default(),
+        );
+        assert!(docs.errors.is_empty(), "{:?}", docs.errors);
+        let pairs: Vec<_> = docs
+            .documents
+            .into_iter()
+            .map(|d| {
+                (
+                    d.value,
+                    Source {
+                        file: "p.yaml".into(),
+                        line: 1,
+                    },
+                )
+            })
+            .collect();
+        let mut inv = Inventory::new();
+        let (set, errors) = PolicySet::compile(&pairs, &mut inv);
+        assert!(errors.is_empty(), "{errors:?}");
+        let e = Engine::new(set, inv, EngineOptions::default());
+        e.set_ready(ready);
+        e
+    }
+
+    fn review(ns: &str, name: &str, host: &str, dry_run: bool) -> AdmissionRequest<DynamicObject> {
+        let obj = json!({"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+            "metadata": {"namespace": ns, "name": name}, "spec": {"rules": [{"host": host}]}});
+        let r: AdmissionReview<DynamicObject> = serde_json::from_value(json!({
+            "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+            "request": {"uid": "u-1", "kind": {"group": "networking.k8s.io", "version": "v1", "kind": "Ingress"},
+                "resource": {"group": "networking.k8s.io", "version": "v1", "resource": "ingresses"},
+                "name": name, "namespace": ns, "operation": "CREATE",
+                "userInfo": {"username": "alice"}, "object": obj, "dryRun": dry_run}
+        }))
+        .unwrap();
+        r.try_into().unwrap()
+    }
+
+    #[test]
+    fn unready_inventory_answers_by_failure_policy() {
+        let e = engine(false);
+        let resp = e.validate(&review("a", "one", "x.example", false));
+        assert!(!resp.allowed);
+        assert!(
+            resp.result.message.contains("still loading"),
+            "{}",
+            resp.result.message
+        );
+        assert_eq!(resp.result.code, 503);
+    }
+
+    #[test]
+    fn an_admitted_write_is_seen_by_the_next_request_and_names_are_redacted() {
+        let e = engine(true);
+        // A dry run is evaluated but not recorded.
+        assert!(e.validate(&review("a", "one", "x.example", true)).allowed);
+        assert!(e.validate(&review("a", "one", "x.example", false)).allowed);
+        let resp = e.validate(&review("b", "two", "x.example", false));
+        assert!(!resp.allowed, "the pending write must block the duplicate");
+        let m = &resp.result.message;
+        assert!(
+            m.starts_with(
+                "interlock policy 'unique-host': host taken by Ingress in another namespace"
+            ),
+            "{m}"
+        );
+        assert!(!m.contains("a/one"), "{m}");
+        assert_eq!(resp.result.code, 422);
+        // In the same namespace the conflicting object is named.
+        let resp = e.validate(&review("a", "three", "x.example", false));
+        assert!(
+            resp.result.message.contains("a/one"),
+            "{}",
+            resp.result.message
+        );
+    }
+
+    #[test]
+    fn mutations_answer_a_json_patch() {
+        let e = engine(true);
+        let resp = e.mutate(&review("a", "one", "y.example", false));
+        assert!(resp.allowed);
+        let patch: Json = serde_json::from_slice(resp.patch.as_deref().expect("a patch")).unwrap();
+        assert_eq!(
+            patch,
+            json!([{"op": "add", "path": "/metadata/annotations", "value": {"checked": "yes"}}])
+        );
+    }
 }

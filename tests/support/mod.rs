@@ -4,3 +4,5 @@
 #![allow(dead_code)]
 
 pub mod cluster;
+
+pub mod webhook;

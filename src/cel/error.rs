@@ -82,7 +82,9 @@ impl EvalError {
     }
     /// A `variables.NAME` whose expression failed, as kube-apiserver wraps it.
     pub fn in_variable(name: &str, e: &EvalError) -> Self {
-        EvalError::new(format!("composited variable \"{name}\" fails to evaluate: {e}"))
+        EvalError::new(format!(
+            "composited variable \"{name}\" fails to evaluate: {e}"
+        ))
     }
     pub fn no_such_key(key: impl fmt::Display) -> Self {
         EvalError::new(format!("no such key: {key}"))

@@ -96,7 +96,8 @@ impl Node {
             Node::NotStrictlyFalse(a) | Node::AccuAppend(_, a) | Node::AccuMerge(_, a) => {
                 a.visit(f)
             }
-            Node::Const(_) | Node::Error(_) | Node::Global(_) | Node::Local(_) | Node::Lazy(..) => {}
+            Node::Const(_) | Node::Error(_) | Node::Global(_) | Node::Local(_) | Node::Lazy(..) => {
+            }
         }
     }
 }

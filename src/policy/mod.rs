@@ -559,7 +559,9 @@ enum Params<'a> {
     None,
     Found(Vec<&'a Json>),
     /// paramKind set but nothing found, with the binding's instruction.
-    Missing { deny: bool },
+    Missing {
+        deny: bool,
+    },
 }
 
 impl CompiledPolicy {

@@ -64,7 +64,8 @@ fn add<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
             Value::list(v)
         }
         (Duration(x), Duration(y)) => Duration(crate::cel::value::Duration(
-            x.0.checked_add(y.0).ok_or_else(EvalError::duration_overflow)?,
+            x.0.checked_add(y.0)
+                .ok_or_else(EvalError::duration_overflow)?,
         )),
         (Timestamp(t), Duration(d)) | (Duration(d), Timestamp(t)) => {
             Timestamp(super::time::add_duration(*t, d.0)?)
@@ -80,11 +81,13 @@ fn sub<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
         (Uint(x), Uint(y)) => Uint(x.checked_sub(*y).ok_or_else(EvalError::uint_overflow)?),
         (Double(x), Double(y)) => Double(x - y),
         (Duration(x), Duration(y)) => Duration(crate::cel::value::Duration(
-            x.0.checked_sub(y.0).ok_or_else(EvalError::duration_overflow)?,
+            x.0.checked_sub(y.0)
+                .ok_or_else(EvalError::duration_overflow)?,
         )),
         (Timestamp(t), Duration(d)) => Timestamp(super::time::add_duration(
             *t,
-            d.0.checked_neg().ok_or_else(EvalError::timestamp_overflow)?,
+            d.0.checked_neg()
+                .ok_or_else(EvalError::timestamp_overflow)?,
         )?),
         (Timestamp(x), Timestamp(y)) => {
             let n = x.total_nanos() - y.total_nanos();
@@ -293,8 +296,9 @@ fn to_double<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> 
         Value::Double(d) => *d,
         Value::Int(i) => *i as f64,
         Value::Uint(u) => *u as f64,
-        Value::String(s) => parse_go_float(s.as_str())
-            .ok_or_else(|| EvalError::conversion("string", "double"))?,
+        Value::String(s) => {
+            parse_go_float(s.as_str()).ok_or_else(|| EvalError::conversion("string", "double"))?
+        }
         _ => return no_overload("double", a),
     }))
 }

@@ -358,7 +358,12 @@ fn special_double(d: f64) -> Option<String> {
     }
 }
 
-fn format_clause(verb: char, precision: Option<usize>, v: &Value, locale: bool) -> EvalResult<String> {
+fn format_clause(
+    verb: char,
+    precision: Option<usize>,
+    v: &Value,
+    locale: bool,
+) -> EvalResult<String> {
     let tn = v.type_name();
     match verb {
         's' if locale => format_string_v1(v),
@@ -461,14 +466,23 @@ fn hex(b: &[u8]) -> String {
 fn locale_float(verb: char, precision: Option<usize>, v: &Value) -> EvalResult<String> {
     let d = match v {
         Value::Double(d) => *d,
-        Value::String(s) if matches!(s.as_str(), "NaN" | "Infinity" | "-Infinity") => match s.as_str() {
-            "NaN" => f64::NAN,
-            "Infinity" => f64::INFINITY,
-            _ => f64::NEG_INFINITY,
-        },
+        Value::String(s) if matches!(s.as_str(), "NaN" | "Infinity" | "-Infinity") => {
+            match s.as_str() {
+                "NaN" => f64::NAN,
+                "Infinity" => f64::INFINITY,
+                _ => f64::NEG_INFINITY,
+            }
+        }
         _ => {
-            let what = if verb == 'f' { "fixed-point" } else { "scientific" };
-            return Err(fmt_err(format!("{what} clause can only be used on doubles, was given {}", v.type_name())));
+            let what = if verb == 'f' {
+                "fixed-point"
+            } else {
+                "scientific"
+            };
+            return Err(fmt_err(format!(
+                "{what} clause can only be used on doubles, was given {}",
+                v.type_name()
+            )));
         }
     };
     let special = if d.is_nan() {
@@ -616,7 +630,8 @@ fn member_v1(v: &Value) -> EvalResult<String> {
     Ok(match v {
         Value::String(s) => go_quote(s.as_str()),
         Value::Bytes(b) => {
-            let s = std::str::from_utf8(b).map_err(|_| EvalError::new("invalid UTF-8 in bytes, cannot convert to string"))?;
+            let s = std::str::from_utf8(b)
+                .map_err(|_| EvalError::new("invalid UTF-8 in bytes, cannot convert to string"))?;
             format!("b{}", go_quote(s))
         }
         Value::Double(d) => {
@@ -630,11 +645,21 @@ fn member_v1(v: &Value) -> EvalResult<String> {
             }
         }
         Value::Duration(d) => format!("duration({})", go_quote(&super::time::format_duration(*d))),
-        Value::Timestamp(t) => format!("timestamp({})", go_quote(&super::time::format_timestamp(*t))),
+        Value::Timestamp(t) => format!(
+            "timestamp({})",
+            go_quote(&super::time::format_timestamp(*t))
+        ),
         Value::List(l) => format_list_v1(l.iter())?,
         Value::Map(m) => format_map_v1(m)?,
-        Value::Int(_) | Value::Uint(_) | Value::Bool(_) | Value::Null | Value::Type(_) => format_string(v)?,
-        other => return Err(fmt_err(format!("no formatting function for {}", other.type_name()))),
+        Value::Int(_) | Value::Uint(_) | Value::Bool(_) | Value::Null | Value::Type(_) => {
+            format_string(v)?
+        }
+        other => {
+            return Err(fmt_err(format!(
+                "no formatting function for {}",
+                other.type_name()
+            )))
+        }
     })
 }
 

@@ -113,7 +113,8 @@ fn to_timestamp<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a
 }
 
 pub fn add_duration(t: Timestamp, d: i64) -> EvalResult<Timestamp> {
-    Timestamp::from_total_nanos(t.total_nanos() + d as i128).map_err(|_| EvalError::timestamp_overflow())
+    Timestamp::from_total_nanos(t.total_nanos() + d as i128)
+        .map_err(|_| EvalError::timestamp_overflow())
 }
 
 /// Go's time.ParseDuration.

@@ -120,6 +120,7 @@ impl Env {
             env: self,
             src,
             scope: Vec::new(),
+            exempt_literal: false,
         };
         let root = c.compile(&ast)?;
         Ok(Program::new(root, src))
@@ -131,6 +132,10 @@ struct Compiler<'e> {
     src: &'e str,
     /// Local names in scope, innermost last; the index is the runtime slot.
     scope: Vec<Arc<str>>,
+    /// The next expression compiled is an argument of `format` (or a
+    /// list or map literal inside one): its literals may mix types, as
+    /// cel-go exempts `format` from the homogeneous-literal check.
+    exempt_literal: bool,
 }
 
 type CResult = Result<Node, CompileError>;
@@ -149,6 +154,7 @@ impl<'e> Compiler<'e> {
     }
 
     fn compile_node(&mut self, e: &Expr) -> CResult {
+        let exempt = std::mem::take(&mut self.exempt_literal);
         Ok(match &e.kind {
             ExprKind::Literal(l) => Node::Const(literal(l)),
             ExprKind::Ident(name) => self.ident(e.pos, name)?,
@@ -193,26 +199,31 @@ impl<'e> Compiler<'e> {
                     .filter(|(i, _)| !optional.contains(i))
                     .map(|(_, e)| e)
                     .collect();
-                self.check_homogeneous(hetero, "list")?;
+                if !exempt {
+                    self.check_homogeneous(hetero, "list")?;
+                }
                 if !optional.is_empty() && !self.env.libs.has(Lib::Optional) {
                     return Err(self.err(e.pos, "optional syntax is not enabled"));
                 }
                 let mut items = Vec::with_capacity(elements.len());
                 for (i, el) in elements.iter().enumerate() {
+                    self.exempt_literal = exempt;
                     items.push((self.compile(el)?, optional.contains(&i)));
                 }
                 Node::List(items)
             }
             ExprKind::Map { entries } => {
-                self.check_homogeneous(entries.iter().map(|en| &en.key).collect(), "map key")?;
-                self.check_homogeneous(
-                    entries
-                        .iter()
-                        .filter(|en| !en.optional)
-                        .map(|en| &en.value)
-                        .collect(),
-                    "map value",
-                )?;
+                if !exempt {
+                    self.check_homogeneous(entries.iter().map(|en| &en.key).collect(), "map key")?;
+                    self.check_homogeneous(
+                        entries
+                            .iter()
+                            .filter(|en| !en.optional)
+                            .map(|en| &en.value)
+                            .collect(),
+                        "map value",
+                    )?;
+                }
                 let mut items = Vec::with_capacity(entries.len());
                 for en in entries {
                     if let ExprKind::Literal(l) = &en.key.kind {
@@ -220,11 +231,11 @@ impl<'e> Compiler<'e> {
                             return Err(self.err(en.key.pos, "unsupported map key type"));
                         }
                     }
-                    items.push((
-                        self.compile(&en.key)?,
-                        self.compile(&en.value)?,
-                        en.optional,
-                    ));
+                    self.exempt_literal = exempt;
+                    let key = self.compile(&en.key)?;
+                    self.exempt_literal = exempt;
+                    let value = self.compile(&en.value)?;
+                    items.push((key, value, en.optional));
                 }
                 Node::Map(items)
             }
@@ -332,7 +343,7 @@ impl<'e> Compiler<'e> {
         if let Some(field) = q.strip_prefix("variables.") {
             if self.env.lazy_enabled && !field.contains('.') {
                 return match self.env.lazy.iter().position(|n| &**n == field) {
-                    Some(i) => Ok(Some(Node::Lazy(i))),
+                    Some(i) => Ok(Some(Node::Lazy(i, self.env.lazy[i].clone()))),
                     None => Err(self.err(e.pos, format!("undefined field '{field}'"))),
                 };
             }
@@ -428,7 +439,10 @@ impl<'e> Compiler<'e> {
         let decl = self.pick(pos, name, &decls, args.len() + 1)?;
         let mut compiled = Vec::with_capacity(args.len() + 1);
         compiled.push(self.compile(target)?);
-        compiled.extend(self.compile_args(args)?);
+        for a in args {
+            self.exempt_literal = name == "format";
+            compiled.push(self.compile(a)?);
+        }
         let mut all_args = Vec::with_capacity(args.len() + 1);
         all_args.push(target.clone());
         all_args.extend(args.iter().cloned());

@@ -69,14 +69,38 @@ impl EvalError {
     pub fn message(&self) -> &str {
         &self.0
     }
-    pub fn no_overload(function: &str) -> Self {
-        EvalError::new(format!("no such overload: {function}"))
+    /// A function or operator applied to values it has no overload for.
+    /// cel-go (so kube-apiserver) says only `no such overload`, whatever the
+    /// function; the argument is kept for the call sites' readability.
+    pub fn no_overload(_function: &str) -> Self {
+        EvalError::new("no such overload")
+    }
+    /// A failed conversion (`int('two')`, `duration('forever')`), in
+    /// cel-go's words.
+    pub fn conversion(from: &str, to: &str) -> Self {
+        EvalError::new(format!("type conversion error from '{from}' to '{to}'"))
+    }
+    /// A `variables.NAME` whose expression failed, as kube-apiserver wraps it.
+    pub fn in_variable(name: &str, e: &EvalError) -> Self {
+        EvalError::new(format!(
+            "composited variable \"{name}\" fails to evaluate: {e}"
+        ))
     }
     pub fn no_such_key(key: impl fmt::Display) -> Self {
         EvalError::new(format!("no such key: {key}"))
     }
+    /// Integer arithmetic or conversion out of int64 range (cel-go's words).
     pub fn overflow() -> Self {
-        EvalError::new("return error for overflow")
+        EvalError::new("integer overflow")
+    }
+    pub fn uint_overflow() -> Self {
+        EvalError::new("unsigned integer overflow")
+    }
+    pub fn duration_overflow() -> Self {
+        EvalError::new("duration overflow")
+    }
+    pub fn timestamp_overflow() -> Self {
+        EvalError::new("timestamp overflow")
     }
     pub fn division_by_zero() -> Self {
         EvalError::new("division by zero")

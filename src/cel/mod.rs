@@ -14,6 +14,8 @@
 pub mod ast;
 mod compile;
 pub mod error;
+#[cfg(test)]
+mod fidelity_tests;
 pub mod functions;
 pub mod k8s;
 mod k8s_bindings;

@@ -18,7 +18,8 @@ pub enum Node {
     Error(Arc<str>),
     Global(usize),
     Local(usize),
-    Lazy(usize),
+    /// `variables.NAME`: the index of its program, and NAME.
+    Lazy(usize, Arc<str>),
     Select {
         operand: Box<Node>,
         field: Arc<str>,
@@ -95,7 +96,8 @@ impl Node {
             Node::NotStrictlyFalse(a) | Node::AccuAppend(_, a) | Node::AccuMerge(_, a) => {
                 a.visit(f)
             }
-            Node::Const(_) | Node::Error(_) | Node::Global(_) | Node::Local(_) | Node::Lazy(_) => {}
+            Node::Const(_) | Node::Error(_) | Node::Global(_) | Node::Local(_) | Node::Lazy(..) => {
+            }
         }
     }
 }
@@ -263,7 +265,7 @@ impl<'a, 'e> Ctx<'a, 'e> {
                 _ => Err(EvalError::new("no such attribute: variable is not bound")),
             },
             Node::Local(slot) => self.stack[self.base + slot].clone(),
-            Node::Lazy(i) => self.lazy(*i),
+            Node::Lazy(i, name) => self.lazy(*i, name),
             Node::Select {
                 operand,
                 field,
@@ -320,10 +322,7 @@ impl<'a, 'e> Ctx<'a, 'e> {
             Node::Conditional(c, t, f) => match self.eval(c)? {
                 Value::Bool(true) => self.eval(t),
                 Value::Bool(false) => self.eval(f),
-                other => Err(EvalError::new(format!(
-                    "no matching overload for '_?_:_' applied to '({}, ...)'",
-                    other.type_name()
-                ))),
+                _ => Err(EvalError::no_overload("_?_:_")),
             },
             Node::Comprehension(c) => self.comprehension(c),
             Node::Bind(init, body) => {
@@ -350,7 +349,7 @@ impl<'a, 'e> Ctx<'a, 'e> {
         Ok(out)
     }
 
-    fn lazy(&mut self, i: usize) -> EvalResult<Value<'a>> {
+    fn lazy(&mut self, i: usize, name: &str) -> EvalResult<Value<'a>> {
         if let Some(Some(r)) = self.act.lazy_cache.borrow().get(i) {
             return r.clone();
         }
@@ -361,7 +360,9 @@ impl<'a, 'e> Ctx<'a, 'e> {
             .ok_or_else(|| EvalError::new("variables are not available in this evaluation"))?;
         let saved = self.base;
         self.base = self.stack.len();
-        let r = self.eval(&program.root);
+        let r = self
+            .eval(&program.root)
+            .map_err(|e| EvalError::in_variable(name, &e));
         self.base = saved;
         if let Some(slot) = self.act.lazy_cache.borrow_mut().get_mut(i) {
             *slot = Some(r.clone());
@@ -677,7 +678,11 @@ pub fn index_value<'a>(v: Value<'a>, i: &Value<'a>, optional: bool) -> EvalResul
         if optional {
             Ok(Value::optional(x))
         } else {
-            x.ok_or_else(|| EvalError::no_such_key(i))
+            // cel-go prints the key as `%v`: strings unquoted.
+            x.ok_or_else(|| match i {
+                Value::String(s) => EvalError::no_such_key(s.as_str()),
+                other => EvalError::no_such_key(other),
+            })
         }
     };
     match v {
@@ -686,7 +691,7 @@ pub fn index_value<'a>(v: Value<'a>, i: &Value<'a>, optional: bool) -> EvalResul
             match idx.filter(|&x| x < l.len()) {
                 Some(x) => wrap(l.get(x)),
                 None if optional => Ok(Value::Optional(None)),
-                None => Err(EvalError::new(format!("index out of range: {i}"))),
+                None => Err(EvalError::new(format!("index out of bounds: {i}"))),
             }
         }
         Value::Map(m) => wrap(m.get(i)?),

@@ -495,13 +495,7 @@ impl<'a> Value<'a> {
             (Duration(a), Duration(b)) => Some(a.cmp(b)),
             (Timestamp(a), Timestamp(b)) => Some(a.cmp(b)),
             (Opaque(a), Opaque(b)) => a.compare(b.as_ref()),
-            _ => {
-                return Err(EvalError::new(format!(
-                    "no such overload: {} < {}",
-                    self.type_name(),
-                    other.type_name()
-                )))
-            }
+            _ => return Err(EvalError::no_overload("_<_")),
         };
         // NaN compares false with everything; report as "unordered".
         ord.ok_or_else(|| EvalError::new("unordered"))

@@ -48,7 +48,7 @@ fn rule_matches(r: &ResourceRule, req: &Request) -> bool {
             .iter()
             .any(|res| resource_matches(res, &req.resource, &req.subresource))
         && (r.resource_names.is_empty() || r.resource_names.iter().any(|n| n == &req.name))
-        && scope_matches(r.scope.as_deref(), !req.namespace.is_empty())
+        && scope_matches(r.scope.as_deref(), req.is_namespaced())
 }
 
 /// `pods` matches the resource only, `pods/status` one subresource,

@@ -148,7 +148,18 @@ impl<'a> Request<'a> {
         })
     }
 
-    /// The `request` variable.
+    /// Is this a request on a Namespace itself? Its `namespace` is then the
+    /// Namespace's name, but it is cluster-scoped and has no namespaceObject.
+    pub fn is_namespace_request(&self) -> bool {
+        self.group.is_empty() && self.resource == "namespaces"
+    }
+
+    /// Is the requested object namespaced?
+    pub fn is_namespaced(&self) -> bool {
+        !self.namespace.is_empty() && !self.is_namespace_request()
+    }
+
+    /// The `request` variable, shaped like kube-apiserver's AdmissionRequest.
     fn to_json(&self) -> Json {
         let mut r = serde_json::json!({
             "uid": self.uid,
@@ -163,10 +174,17 @@ impl<'a> Request<'a> {
             "userInfo": {"username": self.username, "groups": self.groups},
             "dryRun": self.dry_run,
         });
-        // kube-apiserver leaves subResource out for the main resource.
-        if self.subresource.is_empty() {
-            if let Some(m) = r.as_object_mut() {
-                m.remove("subResource");
+        // kube-apiserver leaves subResource out for the main resource, and
+        // name and namespace when empty: reading them is "no such key".
+        if let Some(m) = r.as_object_mut() {
+            for (key, value) in [
+                ("subResource", &self.subresource),
+                ("name", &self.name),
+                ("namespace", &self.namespace),
+            ] {
+                if value.is_empty() {
+                    m.remove(key);
+                }
             }
         }
         r
@@ -543,7 +561,6 @@ enum Params<'a> {
     /// paramKind set but nothing found, with the binding's instruction.
     Missing {
         deny: bool,
-        what: String,
     },
 }
 
@@ -562,6 +579,10 @@ impl CompiledPolicy {
         if !matching::matches(&self.matcher, req, inv, false) {
             return;
         }
+        let fail = self.failure_policy == FailurePolicy::Fail;
+        // Audit annotations of every binding and param, by key: kube-apiserver
+        // publishes each distinct value once, joined with ", ".
+        let mut collected: Vec<(String, Vec<String>)> = Vec::new();
         for b in &self.bindings {
             if let Some(m) = &b.matcher {
                 if !matching::matches(m, req, inv, true) {
@@ -579,19 +600,25 @@ impl CompiledPolicy {
                 })
             };
             match self.params(b, req, inv) {
-                Params::None => self.evaluate_with(req, inv, None, &verdict, out, annotations),
+                Params::None => {
+                    self.evaluate_with(req, inv, None, b, &verdict, out, &mut collected)
+                }
                 Params::Found(list) => {
                     for p in list {
-                        self.evaluate_with(req, inv, Some(p), &verdict, out, annotations);
+                        self.evaluate_with(req, inv, Some(p), b, &verdict, out, &mut collected);
                     }
                 }
-                Params::Missing { deny: true, what } => out.extend(verdict(
-                    format!("failed to configure binding: no params found for policy binding with `Deny` parameterNotFoundAction ({what})"),
-                    Some("Invalid".into()),
-                    vec![],
+                // A configuration error: under failurePolicy Fail it denies,
+                // whatever the binding's actions (kube-apiserver's dispatcher).
+                Params::Missing { deny: true } if fail => out.push(self.config_error(
+                    b,
+                    "failed to configure binding: no params found for policy binding with `Deny` parameterNotFoundAction".into(),
                 )),
-                Params::Missing { deny: false, .. } => {}
+                Params::Missing { .. } => {}
             }
+        }
+        for (key, values) in collected {
+            annotations.push((format!("{}/{key}", self.name), values.join(", ")));
         }
     }
 
@@ -641,15 +668,7 @@ impl CompiledPolicy {
             (None, None) => vec![],
         };
         if found.is_empty() {
-            return Params::Missing {
-                deny,
-                what: format!(
-                    "{kind} {}",
-                    r.name
-                        .clone()
-                        .unwrap_or_else(|| "matching the selector".into())
-                ),
-            };
+            return Params::Missing { deny };
         }
         Params::Found(found)
     }
@@ -701,19 +720,34 @@ impl CompiledPolicy {
         f(&act, &host)
     }
 
+    /// A denial that does not go through the binding's validationActions:
+    /// configuration errors and failing audit annotations.
+    fn config_error(&self, b: &Binding, message: String) -> Verdict {
+        Verdict {
+            policy: self.name.clone(),
+            binding: b.name.clone(),
+            action: Action::Deny,
+            message,
+            reason: Some("Invalid".into()),
+            related: vec![],
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
     fn evaluate_with<I>(
         &self,
         req: &Request,
         inv: &Inventory,
         params: Option<&Json>,
+        binding: &Binding,
         verdict: &dyn Fn(String, Option<String>, Vec<ObjectKey>) -> I,
         out: &mut Vec<Verdict>,
-        annotations: &mut AuditAnnotations,
+        annotations: &mut Vec<(String, Vec<String>)>,
     ) where
         I: Iterator<Item = Verdict>,
     {
         self.with_activation(req, inv, params, |act, host| {
-            self.decide(act, host, verdict, out, annotations)
+            self.decide(act, host, binding, verdict, out, annotations)
         })
     }
 
@@ -721,63 +755,52 @@ impl CompiledPolicy {
         &self,
         act: &Activation<'_, '_>,
         host: &InventoryHost<'_>,
+        binding: &Binding,
         verdict: &dyn Fn(String, Option<String>, Vec<ObjectKey>) -> I,
         out: &mut Vec<Verdict>,
-        annotations: &mut AuditAnnotations,
+        annotations: &mut Vec<(String, Vec<String>)>,
     ) where
         I: Iterator<Item = Verdict>,
     {
         let fail = self.failure_policy == FailurePolicy::Fail;
-        for (name, cond) in &self.match_conditions {
+        // Every matchCondition is evaluated: one that is false skips the
+        // policy, even when another fails; only when none is false do the
+        // errors count (kube-apiserver's matchconditions.Matcher). A result
+        // that is neither false nor an error matches.
+        let mut condition_errors: Vec<String> = Vec::new();
+        for (_, cond) in &self.match_conditions {
             match cond.eval(act) {
-                Ok(Value::Bool(true)) => {}
                 Ok(Value::Bool(false)) => return,
-                Ok(other) => {
-                    if fail {
-                        out.extend(verdict(
-                            format!(
-                                "matchCondition '{name}' must evaluate to bool, got {}",
-                                other.type_name()
-                            ),
-                            Some("Invalid".into()),
-                            vec![],
-                        ));
-                    }
-                    return;
-                }
+                Ok(_) => {}
                 Err(e) => {
-                    if fail {
-                        out.extend(verdict(
-                            format!("failed to evaluate matchCondition '{name}': {e}"),
-                            Some("Invalid".into()),
-                            vec![],
-                        ));
+                    let message = expression_error(cond, &e);
+                    if !condition_errors.contains(&message) {
+                        condition_errors.push(message);
                     }
-                    return;
                 }
             }
+        }
+        if !condition_errors.is_empty() {
+            if fail {
+                out.extend(verdict(
+                    aggregate(&condition_errors),
+                    Some("Invalid".into()),
+                    vec![],
+                ));
+            }
+            return;
         }
         for v in &self.validations {
             let failed_message = match v.expression.eval(act) {
                 Ok(Value::Bool(true)) => continue,
-                Ok(Value::Bool(false)) => self.message(v, act),
-                Ok(other) => {
-                    if !fail {
-                        continue;
-                    }
-                    format!(
-                        "validation expression must evaluate to bool, got {}",
-                        other.type_name()
-                    )
-                }
+                // Anything but true fails the validation (a non-bool result
+                // is not an error in kube-apiserver).
+                Ok(_) => self.message(v, act),
                 Err(e) => {
                     if !fail {
                         continue;
                     }
-                    format!(
-                        "expression '{}' resulted in error: {e}",
-                        v.expression.source()
-                    )
+                    expression_error(&v.expression, &e)
                 }
             };
             let mut related = host.related.borrow().clone();
@@ -790,51 +813,101 @@ impl CompiledPolicy {
             ));
         }
         for (key, p) in &self.audit_annotations {
-            match p.eval(act) {
+            let value = match p.eval(act) {
                 Ok(Value::String(s)) => {
-                    annotations.push((format!("{}/{key}", self.name), s.as_str().to_string()))
+                    truncate(s.as_str().trim(), MAX_AUDIT_ANNOTATION_VALUE_LENGTH).to_string()
                 }
-                Ok(Value::Null) => {}
-                Ok(other) => annotations.push((
-                    format!("{}/{key}", self.name),
-                    format!(
-                        "valueExpression must be a string, got {}",
-                        other.type_name()
-                    ),
-                )),
+                Ok(Value::Null) => continue,
+                // A wrong type is an error whatever the failurePolicy.
+                Ok(other) => {
+                    out.push(self.config_error(
+                        binding,
+                        format!(
+                            "valueExpression '{}' resulted in unsupported return type: {}. Return type must be either string or null.",
+                            p.source(),
+                            other.type_name()
+                        ),
+                    ));
+                    continue;
+                }
                 Err(e) => {
                     if fail {
-                        out.extend(verdict(
-                            format!("auditAnnotation '{key}' resulted in error: {e}"),
-                            Some("Invalid".into()),
-                            vec![],
-                        ));
+                        out.push(self.config_error(binding, expression_error(p, &e)));
+                    }
+                    continue;
+                }
+            };
+            if value.is_empty() {
+                continue;
+            }
+            match annotations.iter_mut().find(|(k, _)| k == key) {
+                Some((_, values)) => {
+                    if !values.contains(&value) {
+                        values.push(value);
                     }
                 }
+                None => annotations.push((key.clone(), vec![value])),
             }
         }
     }
 
+    /// The message of a failed validation: the messageExpression's string
+    /// (trimmed; not when blank, multi-line or too long), else the message,
+    /// else `failed expression: <expression>`.
     fn message(&self, v: &CompiledValidation, act: &Activation) -> String {
         if let Some(m) = &v.message_expression {
             if let Ok(Value::String(s)) = m.eval(act) {
                 let s = s.as_str().trim();
-                if !s.is_empty() && !s.contains('\n') {
+                if !s.is_empty()
+                    && s.len() <= MAX_EVALUATED_MESSAGE_EXPRESSION_SIZE
+                    && !s.contains('\n')
+                {
                     return s.to_string();
                 }
             }
         }
-        match &v.message {
-            Some(m) if !m.is_empty() => m.clone(),
-            _ => format!("failed expression: {}", v.expression.source()),
+        match v.message.as_deref().map(str::trim) {
+            Some(m) if !m.is_empty() => m.to_string(),
+            _ => format!("failed expression: {}", v.expression.source().trim()),
         }
     }
+}
+
+/// Longest audit annotation value kube-apiserver publishes, in bytes.
+const MAX_AUDIT_ANNOTATION_VALUE_LENGTH: usize = 10 * 1024;
+
+/// Longest messageExpression result kube-apiserver uses, in bytes.
+const MAX_EVALUATED_MESSAGE_EXPRESSION_SIZE: usize = 5 * 1024;
+
+/// kube-apiserver's message for an expression that fails to evaluate.
+fn expression_error(p: &Program, e: &crate::cel::EvalError) -> String {
+    format!("expression '{}' resulted in error: {e}", p.source())
+}
+
+/// Several errors as one message, like Kubernetes' `utilerrors.NewAggregate`.
+fn aggregate(errors: &[String]) -> String {
+    match errors {
+        [one] => one.clone(),
+        many => format!("[{}]", many.join(", ")),
+    }
+}
+
+/// The longest prefix of `s` of at most `max` bytes that ends on a character.
+fn truncate(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
 }
 
 /// The Namespace of a namespaced request, from the inventory; offline a
 /// namespace not given as a file is assumed to exist with only its name label.
 fn namespace_object<'i>(req: &Request, inv: &'i Inventory) -> Option<std::borrow::Cow<'i, Json>> {
-    if req.namespace.is_empty() {
+    if !req.is_namespaced() {
         return None;
     }
     let key = ObjectKey {
@@ -948,3 +1021,6 @@ impl CompiledPolicy {
         })
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -47,7 +47,7 @@ fn add<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
     use Value::*;
     Ok(match (&a[0], &a[1]) {
         (Int(x), Int(y)) => Int(x.checked_add(*y).ok_or_else(EvalError::overflow)?),
-        (Uint(x), Uint(y)) => Uint(x.checked_add(*y).ok_or_else(EvalError::overflow)?),
+        (Uint(x), Uint(y)) => Uint(x.checked_add(*y).ok_or_else(EvalError::uint_overflow)?),
         (Double(x), Double(y)) => Double(x + y),
         (String(x), String(y)) => {
             ctx.charge(((x.as_str().len() + y.as_str().len()) / 10) as u64)?;
@@ -64,7 +64,8 @@ fn add<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
             Value::list(v)
         }
         (Duration(x), Duration(y)) => Duration(crate::cel::value::Duration(
-            x.0.checked_add(y.0).ok_or_else(EvalError::overflow)?,
+            x.0.checked_add(y.0)
+                .ok_or_else(EvalError::duration_overflow)?,
         )),
         (Timestamp(t), Duration(d)) | (Duration(d), Timestamp(t)) => {
             Timestamp(super::time::add_duration(*t, d.0)?)
@@ -77,19 +78,21 @@ fn sub<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
     use Value::*;
     Ok(match (&a[0], &a[1]) {
         (Int(x), Int(y)) => Int(x.checked_sub(*y).ok_or_else(EvalError::overflow)?),
-        (Uint(x), Uint(y)) => Uint(x.checked_sub(*y).ok_or_else(EvalError::overflow)?),
+        (Uint(x), Uint(y)) => Uint(x.checked_sub(*y).ok_or_else(EvalError::uint_overflow)?),
         (Double(x), Double(y)) => Double(x - y),
         (Duration(x), Duration(y)) => Duration(crate::cel::value::Duration(
-            x.0.checked_sub(y.0).ok_or_else(EvalError::overflow)?,
+            x.0.checked_sub(y.0)
+                .ok_or_else(EvalError::duration_overflow)?,
         )),
         (Timestamp(t), Duration(d)) => Timestamp(super::time::add_duration(
             *t,
-            d.0.checked_neg().ok_or_else(EvalError::overflow)?,
+            d.0.checked_neg()
+                .ok_or_else(EvalError::timestamp_overflow)?,
         )?),
         (Timestamp(x), Timestamp(y)) => {
             let n = x.total_nanos() - y.total_nanos();
             Duration(crate::cel::value::Duration(
-                i64::try_from(n).map_err(|_| EvalError::overflow())?,
+                i64::try_from(n).map_err(|_| EvalError::duration_overflow())?,
             ))
         }
         _ => return no_overload("_-_", a),
@@ -100,7 +103,7 @@ fn mul<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
     use Value::*;
     Ok(match (&a[0], &a[1]) {
         (Int(x), Int(y)) => Int(x.checked_mul(*y).ok_or_else(EvalError::overflow)?),
-        (Uint(x), Uint(y)) => Uint(x.checked_mul(*y).ok_or_else(EvalError::overflow)?),
+        (Uint(x), Uint(y)) => Uint(x.checked_mul(*y).ok_or_else(EvalError::uint_overflow)?),
         (Double(x), Double(y)) => Double(x * y),
         _ => return no_overload("_*_", a),
     })
@@ -214,6 +217,11 @@ fn size<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
         Value::Bytes(b) => b.len(),
         Value::List(l) => l.len(),
         Value::Map(m) => m.len(),
+        // cel-go names the function for values that are neither sizers nor
+        // receivers.
+        Value::Int(_) | Value::Uint(_) | Value::Double(_) | Value::Bool(_) | Value::Null => {
+            return Err(EvalError::new("no such overload: size"))
+        }
         _ => return no_overload("size", a),
     };
     Ok(Value::Int(n as i64))
@@ -242,14 +250,10 @@ fn ends_with<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> 
     Ok(Value::Bool(s.ends_with(p)))
 }
 
-fn range_error() -> EvalError {
-    EvalError::new("range error")
-}
-
 pub fn double_to_int(d: f64) -> EvalResult<i64> {
     // The bounds are i64::MIN and i64::MAX as doubles (both round to 2^63).
     if d.is_nan() || d <= i64::MIN as f64 || d >= i64::MAX as f64 {
-        return Err(range_error());
+        return Err(EvalError::overflow());
     }
     Ok(d as i64)
 }
@@ -257,12 +261,12 @@ pub fn double_to_int(d: f64) -> EvalResult<i64> {
 fn to_int<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
     Ok(Value::Int(match &a[0] {
         Value::Int(i) => *i,
-        Value::Uint(u) => i64::try_from(*u).map_err(|_| range_error())?,
+        Value::Uint(u) => i64::try_from(*u).map_err(|_| EvalError::overflow())?,
         Value::Double(d) => double_to_int(*d)?,
         Value::String(s) => s
             .as_str()
             .parse::<i64>()
-            .map_err(|_| EvalError::new(format!("cannot convert '{}' to int", s.as_str())))?,
+            .map_err(|_| EvalError::conversion("string", "int"))?,
         Value::Timestamp(t) => t.secs,
         Value::Duration(d) => d.0,
         _ => return no_overload("int", a),
@@ -272,17 +276,17 @@ fn to_int<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
 fn to_uint<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
     Ok(Value::Uint(match &a[0] {
         Value::Uint(u) => *u,
-        Value::Int(i) => u64::try_from(*i).map_err(|_| range_error())?,
+        Value::Int(i) => u64::try_from(*i).map_err(|_| EvalError::uint_overflow())?,
         Value::Double(d) => {
             if d.is_nan() || *d < 0.0 || *d >= 1.844_674_407_370_955_2E19 {
-                return Err(range_error());
+                return Err(EvalError::uint_overflow());
             }
             *d as u64
         }
         Value::String(s) => s
             .as_str()
             .parse::<u64>()
-            .map_err(|_| EvalError::new(format!("cannot convert '{}' to uint", s.as_str())))?,
+            .map_err(|_| EvalError::conversion("string", "uint"))?,
         _ => return no_overload("uint", a),
     }))
 }
@@ -292,8 +296,9 @@ fn to_double<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> 
         Value::Double(d) => *d,
         Value::Int(i) => *i as f64,
         Value::Uint(u) => *u as f64,
-        Value::String(s) => parse_go_float(s.as_str())
-            .ok_or_else(|| EvalError::new(format!("cannot convert '{}' to double", s.as_str())))?,
+        Value::String(s) => {
+            parse_go_float(s.as_str()).ok_or_else(|| EvalError::conversion("string", "double"))?
+        }
         _ => return no_overload("double", a),
     }))
 }

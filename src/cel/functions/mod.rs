@@ -82,6 +82,10 @@ pub enum Lib {
     Spec = 1 << 20,
     /// Duration, timestamp and regex literals are checked at compile time.
     LiteralChecks = 1 << 21,
+    /// `format` prints through golang.org/x/text's message printer, as the
+    /// strings extension before version 4 does (kube-apiserver's): `%e`
+    /// gives `1.000000×10⁻⁰³` instead of `1.000000e-03`.
+    LocaleFormat = 1 << 22,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -102,6 +106,7 @@ impl LibSet {
         Lib::Core,
         Lib::Homogeneous,
         Lib::LiteralChecks,
+        Lib::LocaleFormat,
         Lib::Optional,
         Lib::TwoVar,
         Lib::Strings,
@@ -125,7 +130,8 @@ impl LibSet {
     pub const ALL: LibSet = LibSet(
         (LibSet::INTERLOCK.0 | Lib::Spec as u32)
             & !(Lib::Homogeneous as u32)
-            & !(Lib::LiteralChecks as u32),
+            & !(Lib::LiteralChecks as u32)
+            & !(Lib::LocaleFormat as u32),
     );
 
     pub fn has(&self, lib: Lib) -> bool {
@@ -237,12 +243,10 @@ pub fn named_type(libs: LibSet, name: &str) -> Option<Type> {
 
 // Small helpers the libraries share.
 
-pub fn no_overload<T>(name: &str, args: &[Value]) -> EvalResult<T> {
-    let types: Vec<String> = args.iter().map(|a| a.type_name()).collect();
-    Err(EvalError::new(format!(
-        "no matching overload for '{name}' applied to '({})'",
-        types.join(", ")
-    )))
+/// No overload of `name` takes these arguments (known only at run time,
+/// from dynamic values): cel-go's `no such overload`.
+pub fn no_overload<T>(name: &str, _args: &[Value]) -> EvalResult<T> {
+    Err(EvalError::no_overload(name))
 }
 
 pub fn str_arg<'v>(name: &str, args: &'v [Value], i: usize) -> EvalResult<&'v str> {

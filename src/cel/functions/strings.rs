@@ -53,6 +53,8 @@ pub const DECLS: &[FnDecl] = &[
         join,
     ),
     FnDecl::member("reverse", 1, Lib::Strings, reverse),
+    // First: where both are enabled, the older printer wins.
+    FnDecl::member("format", 2, Lib::LocaleFormat, format_locale),
     FnDecl::member("format", 2, Lib::Strings, format),
     FnDecl::global("strings.quote", 1, Lib::Strings, quote),
 ];
@@ -286,6 +288,15 @@ fn quote<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
 }
 
 fn format<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
+    format_with(ctx, a, false)
+}
+
+/// `format` as kube-apiserver's strings extension (version 2) prints.
+fn format_locale<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
+    format_with(ctx, a, true)
+}
+
+fn format_with<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>], locale: bool) -> EvalResult<Value<'a>> {
     let fmt = str_arg("format", a, 0)?;
     let Value::List(args) = &a[1] else {
         return no_overload("format", a);
@@ -328,7 +339,7 @@ fn format<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
             .get(next_arg)
             .ok_or_else(|| EvalError::new(format!("index {next_arg} out of range")))?;
         next_arg += 1;
-        out.push_str(&format_clause(verb, precision, &arg)?);
+        out.push_str(&format_clause(verb, precision, &arg, locale)?);
     }
     Ok(Value::string(out))
 }
@@ -347,9 +358,15 @@ fn special_double(d: f64) -> Option<String> {
     }
 }
 
-fn format_clause(verb: char, precision: Option<usize>, v: &Value) -> EvalResult<String> {
+fn format_clause(
+    verb: char,
+    precision: Option<usize>,
+    v: &Value,
+    locale: bool,
+) -> EvalResult<String> {
     let tn = v.type_name();
     match verb {
+        's' if locale => format_string_v1(v),
         's' => format_string(v),
         'd' => match v {
             Value::Int(i) => Ok(i.to_string()),
@@ -361,6 +378,7 @@ fn format_clause(verb: char, precision: Option<usize>, v: &Value) -> EvalResult<
                 "decimal clause can only be used on integers, was given {tn}"
             ))),
         },
+        'f' | 'e' if locale => locale_float(verb, precision, v),
         'f' | 'e' => {
             let d = match v {
                 Value::Double(d) => *d,
@@ -439,6 +457,94 @@ fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
+/// `%f` and `%e` as the strings extension before version 4 prints them:
+/// through golang.org/x/text's printer for `en-US`. `%.2f` groups the
+/// integer digits (`1,234.50`); `%e` is written `%<precision>e`, so the
+/// precision is a *width* and the mantissa always has 6 decimals
+/// (`1.234560×10⁰⁵`, `   NaN`). Infinities print as `∞`. Only doubles and
+/// the strings `NaN`, `Infinity`, `-Infinity` are accepted.
+fn locale_float(verb: char, precision: Option<usize>, v: &Value) -> EvalResult<String> {
+    let d = match v {
+        Value::Double(d) => *d,
+        Value::String(s) if matches!(s.as_str(), "NaN" | "Infinity" | "-Infinity") => {
+            match s.as_str() {
+                "NaN" => f64::NAN,
+                "Infinity" => f64::INFINITY,
+                _ => f64::NEG_INFINITY,
+            }
+        }
+        _ => {
+            let what = if verb == 'f' {
+                "fixed-point"
+            } else {
+                "scientific"
+            };
+            return Err(fmt_err(format!(
+                "{what} clause can only be used on doubles, was given {}",
+                v.type_name()
+            )));
+        }
+    };
+    let special = if d.is_nan() {
+        Some("NaN".to_string())
+    } else if d.is_infinite() {
+        Some(if d > 0.0 { "∞" } else { "-∞" }.to_string())
+    } else {
+        None
+    };
+    if verb == 'f' {
+        let p = precision.unwrap_or(6);
+        return Ok(special.unwrap_or_else(|| group_thousands(&format!("{d:.p$}"))));
+    }
+    let width = precision.unwrap_or(6);
+    let s = special.unwrap_or_else(|| superscript_exponent(&format!("{d:.6e}")));
+    let pad = width.saturating_sub(s.chars().count());
+    Ok(format!("{}{s}", " ".repeat(pad)))
+}
+
+/// `-1234567.50` → `-1,234,567.50`.
+fn group_thousands(s: &str) -> String {
+    let (sign, rest) = match s.strip_prefix('-') {
+        Some(r) => ("-", r),
+        None => ("", s),
+    };
+    let (int, frac) = match rest.split_once('.') {
+        Some((i, f)) => (i, Some(f)),
+        None => (rest, None),
+    };
+    let mut grouped = String::with_capacity(int.len() + int.len() / 3);
+    for (i, c) in int.chars().enumerate() {
+        if i > 0 && (int.len() - i) % 3 == 0 {
+            grouped.push(',');
+        }
+        grouped.push(c);
+    }
+    match frac {
+        Some(f) => format!("{sign}{grouped}.{f}"),
+        None => format!("{sign}{grouped}"),
+    }
+}
+
+/// Rust writes `1.5e-3`; golang.org/x/text's printer writes `1.5×10⁻⁰³`
+/// (at least two exponent digits, a sign only when negative).
+fn superscript_exponent(s: &str) -> String {
+    const DIGITS: [char; 10] = ['⁰', '¹', '²', '³', '⁴', '⁵', '⁶', '⁷', '⁸', '⁹'];
+    match s.split_once('e') {
+        Some((m, e)) => {
+            let (minus, digits) = match e.strip_prefix('-') {
+                Some(d) => ("⁻", d),
+                None => ("", e),
+            };
+            let digits: String = format!("{digits:0>2}")
+                .chars()
+                .map(|c| c.to_digit(10).map_or(c, |d| DIGITS[d as usize]))
+                .collect();
+            format!("{m}×10{minus}{digits}")
+        }
+        None => s.to_string(),
+    }
+}
+
 /// Rust writes `1.5e3`; Go writes `1.5e+03`.
 fn go_exponent(s: &str) -> String {
     match s.split_once('e') {
@@ -477,6 +583,88 @@ fn format_string(v: &Value) -> EvalResult<String> {
             )))
         }
     })
+}
+
+/// `%s` as the strings extension before version 4 prints it (cel-go's
+/// `FormatString`): scalars as `string()` converts them, lists and maps with
+/// their members written as CEL literals (`[1.500000, "a", b"x",
+/// duration("1s")]`, `{"a":1, "b":2}`).
+fn format_string_v1(v: &Value) -> EvalResult<String> {
+    match v {
+        Value::List(l) => format_list_v1(l.iter()),
+        Value::Map(m) => format_map_v1(m),
+        Value::Double(d) => Ok(super::core::format_double(*d)),
+        other => format_string(other),
+    }
+}
+
+fn format_list_v1<'a>(items: impl Iterator<Item = Value<'a>>) -> EvalResult<String> {
+    let items: EvalResult<Vec<String>> = items.map(|x| member_v1(&x)).collect();
+    Ok(format!("[{}]", items?.join(", ")))
+}
+
+fn format_map_v1(m: &Map) -> EvalResult<String> {
+    let mut items = Vec::with_capacity(m.len());
+    for (k, v) in m.entries() {
+        let key = match &k {
+            Value::String(s) => go_quote(s.as_str()),
+            Value::Bool(b) => b.to_string(),
+            Value::Int(i) => i.to_string(),
+            Value::Uint(u) => u.to_string(),
+            other => {
+                return Err(fmt_err(format!(
+                    "no formatting function for map key of type {}",
+                    other.type_name()
+                )))
+            }
+        };
+        items.push((key, member_v1(&v)?));
+    }
+    items.sort_by(|a, b| a.0.cmp(&b.0));
+    let parts: Vec<String> = items.into_iter().map(|(k, v)| format!("{k}:{v}")).collect();
+    Ok(format!("{{{}}}", parts.join(", ")))
+}
+
+/// A list member or map value, as a CEL literal (cel-go's `quoteForCEL`).
+fn member_v1(v: &Value) -> EvalResult<String> {
+    Ok(match v {
+        Value::String(s) => go_quote(s.as_str()),
+        Value::Bytes(b) => {
+            let s = std::str::from_utf8(b)
+                .map_err(|_| EvalError::new("invalid UTF-8 in bytes, cannot convert to string"))?;
+            format!("b{}", go_quote(s))
+        }
+        Value::Double(d) => {
+            // Go's `%.6f`; NaN and the infinities quoted.
+            if d.is_nan() {
+                "\"NaN\"".into()
+            } else if d.is_infinite() {
+                if *d > 0.0 { "\"+Inf\"" } else { "\"-Inf\"" }.into()
+            } else {
+                format!("{d:.6}")
+            }
+        }
+        Value::Duration(d) => format!("duration({})", go_quote(&super::time::format_duration(*d))),
+        Value::Timestamp(t) => format!(
+            "timestamp({})",
+            go_quote(&super::time::format_timestamp(*t))
+        ),
+        Value::List(l) => format_list_v1(l.iter())?,
+        Value::Map(m) => format_map_v1(m)?,
+        Value::Int(_) | Value::Uint(_) | Value::Bool(_) | Value::Null | Value::Type(_) => {
+            format_string(v)?
+        }
+        other => {
+            return Err(fmt_err(format!(
+                "no formatting function for {}",
+                other.type_name()
+            )))
+        }
+    })
+}
+
+fn go_quote(s: &str) -> String {
+    crate::cel::k8s::goquote::quote(s)
 }
 
 fn format_map(m: &Map) -> EvalResult<String> {

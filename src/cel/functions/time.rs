@@ -93,7 +93,9 @@ fn check_timestamp_literal(_: usize, s: &str) -> Result<(), String> {
 fn to_duration<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
     match &a[0] {
         Value::Duration(_) => Ok(a[0].clone()),
-        Value::String(s) => Ok(Value::Duration(parse_duration(s.as_str())?)),
+        Value::String(s) => parse_duration(s.as_str())
+            .map(Value::Duration)
+            .map_err(|_| EvalError::conversion("string", "google.protobuf.Duration")),
         Value::Int(i) => Ok(Value::Duration(Duration(*i))),
         _ => no_overload("duration", a),
     }
@@ -102,14 +104,17 @@ fn to_duration<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>
 fn to_timestamp<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
     match &a[0] {
         Value::Timestamp(_) => Ok(a[0].clone()),
-        Value::String(s) => Ok(Value::Timestamp(parse_timestamp(s.as_str())?)),
+        Value::String(s) => parse_timestamp(s.as_str())
+            .map(Value::Timestamp)
+            .map_err(|_| EvalError::conversion("string", "google.protobuf.Timestamp")),
         Value::Int(i) => Ok(Value::Timestamp(Timestamp::new(*i, 0)?)),
         _ => no_overload("timestamp", a),
     }
 }
 
 pub fn add_duration(t: Timestamp, d: i64) -> EvalResult<Timestamp> {
-    Timestamp::from_total_nanos(t.total_nanos() + d as i128).map_err(|_| EvalError::overflow())
+    Timestamp::from_total_nanos(t.total_nanos() + d as i128)
+        .map_err(|_| EvalError::timestamp_overflow())
 }
 
 /// Go's time.ParseDuration.

@@ -12,7 +12,7 @@ pub mod regex;
 pub mod semver;
 pub mod url;
 
-mod goquote;
+pub(crate) mod goquote;
 
 #[cfg(test)]
 mod fuzz;

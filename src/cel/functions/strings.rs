@@ -323,9 +323,17 @@ fn format_with<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>], locale: bool) -> Eval
                 digits.push(d);
                 it.next();
             }
-            precision = Some(digits.parse().map_err(|_| {
+            let p: usize = digits.parse().map_err(|_| {
                 EvalError::new("could not parse formatting clause: invalid precision")
-            })?);
+            })?;
+            // Bounded: a precision is output size, and Rust's formatter
+            // refuses widths past u16::MAX.
+            if p > MAX_PRECISION {
+                return Err(EvalError::new(format!(
+                    "could not parse formatting clause: precision {p} is larger than {MAX_PRECISION}"
+                )));
+            }
+            precision = Some(p);
         }
         let verb = it.next().ok_or_else(|| {
             EvalError::new("could not parse formatting clause: unexpected end of string")
@@ -343,6 +351,8 @@ fn format_with<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>], locale: bool) -> Eval
     }
     Ok(Value::string(out))
 }
+
+const MAX_PRECISION: usize = 1000;
 
 fn fmt_err(msg: String) -> EvalError {
     EvalError::new(format!("error during formatting: {msg}"))

@@ -156,7 +156,7 @@ fn billion_laughs_is_stopped() {
     let mut text = String::from("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  a0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]\n");
     for i in 1..10 {
         let prev = format!("*a{}", i - 1);
-        let items = vec![prev.as_str(); 10].join(", ");
+        let items = [prev.as_str(); 10].join(", ");
         text.push_str(&format!("  a{i}: &a{i} [{items}]\n"));
     }
     let start = std::time::Instant::now();
@@ -243,7 +243,6 @@ fn syntax_error_costs_one_document() {
     let text = format!(
         "{CM}---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: b\n   bad: [\n---\n{CM}"
     );
-    let text = text.replacen("name: a\n", "name: a\n", 1);
     let mut t2 = text.clone();
     // Make the last document a different object.
     t2 = t2.replacen("name: a\n", "name: first\n", 1);
@@ -265,6 +264,15 @@ fn mapping_values_error_message() {
     let m = l.errors[0].to_string();
     assert!(m.starts_with("t.yaml:4:"), "{m}");
     assert!(m.contains("mapping values are not allowed"), "{m}");
+}
+
+#[test]
+fn yaml_1_1_booleans_get_a_hint() {
+    let l = yaml("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  namespace: no\n");
+    assert_eq!(
+        messages(&l),
+        vec!["t.yaml:5: \"metadata.namespace\" must be a string, found a boolean (unquoted y, n, yes, no, on and off are booleans in YAML; quote the value)"]
+    );
 }
 
 #[test]
@@ -536,4 +544,192 @@ fn document_new_and_crlf() {
     assert!(l.errors.is_empty(), "{:?}", messages(&l));
     assert_eq!(l.documents[1].line, 6);
     assert_eq!(l.documents[1].line_of_pointer("/metadata/name"), Some(9));
+}
+
+/// A realistic multi-kind stream of `n` objects, for timing.
+pub(crate) fn synthetic_stream(n: usize) -> String {
+    let mut s = String::with_capacity(n * 600);
+    for i in 0..n {
+        let ns = format!("team-{}", i % 50);
+        match i % 4 {
+            0 => s.push_str(&format!(
+                "---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web-{i}
+  namespace: {ns}
+  labels:
+    app: web-{i}
+    tier: frontend
+spec:
+  replicas: 3
+  selector:
+    matchLabels:
+      app: web-{i}
+  template:
+    metadata:
+      labels:
+        app: web-{i}
+    spec:
+      containers:
+      - name: web
+        image: \"registry.example.com/web:1.{i}\"
+        ports:
+        - containerPort: 8080
+        envFrom:
+        - configMapRef:
+            name: cfg-{i}
+        resources:
+          limits: {{cpu: 500m, memory: 256Mi}}
+"
+            )),
+            1 => s.push_str(&format!(
+                "---
+apiVersion: v1
+kind: Service
+metadata:
+  name: svc-{i}
+  namespace: {ns}
+spec:
+  selector:
+    app: web-{i}
+  ports:
+  - port: 80
+    targetPort: 8080
+"
+            )),
+            2 => s.push_str(&format!(
+                "---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: cfg-{i}
+  namespace: {ns}
+data:
+  LOG_LEVEL: info
+  FEATURE_X: \"true\"
+  config.yaml: |
+    listen: :8080
+    upstream: http://svc-{i}
+"
+            )),
+            _ => s.push_str(&format!(
+                "---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata:
+  name: ing-{i}
+  namespace: {ns}
+spec:
+  rules:
+  - host: app-{i}.example.com
+    http:
+      paths:
+      - path: /
+        pathType: Prefix
+        backend:
+          service:
+            name: svc-{i}
+            port:
+              number: 80
+"
+            )),
+        }
+    }
+    s
+}
+
+/// `cargo test --release --lib manifest::tests::parse_speed -- --ignored --nocapture`
+#[test]
+#[ignore]
+fn parse_speed() {
+    let n = 100_000;
+    let text = synthetic_stream(n);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("big.yaml");
+    std::fs::write(&path, &text).unwrap();
+    let json_path = dir.path().join("big.json");
+    {
+        let l = yaml(&text);
+        let items: Vec<_> = l.documents.iter().map(|d| d.value.clone()).collect();
+        let list = json!({"apiVersion": "v1", "kind": "List", "items": items});
+        std::fs::write(&json_path, serde_json::to_string_pretty(&list).unwrap()).unwrap();
+    }
+    for round in 0..3 {
+        let cpu0 = cpu_seconds();
+        let start = std::time::Instant::now();
+        let l = load_paths(&[&path], &LoadOptions::default());
+        let t = start.elapsed();
+        let cpu = cpu_seconds() - cpu0;
+        assert_eq!(l.documents.len(), n);
+        assert!(l.errors.is_empty());
+        let start = std::time::Instant::now();
+        let j = load_paths(&[&json_path], &LoadOptions::default());
+        let tj = start.elapsed();
+        assert_eq!(j.documents.len(), n);
+        println!(
+            "round {round}: {n} objects, YAML {:.1} MiB in {:?} (CPU {cpu:.2} s); JSON List {:.1} MiB in {:?}; threads {}",
+            text.len() as f64 / 1048576.0,
+            t,
+            std::fs::metadata(&json_path).unwrap().len() as f64 / 1048576.0,
+            tj,
+            rayon::current_num_threads()
+        );
+    }
+}
+
+/// `cargo test --release --lib manifest::tests::parse_profile -- --ignored --nocapture`
+#[test]
+#[ignore]
+fn parse_profile() {
+    let text = synthetic_stream(100_000);
+    let opts = LoadOptions::default();
+    for _ in 0..2 {
+        let cpu0 = cpu_seconds();
+        let t = std::time::Instant::now();
+        let mut n = 0usize;
+        let mut p = saphyr_parser::Parser::new_from_str(&text);
+        while let Some(Ok(_)) = p.next_event() {
+            n += 1;
+        }
+        let events = t.elapsed();
+        let events_cpu = cpu_seconds() - cpu0;
+        let cpu0 = cpu_seconds();
+        let t = std::time::Instant::now();
+        let pieces = yaml::split_documents(&text);
+        let split = t.elapsed();
+        let t = std::time::Instant::now();
+        let mut docs = 0;
+        for &(s, e, l) in &pieces {
+            docs += yaml::parse_chunk(&text[s..e], l, &opts).docs.len();
+        }
+        let build = t.elapsed();
+        let build_cpu = cpu_seconds() - cpu0;
+        let t = std::time::Instant::now();
+        let parsed = yaml::parse_stream(&text, &opts);
+        let par = t.elapsed();
+        let t = std::time::Instant::now();
+        let mut out = Vec::new();
+        let mut errs = Vec::new();
+        for raw in parsed.docs {
+            object::unpack(&Source::Stdin, raw, &mut out, &mut errs);
+        }
+        let unpack = t.elapsed();
+        let t = std::time::Instant::now();
+        drop(out);
+        let dropt = t.elapsed();
+        println!("CPU: events {events_cpu:.2} s, split+build {build_cpu:.2} s");
+        println!("events {n} in {events:?}; split {split:?}; build seq {docs} docs {build:?}; parallel {par:?}; unpack {unpack:?}; drop {dropt:?}");
+    }
+}
+
+/// User plus system CPU time of this process, from /proc (Linux only).
+fn cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let after = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let f: Vec<&str> = after.split_whitespace().collect();
+    let ticks = |i: usize| f.get(i).and_then(|s| s.parse::<f64>().ok()).unwrap_or(0.0);
+    // Fields 14 and 15 (utime, stime) are at 11 and 12 after the command name.
+    (ticks(11) + ticks(12)) / 100.0
 }

@@ -478,15 +478,9 @@ impl<'l> Builder<'l> {
             return Ok(());
         }
         let empty = text.is_empty() && style == Style::Plain && core.is_none() && anchor == 0;
-        let raw_for_errors = if text.len() <= 40 {
-            text.to_string()
-        } else {
-            format!("{}...", text.chars().take(40).collect::<String>())
-        };
         let resolved =
             scalar::resolve(text, style, core).map_err(|e| LoadErrorKind::Scalar(e.to_string()))?;
-        let value = scalar::to_json(resolved, &raw_for_errors)
-            .map_err(|e| LoadErrorKind::Scalar(e.to_string()))?;
+        let value = scalar::to_json(resolved).map_err(|e| LoadErrorKind::Scalar(e.to_string()))?;
         self.slot(line);
         if self.stack.is_empty() {
             self.root_empty = empty;
@@ -621,21 +615,26 @@ impl<'l> Builder<'l> {
                 merges,
             } => match std::mem::replace(pending, Pending::Key) {
                 Pending::Value { key, line, col } => {
-                    let hash = parent.hash.map(|h| child_key(h, &key));
                     let parent_line = parent.line;
-                    if map.contains_key(&key) {
-                        let first_line =
-                            hash.map_or(parent_line, |h| self.rec.line_of(h, parent_line));
-                        // Reported at the second key, not at its value.
-                        return Err(BuildError {
-                            kind: LoadErrorKind::DuplicateKey {
-                                key,
-                                first_line: first_line as usize,
-                            },
-                            at: Some((line, col)),
-                        });
+                    match map.entry(key) {
+                        serde_json::map::Entry::Vacant(v) => {
+                            v.insert(value);
+                        }
+                        serde_json::map::Entry::Occupied(o) => {
+                            let key = o.key().clone();
+                            let hash = parent.hash.map(|h| child_key(h, &key));
+                            let first_line =
+                                hash.map_or(parent_line, |h| self.rec.line_of(h, parent_line));
+                            // Reported at the second key, not at its value.
+                            return Err(BuildError {
+                                kind: LoadErrorKind::DuplicateKey {
+                                    key,
+                                    first_line: first_line as usize,
+                                },
+                                at: Some((line, col)),
+                            });
+                        }
                     }
-                    map.insert(key, value);
                 }
                 Pending::Merge => {
                     let ok = match &value {

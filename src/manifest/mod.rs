@@ -25,6 +25,7 @@
 //! ```
 
 mod error;
+mod fast;
 mod inputs;
 mod json;
 mod object;
@@ -371,6 +372,23 @@ fn reject_duplicates(all: &mut Loaded) {
         i += 1;
         keep
     });
+}
+
+/// For the fuzz target: loads `bytes` as YAML and as JSON, and checks that
+/// the YAML fast path agrees with the full parser. Panics on a difference.
+#[doc(hidden)]
+pub fn fuzz_one(bytes: &[u8]) {
+    let opts = LoadOptions {
+        max_alias_nodes: 10_000,
+        ..LoadOptions::default()
+    };
+    let _ = load_bytes(Source::Stdin, bytes, Format::Yaml, &opts);
+    let _ = load_bytes(Source::Stdin, bytes, Format::Json, &opts);
+    if let Ok(text) = std::str::from_utf8(bytes) {
+        if let Err(diff) = yaml::compare_paths(text, &opts) {
+            panic!("{diff}");
+        }
+    }
 }
 
 #[cfg(test)]

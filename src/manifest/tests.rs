@@ -733,3 +733,39 @@ fn cpu_seconds() -> f64 {
     // Fields 14 and 15 (utime, stime) are at 11 and 12 after the command name.
     (ticks(11) + ticks(12)) / 100.0
 }
+
+#[test]
+fn fast_path_agrees_with_full_parser() {
+    let samples = [
+        "a: 1\nb:\n  c: [1]\n",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a # comment\n  labels: {}\ndata:\n  a: 'it''s'\n  b: \"x\\ty\\u00e9\"\n  c: |\n    one\n\n    two\n  d: |-\n    x\n  e:\n  f: ~\n  g: yes\n",
+        "list:\n- a\n- b: 1\n  c: 2\n-\n  d: 3\n- - x\n  - y\n-\n- [] # empty\n",
+        "k: v\n# trailing comment\n\n",
+        "---\n# c\nx:\n  - 1\n  - 2\ny: |\n\n  leading blank\n",
+        "\"quoted key\": 1\n'single': 2\non: 3\n1.5: 4\n",
+        "a: b\n  c\n",
+        "a: b: c\n",
+        "a:\n  b: 1\n c: 2\n",
+        "- a\nb: 1\n",
+        "a: |\n  x\n   y\n  z\n",
+        "a: |\n    x\n  y\n",
+        "a: 'x\n",
+        "ünï: \"ç\"\nb: ü\n",
+        "a: 1\na: 2\n",
+        "a: [x, 'y', \"z\", http://h:80/p, 1.5]\nb: {cpu: 500m, 'm': \"1Gi\"} # c\nc: [ ]\nd: { }\n",
+        "a: [x,]\n",
+        "a: [x, [y]]\n",
+        "a: {x: 1, x: 2}\n",
+        "a: [a: 1]\n",
+        "a: {b}\n",
+        "a: [x] y\n",
+        "a: [x, y #c]\n",
+    ];
+    let mut taken = 0;
+    for s in samples {
+        taken += yaml::compare_paths(s, &LoadOptions::default()).unwrap_or_else(|e| panic!("{e}"));
+    }
+    assert!(taken >= 8, "fast path took only {taken} samples");
+    let n = yaml::compare_paths(&synthetic_stream(400), &LoadOptions::default()).unwrap();
+    assert_eq!(n, 400, "the fast path should take every synthetic object");
+}

@@ -14,6 +14,7 @@ use saphyr_parser::{Event, Parser, ScalarStyle, Span};
 use serde_json::{Map, Value};
 
 use super::error::LoadErrorKind;
+use super::fast;
 use super::positions::{child_index, child_key, PositionIndex, Recorder, ROOT};
 use super::scalar::{self, CoreTag, Resolved, Style};
 use super::Limits;
@@ -165,6 +166,18 @@ fn parse_chunk_guarded(chunk: &str, first_line: usize, limits: &Limits) -> Parse
 
 /// Parses one piece of a stream (usually one document).
 pub(crate) fn parse_chunk(chunk: &str, first_line: usize, limits: &Limits) -> Parsed {
+    if let Some(events) = fast::events(chunk) {
+        let mut b = Builder::new(first_line, limits);
+        for (ev, span) in events {
+            b.event(ev, span);
+        }
+        return b.out;
+    }
+    parse_chunk_full(chunk, first_line, limits)
+}
+
+/// Parses one piece with `saphyr-parser` alone.
+pub(crate) fn parse_chunk_full(chunk: &str, first_line: usize, limits: &Limits) -> Parsed {
     let mut parser = Parser::new_from_str(chunk);
     let mut b = Builder::new(first_line, limits);
     while let Some(next) = parser.next_event() {
@@ -672,4 +685,41 @@ fn merge_into(map: &mut Map<String, Value>, source: Value) {
         }
         _ => {}
     }
+}
+
+/// Checks that the fast path and the full parser agree on `text`: same
+/// documents, values, lines and errors whenever the fast path takes a piece.
+/// Returns a description of the first difference.
+pub(crate) fn compare_paths(text: &str, limits: &Limits) -> Result<usize, String> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let mut taken = 0;
+    for (start, end, line) in split_documents(text) {
+        let chunk = &text[start..end];
+        let Some(events) = fast::events(chunk) else {
+            continue;
+        };
+        taken += 1;
+        let mut b = Builder::new(line, limits);
+        for (ev, span) in events {
+            b.event(ev, span);
+        }
+        let fast = b.out;
+        let full = parse_chunk_full(chunk, line, limits);
+        let show = |p: &Parsed| {
+            let docs: Vec<_> = p
+                .docs
+                .iter()
+                .filter(|d| !d.empty)
+                .map(|d| (d.line, d.value.clone(), d.index.entries().to_vec()))
+                .collect();
+            format!("{docs:?} {:?}", p.errors)
+        };
+        let (a, b) = (show(&fast), show(&full));
+        if a != b {
+            return Err(format!(
+                "fast and full parsers differ on {chunk:?}\nfast: {a}\nfull: {b}"
+            ));
+        }
+    }
+    Ok(taken)
 }

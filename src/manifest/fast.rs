@@ -14,8 +14,6 @@ use std::borrow::Cow;
 
 use saphyr_parser::{Event, Marker, ScalarStyle, Span};
 
-/// Events of one document with their spans.
-pub(crate) type Events<'a> = Vec<(Event<'a>, Span)>;
 
 /// Deepest nesting handled here; deeper documents go to the full parser.
 const MAX_DEPTH: usize = 64;
@@ -36,15 +34,17 @@ struct Line<'a> {
     newline: bool,
 }
 
-struct Fast<'a> {
+struct Fast<'a, F> {
     lines: Vec<Line<'a>>,
     pos: usize,
-    events: Events<'a>,
+    sink: F,
     depth: usize,
 }
 
-/// The events of `chunk` if it is in the simple subset, else `None`.
-pub(crate) fn events(chunk: &str) -> Option<Events<'_>> {
+/// Sends the events of `chunk` to `sink` and returns `Some` if the chunk is
+/// in the simple subset; returns `None` as soon as it is not (the events
+/// sent so far are then to be discarded).
+pub(crate) fn run<'a, F: FnMut(Event<'a>, Span)>(chunk: &'a str, sink: F) -> Option<()> {
     if !simple_characters(chunk) {
         return None;
     }
@@ -71,11 +71,10 @@ pub(crate) fn events(chunk: &str) -> Option<Events<'_>> {
     let mut f = Fast {
         lines,
         pos: 0,
-        events: Vec::new(),
+        sink,
         depth: 0,
     };
-    f.document()?;
-    Some(f.events)
+    f.document()
 }
 
 /// Rejects characters whose handling is left to the full parser: control
@@ -142,7 +141,7 @@ fn only_comment(s: &str) -> bool {
     t.is_empty() || (t.starts_with('#') && t.len() < s.len())
 }
 
-impl<'a> Fast<'a> {
+impl<'a, F: FnMut(Event<'a>, Span)> Fast<'a, F> {
     fn col(&self, line: usize, byte: usize) -> usize {
         let t = &self.lines[line].text[..byte];
         if t.is_ascii() {
@@ -154,7 +153,7 @@ impl<'a> Fast<'a> {
 
     fn push(&mut self, ev: Event<'a>, line: usize, byte: usize) {
         let col = self.col(line, byte);
-        self.events.push((ev, span(line, col)));
+        (self.sink)(ev, span(line, col));
     }
 
     /// The next line from `pos` that is neither blank nor a comment.
@@ -187,17 +186,14 @@ impl<'a> Fast<'a> {
         if l.text.starts_with('%') {
             return None;
         }
-        self.events.push((Event::StreamStart, span(0, 0)));
-        self.events
-            .push((Event::DocumentStart(explicit), span(first, 0)));
+        (self.sink)(Event::StreamStart, span(0, 0));
+        (self.sink)(Event::DocumentStart(explicit), span(first, 0));
         self.node(first, 0)?;
         if self.next_significant().is_some() {
             return None;
         }
-        self.events
-            .push((Event::DocumentEnd, span(self.lines.len(), 0)));
-        self.events
-            .push((Event::StreamEnd, span(self.lines.len(), 0)));
+        (self.sink)(Event::DocumentEnd, span(self.lines.len(), 0));
+        (self.sink)(Event::StreamEnd, span(self.lines.len(), 0));
         Some(())
     }
 
@@ -470,7 +466,7 @@ impl<'a> Fast<'a> {
     }
 }
 
-impl<'a> Fast<'a> {
+impl<'a, F: FnMut(Event<'a>, Span)> Fast<'a, F> {
     /// A one-line flow sequence or mapping of scalars (`[a, "b"]`,
     /// `{cpu: 500m, memory: 1Gi}`) at `start` of `line`; nested or
     /// multi-line flow collections go to the full parser.

@@ -685,42 +685,35 @@ fn parse_speed() {
 fn parse_profile() {
     let text = synthetic_stream(100_000);
     let opts = LoadOptions::default();
-    for _ in 0..2 {
-        let cpu0 = cpu_seconds();
-        let t = std::time::Instant::now();
-        let mut n = 0usize;
-        let mut p = saphyr_parser::Parser::new_from_str(&text);
-        while let Some(Ok(_)) = p.next_event() {
-            n += 1;
-        }
-        let events = t.elapsed();
-        let events_cpu = cpu_seconds() - cpu0;
-        let cpu0 = cpu_seconds();
-        let t = std::time::Instant::now();
+    for _ in 0..3 {
+        let c = cpu_seconds();
         let pieces = yaml::split_documents(&text);
-        let split = t.elapsed();
-        let t = std::time::Instant::now();
-        let mut docs = 0;
-        for &(s, e, l) in &pieces {
-            docs += yaml::parse_chunk(&text[s..e], l, &opts).docs.len();
+        let split = cpu_seconds() - c;
+        let c = cpu_seconds();
+        let mut events = 0;
+        for &(s, e, _) in &pieces {
+            let _ = super::fast::run(&text[s..e], |_, _| events += 1);
         }
-        let build = t.elapsed();
-        let build_cpu = cpu_seconds() - cpu0;
-        let t = std::time::Instant::now();
-        let parsed = yaml::parse_stream(&text, &opts);
-        let par = t.elapsed();
-        let t = std::time::Instant::now();
+        let fast = cpu_seconds() - c;
+        let c = cpu_seconds();
+        let mut raws = Vec::new();
+        for &(s, e, l) in &pieces {
+            raws.extend(yaml::parse_chunk(&text[s..e], l, &opts).docs);
+        }
+        let build = cpu_seconds() - c;
+        let c = cpu_seconds();
         let mut out = Vec::new();
         let mut errs = Vec::new();
-        for raw in parsed.docs {
+        for raw in raws {
             object::unpack(&Source::Stdin, raw, &mut out, &mut errs);
         }
-        let unpack = t.elapsed();
-        let t = std::time::Instant::now();
+        let unpack = cpu_seconds() - c;
+        let c = cpu_seconds();
         drop(out);
-        let dropt = t.elapsed();
-        println!("CPU: events {events_cpu:.2} s, split+build {build_cpu:.2} s");
-        println!("events {n} in {events:?}; split {split:?}; build seq {docs} docs {build:?}; parallel {par:?}; unpack {unpack:?}; drop {dropt:?}");
+        let dropt = cpu_seconds() - c;
+        println!(
+            "CPU s: split {split:.2}, fast events ({events}) {fast:.2}, events+build {build:.2}, unpack {unpack:.2}, drop {dropt:.2}"
+        );
     }
 }
 

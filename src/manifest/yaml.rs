@@ -166,14 +166,17 @@ fn parse_chunk_guarded(chunk: &str, first_line: usize, limits: &Limits) -> Parse
 
 /// Parses one piece of a stream (usually one document).
 pub(crate) fn parse_chunk(chunk: &str, first_line: usize, limits: &Limits) -> Parsed {
-    if let Some(events) = fast::events(chunk) {
-        let mut b = Builder::new(first_line, limits);
-        for (ev, span) in events {
-            b.event(ev, span);
-        }
-        return b.out;
+    if let Some(p) = parse_chunk_fast(chunk, first_line, limits) {
+        return p;
     }
     parse_chunk_full(chunk, first_line, limits)
+}
+
+/// Parses one piece with the fast path, or `None` if it does not apply.
+fn parse_chunk_fast(chunk: &str, first_line: usize, limits: &Limits) -> Option<Parsed> {
+    let mut b = Builder::new(first_line, limits);
+    fast::run(chunk, |ev, span| b.event(ev, span))?;
+    Some(b.out)
 }
 
 /// Parses one piece with `saphyr-parser` alone.
@@ -284,9 +287,11 @@ impl<'l> Builder<'l> {
             first_line,
             limits,
             out: Parsed::default(),
-            stack: Vec::new(),
+            stack: Vec::with_capacity(16),
             anchors: HashMap::new(),
-            rec: Recorder::default(),
+            rec: Recorder {
+                entries: Vec::with_capacity(64),
+            },
             nodes: 0,
             alias_nodes: 0,
             doc_line: None,
@@ -695,15 +700,10 @@ pub(crate) fn compare_paths(text: &str, limits: &Limits) -> Result<usize, String
     let mut taken = 0;
     for (start, end, line) in split_documents(text) {
         let chunk = &text[start..end];
-        let Some(events) = fast::events(chunk) else {
+        let Some(fast) = parse_chunk_fast(chunk, line, limits) else {
             continue;
         };
         taken += 1;
-        let mut b = Builder::new(line, limits);
-        for (ev, span) in events {
-            b.event(ev, span);
-        }
-        let fast = b.out;
         let full = parse_chunk_full(chunk, line, limits);
         let show = |p: &Parsed| {
             let docs: Vec<_> = p

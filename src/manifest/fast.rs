@@ -14,7 +14,6 @@ use std::borrow::Cow;
 
 use saphyr_parser::{Event, Marker, ScalarStyle, Span};
 
-
 /// Deepest nesting handled here; deeper documents go to the full parser.
 const MAX_DEPTH: usize = 64;
 
@@ -453,13 +452,18 @@ impl<'a, F: FnMut(Event<'a>, Span)> Fast<'a, F> {
         }
         parts.truncate(used);
         let mut value = parts.join("\n");
-        if !strip && last_newline {
+        if !last_newline || (j == self.lines.len() && !self.lines[j - 1].newline) {
+            // Text ending without a line break: left to the full parser.
+            return None;
+        }
+        if !strip {
             value.push('\n');
         }
+        // Like saphyr, place the scalar where its text starts.
         self.push(
             Event::Scalar(Cow::Owned(value), ScalarStyle::Literal, 0, None),
-            line,
-            start,
+            i,
+            content,
         );
         self.pos = j;
         Some(())

@@ -31,6 +31,8 @@ struct Line<'a> {
     raw_len: usize,
     /// Ends with a line break.
     newline: bool,
+    /// Only ASCII (columns are byte offsets).
+    ascii: bool,
 }
 
 struct Fast<'a, F> {
@@ -57,6 +59,11 @@ pub(crate) fn run<'a, F: FnMut(Event<'a>, Span)>(chunk: &'a str, sink: F) -> Opt
         let text = raw.trim_end_matches(' ');
         let indent = text.len() - text.trim_start_matches(' ').len();
         let blank = text.is_empty();
+        let ascii = text.is_ascii();
+        if !ascii && text.len() > 4096 {
+            // Columns of long non-ASCII lines cost too much to count here.
+            return None;
+        }
         lines.push(Line {
             text,
             indent,
@@ -64,6 +71,7 @@ pub(crate) fn run<'a, F: FnMut(Event<'a>, Span)>(chunk: &'a str, sink: F) -> Opt
             comment: !blank && text.as_bytes()[indent] == b'#',
             raw_len: raw.len(),
             newline,
+            ascii,
         });
         rest = next;
     }
@@ -142,11 +150,11 @@ fn only_comment(s: &str) -> bool {
 
 impl<'a, F: FnMut(Event<'a>, Span)> Fast<'a, F> {
     fn col(&self, line: usize, byte: usize) -> usize {
-        let t = &self.lines[line].text[..byte];
-        if t.is_ascii() {
+        let l = &self.lines[line];
+        if l.ascii {
             byte
         } else {
-            t.chars().count()
+            l.text[..byte].chars().count()
         }
     }
 
@@ -165,8 +173,8 @@ impl<'a, F: FnMut(Event<'a>, Span)> Fast<'a, F> {
         let mut start = self.next_significant();
         if let Some(i) = start {
             let t = self.lines[i].text;
-            if t.starts_with("---") {
-                if !only_comment(&t[3..]) || (t.len() > 3 && !t[3..].starts_with(' ')) {
+            if let Some(after) = t.strip_prefix("---") {
+                if !only_comment(after) || (!after.is_empty() && !after.starts_with(' ')) {
                     return None;
                 }
                 explicit = true;

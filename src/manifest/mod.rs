@@ -52,7 +52,8 @@ pub struct LoadOptions {
     pub max_file_size: u64,
     /// Deepest nesting of mappings and sequences. Default 200.
     pub max_depth: usize,
-    /// Most nodes that aliases may copy in one document. Default 100 000.
+    /// Most nodes that anchors and aliases may copy in one document.
+    /// Default 100 000.
     pub max_alias_nodes: usize,
     /// Report an object given twice (same group, kind, namespace and name)
     /// as an error and keep only the first. Default true.

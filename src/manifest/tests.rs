@@ -943,7 +943,7 @@ fn fuzz_corpus() {
     let iterations: usize = std::env::var("INTERLOCK_FUZZ_ITERATIONS")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(3000);
+        .unwrap_or(2000);
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     let seeds = [
         CM.to_string(),
@@ -977,4 +977,36 @@ fn fuzz_corpus() {
         fast_taken > iterations / 10,
         "the fast path took only {fast_taken} of {iterations} inputs"
     );
+}
+
+#[test]
+fn nested_anchors_do_not_copy_per_level() {
+    let mut t = format!("{CM}data:\n  a: ");
+    for i in 0..150 {
+        t.push_str(&format!("&a{i} ["));
+    }
+    t.push_str(&vec!["x"; 5000].join(", "));
+    t.push_str(&"]".repeat(150));
+    t.push('\n');
+    let start = std::time::Instant::now();
+    let l = yaml(&t);
+    assert!(start.elapsed() < std::time::Duration::from_secs(5));
+    assert!(
+        matches!(l.errors[0].kind, LoadErrorKind::AliasLimit { .. }),
+        "{:?}",
+        messages(&l)
+    );
+}
+
+#[test]
+fn long_lines_stay_linear() {
+    let items = vec!["é"; 30_000].join(", ");
+    let t = format!(
+        "{CM}data:\n  a: [{items}]\n  b: [{}]\n",
+        vec!["x"; 30_000].join(", ")
+    );
+    let start = std::time::Instant::now();
+    let l = yaml(&t);
+    assert!(start.elapsed() < std::time::Duration::from_secs(20));
+    assert!(l.errors.is_empty(), "{:?}", messages(&l));
 }

@@ -266,7 +266,7 @@ struct Builder<'l> {
     rec: Recorder,
     /// Nodes made so far in this document, aliases counted by their size.
     nodes: usize,
-    /// Nodes copied through aliases in this document.
+    /// Nodes copied through aliases and kept for anchors in this document.
     alias_nodes: usize,
     doc_line: Option<u32>,
     root: Option<Value>,
@@ -611,11 +611,21 @@ impl<'l> Builder<'l> {
         height: usize,
     ) -> Result<(), BuildError> {
         if anchor != 0 {
+            // Keeping a copy costs as much as expanding an alias: nested
+            // anchors must not copy a large tree once per level.
+            let nodes = self.nodes - nodes_at_start;
+            self.alias_nodes = self.alias_nodes.saturating_add(nodes);
+            if self.alias_nodes > self.limits.max_alias_nodes {
+                return Err(LoadErrorKind::AliasLimit {
+                    limit: self.limits.max_alias_nodes,
+                }
+                .into());
+            }
             self.anchors.insert(
                 anchor,
                 Anchored {
                     value: value.clone(),
-                    nodes: self.nodes - nodes_at_start,
+                    nodes,
                     height,
                 },
             );

@@ -58,6 +58,10 @@ pub(crate) fn run<'a, F: FnMut(Event<'a>, Span)>(chunk: &'a str, sink: F) -> Opt
         };
         let text = raw.trim_end_matches(' ');
         let indent = text.len() - text.trim_start_matches(' ').len();
+        if raw.starts_with("...") {
+            // A document end marker (or text that looks like one).
+            return None;
+        }
         let blank = text.is_empty();
         let ascii = text.is_ascii();
         if !ascii && text.len() > 4096 {

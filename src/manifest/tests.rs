@@ -753,6 +753,8 @@ fn fast_path_agrees_with_full_parser() {
         "a: {b}\n",
         "a: [x] y\n",
         "a: [x, y #c]\n",
+        "\n\nd:\n\n... \" rst:",
+        "a: 1\n...\n",
     ];
     let mut taken = 0;
     for s in samples {

@@ -593,6 +593,15 @@ impl<'a, F: FnMut(Event<'a>, Span)> Fast<'a, F> {
         if value.is_empty() || (key && value == "<<") {
             return None;
         }
+        // Inside flow collections the full parser has its own rules for
+        // indicators after spaces (`[a -]` is an error there): leave those.
+        if value
+            .as_bytes()
+            .windows(2)
+            .any(|w| w[0] == b' ' && is_indicator(w[1]) && w[1] != b' ')
+        {
+            return None;
+        }
         self.push(
             Event::Scalar(Cow::Borrowed(value), ScalarStyle::Plain, 0, None),
             line,

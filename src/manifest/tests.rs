@@ -657,11 +657,13 @@ fn parse_speed() {
         std::fs::write(&json_path, serde_json::to_string_pretty(&list).unwrap()).unwrap();
     }
     for round in 0..3 {
+        let rss0 = rss_mib();
         let cpu0 = cpu_seconds();
         let start = std::time::Instant::now();
         let l = load_paths(&[&path], &LoadOptions::default());
         let t = start.elapsed();
         let cpu = cpu_seconds() - cpu0;
+        let rss = rss_mib() - rss0;
         assert_eq!(l.documents.len(), n);
         assert!(l.errors.is_empty());
         let start = std::time::Instant::now();
@@ -669,7 +671,7 @@ fn parse_speed() {
         let tj = start.elapsed();
         assert_eq!(j.documents.len(), n);
         println!(
-            "round {round}: {n} objects, YAML {:.1} MiB in {:?} (CPU {cpu:.2} s); JSON List {:.1} MiB in {:?}; threads {}",
+            "round {round}: {n} objects, YAML {:.1} MiB in {:?} (CPU {cpu:.2} s, +{rss:.0} MiB resident); JSON List {:.1} MiB in {:?}; threads {}",
             text.len() as f64 / 1048576.0,
             t,
             std::fs::metadata(&json_path).unwrap().len() as f64 / 1048576.0,
@@ -717,6 +719,17 @@ fn parse_profile() {
     }
 }
 
+/// Resident memory of this process in MiB, from /proc (Linux only).
+fn rss_mib() -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        .unwrap_or(0.0)
+        / 1024.0
+}
+
 /// User plus system CPU time of this process, from /proc (Linux only).
 fn cpu_seconds() -> f64 {
     let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
@@ -755,6 +768,8 @@ fn fast_path_agrees_with_full_parser() {
         "a: [x, y #c]\n",
         "\n\nd:\n\n... \" rst:",
         "a: 1\n...\n",
+        "m: {d: apiVsio:vn -}\n",
+        "m: [a -, b]\n",
     ];
     let mut taken = 0;
     for s in samples {

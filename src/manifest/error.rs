@@ -124,7 +124,7 @@ pub enum LoadErrorKind {
     },
     /// Aliases expand to too many nodes.
     #[error(
-        "aliases expand to more than {limit} nodes; this looks like a \"billion laughs\" document"
+        "anchors and aliases copy more than {limit} nodes; this looks like a \"billion laughs\" document"
     )]
     AliasLimit {
         /// The limit.

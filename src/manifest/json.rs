@@ -183,9 +183,11 @@ fn scan(text: &str, first_line: u32, value: &Value, rec: &mut Recorder) -> Resul
                 if c == b'"' {
                     let end = string_end(b, i);
                     if is_key {
-                        let raw = &text[i + 1..end.saturating_sub(1).max(i + 1)];
+                        let Some(raw) = text.get(i + 1..end.saturating_sub(1).max(i + 1)) else {
+                            return Ok(());
+                        };
                         let key: std::borrow::Cow<'_, str> = if raw.contains('\\') {
-                            match serde_json::from_str::<String>(&text[i..end]) {
+                            match serde_json::from_str::<String>(text.get(i..end).unwrap_or("")) {
                                 Ok(k) => std::borrow::Cow::Owned(k),
                                 Err(_) => return Ok(()),
                             }

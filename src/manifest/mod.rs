@@ -1,18 +1,37 @@
 //! Reading Kubernetes manifests, with the line of every object and field.
 //!
-//! Inputs are files, directories (recursively: `.yaml`, `.yml`, `.json`,
-//! hidden entries skipped) and `-` for standard input. YAML streams may hold
-//! many documents; `kind: List` (and `FooList` kinds with `items`) are
-//! unpacked into their items. Loading never stops at a bad file or document:
-//! [`load_paths`] returns every good object and every error, each error with
-//! file, line and (where known) column.
+//! Inputs are files, directories (recursively: `.yaml`, `.yml`, `.json`, in
+//! name order, hidden entries skipped, symlink loops followed once) and `-`
+//! for standard input. YAML streams may hold many documents; `kind: List`
+//! (and `FooList` kinds with `items`) are unpacked into their items. Loading
+//! never stops at a bad file or document: [`load_paths`] returns every good
+//! object and every error, each error with file, line and (where known)
+//! column. A YAML syntax error costs only the document it is in.
 //!
-//! YAML scalars resolve as `kubectl` reads them (the rules are listed in
-//! `src/manifest/scalar.rs`): YAML 1.1 booleans (`yes`/`no`/`on`/`off` included), Go integer
-//! syntax, integral floats as integers, timestamps as strings, quoted scalars
-//! always strings. Duplicate mapping keys are an error, as in `kubectl`'s
-//! strict decoding. `.json` files are read with `serde_json` and get the same
-//! checks (duplicate keys, number normalisation) and lines.
+//! Choices, made to match what `kubectl apply` sends to the API server:
+//! - YAML scalars resolve as `sigs.k8s.io/yaml` (go-yaml v2) reads them; the
+//!   rules are listed in `src/manifest/scalar.rs`: YAML 1.1 booleans
+//!   (`yes`/`no`/`on`/`off`/`y`/`n` included), Go integer syntax (`0x`,
+//!   `0o`, leading-zero octal), integral floats as integers, timestamps as
+//!   strings, quoted scalars always strings, `.inf`/`.nan` an error (JSON
+//!   cannot hold them). Non-string keys become strings (`1: x` is `"1"`,
+//!   `on: x` is `"true"`).
+//! - Duplicate mapping keys are an error naming both lines, as in `kubectl`'s
+//!   strict decoding; keys that are equal once made strings count as
+//!   duplicates. Merge keys (`<<`) follow the YAML merge spec: explicit keys
+//!   win, earlier merged mappings win over later ones.
+//! - A document must be a mapping with non-empty string `apiVersion` and
+//!   `kind`, and `metadata.name` or `metadata.generateName`; the same object
+//!   (API group, kind, namespace, name) given twice is an error and only the
+//!   first copy is kept.
+//! - `.json` files are read with `serde_json` (nesting limit 128) and get the
+//!   same checks (duplicate keys, number normalisation) and lines.
+//! - Limits ([`LoadOptions`]): file size (64 MiB), nesting depth (200), nodes
+//!   copied by anchors and aliases per document (100 000).
+//!
+//! Most manifests go through a fast path for the usual subset of YAML
+//! (`src/manifest/fast.rs`); anything else goes through `saphyr-parser`.
+//! Both produce the same events, and the fuzz target checks they agree.
 //!
 //! ```
 //! use interlock::manifest::{load_str, Format, LoadOptions, PathSegment, Source};
@@ -25,6 +44,7 @@
 //! ```
 
 mod error;
+mod fast;
 mod inputs;
 mod json;
 mod object;
@@ -51,7 +71,8 @@ pub struct LoadOptions {
     pub max_file_size: u64,
     /// Deepest nesting of mappings and sequences. Default 200.
     pub max_depth: usize,
-    /// Most nodes that aliases may copy in one document. Default 100 000.
+    /// Most nodes that anchors and aliases may copy in one document.
+    /// Default 100 000.
     pub max_alias_nodes: usize,
     /// Report an object given twice (same group, kind, namespace and name)
     /// as an error and keep only the first. Default true.
@@ -371,6 +392,23 @@ fn reject_duplicates(all: &mut Loaded) {
         i += 1;
         keep
     });
+}
+
+/// For the fuzz target: loads `bytes` as YAML and as JSON, and checks that
+/// the YAML fast path agrees with the full parser. Panics on a difference.
+#[doc(hidden)]
+pub fn fuzz_one(bytes: &[u8]) {
+    let opts = LoadOptions {
+        max_alias_nodes: 10_000,
+        ..LoadOptions::default()
+    };
+    let _ = load_bytes(Source::Stdin, bytes, Format::Yaml, &opts);
+    let _ = load_bytes(Source::Stdin, bytes, Format::Json, &opts);
+    if let Ok(text) = std::str::from_utf8(bytes) {
+        if let Err(diff) = yaml::compare_paths(text, &opts) {
+            panic!("{diff}");
+        }
+    }
 }
 
 #[cfg(test)]

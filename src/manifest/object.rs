@@ -23,6 +23,17 @@ pub(crate) fn type_name(v: &Value) -> &'static str {
     }
 }
 
+/// Like [`type_name`], with a hint for booleans where a string was meant.
+fn found_name(v: &Value) -> &'static str {
+    match v {
+        Value::Bool(_) => {
+            "a boolean (unquoted y, n, yes, no, on and off are booleans in YAML; quote the value)"
+        }
+        Value::String(s) if s.is_empty() => "an empty string",
+        other => type_name(other),
+    }
+}
+
 /// True for `kind: List` and for `FooList` kinds that carry `items`.
 pub(crate) fn is_list(v: &Value) -> bool {
     let Some(kind) = v.get("kind").and_then(Value::as_str) else {
@@ -136,11 +147,7 @@ fn check_type(v: &Value, base: u64, index: &PositionIndex) -> Check {
                     LoadErrorKind::BadField {
                         field,
                         expected: "a non-empty string",
-                        found: if other.as_str() == Some("") {
-                            "an empty string"
-                        } else {
-                            type_name(other)
-                        },
+                        found: found_name(other),
                     },
                     field_line(index, child_key(base, field)),
                 ));
@@ -172,11 +179,7 @@ fn check_name(v: &Value, base: u64, index: &PositionIndex) -> Check {
             LoadErrorKind::BadField {
                 field,
                 expected: "a non-empty string",
-                found: if found.as_str() == Some("") {
-                    "an empty string"
-                } else {
-                    type_name(found)
-                },
+                found: found_name(found),
             },
             field_line(index, child_key(meta_hash, key)).or(field_line(index, meta_hash)),
         )
@@ -199,7 +202,7 @@ fn check_name(v: &Value, base: u64, index: &PositionIndex) -> Check {
                 LoadErrorKind::BadField {
                     field: "metadata.namespace",
                     expected: "a string",
-                    found: type_name(other),
+                    found: found_name(other),
                 },
                 field_line(index, child_key(meta_hash, "namespace")),
             ))

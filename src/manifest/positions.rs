@@ -89,6 +89,10 @@ impl PositionIndex {
             .map(|i| self.entries[i].1)
     }
 
+    pub(crate) fn entries(&self) -> &[(u64, u32)] {
+        &self.entries
+    }
+
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
         self.entries.len()

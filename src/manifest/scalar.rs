@@ -132,13 +132,13 @@ pub(crate) fn resolve<'a>(
         Some(want) => {
             let raw = text.clone().into_owned();
             let got = resolve_plain(text);
-            let ok = match (&got, want) {
-                (Resolved::Int(_) | Resolved::Uint(_), CoreTag::Int) => true,
-                (Resolved::Float(_), CoreTag::Float) => true,
-                (Resolved::Bool(_), CoreTag::Bool) => true,
-                (Resolved::Null, CoreTag::Null) => true,
-                _ => false,
-            };
+            let ok = matches!(
+                (&got, want),
+                (Resolved::Int(_) | Resolved::Uint(_), CoreTag::Int)
+                    | (Resolved::Float(_), CoreTag::Float)
+                    | (Resolved::Bool(_), CoreTag::Bool)
+                    | (Resolved::Null, CoreTag::Null)
+            );
             if ok {
                 return Ok(got);
             }
@@ -339,15 +339,22 @@ fn parse_go_float(s: &str) -> Option<f64> {
 }
 
 /// Turns a resolved scalar into a JSON value.
-pub(crate) fn to_json(r: Resolved<'_>, text_for_errors: &str) -> Result<Value, ScalarError> {
+pub(crate) fn to_json(r: Resolved<'_>) -> Result<Value, ScalarError> {
     Ok(match r {
         Resolved::Null => Value::Null,
         Resolved::Bool(b) => Value::Bool(b),
         Resolved::Int(i) => Value::Number(i.into()),
         Resolved::Uint(u) => Value::Number(u.into()),
-        Resolved::Float(f) => {
-            float_to_json(f).ok_or_else(|| ScalarError::NotFinite(text_for_errors.to_string()))?
-        }
+        Resolved::Float(f) => float_to_json(f).ok_or_else(|| {
+            let spelling = if f.is_nan() {
+                ".nan"
+            } else if f > 0.0 {
+                ".inf"
+            } else {
+                "-.inf"
+            };
+            ScalarError::NotFinite(spelling.to_string())
+        })?,
         Resolved::Str(s) => Value::String(s.into_owned()),
         Resolved::Merge => Value::String("<<".to_string()),
     })
@@ -359,7 +366,7 @@ pub(crate) fn float_to_json(f: f64) -> Option<Value> {
     if !f.is_finite() {
         return None;
     }
-    if f.fract() == 0.0 && f.abs() < 9.223_372_036_854_775_808e18 {
+    if f.fract() == 0.0 && f.abs() < 9_223_372_036_854_775_808.0 {
         return Some(Value::Number((f as i64).into()));
     }
     Number::from_f64(f).map(Value::Number)
@@ -412,7 +419,7 @@ pub(crate) fn go_format_float32(f: f64) -> String {
         out.push('0');
         return out;
     }
-    if exp < -4 || exp >= 6 {
+    if !(-4..6).contains(&exp) {
         out.push_str(&digits[..1]);
         if nd > 1 {
             out.push('.');
@@ -459,7 +466,7 @@ mod tests {
     use std::borrow::Cow;
 
     fn plain(s: &str) -> Value {
-        to_json(resolve_plain(Cow::Borrowed(s)), s).unwrap()
+        to_json(resolve_plain(Cow::Borrowed(s))).unwrap()
     }
 
     #[test]
@@ -522,7 +529,7 @@ mod tests {
         assert_eq!(plain("."), json!("."));
         assert_eq!(plain("1e"), json!("1e"));
         for s in [".inf", "-.Inf", "+.INF", ".nan", ".NaN"] {
-            let err = to_json(resolve_plain(Cow::Borrowed(s)), s).unwrap_err();
+            let err = to_json(resolve_plain(Cow::Borrowed(s))).unwrap_err();
             assert!(matches!(err, ScalarError::NotFinite(_)), "{s}");
         }
         // Not YAML floats.
@@ -547,17 +554,17 @@ mod tests {
     #[test]
     fn quoted_scalars_are_strings() {
         let r = resolve(Cow::Borrowed("true"), Style::Quoted, None).unwrap();
-        assert_eq!(to_json(r, "").unwrap(), json!("true"));
+        assert_eq!(to_json(r).unwrap(), json!("true"));
         let r = resolve(Cow::Borrowed("123"), Style::Quoted, None).unwrap();
-        assert_eq!(to_json(r, "").unwrap(), json!("123"));
+        assert_eq!(to_json(r).unwrap(), json!("123"));
     }
 
     #[test]
     fn tags() {
         let r = resolve(Cow::Borrowed("123"), Style::Plain, Some(CoreTag::Str)).unwrap();
-        assert_eq!(to_json(r, "").unwrap(), json!("123"));
+        assert_eq!(to_json(r).unwrap(), json!("123"));
         let r = resolve(Cow::Borrowed("123"), Style::Quoted, Some(CoreTag::Int)).unwrap();
-        assert_eq!(to_json(r, "").unwrap(), json!(123));
+        assert_eq!(to_json(r).unwrap(), json!(123));
         let r = resolve(Cow::Borrowed("2"), Style::Plain, Some(CoreTag::Float)).unwrap();
         assert_eq!(r, Resolved::Float(2.0));
         assert!(resolve(Cow::Borrowed("abc"), Style::Plain, Some(CoreTag::Int)).is_err());
@@ -567,10 +574,10 @@ mod tests {
             Some(CoreTag::Binary),
         )
         .unwrap();
-        assert_eq!(to_json(r, "").unwrap(), json!("hello"));
+        assert_eq!(to_json(r).unwrap(), json!("hello"));
         assert!(resolve(Cow::Borrowed("!!!"), Style::Plain, Some(CoreTag::Binary)).is_err());
         let r = resolve(Cow::Borrowed("true"), Style::Plain, Some(CoreTag::Other)).unwrap();
-        assert_eq!(to_json(r, "").unwrap(), json!("true"));
+        assert_eq!(to_json(r).unwrap(), json!("true"));
     }
 
     #[test]

@@ -156,7 +156,7 @@ fn billion_laughs_is_stopped() {
     let mut text = String::from("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  a0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]\n");
     for i in 1..10 {
         let prev = format!("*a{}", i - 1);
-        let items = vec![prev.as_str(); 10].join(", ");
+        let items = [prev.as_str(); 10].join(", ");
         text.push_str(&format!("  a{i}: &a{i} [{items}]\n"));
     }
     let start = std::time::Instant::now();
@@ -243,7 +243,6 @@ fn syntax_error_costs_one_document() {
     let text = format!(
         "{CM}---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: b\n   bad: [\n---\n{CM}"
     );
-    let text = text.replacen("name: a\n", "name: a\n", 1);
     let mut t2 = text.clone();
     // Make the last document a different object.
     t2 = t2.replacen("name: a\n", "name: first\n", 1);
@@ -265,6 +264,15 @@ fn mapping_values_error_message() {
     let m = l.errors[0].to_string();
     assert!(m.starts_with("t.yaml:4:"), "{m}");
     assert!(m.contains("mapping values are not allowed"), "{m}");
+}
+
+#[test]
+fn yaml_1_1_booleans_get_a_hint() {
+    let l = yaml("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  namespace: no\n");
+    assert_eq!(
+        messages(&l),
+        vec!["t.yaml:5: \"metadata.namespace\" must be a string, found a boolean (unquoted y, n, yes, no, on and off are booleans in YAML; quote the value)"]
+    );
 }
 
 #[test]
@@ -536,4 +544,486 @@ fn document_new_and_crlf() {
     assert!(l.errors.is_empty(), "{:?}", messages(&l));
     assert_eq!(l.documents[1].line, 6);
     assert_eq!(l.documents[1].line_of_pointer("/metadata/name"), Some(9));
+}
+
+/// A realistic multi-kind stream of `n` objects, for timing.
+pub(crate) fn synthetic_stream(n: usize) -> String {
+    let mut s = String::with_capacity(n * 600);
+    for i in 0..n {
+        let ns = format!("team-{}", i % 50);
+        match i % 4 {
+            0 => s.push_str(&format!(
+                "---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web-{i}
+  namespace: {ns}
+  labels:
+    app: web-{i}
+    tier: frontend
+spec:
+  replicas: 3
+  selector:
+    matchLabels:
+      app: web-{i}
+  template:
+    metadata:
+      labels:
+        app: web-{i}
+    spec:
+      containers:
+      - name: web
+        image: \"registry.example.com/web:1.{i}\"
+        ports:
+        - containerPort: 8080
+        envFrom:
+        - configMapRef:
+            name: cfg-{i}
+        resources:
+          limits: {{cpu: 500m, memory: 256Mi}}
+"
+            )),
+            1 => s.push_str(&format!(
+                "---
+apiVersion: v1
+kind: Service
+metadata:
+  name: svc-{i}
+  namespace: {ns}
+spec:
+  selector:
+    app: web-{i}
+  ports:
+  - port: 80
+    targetPort: 8080
+"
+            )),
+            2 => s.push_str(&format!(
+                "---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: cfg-{i}
+  namespace: {ns}
+data:
+  LOG_LEVEL: info
+  FEATURE_X: \"true\"
+  config.yaml: |
+    listen: :8080
+    upstream: http://svc-{i}
+"
+            )),
+            _ => s.push_str(&format!(
+                "---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata:
+  name: ing-{i}
+  namespace: {ns}
+spec:
+  rules:
+  - host: app-{i}.example.com
+    http:
+      paths:
+      - path: /
+        pathType: Prefix
+        backend:
+          service:
+            name: svc-{i}
+            port:
+              number: 80
+"
+            )),
+        }
+    }
+    s
+}
+
+/// `cargo test --release --lib manifest::tests::parse_speed -- --ignored --nocapture`
+#[test]
+#[ignore]
+fn parse_speed() {
+    let n = 100_000;
+    let text = synthetic_stream(n);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("big.yaml");
+    std::fs::write(&path, &text).unwrap();
+    let json_path = dir.path().join("big.json");
+    {
+        let l = yaml(&text);
+        let items: Vec<_> = l.documents.iter().map(|d| d.value.clone()).collect();
+        let list = json!({"apiVersion": "v1", "kind": "List", "items": items});
+        std::fs::write(&json_path, serde_json::to_string_pretty(&list).unwrap()).unwrap();
+    }
+    for round in 0..3 {
+        let rss0 = rss_mib();
+        let cpu0 = cpu_seconds();
+        let start = std::time::Instant::now();
+        let l = load_paths(&[&path], &LoadOptions::default());
+        let t = start.elapsed();
+        let cpu = cpu_seconds() - cpu0;
+        let rss = rss_mib() - rss0;
+        assert_eq!(l.documents.len(), n);
+        assert!(l.errors.is_empty());
+        let start = std::time::Instant::now();
+        let j = load_paths(&[&json_path], &LoadOptions::default());
+        let tj = start.elapsed();
+        assert_eq!(j.documents.len(), n);
+        println!(
+            "round {round}: {n} objects, YAML {:.1} MiB in {:?} (CPU {cpu:.2} s, +{rss:.0} MiB resident); JSON List {:.1} MiB in {:?}; threads {}",
+            text.len() as f64 / 1048576.0,
+            t,
+            std::fs::metadata(&json_path).unwrap().len() as f64 / 1048576.0,
+            tj,
+            rayon::current_num_threads()
+        );
+    }
+}
+
+/// `cargo test --release --lib manifest::tests::parse_profile -- --ignored --nocapture`
+#[test]
+#[ignore]
+fn parse_profile() {
+    let text = synthetic_stream(100_000);
+    let opts = LoadOptions::default();
+    for _ in 0..3 {
+        let c = cpu_seconds();
+        let pieces = yaml::split_documents(&text);
+        let split = cpu_seconds() - c;
+        let c = cpu_seconds();
+        let mut events = 0;
+        for &(s, e, _) in &pieces {
+            let _ = super::fast::run(&text[s..e], |_, _| events += 1);
+        }
+        let fast = cpu_seconds() - c;
+        let c = cpu_seconds();
+        let mut raws = Vec::new();
+        for &(s, e, l) in &pieces {
+            raws.extend(yaml::parse_chunk(&text[s..e], l, &opts).docs);
+        }
+        let build = cpu_seconds() - c;
+        let c = cpu_seconds();
+        let mut out = Vec::new();
+        let mut errs = Vec::new();
+        for raw in raws {
+            object::unpack(&Source::Stdin, raw, &mut out, &mut errs);
+        }
+        let unpack = cpu_seconds() - c;
+        let c = cpu_seconds();
+        drop(out);
+        let dropt = cpu_seconds() - c;
+        println!(
+            "CPU s: split {split:.2}, fast events ({events}) {fast:.2}, events+build {build:.2}, unpack {unpack:.2}, drop {dropt:.2}"
+        );
+    }
+}
+
+/// Resident memory of this process in MiB, from /proc (Linux only).
+fn rss_mib() -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        .unwrap_or(0.0)
+        / 1024.0
+}
+
+/// User plus system CPU time of this process, from /proc (Linux only).
+fn cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let after = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let f: Vec<&str> = after.split_whitespace().collect();
+    let ticks = |i: usize| f.get(i).and_then(|s| s.parse::<f64>().ok()).unwrap_or(0.0);
+    // Fields 14 and 15 (utime, stime) are at 11 and 12 after the command name.
+    (ticks(11) + ticks(12)) / 100.0
+}
+
+#[test]
+fn fast_path_agrees_with_full_parser() {
+    let samples = [
+        "a: 1\nb:\n  c: [1]\n",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a # comment\n  labels: {}\ndata:\n  a: 'it''s'\n  b: \"x\\ty\\u00e9\"\n  c: |\n    one\n\n    two\n  d: |-\n    x\n  e:\n  f: ~\n  g: yes\n",
+        "list:\n- a\n- b: 1\n  c: 2\n-\n  d: 3\n- - x\n  - y\n-\n- [] # empty\n",
+        "k: v\n# trailing comment\n\n",
+        "---\n# c\nx:\n  - 1\n  - 2\ny: |\n\n  leading blank\n",
+        "\"quoted key\": 1\n'single': 2\non: 3\n1.5: 4\n",
+        "a: b\n  c\n",
+        "a: b: c\n",
+        "a:\n  b: 1\n c: 2\n",
+        "- a\nb: 1\n",
+        "a: |\n  x\n   y\n  z\n",
+        "a: |\n    x\n  y\n",
+        "a: 'x\n",
+        "ünï: \"ç\"\nb: ü\n",
+        "a: 1\na: 2\n",
+        "a: [x, 'y', \"z\", http://h:80/p, 1.5]\nb: {cpu: 500m, 'm': \"1Gi\"} # c\nc: [ ]\nd: { }\n",
+        "a: [x,]\n",
+        "a: [x, [y]]\n",
+        "a: {x: 1, x: 2}\n",
+        "a: [a: 1]\n",
+        "a: {b}\n",
+        "a: [x] y\n",
+        "a: [x, y #c]\n",
+        "\n\nd:\n\n... \" rst:",
+        "a: 1\n...\n",
+        "m: {d: apiVsio:vn -}\n",
+        "m: [a -, b]\n",
+    ];
+    let mut taken = 0;
+    for s in samples {
+        taken += yaml::compare_paths(s, &LoadOptions::default()).unwrap_or_else(|e| panic!("{e}"));
+    }
+    assert!(taken >= 8, "fast path took only {taken} samples");
+    let n = yaml::compare_paths(&synthetic_stream(400), &LoadOptions::default()).unwrap();
+    assert_eq!(n, 400, "the fast path should take every synthetic object");
+}
+
+/// A small deterministic pseudo-random generator (xorshift64*).
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
+        items[self.below(items.len())]
+    }
+}
+
+const SCALARS: &[&str] = &[
+    "a",
+    "web",
+    "yes",
+    "No",
+    "on",
+    "~",
+    "null",
+    "",
+    "0",
+    "-1",
+    "0x1F",
+    "0o17",
+    "017",
+    "08",
+    "1_000",
+    "1.5",
+    ".5",
+    "1e3",
+    ".inf",
+    "-.Inf",
+    ".nan",
+    "2024-01-01",
+    "1.2.3",
+    "500m",
+    "http://h:80/p",
+    "a#b",
+    "a #c",
+    "'q'",
+    "'it''s'",
+    "\"d\\n\\u00e9\"",
+    "\"\\x41\"",
+    "\"bad\\q\"",
+    "[]",
+    "{}",
+    "[a, 'b', 1]",
+    "{a: 1, b: x}",
+    "[a, [b]]",
+    "&x v",
+    "*x",
+    "!!str 1",
+    "!!int x",
+    "|",
+    "|-",
+    ">",
+    "ü",
+    "a: b",
+    "- x",
+    "@x",
+    "`x",
+    "<<",
+    "%x",
+    "\"unterminated",
+    "[a,]",
+    "\t",
+    "x\ty",
+];
+const KEYS: &[&str] = &[
+    "a", "b", "name", "on", "1", "1.5", "~", "\"q k\"", "'s'", "<<", "a b", "k:", "-k", "? k",
+    "x#y", "ü",
+];
+
+/// A random YAML document, mostly in the fast path's subset.
+fn random_yaml(rng: &mut Rng, depth: usize, indent: usize, out: &mut String) {
+    let pad = " ".repeat(indent);
+    let entries = 1 + rng.below(4);
+    let seq = rng.below(3) == 0;
+    for i in 0..entries {
+        if rng.below(12) == 0 {
+            out.push_str(&format!("{pad}# comment {i}\n"));
+        }
+        if rng.below(15) == 0 {
+            out.push('\n');
+        }
+        let lead = if seq {
+            format!("{pad}- ")
+        } else {
+            format!("{pad}{}:", rng.pick(KEYS))
+        };
+        match rng.below(6) {
+            0 | 1 if depth > 0 => {
+                if seq && rng.below(2) == 0 {
+                    // Compact mapping in a sequence item.
+                    out.push_str(&format!(
+                        "{lead}{}: {}\n",
+                        rng.pick(KEYS),
+                        rng.pick(SCALARS)
+                    ));
+                    random_yaml(rng, depth - 1, indent + 2, out);
+                } else {
+                    out.push_str(lead.trim_end());
+                    out.push('\n');
+                    let extra = if !seq && rng.below(4) == 0 { 0 } else { 2 };
+                    random_yaml(rng, depth - 1, indent + extra, out);
+                }
+            }
+            2 => {
+                let chomp = rng.pick(&["|", "|-", "|+", ">", "|2"]);
+                let sep = if seq { "" } else { " " };
+                out.push_str(&format!("{lead}{sep}{chomp}\n"));
+                for _ in 0..rng.below(4) {
+                    let extra = " ".repeat(rng.below(3));
+                    let text = rng.pick(SCALARS);
+                    if rng.below(5) == 0 {
+                        out.push('\n');
+                    }
+                    out.push_str(&format!("{pad}  {extra}{text}\n"));
+                }
+            }
+            _ => {
+                let sep = if seq { "" } else { " " };
+                let mut v = rng.pick(SCALARS).to_string();
+                if rng.below(8) == 0 {
+                    v.push_str(" # trailing");
+                }
+                if rng.below(10) == 0 {
+                    v.push(' ');
+                }
+                out.push_str(&format!("{lead}{sep}{v}\n"));
+            }
+        }
+    }
+}
+
+/// Byte-level damage: flips, inserts of YAML-significant bytes, deletions.
+fn mutate(rng: &mut Rng, s: &str) -> Vec<u8> {
+    let mut b = s.as_bytes().to_vec();
+    for _ in 0..rng.below(4) {
+        let at = rng.below(b.len() + 1);
+        match rng.below(4) {
+            0 if !b.is_empty() => {
+                let end = (at + rng.below(8)).min(b.len());
+                b.drain(at.min(end)..end);
+            }
+            1 => {
+                let ins = *b": -#'\"[]{}&*!|>\t\r\n ,?%@\\"
+                    .get(rng.below(25))
+                    .unwrap_or(&b' ');
+                b.insert(at, ins);
+            }
+            2 if !b.is_empty() => {
+                let i = at.min(b.len() - 1);
+                b[i] ^= 1 << rng.below(8);
+            }
+            _ => {
+                let end = (at + rng.below(16)).min(b.len());
+                let piece = b[at.min(end)..end].to_vec();
+                b.splice(at..at, piece);
+            }
+        }
+    }
+    b
+}
+
+/// The fuzz target's checks over a generated corpus, for machines without
+/// cargo-fuzz: `INTERLOCK_FUZZ_ITERATIONS=200000 cargo test --release --lib
+/// manifest::tests::fuzz_corpus` runs longer.
+#[test]
+fn fuzz_corpus() {
+    let iterations: usize = std::env::var("INTERLOCK_FUZZ_ITERATIONS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(2000);
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let seeds = [
+        CM.to_string(),
+        synthetic_stream(4),
+        "{\"apiVersion\": \"v1\", \"kind\": \"List\", \"items\": [{\"a\": [1, 2.0, \"x\"]}]}"
+            .to_string(),
+        "a: &x [1, 2]\nb: *x\nc:\n  <<: {d: 1}\n".to_string(),
+    ];
+    let mut fast_taken = 0;
+    for i in 0..iterations {
+        let mut doc = String::new();
+        if i % 3 == 0 {
+            doc.push_str(&seeds[rng.below(seeds.len())]);
+        } else {
+            if rng.below(4) == 0 {
+                doc.push_str("---\n");
+            }
+            random_yaml(&mut rng, 3, 0, &mut doc);
+        }
+        let bytes = if rng.below(3) == 0 {
+            mutate(&mut rng, &doc)
+        } else {
+            doc.into_bytes()
+        };
+        fuzz_one(&bytes);
+        if let Ok(t) = std::str::from_utf8(&bytes) {
+            fast_taken += yaml::compare_paths(t, &LoadOptions::default()).unwrap_or(0);
+        }
+    }
+    assert!(
+        fast_taken > iterations / 10,
+        "the fast path took only {fast_taken} of {iterations} inputs"
+    );
+}
+
+#[test]
+fn nested_anchors_do_not_copy_per_level() {
+    let mut t = format!("{CM}data:\n  a: ");
+    for i in 0..150 {
+        t.push_str(&format!("&a{i} ["));
+    }
+    t.push_str(&vec!["x"; 5000].join(", "));
+    t.push_str(&"]".repeat(150));
+    t.push('\n');
+    let start = std::time::Instant::now();
+    let l = yaml(&t);
+    assert!(start.elapsed() < std::time::Duration::from_secs(5));
+    assert!(
+        matches!(l.errors[0].kind, LoadErrorKind::AliasLimit { .. }),
+        "{:?}",
+        messages(&l)
+    );
+}
+
+#[test]
+fn long_lines_stay_linear() {
+    let items = vec!["é"; 30_000].join(", ");
+    let t = format!(
+        "{CM}data:\n  a: [{items}]\n  b: [{}]\n",
+        vec!["x"; 30_000].join(", ")
+    );
+    let start = std::time::Instant::now();
+    let l = yaml(&t);
+    assert!(start.elapsed() < std::time::Duration::from_secs(20));
+    assert!(l.errors.is_empty(), "{:?}", messages(&l));
 }

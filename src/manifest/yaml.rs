@@ -14,6 +14,7 @@ use saphyr_parser::{Event, Parser, ScalarStyle, Span};
 use serde_json::{Map, Value};
 
 use super::error::LoadErrorKind;
+use super::fast;
 use super::positions::{child_index, child_key, PositionIndex, Recorder, ROOT};
 use super::scalar::{self, CoreTag, Resolved, Style};
 use super::Limits;
@@ -165,6 +166,21 @@ fn parse_chunk_guarded(chunk: &str, first_line: usize, limits: &Limits) -> Parse
 
 /// Parses one piece of a stream (usually one document).
 pub(crate) fn parse_chunk(chunk: &str, first_line: usize, limits: &Limits) -> Parsed {
+    if let Some(p) = parse_chunk_fast(chunk, first_line, limits) {
+        return p;
+    }
+    parse_chunk_full(chunk, first_line, limits)
+}
+
+/// Parses one piece with the fast path, or `None` if it does not apply.
+fn parse_chunk_fast(chunk: &str, first_line: usize, limits: &Limits) -> Option<Parsed> {
+    let mut b = Builder::new(first_line, limits);
+    fast::run(chunk, |ev, span| b.event(ev, span))?;
+    Some(b.out)
+}
+
+/// Parses one piece with `saphyr-parser` alone.
+pub(crate) fn parse_chunk_full(chunk: &str, first_line: usize, limits: &Limits) -> Parsed {
     let mut parser = Parser::new_from_str(chunk);
     let mut b = Builder::new(first_line, limits);
     while let Some(next) = parser.next_event() {
@@ -250,7 +266,7 @@ struct Builder<'l> {
     rec: Recorder,
     /// Nodes made so far in this document, aliases counted by their size.
     nodes: usize,
-    /// Nodes copied through aliases in this document.
+    /// Nodes copied through aliases and kept for anchors in this document.
     alias_nodes: usize,
     doc_line: Option<u32>,
     root: Option<Value>,
@@ -271,9 +287,11 @@ impl<'l> Builder<'l> {
             first_line,
             limits,
             out: Parsed::default(),
-            stack: Vec::new(),
+            stack: Vec::with_capacity(16),
             anchors: HashMap::new(),
-            rec: Recorder::default(),
+            rec: Recorder {
+                entries: Vec::with_capacity(64),
+            },
             nodes: 0,
             alias_nodes: 0,
             doc_line: None,
@@ -478,15 +496,9 @@ impl<'l> Builder<'l> {
             return Ok(());
         }
         let empty = text.is_empty() && style == Style::Plain && core.is_none() && anchor == 0;
-        let raw_for_errors = if text.len() <= 40 {
-            text.to_string()
-        } else {
-            format!("{}...", text.chars().take(40).collect::<String>())
-        };
         let resolved =
             scalar::resolve(text, style, core).map_err(|e| LoadErrorKind::Scalar(e.to_string()))?;
-        let value = scalar::to_json(resolved, &raw_for_errors)
-            .map_err(|e| LoadErrorKind::Scalar(e.to_string()))?;
+        let value = scalar::to_json(resolved).map_err(|e| LoadErrorKind::Scalar(e.to_string()))?;
         self.slot(line);
         if self.stack.is_empty() {
             self.root_empty = empty;
@@ -599,11 +611,21 @@ impl<'l> Builder<'l> {
         height: usize,
     ) -> Result<(), BuildError> {
         if anchor != 0 {
+            // Keeping a copy costs as much as expanding an alias: nested
+            // anchors must not copy a large tree once per level.
+            let nodes = self.nodes - nodes_at_start;
+            self.alias_nodes = self.alias_nodes.saturating_add(nodes);
+            if self.alias_nodes > self.limits.max_alias_nodes {
+                return Err(LoadErrorKind::AliasLimit {
+                    limit: self.limits.max_alias_nodes,
+                }
+                .into());
+            }
             self.anchors.insert(
                 anchor,
                 Anchored {
                     value: value.clone(),
-                    nodes: self.nodes - nodes_at_start,
+                    nodes,
                     height,
                 },
             );
@@ -621,21 +643,26 @@ impl<'l> Builder<'l> {
                 merges,
             } => match std::mem::replace(pending, Pending::Key) {
                 Pending::Value { key, line, col } => {
-                    let hash = parent.hash.map(|h| child_key(h, &key));
                     let parent_line = parent.line;
-                    if map.contains_key(&key) {
-                        let first_line =
-                            hash.map_or(parent_line, |h| self.rec.line_of(h, parent_line));
-                        // Reported at the second key, not at its value.
-                        return Err(BuildError {
-                            kind: LoadErrorKind::DuplicateKey {
-                                key,
-                                first_line: first_line as usize,
-                            },
-                            at: Some((line, col)),
-                        });
+                    match map.entry(key) {
+                        serde_json::map::Entry::Vacant(v) => {
+                            v.insert(value);
+                        }
+                        serde_json::map::Entry::Occupied(o) => {
+                            let key = o.key().clone();
+                            let hash = parent.hash.map(|h| child_key(h, &key));
+                            let first_line =
+                                hash.map_or(parent_line, |h| self.rec.line_of(h, parent_line));
+                            // Reported at the second key, not at its value.
+                            return Err(BuildError {
+                                kind: LoadErrorKind::DuplicateKey {
+                                    key,
+                                    first_line: first_line as usize,
+                                },
+                                at: Some((line, col)),
+                            });
+                        }
                     }
-                    map.insert(key, value);
                 }
                 Pending::Merge => {
                     let ok = match &value {
@@ -673,4 +700,36 @@ fn merge_into(map: &mut Map<String, Value>, source: Value) {
         }
         _ => {}
     }
+}
+
+/// Checks that the fast path and the full parser agree on `text`: same
+/// documents, values, lines and errors whenever the fast path takes a piece.
+/// Returns a description of the first difference.
+pub(crate) fn compare_paths(text: &str, limits: &Limits) -> Result<usize, String> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let mut taken = 0;
+    for (start, end, line) in split_documents(text) {
+        let chunk = &text[start..end];
+        let Some(fast) = parse_chunk_fast(chunk, line, limits) else {
+            continue;
+        };
+        taken += 1;
+        let full = parse_chunk_full(chunk, line, limits);
+        let show = |p: &Parsed| {
+            let docs: Vec<_> = p
+                .docs
+                .iter()
+                .filter(|d| !d.empty)
+                .map(|d| (d.line, d.value.clone(), d.index.entries().to_vec()))
+                .collect();
+            format!("{docs:?} {:?}", p.errors)
+        };
+        let (a, b) = (show(&fast), show(&full));
+        if a != b {
+            return Err(format!(
+                "fast and full parsers differ on {chunk:?}\nfast: {a}\nfull: {b}"
+            ));
+        }
+    }
+    Ok(taken)
 }

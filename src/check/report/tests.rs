@@ -417,12 +417,12 @@ fn from_documents_and_load_errors() {
     use crate::manifest::{load_str, Format, LoadOptions, Source};
     let l = load_str(
         Source::file("x.yaml"),
-        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  namespace: n\n---\nkind: X\n",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  namespace: shop\n---\nkind: X\n",
         Format::Yaml,
         &LoadOptions::default(),
     );
     let d = &l.documents[0];
-    assert_eq!(ObjectRef::from_document(d).to_string(), "ConfigMap n/a");
+    assert_eq!(ObjectRef::from_document(d).to_string(), "ConfigMap shop/a");
     assert_eq!(SourceLocation::from_document(d).to_string(), "x.yaml:1");
     let mut r = Report::default();
     r.add_load_errors(&l.errors);

@@ -217,6 +217,8 @@ fn mutated_expressions_never_panic() {
 fn huge_format_precision_is_an_error_not_a_panic() {
     let env = Env::kubernetes();
     let p = env.compile("'%.99999f'.format([1.0])").unwrap();
-    let err = p.eval(&Activation::new(&env)).expect_err("precision is bounded");
+    let err = p
+        .eval(&Activation::new(&env))
+        .expect_err("precision is bounded");
     assert!(err.message().contains("precision"), "{err}");
 }

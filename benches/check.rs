@@ -64,6 +64,8 @@ fn parse_args() -> Result<Opts, String> {
 /// One run of the binary.
 struct Run {
     wall: Duration,
+    /// User + system CPU time of the child.
+    cpu: Duration,
     max_rss_bytes: u64,
     exit: i32,
 }
@@ -95,12 +97,22 @@ fn run_binary(dir: &Path, out: &Path, err: &Path) -> Result<Run, String> {
     } else {
         -1
     };
+    let tv = |t: libc::timeval| Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64);
     Ok(Run {
         wall,
+        cpu: tv(usage.ru_utime) + tv(usage.ru_stime),
         // Linux reports ru_maxrss in KiB.
         max_rss_bytes: usage.ru_maxrss as u64 * 1024,
         exit,
     })
+}
+
+/// The 1, 5 and 15 minute load averages: other work on the machine makes
+/// wall times longer than the CPU time over the cores.
+fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "unknown".into())
 }
 
 fn median<T: Copy + Ord>(v: &mut [T]) -> T {
@@ -119,15 +131,31 @@ struct Row {
     runs: usize,
     wall: Duration,
     min_wall: Duration,
+    cpu: Duration,
     rss: u64,
     violations: u64,
     sown: gen_cluster::Generated,
-    phases: Option<(Duration, Duration)>,
+    phases: Option<Phases>,
 }
 
-/// Load and check, timed in-process through the library (median of `runs`).
-fn phases(dir: &Path, runs: usize) -> (Duration, Duration) {
-    use interlock::check::{self, CheckOptions, Report};
+/// CPU time (user + system) of this process so far, all threads.
+fn self_cpu() -> Duration {
+    // SAFETY: getrusage fills a plain-data struct.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) };
+    let tv = |t: libc::timeval| Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64);
+    tv(u.ru_utime) + tv(u.ru_stime)
+}
+
+/// In-process phases, median of `runs`: (wall, CPU) of loading the files,
+/// and of the whole `check::run` (which loads them again).
+struct Phases {
+    load: (Duration, Duration),
+    run: (Duration, Duration),
+}
+
+fn phases(dir: &Path, runs: usize) -> Phases {
+    use interlock::check::{self, CheckOptions};
     use interlock::manifest::{self, LoadOptions};
     let opts = CheckOptions {
         policies: vec![],
@@ -135,20 +163,23 @@ fn phases(dir: &Path, runs: usize) -> (Duration, Duration) {
         user: check::DEFAULT_USER.to_string(),
         record_evaluated: false,
     };
-    let mut loads = Vec::new();
-    let mut checks = Vec::new();
+    let (mut lw, mut lc, mut rw, mut rc) = (vec![], vec![], vec![], vec![]);
     for _ in 0..runs {
-        let t = Instant::now();
+        let (t, c) = (Instant::now(), self_cpu());
         let loaded = manifest::load_paths(&opts.inputs, &LoadOptions::default());
-        loads.push(t.elapsed());
-        let mut report = Report::default();
-        let policy_docs = check::run::load_policy_documents(&[], &mut report);
-        let t = Instant::now();
-        check::check_documents(&policy_docs, &loaded.documents, &opts, &mut report);
-        checks.push(t.elapsed());
+        lw.push(t.elapsed());
+        lc.push(self_cpu() - c);
+        drop(loaded);
+        let (t, c) = (Instant::now(), self_cpu());
+        let report = check::run(&opts);
+        rw.push(t.elapsed());
+        rc.push(self_cpu() - c);
         std::hint::black_box(report);
     }
-    (median(&mut loads), median(&mut checks))
+    Phases {
+        load: (median(&mut lw), median(&mut lc)),
+        run: (median(&mut rw), median(&mut rc)),
+    }
 }
 
 fn bench_size(size: usize, o: &Opts) -> Result<Row, String> {
@@ -172,6 +203,7 @@ fn bench_size(size: usize, o: &Opts) -> Result<Row, String> {
     let err = tmp.path().join("stderr.txt");
     let mut walls = Vec::new();
     let mut rss = Vec::new();
+    let mut cpus = Vec::new();
     for _ in 0..runs {
         let r = run_binary(&dir, &out, &err)?;
         if r.exit != 0 && r.exit != 1 {
@@ -180,6 +212,7 @@ fn bench_size(size: usize, o: &Opts) -> Result<Row, String> {
             return Err(format!("interlock check exited {} on {size} objects:\n{head}", r.exit));
         }
         walls.push(r.wall);
+        cpus.push(r.cpu);
         rss.push(r.max_rss_bytes);
     }
     let report: serde_json::Value = serde_json::from_reader(File::open(&out).map_err(|e| e.to_string())?)
@@ -199,6 +232,7 @@ fn bench_size(size: usize, o: &Opts) -> Result<Row, String> {
         runs,
         wall: median(&mut walls),
         min_wall,
+        cpu: median(&mut cpus),
         rss: median(&mut rss),
         violations: report["summary"]["violations"].as_u64().unwrap_or(0),
         sown: g,
@@ -216,21 +250,23 @@ fn main() {
     };
     let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
     println!("interlock check, bundled library, {cores} cores, binary {BIN}");
+    println!("load average before: {}", loadavg());
     println!();
-    println!("| objects | files | input on disk | runs | wall (median) | wall (min) | objects/s | peak RSS (median) | RSS / input | violations |");
-    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("| objects | files | input on disk | runs | wall (median) | wall (min) | CPU user+sys (median) | objects/s | peak RSS (median) | RSS / input | violations |");
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     let mut rows = Vec::new();
     for &size in &o.sizes {
         match bench_size(size, &o) {
             Ok(r) => {
                 println!(
-                    "| {} | {} | {} | {} | {:.3} s | {:.3} s | {:.0} | {} | {:.2}x | {} |",
+                    "| {} | {} | {} | {} | {:.3} s | {:.3} s | {:.3} s | {:.0} | {} | {:.2}x | {} |",
                     r.objects,
                     r.files,
                     mib(r.input_bytes),
                     r.runs,
                     r.wall.as_secs_f64(),
                     r.min_wall.as_secs_f64(),
+                    r.cpu.as_secs_f64(),
                     r.objects as f64 / r.wall.as_secs_f64(),
                     mib(r.rss),
                     r.rss as f64 / r.input_bytes as f64,
@@ -245,13 +281,19 @@ fn main() {
         }
     }
     println!();
+    println!("load average after: {}", loadavg());
     for r in &rows {
-        if let Some((load, check)) = r.phases {
+        if let Some(p) = &r.phases {
+            let s = |d: Duration| d.as_secs_f64();
             println!(
-                "phases at {} objects (in-process, median): load {:.3} s, policies + inventory + evaluation {:.3} s",
+                "in-process at {} objects (median): check::run {:.3} s wall / {:.3} s CPU, of which loading the files {:.3} s wall / {:.3} s CPU; the rest (policies, inventory, evaluation, report) {:.3} s wall / {:.3} s CPU",
                 r.objects,
-                load.as_secs_f64(),
-                check.as_secs_f64()
+                s(p.run.0),
+                s(p.run.1),
+                s(p.load.0),
+                s(p.load.1),
+                s(p.run.0.saturating_sub(p.load.0)),
+                s(p.run.1.saturating_sub(p.load.1)),
             );
         }
     }

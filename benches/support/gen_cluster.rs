@@ -398,18 +398,16 @@ spec:
     n
 }
 
-/// Writes a cluster of about `target` objects into `dir` (which must exist).
+/// Writes a cluster of exactly `target` objects into `dir` (which must exist).
 pub fn generate(dir: &Path, target: usize) -> io::Result<Generated> {
     let mut g = Generated::default();
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15 ^ target as u64);
-    // About 9.2 objects per app (2 pods on average, an Ingress 4 times in 5)
-    // and one Namespace per APPS_PER_NAMESPACE apps.
-    let per_ns = APPS_PER_NAMESPACE as f64 * 9.2 + 1.0;
-    let namespaces = ((target as f64 / per_ns).round() as usize).max(1);
     let mut namespace_docs = String::new();
     let mut hosts: Vec<String> = Vec::new();
     let mut list_items: Vec<String> = Vec::new();
-    for i in 0..namespaces {
+    let mut i = 0;
+    // An application brings at most 12 objects (3 pods).
+    while g.objects < target {
         let team = TEAMS[i % TEAMS.len()];
         let ns = format!("{team}-{i:05}");
         let _ = write!(
@@ -419,6 +417,9 @@ pub fn generate(dir: &Path, target: usize) -> io::Result<Generated> {
         g.objects += 1;
         let mut out = String::new();
         for a in 0..APPS_PER_NAMESPACE {
+            if g.objects + 12 > target {
+                break;
+            }
             let component = COMPONENTS[(i + a) % COMPONENTS.len()];
             let name = format!("{component}-{a}");
             let app = App {
@@ -434,14 +435,25 @@ pub fn generate(dir: &Path, target: usize) -> io::Result<Generated> {
             hosts.push(app.host.clone());
         }
         // Every 25th namespace also brings a ConfigMap in a JSON List file.
-        if i % 25 == 24 {
+        if i % 25 == 24 && g.objects < target {
             list_items.push(format!(
                 r#"{{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {{"name": "dashboards", "namespace": "{ns}"}}, "data": {{"overview.json": "{{\"panels\": []}}"}}}}"#
             ));
             g.objects += 1;
         }
+        // The last namespace is topped up to the exact count with ConfigMaps.
+        let mut k = 0;
+        while g.objects < target && g.objects + 12 > target {
+            let _ = write!(
+                out,
+                "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: extra-{k}\n  namespace: {ns}\ndata:\n  key: value-{k}\n"
+            );
+            g.objects += 1;
+            k += 1;
+        }
         let path = dir.join(format!("{ns}.yaml"));
         write_file(&path, out.as_bytes(), &mut g)?;
+        i += 1;
     }
     write_file(&dir.join("namespaces.yaml"), namespace_docs.as_bytes(), &mut g)?;
     for (k, chunk) in list_items.chunks(20).enumerate() {

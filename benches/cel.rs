@@ -156,7 +156,10 @@ impl Ours {
     fn eval(&self, object: &Json) -> Result<Json, String> {
         let mut act = Activation::new(&self.env);
         act.set(self.slot, Value::from_json(object));
-        self.program.eval(&act).map(|v| v.to_json()).map_err(|e| e.to_string())
+        self.program
+            .eval(&act)
+            .map(|v| v.to_json())
+            .map_err(|e| e.to_string())
     }
 }
 
@@ -227,7 +230,9 @@ impl Yard {
     fn new(expr: &str, object: &Json, expected: &Result<Json, String>) -> Yard {
         let program = match ycel::Program::compile(expr) {
             Ok(p) => p,
-            Err(e) => return Yard::Unsupported(format!("parse error: {}", first_line(&e.to_string()))),
+            Err(e) => {
+                return Yard::Unsupported(format!("parse error: {}", first_line(&e.to_string())))
+            }
         };
         let root = root_context();
         let mut ctx = root.new_inner_scope();
@@ -238,7 +243,9 @@ impl Yard {
             Err(e) => Yard::Unsupported(format!("eval error: {}", first_line(&e.to_string()))),
             Ok(v) => match expected {
                 Ok(want) if *want == yard_to_json(&v) => Yard::Ok(program),
-                Ok(want) => Yard::Unsupported(format!("wrong answer: {} (want {want})", yard_to_json(&v))),
+                Ok(want) => {
+                    Yard::Unsupported(format!("wrong answer: {} (want {want})", yard_to_json(&v)))
+                }
                 Err(_) => Yard::Ok(program),
             },
         }
@@ -272,7 +279,12 @@ fn prepare() -> Vec<Prepared> {
                 panic!("{}: our engine fails: {e}", case.name);
             }
             let yard = Yard::new(case.expr, &object, &expected);
-            Prepared { case, object, ours, yard }
+            Prepared {
+                case,
+                object,
+                ours,
+                yard,
+            }
         })
         .collect()
 }
@@ -283,13 +295,17 @@ fn criterion_benches(c: &mut Criterion, cases: &[Prepared]) {
         let mut g = c.benchmark_group("compile");
         for p in cases {
             let env = &p.ours.env;
-            g.bench_with_input(BenchmarkId::new("interlock", p.case.name), p.case.expr, |b, e| {
-                b.iter(|| env.compile(black_box(e)).is_ok())
-            });
+            g.bench_with_input(
+                BenchmarkId::new("interlock", p.case.name),
+                p.case.expr,
+                |b, e| b.iter(|| env.compile(black_box(e)).is_ok()),
+            );
             if let Yard::Ok(_) = p.yard {
-                g.bench_with_input(BenchmarkId::new("yardstick", p.case.name), p.case.expr, |b, e| {
-                    b.iter(|| ycel::Program::compile(black_box(e)).is_ok())
-                });
+                g.bench_with_input(
+                    BenchmarkId::new("yardstick", p.case.name),
+                    p.case.expr,
+                    |b, e| b.iter(|| ycel::Program::compile(black_box(e)).is_ok()),
+                );
             }
         }
         g.finish();
@@ -307,7 +323,8 @@ fn criterion_benches(c: &mut Criterion, cases: &[Prepared]) {
                 b.iter(|| yard_fresh_once(program, black_box(&p.object)))
             });
             let mut ctx = root.new_inner_scope();
-            ctx.add_variable("object", &p.object).expect("converted at prepare");
+            ctx.add_variable("object", &p.object)
+                .expect("converted at prepare");
             g.bench_function(BenchmarkId::new("yardstick-only", p.case.name), |b| {
                 b.iter(|| program.execute(black_box(&ctx)).is_ok())
             });
@@ -330,7 +347,9 @@ fn median_ns(samples: usize, batch: Duration, mut f: impl FnMut() -> bool) -> f6
         }
         let e = t.elapsed();
         if e >= batch / 4 {
-            n = ((n as f64) * batch.as_secs_f64() / e.as_secs_f64()).ceil().max(1.0) as u64;
+            n = ((n as f64) * batch.as_secs_f64() / e.as_secs_f64())
+                .ceil()
+                .max(1.0) as u64;
             break;
         }
         n *= 2;
@@ -373,10 +392,19 @@ fn fmt_ns(ns: f64) -> String {
 fn report(cases: &[Prepared], samples: usize, batch: Duration) {
     let root = root_context();
     let large = POD_LARGE.len();
-    let compact = serde_json::to_string(&pod_json(Pod::Large)).map(|s| s.len()).unwrap_or(0);
-    let small = serde_json::to_string(&pod_json(Pod::Small)).map(|s| s.len()).unwrap_or(0);
-    println!("CEL benchmark report: median of {samples} samples of ~{} ms each", batch.as_millis());
-    println!("pods: large {compact} bytes of compact JSON ({large} pretty-printed), small {small} bytes");
+    let compact = serde_json::to_string(&pod_json(Pod::Large))
+        .map(|s| s.len())
+        .unwrap_or(0);
+    let small = serde_json::to_string(&pod_json(Pod::Small))
+        .map(|s| s.len())
+        .unwrap_or(0);
+    println!(
+        "CEL benchmark report: median of {samples} samples of ~{} ms each",
+        batch.as_millis()
+    );
+    println!(
+        "pods: large {compact} bytes of compact JSON ({large} pretty-printed), small {small} bytes"
+    );
     println!();
     println!("| expression | pod | compile (ours) | compile (yardstick) | eval (ours) | eval (yardstick: convert + scope + execute) | eval (yardstick, fresh context) | eval (yardstick, execute only) | ratio | ratio (execute only) |");
     println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|");
@@ -387,18 +415,27 @@ fn report(cases: &[Prepared], samples: usize, batch: Duration) {
         let env = &p.ours.env;
         let expr = p.case.expr;
         let c_ours = median_ns(samples, batch, || env.compile(black_box(expr)).is_ok());
-        let e_ours = median_ns(samples, batch, || ours_eval_once(&p.ours, black_box(&p.object)));
+        let e_ours = median_ns(samples, batch, || {
+            ours_eval_once(&p.ours, black_box(&p.object))
+        });
         let pod = match p.case.pod {
             Pod::Large => "large",
             Pod::Small => "small",
         };
         match &p.yard {
             Yard::Ok(program) => {
-                let c_y = median_ns(samples, batch, || ycel::Program::compile(black_box(expr)).is_ok());
-                let e_y = median_ns(samples, batch, || yard_eval_once(program, &root, black_box(&p.object)));
-                let e_fresh = median_ns(samples, batch, || yard_fresh_once(program, black_box(&p.object)));
+                let c_y = median_ns(samples, batch, || {
+                    ycel::Program::compile(black_box(expr)).is_ok()
+                });
+                let e_y = median_ns(samples, batch, || {
+                    yard_eval_once(program, &root, black_box(&p.object))
+                });
+                let e_fresh = median_ns(samples, batch, || {
+                    yard_fresh_once(program, black_box(&p.object))
+                });
                 let mut ctx = root.new_inner_scope();
-                ctx.add_variable("object", &p.object).expect("converted at prepare");
+                ctx.add_variable("object", &p.object)
+                    .expect("converted at prepare");
                 let e_only = median_ns(samples, batch, || program.execute(black_box(&ctx)).is_ok());
                 let r = e_y / e_ours;
                 let r_only = e_only / e_ours;
@@ -433,9 +470,17 @@ fn report(cases: &[Prepared], samples: usize, batch: Duration) {
         "median ratio over the {} expressions both engines run: {m:.1}x (yardstick per evaluation / ours), {m_only:.1}x counting the yardstick's execute alone",
         ratios.len()
     );
-    println!("target: >= 5x (median ratio): {}", if m >= 5.0 { "met" } else { "MISSED" });
-    if let Some(p) = cases.iter().find(|p| p.case.name == "images_registry_small") {
-        let e = median_ns(samples, batch, || ours_eval_once(&p.ours, black_box(&p.object)));
+    println!(
+        "target: >= 5x (median ratio): {}",
+        if m >= 5.0 { "met" } else { "MISSED" }
+    );
+    if let Some(p) = cases
+        .iter()
+        .find(|p| p.case.name == "images_registry_small")
+    {
+        let e = median_ns(samples, batch, || {
+            ours_eval_once(&p.ours, black_box(&p.object))
+        });
         println!(
             "target: < 1 µs for containers.all(startsWith) on the two-container Pod: {} ({})",
             fmt_ns(e),

@@ -45,7 +45,12 @@ fn parse_args() -> Result<Opts, String> {
                 let v = args.next().ok_or("--sizes needs a value")?;
                 o.sizes = v
                     .split(',')
-                    .map(|s| s.trim().replace('_', "").parse::<usize>().map_err(|e| format!("--sizes {s}: {e}")))
+                    .map(|s| {
+                        s.trim()
+                            .replace('_', "")
+                            .parse::<usize>()
+                            .map_err(|e| format!("--sizes {s}: {e}"))
+                    })
                     .collect::<Result<_, _>>()?;
             }
             "--runs" => {
@@ -53,7 +58,11 @@ fn parse_args() -> Result<Opts, String> {
                 o.runs = Some(v.parse().map_err(|e| format!("--runs: {e}"))?);
             }
             "--phases" => o.phases = true,
-            "--keep" => o.keep = Some(PathBuf::from(args.next().ok_or("--keep needs a directory")?)),
+            "--keep" => {
+                o.keep = Some(PathBuf::from(
+                    args.next().ok_or("--keep needs a directory")?,
+                ))
+            }
             // What cargo bench passes, and filters: ignored.
             _ => {}
         }
@@ -97,7 +106,9 @@ fn run_binary(dir: &Path, out: &Path, err: &Path) -> Result<Run, String> {
     } else {
         -1
     };
-    let tv = |t: libc::timeval| Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64);
+    let tv = |t: libc::timeval| {
+        Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64)
+    };
     Ok(Run {
         wall,
         cpu: tv(usage.ru_utime) + tv(usage.ru_stime),
@@ -143,7 +154,9 @@ fn self_cpu() -> Duration {
     // SAFETY: getrusage fills a plain-data struct.
     let mut u: libc::rusage = unsafe { std::mem::zeroed() };
     unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) };
-    let tv = |t: libc::timeval| Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64);
+    let tv = |t: libc::timeval| {
+        Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64)
+    };
     tv(u.ru_utime) + tv(u.ru_stime)
 }
 
@@ -209,17 +222,24 @@ fn bench_size(size: usize, o: &Opts) -> Result<Row, String> {
         if r.exit != 0 && r.exit != 1 {
             let stderr = std::fs::read_to_string(&err).unwrap_or_default();
             let head: String = stderr.lines().take(20).collect::<Vec<_>>().join("\n");
-            return Err(format!("interlock check exited {} on {size} objects:\n{head}", r.exit));
+            return Err(format!(
+                "interlock check exited {} on {size} objects:\n{head}",
+                r.exit
+            ));
         }
         walls.push(r.wall);
         cpus.push(r.cpu);
         rss.push(r.max_rss_bytes);
     }
-    let report: serde_json::Value = serde_json::from_reader(File::open(&out).map_err(|e| e.to_string())?)
-        .map_err(|e| format!("report is not JSON: {e}"))?;
+    let report: serde_json::Value =
+        serde_json::from_reader(File::open(&out).map_err(|e| e.to_string())?)
+            .map_err(|e| format!("report is not JSON: {e}"))?;
     let objects = report["summary"]["objects"].as_u64().unwrap_or(0) as usize;
     if objects != g.objects {
-        return Err(format!("generated {} objects, the report counts {objects}", g.objects));
+        return Err(format!(
+            "generated {} objects, the report counts {objects}",
+            g.objects
+        ));
     }
     let phases = o.phases.then(|| phases(&dir, runs));
     let files = g.files;
@@ -248,7 +268,9 @@ fn main() {
             std::process::exit(2);
         }
     };
-    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let cores = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
     println!("interlock check, bundled library, {cores} cores, binary {BIN}");
     println!("load average before: {}", loadavg());
     println!();
@@ -305,7 +327,10 @@ fn main() {
         };
         if let Some((limit, what)) = target {
             let t = r.wall.as_secs_f64();
-            println!("target {what}: {t:.3} s ({})", if t < limit { "met" } else { "MISSED" });
+            println!(
+                "target {what}: {t:.3} s ({})",
+                if t < limit { "met" } else { "MISSED" }
+            );
         }
         let ratio = r.rss as f64 / r.input_bytes as f64;
         println!(

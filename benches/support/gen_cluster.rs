@@ -58,12 +58,30 @@ impl Rng {
     }
     fn uid(&mut self) -> String {
         let h = self.hex(32);
-        format!("{}-{}-{}-{}-{}", &h[0..8], &h[8..12], &h[12..16], &h[16..20], &h[20..32])
+        format!(
+            "{}-{}-{}-{}-{}",
+            &h[0..8],
+            &h[8..12],
+            &h[12..16],
+            &h[16..20],
+            &h[20..32]
+        )
     }
 }
 
-const TEAMS: &[&str] = &["payments", "search", "catalog", "identity", "platform", "data", "growth", "mobile"];
-const COMPONENTS: &[&str] = &["api", "worker", "frontend", "gateway", "scheduler", "indexer", "cache", "ingest"];
+const TEAMS: &[&str] = &[
+    "payments", "search", "catalog", "identity", "platform", "data", "growth", "mobile",
+];
+const COMPONENTS: &[&str] = &[
+    "api",
+    "worker",
+    "frontend",
+    "gateway",
+    "scheduler",
+    "indexer",
+    "cache",
+    "ingest",
+];
 
 struct App {
     ns: String,
@@ -77,9 +95,23 @@ struct App {
 
 /// Objects one application contributes (Deployment, Pods, Service, ConfigMap,
 /// Secret, PDB, HPA, usually an Ingress).
-fn app_objects(app: &App, rng: &mut Rng, out: &mut String, g: &mut Generated, all_hosts: &[String]) -> usize {
+fn app_objects(
+    app: &App,
+    rng: &mut Rng,
+    out: &mut String,
+    g: &mut Generated,
+    all_hosts: &[String],
+) -> usize {
     let mut n = 0;
-    let App { ns, name, team, component, replicas, image, .. } = app;
+    let App {
+        ns,
+        name,
+        team,
+        component,
+        replicas,
+        image,
+        ..
+    } = app;
     let labels = format!(
         "      app.kubernetes.io/name: {name}\n      app.kubernetes.io/component: {component}\n      app.kubernetes.io/part-of: {ns}\n      team: {team}\n"
     );
@@ -92,7 +124,12 @@ fn app_objects(app: &App, rng: &mut Rng, out: &mut String, g: &mut Generated, al
     };
     let image = if rng.one_in(500) {
         g.latest_tags += 1;
-        format!("{}:latest", image.rsplit_once(':').map_or(image.as_str(), |(repo, _)| repo))
+        format!(
+            "{}:latest",
+            image
+                .rsplit_once(':')
+                .map_or(image.as_str(), |(repo, _)| repo)
+        )
     } else {
         image.clone()
     };
@@ -429,7 +466,11 @@ pub fn generate(dir: &Path, target: usize) -> io::Result<Generated> {
                 team,
                 component,
                 replicas: 1 + rng.below(3),
-                image: format!("registry.example.com/{team}/{component}:1.{}.{}", rng.below(30), rng.below(10)),
+                image: format!(
+                    "registry.example.com/{team}/{component}:1.{}.{}",
+                    rng.below(30),
+                    rng.below(10)
+                ),
             };
             g.objects += app_objects(&app, &mut rng, &mut out, &mut g, &hosts);
             hosts.push(app.host.clone());
@@ -455,13 +496,21 @@ pub fn generate(dir: &Path, target: usize) -> io::Result<Generated> {
         write_file(&path, out.as_bytes(), &mut g)?;
         i += 1;
     }
-    write_file(&dir.join("namespaces.yaml"), namespace_docs.as_bytes(), &mut g)?;
+    write_file(
+        &dir.join("namespaces.yaml"),
+        namespace_docs.as_bytes(),
+        &mut g,
+    )?;
     for (k, chunk) in list_items.chunks(20).enumerate() {
         let text = format!(
             "{{\"apiVersion\": \"v1\", \"kind\": \"List\", \"items\": [\n  {}\n]}}\n",
             chunk.join(",\n  ")
         );
-        write_file(&dir.join(format!("dashboards-{k}.json")), text.as_bytes(), &mut g)?;
+        write_file(
+            &dir.join(format!("dashboards-{k}.json")),
+            text.as_bytes(),
+            &mut g,
+        )?;
     }
     Ok(g)
 }

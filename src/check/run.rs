@@ -1,12 +1,14 @@
 //! `interlock check`: every object in the inputs, checked against every
 //! matching policy, with all the objects as the inventory.
 
-use super::report::{self, Evaluated, Finding, InputError, ObjectRef, RelatedObject, Report, SourceLocation};
-use serde_json::Value as Json;
+use super::report::{
+    self, Evaluated, Finding, InputError, ObjectRef, RelatedObject, Report, SourceLocation,
+};
 use crate::inventory::{Inventory, ObjectKey, Source};
 use crate::manifest::{self, Document, LoadOptions};
 use crate::policy::{self, Action, PolicySet, Request};
 use rayon::prelude::*;
+use serde_json::Value as Json;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -42,13 +44,20 @@ fn source_of(d: &Document) -> Source {
 }
 
 /// Compiles the policies into `inventory` (declaring their indexes).
-pub fn compile_policies(docs: &[Document], inventory: &mut Inventory, report: &mut Report) -> PolicySet {
+pub fn compile_policies(
+    docs: &[Document],
+    inventory: &mut Inventory,
+    report: &mut Report,
+) -> PolicySet {
     let pairs: Vec<_> = docs
         .iter()
         .filter(|d| policy::is_policy_document(&d.value))
         .map(|d| (d.value.clone(), source_of(d)))
         .collect();
-    for d in docs.iter().filter(|d| !policy::is_policy_document(&d.value)) {
+    for d in docs
+        .iter()
+        .filter(|d| !policy::is_policy_document(&d.value))
+    {
         report.errors.push(InputError {
             file: d.source.to_string(),
             line: Some(d.line),
@@ -79,7 +88,11 @@ pub fn run(opts: &CheckOptions) -> Report {
     report.add_load_errors(&loaded.errors);
     // The documents are consumed: each object is held once (shared by the
     // inventory and the evaluation), and its field positions are dropped.
-    let items = loaded.documents.into_par_iter().map(Item::from_document).collect();
+    let items = loaded
+        .documents
+        .into_par_iter()
+        .map(Item::from_document)
+        .collect();
     let leftovers = check_items(&policy_docs, items, opts, &mut report);
     // Freeing every object of a large input takes a noticeable fraction of
     // the run on one core, and the report does not need them: free them on
@@ -128,13 +141,26 @@ impl Item {
 }
 
 /// Checks `resources` against the policies in `policy_docs`.
-pub fn check_documents(policy_docs: &[Document], resources: &[Document], opts: &CheckOptions, report: &mut Report) {
-    let items = resources.iter().map(|d| Item::new(d, Arc::new(d.value.clone()))).collect();
+pub fn check_documents(
+    policy_docs: &[Document],
+    resources: &[Document],
+    opts: &CheckOptions,
+    report: &mut Report,
+) {
+    let items = resources
+        .iter()
+        .map(|d| Item::new(d, Arc::new(d.value.clone())))
+        .collect();
     check_items(policy_docs, items, opts, report);
 }
 
 /// Checks the items; returns them with the inventory, for the caller to free.
-fn check_items(policy_docs: &[Document], items: Vec<Item>, opts: &CheckOptions, report: &mut Report) -> (Vec<Item>, Inventory) {
+fn check_items(
+    policy_docs: &[Document],
+    items: Vec<Item>,
+    opts: &CheckOptions,
+    report: &mut Report,
+) -> (Vec<Item>, Inventory) {
     let mut inventory = Inventory::new();
     let policies = compile_policies(policy_docs, &mut inventory, report);
     let mut sources: HashMap<ObjectKey, usize> = HashMap::with_capacity(items.len());

@@ -149,22 +149,86 @@ struct Row {
     phases: Option<Phases>,
 }
 
-/// CPU time (user + system) of this process so far, all threads.
-fn self_cpu() -> Duration {
+fn rusage_cpu(who: libc::c_int) -> Duration {
     // SAFETY: getrusage fills a plain-data struct.
     let mut u: libc::rusage = unsafe { std::mem::zeroed() };
-    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) };
+    unsafe { libc::getrusage(who, &mut u) };
     let tv = |t: libc::timeval| {
         Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64)
     };
     tv(u.ru_utime) + tv(u.ru_stime)
 }
 
-/// In-process phases, median of `runs`: (wall, CPU) of loading the files,
-/// and of the whole `check::run` (which loads them again).
+/// CPU time (user + system) of this process so far, all threads.
+fn self_cpu() -> Duration {
+    rusage_cpu(libc::RUSAGE_SELF)
+}
+
+/// CPU time of the calling thread so far.
+fn thread_cpu() -> Duration {
+    rusage_cpu(libc::RUSAGE_THREAD)
+}
+
+/// Waits until no thread of this process burns CPU (the objects of the
+/// previous run are freed on a background thread).
+fn settle() {
+    let mut last = self_cpu();
+    loop {
+        std::thread::sleep(Duration::from_millis(100));
+        let now = self_cpu();
+        if now - last < Duration::from_millis(5) {
+            return;
+        }
+        last = now;
+    }
+}
+
+/// One in-process measurement: wall time, CPU of every thread, and CPU of
+/// the calling thread. The calling thread is not a rayon worker: it does
+/// the serial work and waits while the pool does the parallel work.
+#[derive(Clone, Copy)]
+struct Timed {
+    wall: Duration,
+    cpu: Duration,
+    serial: Duration,
+}
+
+impl Timed {
+    fn of<T>(f: impl FnOnce() -> T) -> (T, Timed) {
+        settle();
+        let (t, c, m) = (Instant::now(), self_cpu(), thread_cpu());
+        let r = f();
+        let timed = Timed {
+            wall: t.elapsed(),
+            cpu: self_cpu() - c,
+            serial: thread_cpu() - m,
+        };
+        (r, timed)
+    }
+
+    /// Wall time on `cores` idle cores, if the parallel work spread evenly.
+    fn idle_estimate(&self, cores: usize) -> Duration {
+        self.serial + (self.cpu.saturating_sub(self.serial)) / cores.max(1) as u32
+    }
+
+    fn median(v: &[Timed]) -> Timed {
+        let pick = |f: fn(&Timed) -> Duration| {
+            let mut x: Vec<Duration> = v.iter().map(f).collect();
+            median(&mut x)
+        };
+        Timed {
+            wall: pick(|t| t.wall),
+            cpu: pick(|t| t.cpu),
+            serial: pick(|t| t.serial),
+        }
+    }
+}
+
+/// In-process phases, medians: loading the files alone, and the whole
+/// `check::run` (which loads them again).
 struct Phases {
-    load: (Duration, Duration),
-    run: (Duration, Duration),
+    load: Timed,
+    run: Timed,
 }
 
 fn phases(dir: &Path, runs: usize) -> Phases {
@@ -176,22 +240,18 @@ fn phases(dir: &Path, runs: usize) -> Phases {
         user: check::DEFAULT_USER.to_string(),
         record_evaluated: false,
     };
-    let (mut lw, mut lc, mut rw, mut rc) = (vec![], vec![], vec![], vec![]);
+    let (mut loads, mut whole) = (vec![], vec![]);
     for _ in 0..runs {
-        let (t, c) = (Instant::now(), self_cpu());
-        let loaded = manifest::load_paths(&opts.inputs, &LoadOptions::default());
-        lw.push(t.elapsed());
-        lc.push(self_cpu() - c);
+        let (loaded, t) = Timed::of(|| manifest::load_paths(&opts.inputs, &LoadOptions::default()));
+        loads.push(t);
         drop(loaded);
-        let (t, c) = (Instant::now(), self_cpu());
-        let report = check::run(&opts);
-        rw.push(t.elapsed());
-        rc.push(self_cpu() - c);
+        let (report, t) = Timed::of(|| check::run(&opts));
+        whole.push(t);
         std::hint::black_box(report);
     }
     Phases {
-        load: (median(&mut lw), median(&mut lc)),
-        run: (median(&mut rw), median(&mut rc)),
+        load: Timed::median(&loads),
+        run: Timed::median(&whole),
     }
 }
 
@@ -308,14 +368,17 @@ fn main() {
         if let Some(p) = &r.phases {
             let s = |d: Duration| d.as_secs_f64();
             println!(
-                "in-process at {} objects (median): check::run {:.3} s wall / {:.3} s CPU, of which loading the files {:.3} s wall / {:.3} s CPU; the rest (policies, inventory, evaluation, report) {:.3} s wall / {:.3} s CPU",
+                "in-process at {} objects (medians): check::run {:.3} s wall, {:.3} s CPU of which {:.3} s serial; \
+                 loading the files alone {:.3} s wall, {:.3} s CPU of which {:.3} s serial; \
+                 estimated wall on {cores} idle cores: {:.3} s (serial + parallel / {cores})",
                 r.objects,
-                s(p.run.0),
-                s(p.run.1),
-                s(p.load.0),
-                s(p.load.1),
-                s(p.run.0.saturating_sub(p.load.0)),
-                s(p.run.1.saturating_sub(p.load.1)),
+                s(p.run.wall),
+                s(p.run.cpu),
+                s(p.run.serial),
+                s(p.load.wall),
+                s(p.load.cpu),
+                s(p.load.serial),
+                s(p.run.idle_estimate(cores)),
             );
         }
     }

@@ -286,8 +286,11 @@ impl PolicySet {
     pub fn evaluate(&self, req: &Request, inventory: &Inventory) -> (Vec<Verdict>, AuditAnnotations) {
         let mut verdicts = Vec::new();
         let mut annotations = Vec::new();
+        // The `request` variable is the same for every policy: built once,
+        // when the first policy matches.
+        let request_json = std::cell::OnceCell::new();
         for p in &self.policies {
-            p.evaluate(req, inventory, &mut verdicts, &mut annotations);
+            p.evaluate(req, &request_json, inventory, &mut verdicts, &mut annotations);
         }
         (verdicts, annotations)
     }
@@ -434,7 +437,14 @@ impl CompiledPolicy {
         self.kind == PolicyKind::Interlock
     }
 
-    fn evaluate(&self, req: &Request, inv: &Inventory, out: &mut Vec<Verdict>, annotations: &mut AuditAnnotations) {
+    fn evaluate(
+        &self,
+        req: &Request,
+        request_json: &std::cell::OnceCell<Json>,
+        inv: &Inventory,
+        out: &mut Vec<Verdict>,
+        annotations: &mut AuditAnnotations,
+    ) {
         if !matching::matches(&self.matcher, req, inv, false) {
             return;
         }
@@ -455,10 +465,10 @@ impl CompiledPolicy {
                 })
             };
             match self.params(b, req, inv) {
-                Params::None => self.evaluate_with(req, inv, None, &verdict, out, annotations),
+                Params::None => self.evaluate_with(req, request_json, inv, None, &verdict, out, annotations),
                 Params::Found(list) => {
                     for p in list {
-                        self.evaluate_with(req, inv, Some(p), &verdict, out, annotations);
+                        self.evaluate_with(req, request_json, inv, Some(p), &verdict, out, annotations);
                     }
                 }
                 Params::Missing { deny: true, what } => out.extend(verdict(
@@ -504,9 +514,11 @@ impl CompiledPolicy {
         Params::Found(found)
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn evaluate_with<'v, I>(
         &self,
         req: &Request,
+        request_json: &std::cell::OnceCell<Json>,
         inv: &Inventory,
         params: Option<&Json>,
         verdict: &dyn Fn(String, Option<String>, Vec<ObjectKey>) -> I,
@@ -515,7 +527,7 @@ impl CompiledPolicy {
     ) where
         I: Iterator<Item = Verdict>,
     {
-        let request_json = req.to_json();
+        let request_json = request_json.get_or_init(|| req.to_json());
         let namespace_object = namespace_object(req, inv);
         let host = InventoryHost {
             inventory: inv,
@@ -533,7 +545,7 @@ impl CompiledPolicy {
             .with_cost_limit(POLICY_COST_BUDGET);
         act.set(env_slots.object, Value::from_json(req.object.unwrap_or(&null)));
         act.set(env_slots.old_object, Value::from_json(req.old_object.unwrap_or(&null)));
-        act.set(env_slots.request, Value::from_json(&request_json));
+        act.set(env_slots.request, Value::from_json(request_json));
         act.set(env_slots.params, Value::from_json(params.unwrap_or(&null)));
         act.set(env_slots.namespace_object, Value::from_json(namespace_object.as_deref().unwrap_or(&null)));
         let act = if self.reads_inventory() { act.with_host(&host) } else { act };

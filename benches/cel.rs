@@ -6,6 +6,8 @@
 //! cargo bench --bench cel                 # criterion, every benchmark
 //! cargo bench --bench cel -- eval/        # criterion, a filter
 //! cargo bench --bench cel -- --report     # the table in docs/PERFORMANCE.md
+//! cargo bench --bench cel -- --profile images_registry_small 1000000
+//!                                          # our eval only, for a profiler
 //! ```
 //!
 //! What is timed, per expression:
@@ -503,6 +505,26 @@ fn report(cases: &[Prepared], samples: usize, batch: Duration) {
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
+    if let Some(i) = args.iter().position(|a| a == "--profile") {
+        let name = args.get(i + 1).map(String::as_str).unwrap_or("");
+        let n: u64 = args
+            .get(i + 2)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(1_000_000);
+        let Some(case) = CASES.iter().find(|c| c.name == name) else {
+            eprintln!("--profile NAME [N]: no case named {name:?}");
+            std::process::exit(2);
+        };
+        let object = pod_json(case.pod);
+        let ours = Ours::new(case.expr).unwrap_or_else(|e| panic!("{}: {e}", case.name));
+        let t = Instant::now();
+        let ok = (0..n)
+            .filter(|_| ours_eval_once(&ours, black_box(&object)))
+            .count();
+        let per = t.elapsed().as_nanos() as f64 / n as f64;
+        println!("{name}: {n} evaluations ({ok} ok), {}", fmt_ns(per));
+        return;
+    }
     let cases = prepare();
     if args.iter().any(|a| a == "--report") {
         let samples = std::env::var("CEL_REPORT_SAMPLES")

@@ -515,7 +515,7 @@ impl CompiledPolicy {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn evaluate_with<'v, I>(
+    fn evaluate_with<I>(
         &self,
         req: &Request,
         request_json: &std::cell::OnceCell<Json>,

@@ -8,6 +8,9 @@
 //! cargo bench --bench check -- --keep /tmp/clusters  # keep the generated files
 //! ```
 //!
+//! Under `cargo test --all-targets` (no `--bench` argument) it only checks
+//! that a 300-object cluster goes through the binary with the right count.
+//!
 //! Each run starts the release binary (`interlock check -o json DIR`, the
 //! report written to a file), measures its wall time and reads its peak
 //! resident set (`ru_maxrss` from `wait4`, the same figure as VmHWM).
@@ -29,7 +32,12 @@ struct Opts {
     runs: Option<usize>,
     phases: bool,
     keep: Option<PathBuf>,
+    /// Under `cargo test`: no targets to compare with.
+    smoke: bool,
 }
+
+/// Objects in the smoke test that `cargo test --all-targets` runs.
+const SMOKE_OBJECTS: usize = 300;
 
 fn parse_args() -> Result<Opts, String> {
     let mut o = Opts {
@@ -37,8 +45,18 @@ fn parse_args() -> Result<Opts, String> {
         runs: None,
         phases: false,
         keep: None,
+        smoke: false,
     };
-    let mut args = std::env::args().skip(1);
+    // `cargo bench` passes --bench; `cargo test --all-targets` (CI) passes
+    // nothing, and then this is a quick smoke test of the generator and the
+    // pipeline on a few hundred objects, as criterion does for benches/cel.rs.
+    let all: Vec<String> = std::env::args().skip(1).collect();
+    if !all.iter().any(|a| a == "--bench") || all.iter().any(|a| a == "--test") {
+        o.sizes = vec![SMOKE_OBJECTS];
+        o.runs = Some(1);
+        o.smoke = true;
+    }
+    let mut args = all.into_iter();
     while let Some(a) = args.next() {
         match a.as_str() {
             "--sizes" => {
@@ -63,7 +81,7 @@ fn parse_args() -> Result<Opts, String> {
                     args.next().ok_or("--keep needs a directory")?,
                 ))
             }
-            // What cargo bench passes, and filters: ignored.
+            // --bench, --test, and filters: handled above or ignored.
             _ => {}
         }
     }
@@ -382,7 +400,7 @@ fn main() {
             );
         }
     }
-    for r in &rows {
+    for r in rows.iter().filter(|_| !o.smoke) {
         let target = match r.objects {
             n if n >= 50_000 => Some((10.0, "100k < 10 s")),
             n if n >= 5_000 => Some((1.0, "10k < 1 s")),

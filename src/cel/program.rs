@@ -230,7 +230,8 @@ impl<'a, 'p> Activation<'a, 'p> {
 /// Per-evaluation state: the local variable stack and the cost meter.
 pub struct Ctx<'a, 'e> {
     act: &'e Activation<'a, 'e>,
-    stack: Vec<EvalResult<Value<'a>>>,
+    /// Inline for the first few locals: most programs need no allocation.
+    stack: SmallVec<[EvalResult<Value<'a>>; 8]>,
     base: usize,
     cost: u64,
 }
@@ -241,7 +242,7 @@ impl<'a, 'e> Ctx<'a, 'e> {
     fn new(act: &'e Activation<'a, 'e>) -> Self {
         Ctx {
             act,
-            stack: Vec::new(),
+            stack: SmallVec::new(),
             base: 0,
             cost: 0,
         }

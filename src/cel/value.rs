@@ -154,6 +154,11 @@ impl fmt::Display for Key<'_> {
     }
 }
 
+/// Maps up to this size are searched by comparing keys in order rather
+/// than by hashing the key: most Kubernetes objects' maps are this small,
+/// and hashing a key (SipHash) costs more than a few string comparisons.
+const LINEAR_LOOKUP_MAX: usize = 8;
+
 #[derive(Clone, Debug)]
 pub enum Map<'a> {
     Json(&'a JsonMap),
@@ -173,7 +178,15 @@ impl<'a> Map<'a> {
 
     pub fn get_str(&self, key: &str) -> Option<Value<'a>> {
         match self {
+            Map::Json(m) if m.len() <= LINEAR_LOOKUP_MAX => m
+                .iter()
+                .find(|(k, _)| k.as_str() == key)
+                .map(|(_, v)| Value::from_json(v)),
             Map::Json(m) => m.get(key).map(Value::from_json),
+            Map::Owned(m) if m.len() <= LINEAR_LOOKUP_MAX => m
+                .iter()
+                .find(|(k, _)| matches!(k, Key::String(s) if s.as_str() == key))
+                .map(|(_, v)| v.clone()),
             Map::Owned(m) => m.get(&Key::String(Str::Borrowed(key))).cloned(),
         }
     }

@@ -8,6 +8,7 @@ use crate::inventory::{Inventory, ObjectKey, Source};
 use crate::manifest::{self, Document, LoadOptions};
 use crate::policy::{self, Action, PolicySet, Request};
 use rayon::prelude::*;
+use serde_json::Value as Json;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -85,27 +86,85 @@ pub fn run(opts: &CheckOptions) -> Report {
     let policy_docs = load_policy_documents(&opts.policies, &mut report);
     let loaded = manifest::load_paths(&opts.inputs, &LoadOptions::default());
     report.add_load_errors(&loaded.errors);
-    check_documents(&policy_docs, &loaded.documents, opts, &mut report);
+    // The documents are consumed: each object is held once (shared by the
+    // inventory and the evaluation), and its field positions are dropped.
+    let items = loaded
+        .documents
+        .into_par_iter()
+        .map(Item::from_document)
+        .collect();
+    let leftovers = check_items(&policy_docs, items, opts, &mut report);
+    // Freeing every object of a large input takes a noticeable fraction of
+    // the run on one core, and the report does not need them: free them on
+    // a thread of their own (the process may well exit before it is done).
+    if leftovers.0.len() >= BACKGROUND_DROP_MIN {
+        std::thread::spawn(move || drop(leftovers));
+    } else {
+        drop(leftovers);
+    }
     report.sort();
     report
 }
 
-/// Puts namespaced objects without a namespace into `default`, as kubectl
-/// does when it sends them.
-fn default_namespace(d: &mut Document) {
-    let api_version = d.api_version().to_string();
-    let group = crate::policy::resources::group_of(&api_version).to_string();
-    let kind = d.kind().to_string();
-    if crate::policy::resources::is_namespaced(&group, &kind) != Some(true) {
+/// Inputs at least this large are freed on a background thread.
+const BACKGROUND_DROP_MIN: usize = 5_000;
+
+/// One resource to check: its object (shared with the inventory) and what
+/// the report says about it.
+struct Item {
+    value: Arc<Json>,
+    key: Option<ObjectKey>,
+    object: ObjectRef,
+    source: SourceLocation,
+}
+
+/// Puts a namespaced object without a namespace into `default`, as kubectl
+/// does when it sends it.
+fn default_namespace(value: &mut Json) {
+    let group = value
+        .get("apiVersion")
+        .and_then(Json::as_str)
+        .map(crate::policy::resources::group_of)
+        .unwrap_or("");
+    let kind = value.get("kind").and_then(Json::as_str).unwrap_or("");
+    if crate::policy::resources::is_namespaced(group, kind) != Some(true) {
         return;
     }
-    if let Some(meta) = d.value.get_mut("metadata").and_then(|m| m.as_object_mut()) {
+    if let Some(meta) = value.get_mut("metadata").and_then(Json::as_object_mut) {
         if meta
             .get("namespace")
-            .and_then(|n| n.as_str())
+            .and_then(Json::as_str)
             .is_none_or(str::is_empty)
         {
             meta.insert("namespace".into(), "default".into());
+        }
+    }
+}
+
+impl Item {
+    fn new(d: &Document, value: Arc<Json>) -> Item {
+        let mut object = ObjectRef::from_document(d);
+        object.namespace = value
+            .pointer("/metadata/namespace")
+            .and_then(Json::as_str)
+            .map(str::to_string);
+        Item {
+            key: ObjectKey::of(&value),
+            object,
+            source: SourceLocation::from_document(d),
+            value,
+        }
+    }
+
+    fn from_document(mut d: Document) -> Item {
+        default_namespace(&mut d.value);
+        let object = ObjectRef::from_document(&d);
+        let value = Arc::new(std::mem::take(&mut d.value));
+        Item {
+            key: ObjectKey::of(&value),
+            object,
+            source: SourceLocation::from_document(&d),
+            value,
         }
     }
 }
@@ -117,61 +176,80 @@ pub fn check_documents(
     opts: &CheckOptions,
     report: &mut Report,
 ) {
-    let mut resources = resources.to_vec();
-    resources.iter_mut().for_each(default_namespace);
-    let resources = &resources[..];
+    let items = resources
+        .iter()
+        .map(|d| {
+            let mut value = d.value.clone();
+            default_namespace(&mut value);
+            Item::new(d, Arc::new(value))
+        })
+        .collect();
+    check_items(policy_docs, items, opts, report);
+}
+
+/// Checks the items; returns them with the inventory, for the caller to free.
+fn check_items(
+    policy_docs: &[Document],
+    items: Vec<Item>,
+    opts: &CheckOptions,
+    report: &mut Report,
+) -> (Vec<Item>, Inventory) {
     let mut inventory = Inventory::new();
     let policies = compile_policies(policy_docs, &mut inventory, report);
-    let mut sources: HashMap<ObjectKey, &Document> = HashMap::new();
-    for d in resources {
-        let Some(key) = ObjectKey::of(&d.value) else {
-            continue;
+    let mut sources: HashMap<ObjectKey, usize> = HashMap::with_capacity(items.len());
+    for (i, it) in items.iter().enumerate() {
+        let Some(key) = it.key.clone() else { continue };
+        let source = Source {
+            file: it.source.file.clone(),
+            line: it.source.line,
         };
-        match inventory.upsert(Arc::new(d.value.clone()), Some(source_of(d))) {
+        match inventory.upsert(it.value.clone(), Some(source)) {
             Ok(index_errors) => {
                 for e in index_errors {
                     report.errors.push(InputError {
-                        file: d.source.to_string(),
-                        line: Some(d.line),
+                        file: it.source.file.clone(),
+                        line: Some(it.source.line),
                         column: None,
                         message: e.to_string(),
                     });
                 }
             }
             Err(e) => report.errors.push(InputError {
-                file: d.source.to_string(),
-                line: Some(d.line),
+                file: it.source.file.clone(),
+                line: Some(it.source.line),
                 column: None,
                 message: e,
             }),
         }
-        sources.insert(key, d);
+        sources.insert(key, i);
     }
-    report.objects = resources.len();
+    report.objects = items.len();
     report.policies = policies.len();
-    let per_object: Vec<(Vec<Finding>, Vec<Evaluated>)> = resources
+    let per_object: Vec<(Vec<Finding>, Vec<Evaluated>)> = items
         .par_iter()
-        .map(|d| check_one(d, &policies, &inventory, &sources, opts))
+        .map(|it| check_one(it, &items, &policies, &inventory, &sources, opts))
         .collect();
     for (findings, evaluated) in per_object {
         report.results.extend(findings);
         report.evaluated.extend(evaluated);
     }
+    (items, inventory)
 }
 
 fn check_one(
-    d: &Document,
+    it: &Item,
+    items: &[Item],
     policies: &PolicySet,
     inventory: &Inventory,
-    sources: &HashMap<ObjectKey, &Document>,
+    sources: &HashMap<ObjectKey, usize>,
     opts: &CheckOptions,
 ) -> (Vec<Finding>, Vec<Evaluated>) {
-    let Some(req) = Request::create(&d.value, &opts.user) else {
+    let Some(req) = Request::create(&it.value, &opts.user) else {
         return (vec![], vec![]);
     };
     let (verdicts, _) = policies.evaluate(&req, inventory);
-    let object = ObjectRef::from_document(d);
-    let source = SourceLocation::from_document(d);
+    let object = &it.object;
+    let source = &it.source;
     let findings = verdicts
         .into_iter()
         .map(|v| Finding {
@@ -189,9 +267,9 @@ fn check_one(
                 .related
                 .iter()
                 .filter_map(|k| sources.get(k))
-                .map(|rd| RelatedObject {
-                    object: ObjectRef::from_document(rd),
-                    source: Some(SourceLocation::from_document(rd)),
+                .map(|&i| RelatedObject {
+                    object: items[i].object.clone(),
+                    source: Some(items[i].source.clone()),
                 })
                 .collect(),
             reason: v.reason,

@@ -13,6 +13,7 @@ use crate::inventory::{IndexId, Inventory, ObjectKey, Source};
 use host::{InventoryHost, SelfIdentity};
 use model::{BindingSpec, MatchResources, ParamRef, PolicySpec};
 use serde_json::Value as Json;
+use std::cell::OnceCell;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -344,8 +345,17 @@ impl PolicySet {
     ) -> (Vec<Verdict>, AuditAnnotations) {
         let mut verdicts = Vec::new();
         let mut annotations = Vec::new();
+        // The `request` variable is the same for every policy: built once,
+        // when the first policy matches.
+        let request_json = OnceCell::new();
         for p in &self.policies {
-            p.evaluate(req, inventory, &mut verdicts, &mut annotations);
+            p.evaluate(
+                req,
+                &request_json,
+                inventory,
+                &mut verdicts,
+                &mut annotations,
+            );
         }
         (verdicts, annotations)
     }
@@ -572,6 +582,7 @@ impl CompiledPolicy {
     fn evaluate(
         &self,
         req: &Request,
+        request_json: &OnceCell<Json>,
         inv: &Inventory,
         out: &mut Vec<Verdict>,
         annotations: &mut AuditAnnotations,
@@ -601,11 +612,11 @@ impl CompiledPolicy {
             };
             match self.params(b, req, inv) {
                 Params::None => {
-                    self.evaluate_with(req, inv, None, b, &verdict, out, &mut collected)
+                    self.evaluate_with(req, request_json, inv, None, b, &verdict, out, &mut collected)
                 }
                 Params::Found(list) => {
                     for p in list {
-                        self.evaluate_with(req, inv, Some(p), b, &verdict, out, &mut collected);
+                        self.evaluate_with(req, request_json, inv, Some(p), b, &verdict, out, &mut collected);
                     }
                 }
                 // A configuration error: under failurePolicy Fail it denies,
@@ -677,11 +688,12 @@ impl CompiledPolicy {
     fn with_activation<R>(
         &self,
         req: &Request,
+        request_json: &OnceCell<Json>,
         inv: &Inventory,
         params: Option<&Json>,
         f: impl FnOnce(&Activation<'_, '_>, &InventoryHost<'_>) -> R,
     ) -> R {
-        let request_json = req.to_json();
+        let request_json = request_json.get_or_init(|| req.to_json());
         let namespace_object = namespace_object(req, inv);
         let host = InventoryHost {
             inventory: inv,
@@ -706,7 +718,7 @@ impl CompiledPolicy {
             s.old_object,
             Value::from_json(req.old_object.unwrap_or(&null)),
         );
-        act.set(s.request, Value::from_json(&request_json));
+        act.set(s.request, Value::from_json(request_json));
         act.set(s.params, Value::from_json(params.unwrap_or(&null)));
         act.set(
             s.namespace_object,
@@ -737,6 +749,7 @@ impl CompiledPolicy {
     fn evaluate_with<I>(
         &self,
         req: &Request,
+        request_json: &OnceCell<Json>,
         inv: &Inventory,
         params: Option<&Json>,
         binding: &Binding,
@@ -746,7 +759,7 @@ impl CompiledPolicy {
     ) where
         I: Iterator<Item = Verdict>,
     {
-        self.with_activation(req, inv, params, |act, host| {
+        self.with_activation(req, request_json, inv, params, |act, host| {
             self.decide(act, host, binding, verdict, out, annotations)
         })
     }
@@ -990,7 +1003,7 @@ impl CompiledPolicy {
     }
 
     fn mutation_ops(&self, req: &Request, inv: &Inventory) -> Result<Vec<Json>, String> {
-        self.with_activation(req, inv, None, |act, _| {
+        self.with_activation(req, &OnceCell::new(), inv, None, |act, _| {
             for (name, cond) in &self.match_conditions {
                 match cond.eval(act) {
                     Ok(Value::Bool(true)) => {}

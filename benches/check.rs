@@ -1,0 +1,427 @@
+//! `interlock check` end to end over synthetic clusters of 1k, 10k and 100k
+//! objects with the bundled policy library.
+//!
+//! ```text
+//! cargo bench --bench check                          # all sizes, the table
+//! cargo bench --bench check -- --sizes 1000,10000 --runs 7
+//! cargo bench --bench check -- --phases              # also time load / check in-process
+//! cargo bench --bench check -- --keep /tmp/clusters  # keep the generated files
+//! ```
+//!
+//! Under `cargo test --all-targets` (no `--bench` argument) it only checks
+//! that a 300-object cluster goes through the binary with the right count.
+//!
+//! Each run starts the release binary (`interlock check -o json DIR`, the
+//! report written to a file), measures its wall time and reads its peak
+//! resident set (`ru_maxrss` from `wait4`, the same figure as VmHWM).
+//! The median of the runs is reported, with objects per second and peak
+//! memory over the input's size on disk.
+
+#[path = "support/gen_cluster.rs"]
+mod gen_cluster;
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_interlock");
+
+struct Opts {
+    sizes: Vec<usize>,
+    runs: Option<usize>,
+    phases: bool,
+    keep: Option<PathBuf>,
+    /// Under `cargo test`: no targets to compare with.
+    smoke: bool,
+}
+
+/// Objects in the smoke test that `cargo test --all-targets` runs.
+const SMOKE_OBJECTS: usize = 300;
+
+fn parse_args() -> Result<Opts, String> {
+    let mut o = Opts {
+        sizes: vec![1_000, 10_000, 100_000],
+        runs: None,
+        phases: false,
+        keep: None,
+        smoke: false,
+    };
+    // `cargo bench` passes --bench; `cargo test --all-targets` (CI) passes
+    // nothing, and then this is a quick smoke test of the generator and the
+    // pipeline on a few hundred objects, as criterion does for benches/cel.rs.
+    let all: Vec<String> = std::env::args().skip(1).collect();
+    if !all.iter().any(|a| a == "--bench") || all.iter().any(|a| a == "--test") {
+        o.sizes = vec![SMOKE_OBJECTS];
+        o.runs = Some(1);
+        o.smoke = true;
+    }
+    let mut args = all.into_iter();
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "--sizes" => {
+                let v = args.next().ok_or("--sizes needs a value")?;
+                o.sizes = v
+                    .split(',')
+                    .map(|s| {
+                        s.trim()
+                            .replace('_', "")
+                            .parse::<usize>()
+                            .map_err(|e| format!("--sizes {s}: {e}"))
+                    })
+                    .collect::<Result<_, _>>()?;
+            }
+            "--runs" => {
+                let v = args.next().ok_or("--runs needs a value")?;
+                o.runs = Some(v.parse().map_err(|e| format!("--runs: {e}"))?);
+            }
+            "--phases" => o.phases = true,
+            "--keep" => {
+                o.keep = Some(PathBuf::from(
+                    args.next().ok_or("--keep needs a directory")?,
+                ))
+            }
+            // --bench, --test, and filters: handled above or ignored.
+            _ => {}
+        }
+    }
+    Ok(o)
+}
+
+/// One run of the binary.
+struct Run {
+    wall: Duration,
+    /// User + system CPU time of the child.
+    cpu: Duration,
+    max_rss_bytes: u64,
+    exit: i32,
+}
+
+fn run_binary(dir: &Path, out: &Path, err: &Path) -> Result<Run, String> {
+    let stdout = File::create(out).map_err(|e| e.to_string())?;
+    let stderr = File::create(err).map_err(|e| e.to_string())?;
+    let start = Instant::now();
+    let child = Command::new(BIN)
+        .args(["check", "-o", "json"])
+        .arg(dir)
+        .stdin(Stdio::null())
+        .stdout(stdout)
+        .stderr(stderr)
+        .spawn()
+        .map_err(|e| format!("cannot start {BIN}: {e}"))?;
+    let pid = child.id() as libc::pid_t;
+    let mut status: libc::c_int = 0;
+    // SAFETY: rusage is plain data; wait4 fills it for our own child, which
+    // `child` (never waited on through std) does not reap.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    let wall = start.elapsed();
+    if r != pid {
+        return Err(format!("wait4: {}", std::io::Error::last_os_error()));
+    }
+    let exit = if libc::WIFEXITED(status) {
+        libc::WEXITSTATUS(status)
+    } else {
+        -1
+    };
+    let tv = |t: libc::timeval| {
+        Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64)
+    };
+    Ok(Run {
+        wall,
+        cpu: tv(usage.ru_utime) + tv(usage.ru_stime),
+        // Linux reports ru_maxrss in KiB.
+        max_rss_bytes: usage.ru_maxrss as u64 * 1024,
+        exit,
+    })
+}
+
+/// The 1, 5 and 15 minute load averages: other work on the machine makes
+/// wall times longer than the CPU time over the cores.
+fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "unknown".into())
+}
+
+fn median<T: Copy + Ord>(v: &mut [T]) -> T {
+    v.sort();
+    v[v.len() / 2]
+}
+
+fn mib(b: u64) -> String {
+    format!("{:.1} MiB", b as f64 / (1024.0 * 1024.0))
+}
+
+struct Row {
+    objects: usize,
+    files: usize,
+    input_bytes: u64,
+    runs: usize,
+    wall: Duration,
+    min_wall: Duration,
+    cpu: Duration,
+    rss: u64,
+    violations: u64,
+    sown: gen_cluster::Generated,
+    phases: Option<Phases>,
+}
+
+fn rusage_cpu(who: libc::c_int) -> Duration {
+    // SAFETY: getrusage fills a plain-data struct.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(who, &mut u) };
+    let tv = |t: libc::timeval| {
+        Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64)
+    };
+    tv(u.ru_utime) + tv(u.ru_stime)
+}
+
+/// CPU time (user + system) of this process so far, all threads.
+fn self_cpu() -> Duration {
+    rusage_cpu(libc::RUSAGE_SELF)
+}
+
+/// CPU time of the calling thread so far.
+fn thread_cpu() -> Duration {
+    rusage_cpu(libc::RUSAGE_THREAD)
+}
+
+/// Waits until no thread of this process burns CPU (the objects of the
+/// previous run are freed on a background thread).
+fn settle() {
+    let mut last = self_cpu();
+    loop {
+        std::thread::sleep(Duration::from_millis(100));
+        let now = self_cpu();
+        if now - last < Duration::from_millis(5) {
+            return;
+        }
+        last = now;
+    }
+}
+
+/// One in-process measurement: wall time, CPU of every thread, and CPU of
+/// the calling thread. The calling thread is not a rayon worker: it does
+/// the serial work and waits while the pool does the parallel work.
+#[derive(Clone, Copy)]
+struct Timed {
+    wall: Duration,
+    cpu: Duration,
+    serial: Duration,
+}
+
+impl Timed {
+    fn of<T>(f: impl FnOnce() -> T) -> (T, Timed) {
+        settle();
+        let (t, c, m) = (Instant::now(), self_cpu(), thread_cpu());
+        let r = f();
+        let timed = Timed {
+            wall: t.elapsed(),
+            cpu: self_cpu() - c,
+            serial: thread_cpu() - m,
+        };
+        (r, timed)
+    }
+
+    /// Wall time on `cores` idle cores, if the parallel work spread evenly.
+    fn idle_estimate(&self, cores: usize) -> Duration {
+        self.serial + (self.cpu.saturating_sub(self.serial)) / cores.max(1) as u32
+    }
+
+    fn median(v: &[Timed]) -> Timed {
+        let pick = |f: fn(&Timed) -> Duration| {
+            let mut x: Vec<Duration> = v.iter().map(f).collect();
+            median(&mut x)
+        };
+        Timed {
+            wall: pick(|t| t.wall),
+            cpu: pick(|t| t.cpu),
+            serial: pick(|t| t.serial),
+        }
+    }
+}
+
+/// In-process phases, medians: loading the files alone, and the whole
+/// `check::run` (which loads them again).
+struct Phases {
+    load: Timed,
+    run: Timed,
+}
+
+fn phases(dir: &Path, runs: usize) -> Phases {
+    use interlock::check::{self, CheckOptions};
+    use interlock::manifest::{self, LoadOptions};
+    let opts = CheckOptions {
+        policies: vec![],
+        inputs: vec![dir.to_path_buf()],
+        user: check::DEFAULT_USER.to_string(),
+        record_evaluated: false,
+    };
+    let (mut loads, mut whole) = (vec![], vec![]);
+    for _ in 0..runs {
+        let (loaded, t) = Timed::of(|| manifest::load_paths(&opts.inputs, &LoadOptions::default()));
+        loads.push(t);
+        drop(loaded);
+        let (report, t) = Timed::of(|| check::run(&opts));
+        whole.push(t);
+        std::hint::black_box(report);
+    }
+    Phases {
+        load: Timed::median(&loads),
+        run: Timed::median(&whole),
+    }
+}
+
+fn bench_size(size: usize, o: &Opts) -> Result<Row, String> {
+    let tmp = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let dir = match &o.keep {
+        Some(k) => {
+            let d = k.join(format!("cluster-{size}"));
+            let _ = std::fs::remove_dir_all(&d);
+            std::fs::create_dir_all(&d).map_err(|e| e.to_string())?;
+            d
+        }
+        None => {
+            let d = tmp.path().join("cluster");
+            std::fs::create_dir(&d).map_err(|e| e.to_string())?;
+            d
+        }
+    };
+    let g = gen_cluster::generate(&dir, size).map_err(|e| e.to_string())?;
+    let runs = o.runs.unwrap_or(if size >= 50_000 { 3 } else { 5 });
+    let out = tmp.path().join("report.json");
+    let err = tmp.path().join("stderr.txt");
+    let mut walls = Vec::new();
+    let mut rss = Vec::new();
+    let mut cpus = Vec::new();
+    for _ in 0..runs {
+        let r = run_binary(&dir, &out, &err)?;
+        if r.exit != 0 && r.exit != 1 {
+            let stderr = std::fs::read_to_string(&err).unwrap_or_default();
+            let head: String = stderr.lines().take(20).collect::<Vec<_>>().join("\n");
+            return Err(format!(
+                "interlock check exited {} on {size} objects:\n{head}",
+                r.exit
+            ));
+        }
+        walls.push(r.wall);
+        cpus.push(r.cpu);
+        rss.push(r.max_rss_bytes);
+    }
+    let report: serde_json::Value =
+        serde_json::from_reader(File::open(&out).map_err(|e| e.to_string())?)
+            .map_err(|e| format!("report is not JSON: {e}"))?;
+    let objects = report["summary"]["objects"].as_u64().unwrap_or(0) as usize;
+    if objects != g.objects {
+        return Err(format!(
+            "generated {} objects, the report counts {objects}",
+            g.objects
+        ));
+    }
+    let phases = o.phases.then(|| phases(&dir, runs));
+    let files = g.files;
+    let input_bytes = g.bytes;
+    let min_wall = *walls.iter().min().unwrap_or(&Duration::ZERO);
+    Ok(Row {
+        objects,
+        files,
+        input_bytes,
+        runs,
+        wall: median(&mut walls),
+        min_wall,
+        cpu: median(&mut cpus),
+        rss: median(&mut rss),
+        violations: report["summary"]["violations"].as_u64().unwrap_or(0),
+        sown: g,
+        phases,
+    })
+}
+
+fn main() {
+    let o = match parse_args() {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("check bench: {e}");
+            std::process::exit(2);
+        }
+    };
+    let cores = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
+    println!("interlock check, bundled library, {cores} cores, binary {BIN}");
+    println!("load average before: {}", loadavg());
+    println!();
+    println!("| objects | files | input on disk | runs | wall (median) | wall (min) | CPU user+sys (median) | objects/s | peak RSS (median) | RSS / input | violations |");
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    let mut rows = Vec::new();
+    for &size in &o.sizes {
+        match bench_size(size, &o) {
+            Ok(r) => {
+                println!(
+                    "| {} | {} | {} | {} | {:.3} s | {:.3} s | {:.3} s | {:.0} | {} | {:.2}x | {} |",
+                    r.objects,
+                    r.files,
+                    mib(r.input_bytes),
+                    r.runs,
+                    r.wall.as_secs_f64(),
+                    r.min_wall.as_secs_f64(),
+                    r.cpu.as_secs_f64(),
+                    r.objects as f64 / r.wall.as_secs_f64(),
+                    mib(r.rss),
+                    r.rss as f64 / r.input_bytes as f64,
+                    r.violations,
+                );
+                rows.push(r);
+            }
+            Err(e) => {
+                eprintln!("check bench: {e}");
+                std::process::exit(1);
+            }
+        }
+    }
+    println!();
+    println!("load average after: {}", loadavg());
+    for r in &rows {
+        if let Some(p) = &r.phases {
+            let s = |d: Duration| d.as_secs_f64();
+            println!(
+                "in-process at {} objects (medians): check::run {:.3} s wall, {:.3} s CPU of which {:.3} s serial; \
+                 loading the files alone {:.3} s wall, {:.3} s CPU of which {:.3} s serial; \
+                 estimated wall on {cores} idle cores: {:.3} s (serial + parallel / {cores})",
+                r.objects,
+                s(p.run.wall),
+                s(p.run.cpu),
+                s(p.run.serial),
+                s(p.load.wall),
+                s(p.load.cpu),
+                s(p.load.serial),
+                s(p.run.idle_estimate(cores)),
+            );
+        }
+    }
+    for r in rows.iter().filter(|_| !o.smoke) {
+        let target = match r.objects {
+            n if n >= 50_000 => Some((10.0, "100k < 10 s")),
+            n if n >= 5_000 => Some((1.0, "10k < 1 s")),
+            _ => None,
+        };
+        if let Some((limit, what)) = target {
+            let t = r.wall.as_secs_f64();
+            println!(
+                "target {what}: {t:.3} s ({})",
+                if t < limit { "met" } else { "MISSED" }
+            );
+        }
+        let ratio = r.rss as f64 / r.input_bytes as f64;
+        println!(
+            "target peak memory < 3x input at {} objects: {ratio:.2}x ({})",
+            r.objects,
+            if ratio < 3.0 { "met" } else { "MISSED" }
+        );
+        println!(
+            "sown at {} objects: {} duplicate Ingress hosts, {} pod templates with a missing ConfigMap, {} HPAs without target, {} latest tags",
+            r.objects, r.sown.duplicate_hosts, r.sown.missing_config_maps, r.sown.dangling_hpas, r.sown.latest_tags
+        );
+    }
+}

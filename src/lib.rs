@@ -2,9 +2,16 @@
 //!
 //! One policy engine ([`policy`]) over one CEL dialect ([`cel`]) and one
 //! indexed snapshot of cluster state ([`inventory`]), with front-ends for
-//! offline checks ([`check`]), admission ([`admission`], [`server`]) and
-//! aggregates ([`controller`]).
+//! offline checks ([`check`]) and the admission webhook ([`admission`],
+//! [`server`]).
 
+pub mod admission;
+pub mod bundled;
 pub mod cel;
+pub mod certs;
 pub mod check;
+pub mod eval;
+pub mod inventory;
 pub mod manifest;
+pub mod policy;
+pub mod server;

@@ -1,1 +1,162 @@
-fn main() {}
+//! The `interlock` command line: arguments in, library calls out.
+
+use clap::{Parser, Subcommand};
+use interlock::check::{self, OutputFormat};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(
+    name = "interlock",
+    version,
+    about = "Rules that span several Kubernetes objects"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Check manifest files against policies, offline.
+    Check {
+        /// Policy file or folder (repeatable); default: the bundled library.
+        #[arg(short, long = "policy")]
+        policy: Vec<PathBuf>,
+        /// Output format.
+        #[arg(short, long, default_value = "human")]
+        output: OutputFormat,
+        /// The user the offline CREATE requests are made as.
+        #[arg(long, default_value = check::DEFAULT_USER)]
+        user: String,
+        /// Files, folders, or - for standard input.
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+    },
+    /// Evaluate one CEL expression with the variables a policy sees.
+    Eval {
+        #[command(flatten)]
+        opts: interlock::eval::EvalOptions,
+        /// Output: json prints {"type": T, "value": V}; text prints the value.
+        #[arg(short, long, default_value = "json")]
+        output: String,
+    },
+    /// Serve the admission webhook (POST /validate, /mutate) over TLS.
+    Serve {
+        #[command(flatten)]
+        args: interlock::server::ServeArgs,
+        /// Name objects of other namespaces in messages (off by default: a
+        /// tenant only learns the kind of another tenant's object).
+        #[arg(long)]
+        reveal_other_namespaces: bool,
+        /// Seconds one watch request lasts before it is re-established.
+        #[arg(long, default_value_t = 290)]
+        watch_timeout: u64,
+    },
+    /// Write a CA and a serving certificate for the webhook.
+    Certs {
+        #[command(flatten)]
+        args: interlock::server::cli::CertsArgs,
+    },
+    /// Run policy test cases (policies/NAME/tests/*.yaml).
+    Test {
+        #[arg(default_value = "policies")]
+        paths: Vec<PathBuf>,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let code = match cli.command {
+        Command::Check {
+            policy,
+            output,
+            user,
+            paths,
+        } => {
+            let report = check::run(&check::CheckOptions {
+                policies: policy,
+                inputs: paths,
+                user,
+                record_evaluated: output == OutputFormat::Junit,
+            });
+            match report.print(output) {
+                // A closed pipe (`| head`) is the reader's choice, not an error.
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+                Err(e) => {
+                    eprintln!("interlock: cannot write the report: {e}");
+                    return ExitCode::from(2);
+                }
+                Ok(()) => {}
+            }
+            let _ = report.write_errors(&mut std::io::stderr());
+            report.exit_code()
+        }
+        Command::Eval { opts, output } => match interlock::eval::run(&opts) {
+            Ok(v) if output == "json" => {
+                println!("{v}");
+                0
+            }
+            Ok(v) => {
+                println!("{} ({})", v["value"], v["type"].as_str().unwrap_or(""));
+                0
+            }
+            Err(e) => {
+                eprintln!("{e}");
+                e.exit_code()
+            }
+        },
+        Command::Serve {
+            args,
+            reveal_other_namespaces,
+            watch_timeout,
+        } => {
+            interlock::server::init_tracing(args.log_format.is_json());
+            let options = interlock::admission::EngineOptions {
+                redact_other_namespaces: !reveal_other_namespaces,
+                watch_timeout: std::time::Duration::from_secs(watch_timeout),
+                ..Default::default()
+            };
+            let rt = match tokio::runtime::Runtime::new() {
+                Ok(rt) => rt,
+                Err(e) => {
+                    eprintln!("interlock: cannot start the runtime: {e}");
+                    return ExitCode::from(2);
+                }
+            };
+            match rt.block_on(interlock::admission::serve::run(args, options)) {
+                Ok(()) => 0,
+                Err(e) => {
+                    eprintln!("interlock serve: {e:#}");
+                    2
+                }
+            }
+        }
+        Command::Certs { args } => match interlock::certs::run(&args) {
+            Ok(()) => 0,
+            Err(e) => {
+                eprintln!("interlock certs: {e:#}");
+                2
+            }
+        },
+        Command::Test { paths } => {
+            let cases = check::policy_test::discover(&paths);
+            let mut failed = 0;
+            for (policy, case) in &cases {
+                let r = check::policy_test::run_case(policy, case);
+                if r.passed() {
+                    println!("ok   {} ({})", r.file.display(), r.name);
+                } else {
+                    failed += 1;
+                    println!("FAIL {} ({})", r.file.display(), r.name);
+                    for f in &r.failures {
+                        println!("     {f}");
+                    }
+                }
+            }
+            println!("{} passed, {} failed", cases.len() - failed, failed);
+            i32::from(failed > 0 || cases.is_empty())
+        }
+    };
+    ExitCode::from(code as u8)
+}

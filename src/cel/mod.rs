@@ -1,1 +1,30 @@
+//! Kubernetes-dialect CEL: parse, compile, evaluate.
+//!
+//! ```
+//! use interlock::cel::{Activation, Env, Value};
+//! let mut env = Env::kubernetes();
+//! let object = env.add_variable("object");
+//! let program = env.compile("object.spec.replicas > 2").unwrap();
+//! let json = serde_json::json!({"spec": {"replicas": 3}});
+//! let mut act = Activation::new(&env);
+//! act.set(object, Value::from_json(&json));
+//! assert!(program.eval(&act).unwrap().equals(&Value::Bool(true)));
+//! ```
 
+pub mod ast;
+mod compile;
+pub mod error;
+#[cfg(test)]
+mod fidelity_tests;
+pub mod functions;
+pub mod k8s;
+mod k8s_bindings;
+mod lexer;
+pub mod parser;
+mod program;
+pub mod value;
+
+pub use compile::{Env, HostFunction, DEFAULT_COST_LIMIT};
+pub use error::{CompileError, EvalError, EvalResult};
+pub use program::{Activation, Ctx, Host, Program};
+pub use value::{Json, Key, List, Map, Str, Type, Value};

@@ -1,8 +1,11 @@
 //! `interlock check`: offline checks over manifest files, and their reports.
 
+pub mod policy_test;
 pub mod report;
+pub mod run;
 
 pub use report::{
     stdout_wants_color, Action, Evaluated, Finding, InputError, ObjectRef, OutputFormat,
     RelatedObject, Report, SourceLocation,
 };
+pub use run::{check_documents, run, CheckOptions, DEFAULT_USER};

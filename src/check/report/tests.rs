@@ -432,29 +432,3 @@ fn from_documents_and_load_errors() {
     );
     assert_eq!(r.exit_code(), 2);
 }
-
-/// Writes sample reports for validation by external tools:
-/// `INTERLOCK_REPORT_SAMPLES=/tmp/dir cargo test --lib write_samples -- --ignored`
-#[test]
-#[ignore]
-fn write_samples() {
-    let dir = std::env::var("INTERLOCK_REPORT_SAMPLES").unwrap_or_else(|_| "/tmp".into());
-    let mut r = sample();
-    r.results
-        .push(finding("hostile", Action::Deny, "a b/c.yaml", 2, HOSTILE));
-    r.errors.push(InputError {
-        file: "bad.yaml".into(),
-        line: Some(4),
-        column: Some(3),
-        message: HOSTILE.into(),
-    });
-    for (f, name) in [
-        (OutputFormat::Sarif, "report.sarif"),
-        (OutputFormat::Junit, "report.xml"),
-        (OutputFormat::Json, "report.json"),
-    ] {
-        let mut out = Vec::new();
-        r.write(f, &mut out, false).unwrap();
-        std::fs::write(format!("{dir}/{name}"), out).unwrap();
-    }
-}

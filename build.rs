@@ -1,0 +1,31 @@
+//! Bundles the policy library (policies/*/policy.yaml) into the binary.
+
+use std::fs;
+use std::path::Path;
+
+fn main() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("policies");
+    println!("cargo:rerun-if-changed={}", root.display());
+    let mut entries = Vec::new();
+    if let Ok(dirs) = fs::read_dir(&root) {
+        for d in dirs.flatten() {
+            let policy = d.path().join("policy.yaml");
+            if policy.is_file() {
+                println!("cargo:rerun-if-changed={}", policy.display());
+                let name = d.file_name().to_string_lossy().to_string();
+                entries.push((name, policy));
+            }
+        }
+    }
+    entries.sort();
+    let mut out = String::from("/// (policy folder, file contents) of the bundled library.\npub const BUNDLED: &[(&str, &str)] = &[\n");
+    for (name, path) in entries {
+        out.push_str(&format!(
+            "    ({name:?}, include_str!({:?})),\n",
+            path.display().to_string()
+        ));
+    }
+    out.push_str("];\n");
+    let dest = Path::new(&std::env::var("OUT_DIR").expect("OUT_DIR")).join("bundled.rs");
+    fs::write(dest, out).expect("write bundled.rs");
+}

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# The whole test suite, as CI runs it. Works on a fresh machine: it builds the
+# Kubernetes control plane the integration tests use when it is not cached
+# (first build: see README), then runs every test.
+set -Eeuo pipefail
+cd "$(dirname "$0")/.."
+
+command -v cargo >/dev/null || { echo "test.sh: cargo is required (install Rust from rustup.rs)" >&2; exit 1; }
+command -v go >/dev/null || { echo "test.sh: go is required to build the test control plane" >&2; exit 1; }
+
+echo "==> control plane (kube-apiserver, etcd, kubectl) for the integration tests"
+bin_dir=$(scripts/control-plane.sh build | tail -n 1)
+export INTERLOCK_CONTROL_PLANE_DIR="$bin_dir"
+echo "    $bin_dir"
+
+echo "==> CEL conformance (pass rate per file)"
+cargo test --test cel_conformance -- --nocapture
+
+echo "==> the whole test suite"
+cargo test --all-targets

@@ -1,0 +1,498 @@
+//! The admission engine: AdmissionRequests in, decisions and JSON patches
+//! out, over the shared policy engine and a live (or file) inventory.
+//! It implements [`crate::server::Reviewer`].
+
+pub mod live;
+mod pending;
+pub mod serve;
+
+use crate::inventory::{Inventory, Source};
+use crate::policy::{Action, FailurePolicy, PolicySet, Request, Verdict};
+use crate::server::Reviewer;
+use kube::core::admission::{AdmissionRequest, AdmissionResponse, Operation};
+use kube::core::DynamicObject;
+use pending::Pending;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+use serde_json::Value as Json;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+#[derive(Debug, Clone)]
+pub struct EngineOptions {
+    /// Name objects of other namespaces only by kind in messages, so one
+    /// tenant never learns another tenant's object names.
+    pub redact_other_namespaces: bool,
+    /// How long an admitted write the watch has not shown yet stays in the
+    /// inventory (so concurrent requests see it).
+    pub pending_ttl: Duration,
+    /// How long one watch request lasts before it is re-established (from
+    /// the last resourceVersion, or by a re-list after 410 Gone).
+    pub watch_timeout: Duration,
+}
+
+impl Default for EngineOptions {
+    fn default() -> Self {
+        EngineOptions {
+            redact_other_namespaces: true,
+            pending_ttl: Duration::from_secs(30),
+            watch_timeout: Duration::from_secs(290),
+        }
+    }
+}
+
+/// Policies, inventory and the record of admitted, not-yet-observed writes:
+/// one lock, so that checking a uniqueness rule and recording the admitted
+/// object are one step.
+pub struct State {
+    pub policies: PolicySet,
+    pub inventory: Inventory,
+    pending: Pending,
+}
+
+#[derive(Clone, Default)]
+struct Metrics {
+    decisions: Family<Vec<(String, String)>, Counter>,
+    eval_errors: Counter,
+    pending: Gauge,
+}
+
+pub struct Engine {
+    state: RwLock<State>,
+    ready: AtomicBool,
+    options: EngineOptions,
+    metrics: Metrics,
+}
+
+impl Engine {
+    pub fn new(policies: PolicySet, inventory: Inventory, options: EngineOptions) -> Engine {
+        Engine {
+            state: RwLock::new(State {
+                policies,
+                inventory,
+                pending: Pending::default(),
+            }),
+            ready: AtomicBool::new(false),
+            options,
+            metrics: Metrics::default(),
+        }
+    }
+
+    pub fn set_ready(&self, ready: bool) {
+        self.ready.store(ready, Ordering::Release);
+    }
+
+    /// Runs `f` with write access to the state (watch events, reloads).
+    pub fn update<R>(&self, f: impl FnOnce(&mut State) -> R) -> R {
+        let mut st = self.state.write().unwrap_or_else(|p| p.into_inner());
+        f(&mut st)
+    }
+
+    /// Runs `f` with read access to the state.
+    pub fn read<R>(&self, f: impl FnOnce(&State) -> R) -> R {
+        let st = self.state.read().unwrap_or_else(|p| p.into_inner());
+        f(&st)
+    }
+
+    fn decide(&self, req: &AdmissionRequest<DynamicObject>) -> AdmissionResponse {
+        let resp = AdmissionResponse::from(req);
+        let (object, old_object) = match (
+            to_json(req.object.as_ref()),
+            to_json(req.old_object.as_ref()),
+        ) {
+            (Ok(o), Ok(old)) => (o, old),
+            (Err(e), _) | (_, Err(e)) => {
+                return resp.deny(format!("interlock could not read the object: {e}"))
+            }
+        };
+        let r = request(req, object.as_ref(), old_object.as_ref());
+        let ready = self.ready.load(Ordering::Acquire);
+        // Requests some inventory-reading policy matches take the write
+        // lock: evaluation and recording of the admitted write are atomic.
+        let readers = self.read(|st| !st.policies.inventory_readers(&r, &st.inventory).is_empty());
+        let (verdicts, annotations) = if readers {
+            self.update(|st| {
+                st.pending.expire(&mut st.inventory);
+                if !ready {
+                    return (self.unready(st, &r), vec![]);
+                }
+                let out = st.policies.evaluate(&r, &st.inventory);
+                let denied = out.0.iter().any(|v| v.action == Action::Deny);
+                if !denied
+                    && !req.dry_run
+                    && matches!(req.operation, Operation::Create | Operation::Update)
+                {
+                    if let Some(o) = &object {
+                        st.pending
+                            .record(&mut st.inventory, o, self.options.pending_ttl);
+                    }
+                }
+                self.metrics.pending.set(st.pending.len() as i64);
+                out
+            })
+        } else {
+            self.read(|st| st.policies.evaluate(&r, &st.inventory))
+        };
+        self.answer(resp, &r, verdicts, annotations)
+    }
+
+    /// While the inventory is not synced, inventory-reading policies answer
+    /// by their failurePolicy.
+    fn unready(&self, st: &State, r: &Request) -> Vec<Verdict> {
+        st.policies
+            .inventory_readers(r, &st.inventory)
+            .into_iter()
+            .filter(|p| p.failure_policy() == FailurePolicy::Fail)
+            .map(|p| Verdict {
+                policy: p.name.clone(),
+                binding: None,
+                action: Action::Deny,
+                message: "the cluster inventory is still loading; retry in a few seconds".into(),
+                reason: Some("ServiceUnavailable".into()),
+                related: vec![],
+            })
+            .collect()
+    }
+
+    fn answer(
+        &self,
+        mut resp: AdmissionResponse,
+        r: &Request,
+        verdicts: Vec<Verdict>,
+        annotations: Vec<(String, String)>,
+    ) -> AdmissionResponse {
+        resp.audit_annotations.extend(annotations);
+        let mut warnings = Vec::new();
+        let mut denials = Vec::new();
+        for v in &verdicts {
+            let message = self.describe(v, &r.namespace);
+            let decision = match v.action {
+                Action::Deny => "deny",
+                Action::Warn => "warn",
+                Action::Audit => "audit",
+            };
+            self.metrics
+                .decisions
+                .get_or_create(&vec![
+                    ("policy".into(), v.policy.clone()),
+                    ("decision".into(), decision.into()),
+                ])
+                .inc();
+            match v.action {
+                Action::Deny => denials.push((v, message)),
+                Action::Warn => warnings.push(message),
+                Action::Audit => {
+                    resp.audit_annotations
+                        .insert(format!("interlock.dev/{}", v.policy), message);
+                }
+            }
+        }
+        if !warnings.is_empty() {
+            resp.warnings = Some(warnings);
+        }
+        if let Some((first, _)) = denials.first() {
+            let text: Vec<String> = denials.iter().map(|(_, m)| m.clone()).collect();
+            let (code, reason) = status_of(first.reason.as_deref());
+            resp = resp.deny(text.join("; "));
+            resp.result.code = code;
+            resp.result.reason = reason.into();
+        }
+        resp
+    }
+
+    /// `policy 'p' denied the request: message (related: ...)`, naming
+    /// related objects elsewhere only by kind when redaction is on.
+    fn describe(&self, v: &Verdict, namespace: &str) -> String {
+        let mut message = v.message.clone();
+        let mut related = Vec::new();
+        for k in &v.related {
+            let visible = !self.options.redact_other_namespaces
+                || &*k.namespace == namespace
+                || k.namespace.is_empty();
+            if visible {
+                related.push(k.to_string());
+            } else {
+                let hidden = format!("{} in another namespace", k.kind);
+                message = message.replace(&format!("{}/{}", k.namespace, k.name), &hidden);
+                related.push(hidden);
+            }
+        }
+        related.dedup();
+        let subject = match &v.binding {
+            Some(b) => format!(
+                "ValidatingAdmissionPolicy '{}' with binding '{b}'",
+                v.policy
+            ),
+            None => format!("interlock policy '{}'", v.policy),
+        };
+        let mut out = format!("{subject}: {message}");
+        if !related.is_empty() {
+            out.push_str(&format!(" (conflicts with {})", related.join(", ")));
+        }
+        out
+    }
+
+    fn patch(&self, req: &AdmissionRequest<DynamicObject>) -> AdmissionResponse {
+        let resp = AdmissionResponse::from(req);
+        let (object, old) = match (
+            to_json(req.object.as_ref()),
+            to_json(req.old_object.as_ref()),
+        ) {
+            (Ok(o), Ok(old)) => (o, old),
+            (Err(e), _) | (_, Err(e)) => {
+                return resp.deny(format!("interlock could not read the object: {e}"))
+            }
+        };
+        let Some(obj) = object.as_ref() else {
+            return resp;
+        };
+        let r = request(req, Some(obj), old.as_ref());
+        let ops = match self.read(|st| st.policies.mutate(&r, &st.inventory)) {
+            Ok(ops) if ops.is_empty() => return resp,
+            Ok(ops) => ops,
+            Err(e) => return resp.deny(e.to_string()),
+        };
+        match build_patch(obj, ops) {
+            Ok(patch) => match resp.clone().with_patch(patch) {
+                Ok(r) => r,
+                Err(e) => resp.deny(format!("interlock could not encode the patch: {e}")),
+            },
+            Err(e) => {
+                self.metrics.eval_errors.inc();
+                resp.deny(e)
+            }
+        }
+    }
+}
+
+/// Parses the operations and checks that they apply to the object.
+fn build_patch(object: &Json, ops: Vec<Json>) -> Result<json_patch::Patch, String> {
+    let patch: json_patch::Patch = serde_json::from_value(Json::Array(ops))
+        .map_err(|e| format!("mutation is not a valid JSON patch: {e}"))?;
+    let mut doc = object.clone();
+    json_patch::patch(&mut doc, &patch)
+        .map_err(|e| format!("mutation patch does not apply to the object: {e}"))?;
+    Ok(patch)
+}
+
+/// HTTP code and reason for a validation's `reason`, as kube-apiserver
+/// answers for ValidatingAdmissionPolicy.
+fn status_of(reason: Option<&str>) -> (u16, &'static str) {
+    match reason {
+        Some("Forbidden") => (403, "Forbidden"),
+        Some("Unauthorized") => (401, "Unauthorized"),
+        Some("RequestEntityTooLarge") => (413, "RequestEntityTooLarge"),
+        Some("ServiceUnavailable") => (503, "ServiceUnavailable"),
+        _ => (422, "Invalid"),
+    }
+}
+
+fn to_json(o: Option<&DynamicObject>) -> Result<Option<Json>, serde_json::Error> {
+    o.map(serde_json::to_value).transpose()
+}
+
+fn operation(op: &Operation) -> &'static str {
+    match op {
+        Operation::Create => "CREATE",
+        Operation::Update => "UPDATE",
+        Operation::Delete => "DELETE",
+        Operation::Connect => "CONNECT",
+    }
+}
+
+fn request<'a>(
+    req: &AdmissionRequest<DynamicObject>,
+    object: Option<&'a Json>,
+    old: Option<&'a Json>,
+) -> Request<'a> {
+    Request {
+        operation: operation(&req.operation).into(),
+        object,
+        old_object: old,
+        group: req.kind.group.clone(),
+        version: req.kind.version.clone(),
+        kind: req.kind.kind.clone(),
+        resource: req.resource.resource.clone(),
+        subresource: req.sub_resource.clone().unwrap_or_default(),
+        namespace: req.namespace.clone().unwrap_or_default(),
+        name: req.name.clone(),
+        username: req.user_info.username.clone().unwrap_or_default(),
+        groups: req.user_info.groups.clone().unwrap_or_default(),
+        dry_run: req.dry_run,
+        uid: req.uid.clone(),
+    }
+}
+
+impl Reviewer for Engine {
+    fn validate(&self, req: &AdmissionRequest<DynamicObject>) -> AdmissionResponse {
+        self.decide(req)
+    }
+
+    fn mutate(&self, req: &AdmissionRequest<DynamicObject>) -> AdmissionResponse {
+        self.patch(req)
+    }
+
+    fn ready(&self) -> bool {
+        self.ready.load(Ordering::Acquire)
+    }
+
+    fn register_metrics(&self, registry: &mut Registry) {
+        registry.register(
+            "policy_decisions",
+            "Admission decisions by policy and decision",
+            self.metrics.decisions.clone(),
+        );
+        registry.register(
+            "evaluation_errors",
+            "Mutations that failed to apply",
+            self.metrics.eval_errors.clone(),
+        );
+        registry.register(
+            "pending_writes",
+            "Admitted writes not yet seen by the watch",
+            self.metrics.pending.clone(),
+        );
+    }
+}
+
+/// Loads objects from files into an inventory (`serve --inventory`).
+pub fn inventory_from_files(
+    inventory: &mut Inventory,
+    paths: &[std::path::PathBuf],
+) -> Result<(), String> {
+    let loaded = crate::manifest::load_paths(paths, &crate::manifest::LoadOptions::default());
+    if let Some(e) = loaded.errors.first() {
+        return Err(e.to_string());
+    }
+    for d in loaded.documents {
+        let source = Source {
+            file: d.source.to_string(),
+            line: d.line,
+        };
+        inventory.upsert(Arc::new(live::project(d.value)), Some(source))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kube::core::admission::AdmissionReview;
+    use serde_json::json;
+
+    const POLICY: &str = "
+apiVersion: interlock.dev/v1alpha1
+kind: InterlockPolicy
+metadata: {name: unique-host}
+spec:
+  matchConstraints:
+    resourceRules:
+      - {apiGroups: [networking.k8s.io], apiVersions: [v1], resources: [ingresses], operations: [CREATE, UPDATE]}
+  indexes:
+    - {name: hosts, apiVersion: networking.k8s.io/v1, kind: Ingress, keys: 'object.spec.rules.map(r, r.host)'}
+  validations:
+    - expression: \"object.spec.rules.all(r, inventory.index('hosts', r.host).size() == 0)\"
+      messageExpression: \"'host taken by ' + object.spec.rules.map(r, inventory.index('hosts', r.host).map(o, o.metadata.namespace + '/' + o.metadata.name)).flatten().join(', ')\"
+  mutations:
+    - patchType: JSONPatch
+      jsonPatch:
+        expression: \"[JSONPatch{op: 'add', path: '/metadata/annotations', value: {'checked': 'yes'}}]\"
+";
+
+    fn engine(ready: bool) -> Engine {
+        let docs = crate::manifest::load_str(
+            crate::manifest::Source::file("p.yaml"),
+            POLICY,
+            crate::manifest::Format::Yaml,
+            &Default::default(),
+        );
+        assert!(docs.errors.is_empty(), "{:?}", docs.errors);
+        let pairs: Vec<_> = docs
+            .documents
+            .into_iter()
+            .map(|d| {
+                (
+                    d.value,
+                    Source {
+                        file: "p.yaml".into(),
+                        line: 1,
+                    },
+                )
+            })
+            .collect();
+        let mut inv = Inventory::new();
+        let (set, errors) = PolicySet::compile(&pairs, &mut inv);
+        assert!(errors.is_empty(), "{errors:?}");
+        let e = Engine::new(set, inv, EngineOptions::default());
+        e.set_ready(ready);
+        e
+    }
+
+    fn review(ns: &str, name: &str, host: &str, dry_run: bool) -> AdmissionRequest<DynamicObject> {
+        let obj = json!({"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+            "metadata": {"namespace": ns, "name": name}, "spec": {"rules": [{"host": host}]}});
+        let r: AdmissionReview<DynamicObject> = serde_json::from_value(json!({
+            "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+            "request": {"uid": "u-1", "kind": {"group": "networking.k8s.io", "version": "v1", "kind": "Ingress"},
+                "resource": {"group": "networking.k8s.io", "version": "v1", "resource": "ingresses"},
+                "name": name, "namespace": ns, "operation": "CREATE",
+                "userInfo": {"username": "alice"}, "object": obj, "dryRun": dry_run}
+        }))
+        .unwrap();
+        r.try_into().unwrap()
+    }
+
+    #[test]
+    fn unready_inventory_answers_by_failure_policy() {
+        let e = engine(false);
+        let resp = e.validate(&review("a", "one", "x.example", false));
+        assert!(!resp.allowed);
+        assert!(
+            resp.result.message.contains("still loading"),
+            "{}",
+            resp.result.message
+        );
+        assert_eq!(resp.result.code, 503);
+    }
+
+    #[test]
+    fn an_admitted_write_is_seen_by_the_next_request_and_names_are_redacted() {
+        let e = engine(true);
+        // A dry run is evaluated but not recorded.
+        assert!(e.validate(&review("a", "one", "x.example", true)).allowed);
+        assert!(e.validate(&review("a", "one", "x.example", false)).allowed);
+        let resp = e.validate(&review("b", "two", "x.example", false));
+        assert!(!resp.allowed, "the pending write must block the duplicate");
+        let m = &resp.result.message;
+        assert!(
+            m.starts_with(
+                "interlock policy 'unique-host': host taken by Ingress in another namespace"
+            ),
+            "{m}"
+        );
+        assert!(!m.contains("a/one"), "{m}");
+        assert_eq!(resp.result.code, 422);
+        // In the same namespace the conflicting object is named.
+        let resp = e.validate(&review("a", "three", "x.example", false));
+        assert!(
+            resp.result.message.contains("a/one"),
+            "{}",
+            resp.result.message
+        );
+    }
+
+    #[test]
+    fn mutations_answer_a_json_patch() {
+        let e = engine(true);
+        let resp = e.mutate(&review("a", "one", "y.example", false));
+        assert!(resp.allowed);
+        let patch: Json = serde_json::from_slice(resp.patch.as_deref().expect("a patch")).unwrap();
+        assert_eq!(
+            patch,
+            json!([{"op": "add", "path": "/metadata/annotations", "value": {"checked": "yes"}}])
+        );
+    }
+}

@@ -1,0 +1,589 @@
+//! Environments and compilation: names are resolved to slots and functions
+//! to implementations once, so evaluation does no lookups by name.
+
+use super::ast::{Expr, ExprKind, Literal, Pos};
+use super::error::CompileError;
+use super::functions::{self, FnDecl, Lib, LibSet, Style};
+use super::parser::{self, qualified_name, ParseLimits, ACCU};
+use super::program::{Node, Program};
+use super::value::{Type, Value};
+use std::sync::Arc;
+
+/// A function the host provides at evaluation time (inventory lookups).
+#[derive(Debug, Clone)]
+pub struct HostFunction {
+    pub name: Arc<str>,
+    pub arities: Vec<usize>,
+}
+
+/// Which names and functions an expression may use.
+#[derive(Debug, Clone)]
+pub struct Env {
+    libs: LibSet,
+    variables: Vec<Arc<str>>,
+    /// Names reachable as `variables.NAME`, in declaration order.
+    lazy: Vec<Arc<str>>,
+    lazy_enabled: bool,
+    host: Vec<HostFunction>,
+    limits: ParseLimits,
+    /// Undeclared names and functions fail at evaluation instead of at
+    /// compile time (cel-go without its checker; conformance tests only).
+    pub unchecked: bool,
+    /// Per-evaluation cost limit.
+    pub cost_limit: u64,
+}
+
+/// kube-apiserver's per-expression runtime cost limit.
+pub const DEFAULT_COST_LIMIT: u64 = 1_000_000;
+
+impl Env {
+    /// Exactly what kube-apiserver v1.36 gives a ValidatingAdmissionPolicy.
+    pub fn kubernetes() -> Env {
+        Env::with_libs(LibSet::KUBERNETES)
+    }
+
+    /// Kubernetes plus `cel.bind`, math and base64; inventory functions are
+    /// added by the policy engine as host functions.
+    pub fn interlock() -> Env {
+        Env::with_libs(LibSet::INTERLOCK)
+    }
+
+    /// Every library we have, for the CEL specification's conformance cases.
+    pub fn conformance() -> Env {
+        Env::with_libs(LibSet::ALL)
+    }
+
+    fn with_libs(libs: LibSet) -> Env {
+        Env {
+            libs,
+            variables: Vec::new(),
+            lazy: Vec::new(),
+            lazy_enabled: false,
+            host: Vec::new(),
+            limits: ParseLimits::default(),
+            unchecked: false,
+            cost_limit: DEFAULT_COST_LIMIT,
+        }
+    }
+
+    pub fn libs(&self) -> LibSet {
+        self.libs
+    }
+
+    pub fn add_variable(&mut self, name: &str) -> usize {
+        if let Some(i) = self.variable_slot(name) {
+            return i;
+        }
+        self.variables.push(name.into());
+        self.variables.len() - 1
+    }
+
+    pub fn with_variables(mut self, names: &[&str]) -> Env {
+        for n in names {
+            self.add_variable(n);
+        }
+        self
+    }
+
+    pub fn variable_slot(&self, name: &str) -> Option<usize> {
+        self.variables.iter().position(|v| &**v == name)
+    }
+
+    pub fn variables(&self) -> &[Arc<str>] {
+        &self.variables
+    }
+
+    /// Declares `variables.NAME` (a policy's variables, evaluated lazily).
+    pub fn add_lazy_variable(&mut self, name: &str) -> usize {
+        self.lazy_enabled = true;
+        self.lazy.push(name.into());
+        self.lazy.len() - 1
+    }
+
+    /// Makes `variables.x` resolve (or fail to compile) even before any
+    /// variable is declared.
+    pub fn enable_lazy_variables(&mut self) {
+        self.lazy_enabled = true;
+    }
+
+    pub fn add_host_function(&mut self, name: &str, arities: &[usize]) -> usize {
+        self.host.push(HostFunction {
+            name: name.into(),
+            arities: arities.to_vec(),
+        });
+        self.host.len() - 1
+    }
+
+    pub fn compile(&self, src: &str) -> Result<Program, CompileError> {
+        let ast = parser::parse(src, self.limits)?;
+        let mut c = Compiler {
+            env: self,
+            src,
+            scope: Vec::new(),
+            exempt_literal: false,
+        };
+        let root = c.compile(&ast)?;
+        Ok(Program::new(root, src))
+    }
+}
+
+struct Compiler<'e> {
+    env: &'e Env,
+    src: &'e str,
+    /// Local names in scope, innermost last; the index is the runtime slot.
+    scope: Vec<Arc<str>>,
+    /// The next expression compiled is an argument of `format` (or a
+    /// list or map literal inside one): its literals may mix types, as
+    /// cel-go exempts `format` from the homogeneous-literal check.
+    exempt_literal: bool,
+}
+
+type CResult = Result<Node, CompileError>;
+
+impl<'e> Compiler<'e> {
+    fn err(&self, pos: Pos, msg: impl Into<String>) -> CompileError {
+        CompileError::new(self.src, pos, msg)
+    }
+
+    fn local(&self, name: &str) -> Option<usize> {
+        self.scope.iter().rposition(|n| &**n == name)
+    }
+
+    fn compile(&mut self, e: &Expr) -> CResult {
+        stacker::maybe_grow(64 * 1024, 1024 * 1024, || self.compile_node(e))
+    }
+
+    fn compile_node(&mut self, e: &Expr) -> CResult {
+        let exempt = std::mem::take(&mut self.exempt_literal);
+        Ok(match &e.kind {
+            ExprKind::Literal(l) => Node::Const(literal(l)),
+            ExprKind::Ident(name) => self.ident(e.pos, name)?,
+            ExprKind::Select {
+                operand,
+                field,
+                optional,
+            } => {
+                if !optional {
+                    if let Some(n) = self.qualified(e)? {
+                        return Ok(n);
+                    }
+                }
+                Node::Select {
+                    operand: Box::new(self.compile(operand)?),
+                    field: field.clone(),
+                    optional: *optional,
+                }
+            }
+            ExprKind::Has { operand, field } => Node::Has {
+                operand: Box::new(self.compile(operand)?),
+                field: field.clone(),
+            },
+            ExprKind::Index {
+                operand,
+                index,
+                optional,
+            } => Node::Index {
+                operand: Box::new(self.compile(operand)?),
+                index: Box::new(self.compile(index)?),
+                optional: *optional,
+            },
+            ExprKind::Call {
+                function,
+                target,
+                args,
+            } => self.call(e.pos, function, target.as_deref(), args)?,
+            ExprKind::List { elements, optional } => {
+                let hetero: Vec<&Expr> = elements
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, _)| !optional.contains(i))
+                    .map(|(_, e)| e)
+                    .collect();
+                if !exempt {
+                    self.check_homogeneous(hetero, "list")?;
+                }
+                if !optional.is_empty() && !self.env.libs.has(Lib::Optional) {
+                    return Err(self.err(e.pos, "optional syntax is not enabled"));
+                }
+                let mut items = Vec::with_capacity(elements.len());
+                for (i, el) in elements.iter().enumerate() {
+                    self.exempt_literal = exempt;
+                    items.push((self.compile(el)?, optional.contains(&i)));
+                }
+                Node::List(items)
+            }
+            ExprKind::Map { entries } => {
+                if !exempt {
+                    self.check_homogeneous(entries.iter().map(|en| &en.key).collect(), "map key")?;
+                    self.check_homogeneous(
+                        entries
+                            .iter()
+                            .filter(|en| !en.optional)
+                            .map(|en| &en.value)
+                            .collect(),
+                        "map value",
+                    )?;
+                }
+                let mut items = Vec::with_capacity(entries.len());
+                for en in entries {
+                    if let ExprKind::Literal(l) = &en.key.kind {
+                        if matches!(l, Literal::Double(_) | Literal::Null | Literal::Bytes(_)) {
+                            return Err(self.err(en.key.pos, "unsupported map key type"));
+                        }
+                    }
+                    self.exempt_literal = exempt;
+                    let key = self.compile(&en.key)?;
+                    self.exempt_literal = exempt;
+                    let value = self.compile(&en.value)?;
+                    items.push((key, value, en.optional));
+                }
+                Node::Map(items)
+            }
+            ExprKind::Struct { name, fields } => self.structure(e.pos, name, fields)?,
+            ExprKind::And(a, b) => {
+                Node::And(Box::new(self.compile(a)?), Box::new(self.compile(b)?))
+            }
+            ExprKind::Or(a, b) => Node::Or(Box::new(self.compile(a)?), Box::new(self.compile(b)?)),
+            ExprKind::Conditional(c, t, f) => Node::Conditional(
+                Box::new(self.compile(c)?),
+                Box::new(self.compile(t)?),
+                Box::new(self.compile(f)?),
+            ),
+            ExprKind::Comprehension(c) => {
+                if c.iter_var2.is_some() && !self.env.libs.has(Lib::TwoVar) {
+                    return Err(self.err(e.pos, "two-variable comprehensions are not enabled"));
+                }
+                let range = self.compile(&c.range)?;
+                let accu_init = self.compile(&c.accu_init)?;
+                self.scope.push(c.accu_var.clone());
+                self.scope.push(c.iter_var.clone());
+                if let Some(v2) = &c.iter_var2 {
+                    self.scope.push(v2.clone());
+                }
+                let cond = self.compile(&c.loop_cond);
+                let step = self.compile(&c.loop_step);
+                let vars = if c.iter_var2.is_some() { 2 } else { 1 };
+                self.scope.truncate(self.scope.len() - vars);
+                let result = self.compile(&c.result);
+                self.scope.pop();
+                Node::Comprehension(Box::new(super::program::Comprehension {
+                    two_vars: c.iter_var2.is_some(),
+                    range,
+                    accu_init,
+                    cond: cond?,
+                    step: step?,
+                    result: result?,
+                }))
+            }
+            ExprKind::Bind { name, init, body } => {
+                if !name.starts_with('@') && !self.env.libs.has(Lib::Bind) {
+                    return Err(self.err(
+                        e.pos,
+                        "undeclared reference to 'bind' (in container 'cel'): cel.bind is not available in this environment",
+                    ));
+                }
+                let init = self.compile(init)?;
+                self.scope.push(name.clone());
+                let body = self.compile(body);
+                self.scope.pop();
+                Node::Bind(Box::new(init), Box::new(body?))
+            }
+        })
+    }
+
+    fn ident(&mut self, pos: Pos, name: &str) -> CResult {
+        if let Some(rooted) = name.strip_prefix('.') {
+            return self.global_name(pos, rooted);
+        }
+        if let Some(slot) = self.local(name) {
+            return Ok(Node::Local(slot));
+        }
+        self.global_name(pos, name)
+    }
+
+    fn global_name(&self, pos: Pos, name: &str) -> CResult {
+        if let Some(slot) = self.env.variable_slot(name) {
+            return Ok(Node::Global(slot));
+        }
+        if let Some(t) = Type::from_name(name) {
+            return Ok(Node::Const(Value::Type(t)));
+        }
+        if let Some(t) = functions::named_type(self.env.libs, name) {
+            return Ok(Node::Const(Value::Type(t)));
+        }
+        self.undeclared(pos, name)
+    }
+
+    fn undeclared(&self, pos: Pos, name: &str) -> CResult {
+        let msg = format!("undeclared reference to '{name}' (in container '')");
+        if self.env.unchecked {
+            return Ok(Node::Error(msg.into()));
+        }
+        Err(self.err(pos, msg))
+    }
+
+    /// Resolves `a.b.c` to a qualified global (a type name, or
+    /// `variables.x`), when no local shadows its root.
+    fn qualified(&mut self, e: &Expr) -> Result<Option<Node>, CompileError> {
+        let Some(q) = qualified_name(e) else {
+            return Ok(None);
+        };
+        let rooted = q.starts_with('.');
+        let q = q.trim_start_matches('.');
+        let root = q.split('.').next().unwrap_or("");
+        if !rooted && self.local(root).is_some() {
+            return Ok(None);
+        }
+        if let Some(slot) = self.env.variable_slot(q) {
+            return Ok(Some(Node::Global(slot)));
+        }
+        if let Some(t) = Type::from_name(q).or_else(|| functions::named_type(self.env.libs, q)) {
+            return Ok(Some(Node::Const(Value::Type(t))));
+        }
+        if let Some(field) = q.strip_prefix("variables.") {
+            if self.env.lazy_enabled && !field.contains('.') {
+                return match self.env.lazy.iter().position(|n| &**n == field) {
+                    Some(i) => Ok(Some(Node::Lazy(i, self.env.lazy[i].clone()))),
+                    None => Err(self.err(e.pos, format!("undefined field '{field}'"))),
+                };
+            }
+        }
+        Ok(None)
+    }
+
+    fn check_homogeneous(&self, items: Vec<&Expr>, what: &str) -> Result<(), CompileError> {
+        if !self.env.libs.has(Lib::Homogeneous) {
+            return Ok(());
+        }
+        let mut first: Option<(&'static str, Pos)> = None;
+        for it in items {
+            let Some(t) = literal_type(it) else { continue };
+            match first {
+                None => first = Some((t, it.pos)),
+                Some((f, _)) if f != t => {
+                    return Err(self.err(
+                        it.pos,
+                        format!("expected type '{f}' but found '{t}' in {what} literal"),
+                    ))
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    fn call(&mut self, pos: Pos, name: &str, target: Option<&Expr>, args: &[Expr]) -> CResult {
+        // `ns.fn(...)` where `ns.fn` is a global function (math.greatest,
+        // optional.of, inventory.get...) unless `ns` is a local or variable.
+        if let Some(t) = target {
+            if let Some(q) = qualified_name(t) {
+                let root = q.trim_start_matches('.').split('.').next().unwrap_or("");
+                let shadowed = self.local(root).is_some() || self.env.variable_slot(root).is_some();
+                let full = format!("{}.{name}", q.trim_start_matches('.'));
+                if !shadowed || q.starts_with('.') {
+                    if let Some(n) = self.global_call(pos, &full, args)? {
+                        return Ok(n);
+                    }
+                }
+            }
+        }
+        match target {
+            None => match self.global_call(pos, name.trim_start_matches('.'), args)? {
+                Some(n) => Ok(n),
+                None => self.undeclared(pos, name),
+            },
+            Some(t) => self.member_call(pos, name, t, args),
+        }
+    }
+
+    fn compile_args(&mut self, args: &[Expr]) -> Result<Vec<Node>, CompileError> {
+        args.iter().map(|a| self.compile(a)).collect()
+    }
+
+    fn global_call(
+        &mut self,
+        pos: Pos,
+        name: &str,
+        args: &[Expr],
+    ) -> Result<Option<Node>, CompileError> {
+        if let Some(id) = self.env.host.iter().position(|h| &*h.name == name) {
+            let h = &self.env.host[id];
+            if !h.arities.contains(&args.len()) {
+                return Err(self.err(
+                    pos,
+                    format!(
+                        "found no matching overload for '{name}' with {} arguments",
+                        args.len()
+                    ),
+                ));
+            }
+            return Ok(Some(Node::Host(id, self.compile_args(args)?)));
+        }
+        if let Some(special) = self.special(pos, name, args)? {
+            return Ok(Some(special));
+        }
+        let decls = functions::lookup(self.env.libs, name, Style::Global);
+        if decls.is_empty() {
+            return Ok(None);
+        }
+        let decl = self.pick(pos, name, &decls, args.len())?;
+        let compiled = self.compile_args(args)?;
+        Ok(Some(self.finish_call(pos, decl, compiled, args)?))
+    }
+
+    fn member_call(&mut self, pos: Pos, name: &str, target: &Expr, args: &[Expr]) -> CResult {
+        let decls = functions::lookup(self.env.libs, name, Style::Member);
+        if decls.is_empty() {
+            return self.undeclared(pos, name);
+        }
+        let decl = self.pick(pos, name, &decls, args.len() + 1)?;
+        let mut compiled = Vec::with_capacity(args.len() + 1);
+        compiled.push(self.compile(target)?);
+        for a in args {
+            self.exempt_literal = name == "format";
+            compiled.push(self.compile(a)?);
+        }
+        let mut all_args = Vec::with_capacity(args.len() + 1);
+        all_args.push(target.clone());
+        all_args.extend(args.iter().cloned());
+        self.finish_call(pos, decl, compiled, &all_args)
+    }
+
+    fn pick(
+        &self,
+        pos: Pos,
+        name: &str,
+        decls: &[&'static FnDecl],
+        n: usize,
+    ) -> Result<&'static FnDecl, CompileError> {
+        decls
+            .iter()
+            .copied()
+            .find(|d| d.arity.accepts(n))
+            .ok_or_else(|| {
+                self.err(
+                    pos,
+                    format!("found no matching overload for '{name}' applied to {n} argument(s)"),
+                )
+            })
+    }
+
+    fn finish_call(
+        &self,
+        pos: Pos,
+        decl: &'static FnDecl,
+        args: Vec<Node>,
+        exprs: &[Expr],
+    ) -> CResult {
+        let checks = self.env.libs.has(Lib::LiteralChecks);
+        if let Some(validate) = decl.validate_literal.filter(|_| checks) {
+            for (i, e) in exprs.iter().enumerate() {
+                if let ExprKind::Literal(Literal::String(s)) = &e.kind {
+                    if let Err(msg) = validate(i, s) {
+                        return Err(self.err(e.pos, msg));
+                    }
+                }
+            }
+        }
+        // Constant regular expressions are compiled once, here.
+        if let (Some(prepare), Some(Node::Const(Value::String(s)))) = (decl.prepare, args.get(1)) {
+            match prepare(s.as_str()) {
+                Ok(Some(p)) => {
+                    return Ok(Node::Prepared {
+                        decl,
+                        args,
+                        prepared: p,
+                    })
+                }
+                Ok(None) => {}
+                Err(m) if checks => return Err(self.err(exprs[1].pos, m)),
+                Err(_) => {}
+            }
+        }
+        let _ = pos;
+        Ok(Node::Call { decl, args })
+    }
+
+    /// Internal functions of macro expansions that need the accumulator.
+    fn special(
+        &mut self,
+        pos: Pos,
+        name: &str,
+        args: &[Expr],
+    ) -> Result<Option<Node>, CompileError> {
+        let accu_first =
+            matches!(args.first().map(|a| &a.kind), Some(ExprKind::Ident(n)) if &**n == ACCU);
+        let accu = match self.local(ACCU) {
+            Some(slot) if accu_first => slot,
+            _ => usize::MAX,
+        };
+        Ok(Some(match (name, args.len()) {
+            ("@not_strictly_false", 1) => Node::NotStrictlyFalse(Box::new(self.compile(&args[0])?)),
+            ("@append", 2) if accu != usize::MAX => {
+                Node::AccuAppend(accu, Box::new(self.compile(&args[1])?))
+            }
+            ("@mapInsert", 3) if accu != usize::MAX => Node::AccuInsert(
+                accu,
+                Box::new(self.compile(&args[1])?),
+                Box::new(self.compile(&args[2])?),
+            ),
+            ("@mapMerge", 2) if accu != usize::MAX => {
+                Node::AccuMerge(accu, Box::new(self.compile(&args[1])?))
+            }
+            _ if name.starts_with('@') && !matches!(name, "@in" | "@sortByAssociatedKeys") => {
+                return Err(self.err(pos, format!("undeclared reference to '{name}'")))
+            }
+            _ => return Ok(None),
+        }))
+    }
+
+    fn structure(&mut self, pos: Pos, name: &str, fields: &[(Arc<str>, Expr, bool)]) -> CResult {
+        let allowed: &[&str] = match name.trim_start_matches('.') {
+            "JSONPatch" if self.env.libs.has(Lib::JsonPatch) => &["op", "path", "value", "from"],
+            _ => {
+                return Err(self.err(
+                    pos,
+                    format!("undeclared reference to '{name}' (in container '')"),
+                ))
+            }
+        };
+        let mut out = Vec::with_capacity(fields.len());
+        for (f, e, optional) in fields {
+            if !allowed.contains(&&**f) {
+                return Err(self.err(e.pos, format!("undefined field '{f}'")));
+            }
+            out.push((f.clone(), self.compile(e)?, *optional));
+        }
+        Ok(Node::Struct(out))
+    }
+}
+
+fn literal(l: &Literal) -> Value<'static> {
+    match l {
+        Literal::Null => Value::Null,
+        Literal::Bool(b) => Value::Bool(*b),
+        Literal::Int(i) => Value::Int(*i),
+        Literal::Uint(u) => Value::Uint(*u),
+        Literal::Double(d) => Value::Double(*d),
+        Literal::String(s) => Value::String(super::value::Str::Shared(s.clone())),
+        Literal::Bytes(b) => Value::Bytes(b.clone()),
+    }
+}
+
+/// The static type of an expression, when it is obvious without a checker.
+fn literal_type(e: &Expr) -> Option<&'static str> {
+    match &e.kind {
+        ExprKind::Literal(l) => Some(match l {
+            Literal::Null => return None,
+            Literal::Bool(_) => "bool",
+            Literal::Int(_) => "int",
+            Literal::Uint(_) => "uint",
+            Literal::Double(_) => "double",
+            Literal::String(_) => "string",
+            Literal::Bytes(_) => "bytes",
+        }),
+        ExprKind::List { .. } => Some("list"),
+        ExprKind::Map { .. } => Some("map"),
+        _ => None,
+    }
+}

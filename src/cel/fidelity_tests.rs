@@ -1,0 +1,159 @@
+//! What kube-apiserver v1.36's CEL answers, checked against a real
+//! kube-apiserver (tests/vap_differential.rs and probes made while writing
+//! it): runtime error texts, `format` as its strings extension (version 2)
+//! prints, and the literals `format` exempts from the homogeneous check.
+
+use super::{Activation, Env, Value};
+
+fn eval_in(mut env: Env, src: &str) -> Result<serde_json::Value, String> {
+    let object = env.add_variable("object");
+    let program = env.compile(src).map_err(|e| format!("compile: {e}"))?;
+    let json = serde_json::json!({"data": {"s": "x", "n": "-1", "big": "1e30", "huge": "99999999999999999999"}});
+    let mut act = Activation::new(&env);
+    act.set(object, Value::from_json(&json));
+    program
+        .eval(&act)
+        .map(|v| v.to_json())
+        .map_err(|e| e.to_string())
+}
+
+fn kube(src: &str) -> Result<serde_json::Value, String> {
+    eval_in(Env::kubernetes(), src)
+}
+
+fn kube_string(src: &str) -> String {
+    match kube(src) {
+        Ok(serde_json::Value::String(s)) => s,
+        other => panic!("{src}: {other:?}"),
+    }
+}
+
+fn kube_error(src: &str) -> String {
+    match kube(src) {
+        Err(e) => e,
+        Ok(v) => panic!("{src}: expected an error, got {v:?}"),
+    }
+}
+
+#[test]
+fn runtime_errors_use_cel_go_words() {
+    for (src, want) in [
+        ("dyn(1) + 'a' == 'x'", "no such overload"),
+        ("dyn('a') < 1", "no such overload"),
+        ("dyn('s') ? true : false", "no such overload"),
+        ("!dyn('x')", "no such overload"),
+        ("dyn(1).startsWith('a')", "no such overload"),
+        ("'x' in dyn(1)", "no such overload"),
+        ("size(dyn(1)) == 1", "no such overload: size"),
+        (
+            "int(object.data.s) == 1",
+            "type conversion error from 'string' to 'int'",
+        ),
+        (
+            "int(object.data.huge) == 1",
+            "type conversion error from 'string' to 'int'",
+        ),
+        (
+            "uint(object.data.s) == 1u",
+            "type conversion error from 'string' to 'uint'",
+        ),
+        (
+            "double(object.data.s) == 1.0",
+            "type conversion error from 'string' to 'double'",
+        ),
+        (
+            "duration(object.data.s) > duration('1s')",
+            "type conversion error from 'string' to 'google.protobuf.Duration'",
+        ),
+        (
+            "timestamp(object.data.s) > timestamp(0)",
+            "type conversion error from 'string' to 'google.protobuf.Timestamp'",
+        ),
+        (
+            "uint(int(object.data.n)) == 1u",
+            "unsigned integer overflow",
+        ),
+        ("int(double(object.data.big)) == 1", "integer overflow"),
+        (
+            "9223372036854775807 + int(object.data.n) * -1 > 0",
+            "integer overflow",
+        ),
+        ("dyn({'a': 1})['b'] == 1", "no such key: b"),
+        ("dyn({'a': 1})[1] == 1", "no such key: 1"),
+        ("dyn([1, 2])[5] == 1", "index out of bounds: 5"),
+        ("'abc'.substring(5) == ''", "index out of range: 5"),
+        ("object.data.missing == 'x'", "no such key: missing"),
+    ] {
+        assert_eq!(kube_error(src), want, "{src}");
+    }
+}
+
+#[test]
+fn format_prints_like_kube_apiserver() {
+    for (src, want) in [
+        ("'%.2f'.format([1234567.891])", "1,234,567.89"),
+        ("'%f'.format([1000.0])", "1,000.000000"),
+        ("'%.3f'.format([-0.0005])", "-0.001"),
+        ("'%.1f'.format([0.25])", "0.2"),
+        ("'%f'.format([double('Infinity')])", "∞"),
+        ("'%e'.format([123456.0])", "1.234560×10⁰⁵"),
+        ("'%e'.format([0.001])", "1.000000×10⁻⁰³"),
+        ("'%e'.format([-1.5])", "-1.500000×10⁰⁰"),
+        ("'%e'.format([1e300])", "1.000000×10³⁰⁰"),
+        // The precision of %e is a width in kube-apiserver's strings extension.
+        ("'%.2e'.format([5.555])", "5.555000×10⁰⁰"),
+        ("'%.0e'.format([0.0])", "0.000000×10⁰⁰"),
+        ("'%e'.format([double('NaN')])", "   NaN"),
+        ("'%e'.format([double('-Infinity')])", "    -∞"),
+        ("'%d'.format([1234567])", "1234567"),
+        ("'%.3s'.format(['abcdef'])", "abcdef"),
+        ("'%s'.format([1.5])", "1.5"),
+        ("'%s'.format([type(1)])", "int"),
+        ("'%s'.format([b'abc'])", "abc"),
+        (
+            "'%s'.format([[1.5, 'a', b'x', true, null, duration('1s'), timestamp('2020-01-01T00:00:00Z'), {'b': 2.0, 'a': [1u]}]])",
+            r#"[1.500000, "a", b"x", true, null, duration("1s"), timestamp("2020-01-01T00:00:00Z"), {"a":[1], "b":2.000000}]"#,
+        ),
+        ("'%s'.format([{'k': 1, 'j': 'v'}])", r#"{"j":"v", "k":1}"#),
+        ("'%s'.format([[double('NaN'), -0.0, 1e20]])", r#"["NaN", -0.000000, 100000000000000000000.000000]"#),
+        ("'%s'.format([[type(1), 3u, -2]])", "[int, 3, -2]"),
+        ("'%s'.format([[[], {}]])", "[[], {}]"),
+    ] {
+        assert_eq!(kube_string(src), want, "{src}");
+    }
+    assert_eq!(
+        kube_error("'%.2f'.format([object.data.s]) == ''"),
+        "error during formatting: fixed-point clause can only be used on doubles, was given string"
+    );
+}
+
+#[test]
+fn the_latest_strings_extension_keeps_go_formatting() {
+    assert_eq!(
+        eval_in(Env::conformance(), "'%e'.format([0.001])"),
+        Ok(serde_json::json!("1.000000e-03"))
+    );
+}
+
+#[test]
+fn format_arguments_may_mix_types_other_lists_may_not() {
+    assert_eq!(
+        kube_string("'%x|%d|%s|%s'.format([255, -7, [1, 2], true])"),
+        "ff|-7|[1, 2]|true"
+    );
+    assert_eq!(
+        kube_string("'%s'.format([[1, 'a', {'k': [true, 2]}]])"),
+        r#"[1, "a", {"k":[true, 2]}]"#
+    );
+    let err = kube("[1, 'a'].size() == 2").expect_err("a mixed list literal outside format");
+    assert!(
+        err.contains("expected type 'int' but found 'string'"),
+        "{err}"
+    );
+    let err =
+        kube("'%s'.format([1]) == [[1], 'a'][1]").expect_err("a mixed list beside a format call");
+    assert!(
+        err.contains("expected type 'list' but found 'string'"),
+        "{err}"
+    );
+}

@@ -1,0 +1,417 @@
+//! The CEL standard library: operators, size, string predicates, conversions.
+
+use super::{no_overload, FnDecl, Lib};
+use crate::cel::error::{EvalError, EvalResult};
+use crate::cel::program::Ctx;
+use crate::cel::value::{numeric_cmp, Value};
+use std::cmp::Ordering;
+use std::sync::Arc;
+
+pub const DECLS: &[FnDecl] = &[
+    FnDecl::global("_+_", 2, Lib::Core, add),
+    FnDecl::global("_-_", 2, Lib::Core, sub),
+    FnDecl::global("_*_", 2, Lib::Core, mul),
+    FnDecl::global("_/_", 2, Lib::Core, div),
+    FnDecl::global("_%_", 2, Lib::Core, rem),
+    FnDecl::global("-_", 1, Lib::Core, neg),
+    FnDecl::global("!_", 1, Lib::Core, not),
+    FnDecl::global("_==_", 2, Lib::Core, eq),
+    FnDecl::global("_!=_", 2, Lib::Core, ne),
+    FnDecl::global("_<_", 2, Lib::Core, lt),
+    FnDecl::global("_<=_", 2, Lib::Core, le),
+    FnDecl::global("_>_", 2, Lib::Core, gt),
+    FnDecl::global("_>=_", 2, Lib::Core, ge),
+    FnDecl::global("@in", 2, Lib::Core, in_),
+    FnDecl::global(
+        "@sortByAssociatedKeys",
+        2,
+        Lib::ListsExt,
+        super::lists::sort_by_keys,
+    ),
+    FnDecl::global("size", 1, Lib::Core, size),
+    FnDecl::member("size", 1, Lib::Core, size),
+    FnDecl::member("contains", 2, Lib::Core, contains),
+    FnDecl::member("startsWith", 2, Lib::Core, starts_with),
+    FnDecl::member("endsWith", 2, Lib::Core, ends_with),
+    FnDecl::global("int", 1, Lib::Core, to_int),
+    FnDecl::global("uint", 1, Lib::Core, to_uint),
+    FnDecl::global("double", 1, Lib::Core, to_double),
+    FnDecl::global("string", 1, Lib::Core, to_string),
+    FnDecl::global("bytes", 1, Lib::Core, to_bytes),
+    FnDecl::global("bool", 1, Lib::Core, to_bool),
+    FnDecl::global("dyn", 1, Lib::Core, dyn_),
+    FnDecl::global("type", 1, Lib::Core, type_of),
+];
+
+fn add<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
+    use Value::*;
+    Ok(match (&a[0], &a[1]) {
+        (Int(x), Int(y)) => Int(x.checked_add(*y).ok_or_else(EvalError::overflow)?),
+        (Uint(x), Uint(y)) => Uint(x.checked_add(*y).ok_or_else(EvalError::uint_overflow)?),
+        (Double(x), Double(y)) => Double(x + y),
+        (String(x), String(y)) => {
+            ctx.charge(((x.as_str().len() + y.as_str().len()) / 10) as u64)?;
+            let mut s = std::string::String::with_capacity(x.as_str().len() + y.as_str().len());
+            s.push_str(x.as_str());
+            s.push_str(y.as_str());
+            Value::string(s)
+        }
+        (Bytes(x), Bytes(y)) => Bytes(x.iter().chain(y.iter()).copied().collect()),
+        (List(x), List(y)) => {
+            ctx.charge((x.len() + y.len()) as u64)?;
+            let mut v = x.to_vec();
+            v.extend(y.iter());
+            Value::list(v)
+        }
+        (Duration(x), Duration(y)) => Duration(crate::cel::value::Duration(
+            x.0.checked_add(y.0)
+                .ok_or_else(EvalError::duration_overflow)?,
+        )),
+        (Timestamp(t), Duration(d)) | (Duration(d), Timestamp(t)) => {
+            Timestamp(super::time::add_duration(*t, d.0)?)
+        }
+        _ => return no_overload("_+_", a),
+    })
+}
+
+fn sub<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
+    use Value::*;
+    Ok(match (&a[0], &a[1]) {
+        (Int(x), Int(y)) => Int(x.checked_sub(*y).ok_or_else(EvalError::overflow)?),
+        (Uint(x), Uint(y)) => Uint(x.checked_sub(*y).ok_or_else(EvalError::uint_overflow)?),
+        (Double(x), Double(y)) => Double(x - y),
+        (Duration(x), Duration(y)) => Duration(crate::cel::value::Duration(
+            x.0.checked_sub(y.0)
+                .ok_or_else(EvalError::duration_overflow)?,
+        )),
+        (Timestamp(t), Duration(d)) => Timestamp(super::time::add_duration(
+            *t,
+            d.0.checked_neg()
+                .ok_or_else(EvalError::timestamp_overflow)?,
+        )?),
+        (Timestamp(x), Timestamp(y)) => {
+            let n = x.total_nanos() - y.total_nanos();
+            Duration(crate::cel::value::Duration(
+                i64::try_from(n).map_err(|_| EvalError::duration_overflow())?,
+            ))
+        }
+        _ => return no_overload("_-_", a),
+    })
+}
+
+fn mul<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
+    use Value::*;
+    Ok(match (&a[0], &a[1]) {
+        (Int(x), Int(y)) => Int(x.checked_mul(*y).ok_or_else(EvalError::overflow)?),
+        (Uint(x), Uint(y)) => Uint(x.checked_mul(*y).ok_or_else(EvalError::uint_overflow)?),
+        (Double(x), Double(y)) => Double(x * y),
+        _ => return no_overload("_*_", a),
+    })
+}
+
+fn div<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
+    use Value::*;
+    Ok(match (&a[0], &a[1]) {
+        (Int(_), Int(0)) | (Uint(_), Uint(0)) => return Err(EvalError::division_by_zero()),
+        (Int(x), Int(y)) => Int(x.checked_div(*y).ok_or_else(EvalError::overflow)?),
+        (Uint(x), Uint(y)) => Uint(x / y),
+        (Double(x), Double(y)) => Double(x / y),
+        _ => return no_overload("_/_", a),
+    })
+}
+
+fn rem<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
+    use Value::*;
+    Ok(match (&a[0], &a[1]) {
+        (Int(_), Int(0)) | (Uint(_), Uint(0)) => return Err(EvalError::modulus_by_zero()),
+        (Int(x), Int(y)) => Int(x.checked_rem(*y).ok_or_else(EvalError::overflow)?),
+        (Uint(x), Uint(y)) => Uint(x % y),
+        _ => return no_overload("_%_", a),
+    })
+}
+
+fn neg<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
+    match &a[0] {
+        Value::Int(x) => Ok(Value::Int(x.checked_neg().ok_or_else(EvalError::overflow)?)),
+        Value::Double(x) => Ok(Value::Double(-x)),
+        _ => no_overload("-_", a),
+    }
+}
+
+fn not<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
+    match &a[0] {
+        Value::Bool(b) => Ok(Value::Bool(!b)),
+        _ => no_overload("!_", a),
+    }
+}
+
+fn eq<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
+    Ok(Value::Bool(a[0].equals(&a[1])))
+}
+
+fn ne<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
+    Ok(Value::Bool(!a[0].equals(&a[1])))
+}
+
+/// Orders two values for `<` and friends. `Ok(None)` means unordered (NaN):
+/// every comparison is then false.
+fn order(name: &str, a: &[Value]) -> EvalResult<Option<Ordering>> {
+    use Value::*;
+    match (&a[0], &a[1]) {
+        (Int(_) | Uint(_) | Double(_), Int(_) | Uint(_) | Double(_)) => {
+            Ok(numeric_cmp(&a[0], &a[1]))
+        }
+        (Bool(_), Bool(_))
+        | (String(_), String(_))
+        | (Bytes(_), Bytes(_))
+        | (Duration(_), Duration(_))
+        | (Timestamp(_), Timestamp(_)) => a[0].compare(&a[1]).map(Some),
+        (Opaque(x), Opaque(y)) if x.type_name() == y.type_name() => match x.compare(y.as_ref()) {
+            Some(o) => Ok(Some(o)),
+            None => no_overload(name, a),
+        },
+        _ => no_overload(name, a),
+    }
+}
+
+fn lt<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
+    Ok(Value::Bool(order("_<_", a)? == Some(Ordering::Less)))
+}
+fn le<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
+    Ok(Value::Bool(matches!(
+        order("_<=_", a)?,
+        Some(Ordering::Less | Ordering::Equal)
+    )))
+}
+fn gt<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
+    Ok(Value::Bool(order("_>_", a)? == Some(Ordering::Greater)))
+}
+fn ge<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
+    Ok(Value::Bool(matches!(
+        order("_>=_", a)?,
+        Some(Ordering::Greater | Ordering::Equal)
+    )))
+}
+
+fn in_<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
+    match &a[1] {
+        Value::List(l) => {
+            ctx.charge(l.len() as u64)?;
+            Ok(Value::Bool(l.iter().any(|v| v.equals(&a[0]))))
+        }
+        Value::Map(m) => match &a[0] {
+            Value::Bool(_)
+            | Value::Int(_)
+            | Value::Uint(_)
+            | Value::String(_)
+            | Value::Double(_) => Ok(Value::Bool(m.contains(&a[0])?)),
+            _ => Ok(Value::Bool(false)),
+        },
+        _ => no_overload("@in", a),
+    }
+}
+
+fn size<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
+    let n = match &a[0] {
+        Value::String(s) => s.as_str().chars().count(),
+        Value::Bytes(b) => b.len(),
+        Value::List(l) => l.len(),
+        Value::Map(m) => m.len(),
+        // cel-go names the function for values that are neither sizers nor
+        // receivers.
+        Value::Int(_) | Value::Uint(_) | Value::Double(_) | Value::Bool(_) | Value::Null => {
+            return Err(EvalError::new("no such overload: size"))
+        }
+        _ => return no_overload("size", a),
+    };
+    Ok(Value::Int(n as i64))
+}
+
+fn strings2<'v>(name: &str, a: &'v [Value]) -> EvalResult<(&'v str, &'v str)> {
+    match (&a[0], &a[1]) {
+        (Value::String(x), Value::String(y)) => Ok((x.as_str(), y.as_str())),
+        _ => no_overload(name, a),
+    }
+}
+
+fn contains<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
+    let (s, sub) = strings2("contains", a)?;
+    ctx.charge((s.len() / 10) as u64)?;
+    Ok(Value::Bool(s.contains(sub)))
+}
+
+fn starts_with<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
+    let (s, p) = strings2("startsWith", a)?;
+    Ok(Value::Bool(s.starts_with(p)))
+}
+
+fn ends_with<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
+    let (s, p) = strings2("endsWith", a)?;
+    Ok(Value::Bool(s.ends_with(p)))
+}
+
+pub fn double_to_int(d: f64) -> EvalResult<i64> {
+    // The bounds are i64::MIN and i64::MAX as doubles (both round to 2^63).
+    if d.is_nan() || d <= i64::MIN as f64 || d >= i64::MAX as f64 {
+        return Err(EvalError::overflow());
+    }
+    Ok(d as i64)
+}
+
+fn to_int<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
+    Ok(Value::Int(match &a[0] {
+        Value::Int(i) => *i,
+        Value::Uint(u) => i64::try_from(*u).map_err(|_| EvalError::overflow())?,
+        Value::Double(d) => double_to_int(*d)?,
+        Value::String(s) => s
+            .as_str()
+            .parse::<i64>()
+            .map_err(|_| EvalError::conversion("string", "int"))?,
+        Value::Timestamp(t) => t.secs,
+        Value::Duration(d) => d.0,
+        _ => return no_overload("int", a),
+    }))
+}
+
+fn to_uint<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
+    Ok(Value::Uint(match &a[0] {
+        Value::Uint(u) => *u,
+        Value::Int(i) => u64::try_from(*i).map_err(|_| EvalError::uint_overflow())?,
+        Value::Double(d) => {
+            if d.is_nan() || *d < 0.0 || *d >= 1.844_674_407_370_955_2E19 {
+                return Err(EvalError::uint_overflow());
+            }
+            *d as u64
+        }
+        Value::String(s) => s
+            .as_str()
+            .parse::<u64>()
+            .map_err(|_| EvalError::conversion("string", "uint"))?,
+        _ => return no_overload("uint", a),
+    }))
+}
+
+fn to_double<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
+    Ok(Value::Double(match &a[0] {
+        Value::Double(d) => *d,
+        Value::Int(i) => *i as f64,
+        Value::Uint(u) => *u as f64,
+        Value::String(s) => {
+            parse_go_float(s.as_str()).ok_or_else(|| EvalError::conversion("string", "double"))?
+        }
+        _ => return no_overload("double", a),
+    }))
+}
+
+/// Go's strconv.ParseFloat accepts "Inf", "+Inf", "-Inf", "NaN" in any case.
+fn parse_go_float(s: &str) -> Option<f64> {
+    match s.to_ascii_lowercase().as_str() {
+        "inf" | "+inf" | "infinity" | "+infinity" => return Some(f64::INFINITY),
+        "-inf" | "-infinity" => return Some(f64::NEG_INFINITY),
+        "nan" => return Some(f64::NAN),
+        _ => {}
+    }
+    if s.chars()
+        .any(|c| c.is_ascii_alphabetic() && !matches!(c, 'e' | 'E'))
+    {
+        return None;
+    }
+    s.parse().ok()
+}
+
+/// Formats a double as Go's `strconv.FormatFloat(d, 'g', -1, 64)`.
+pub fn format_double(d: f64) -> String {
+    if d.is_nan() {
+        return "NaN".into();
+    }
+    if d.is_infinite() {
+        return if d > 0.0 {
+            "+Inf".into()
+        } else {
+            "-Inf".into()
+        };
+    }
+    if d == 0.0 {
+        return if d.is_sign_negative() {
+            "-0".into()
+        } else {
+            "0".into()
+        };
+    }
+    // Rust's `{:e}` gives the shortest round-trip digits: "d.ddde±x".
+    let e = format!("{:e}", d.abs());
+    let (mantissa, exp) = e.split_once('e').unwrap_or((&e, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
+    let sign = if d < 0.0 { "-" } else { "" };
+    if !(-4..6).contains(&exp) {
+        let (first, rest) = digits.split_at(1);
+        let frac = if rest.is_empty() {
+            String::new()
+        } else {
+            format!(".{rest}")
+        };
+        let esign = if exp < 0 { '-' } else { '+' };
+        return format!("{sign}{first}{frac}e{esign}{:02}", exp.abs());
+    }
+    let dp = exp + 1;
+    if dp <= 0 {
+        format!("{sign}0.{}{digits}", "0".repeat((-dp) as usize))
+    } else if dp as usize >= digits.len() {
+        format!("{sign}{digits}{}", "0".repeat(dp as usize - digits.len()))
+    } else {
+        let (i, f) = digits.split_at(dp as usize);
+        format!("{sign}{i}.{f}")
+    }
+}
+
+fn to_string<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
+    Ok(match &a[0] {
+        Value::String(_) => a[0].clone(),
+        Value::Int(i) => Value::string(i.to_string()),
+        Value::Uint(u) => Value::string(u.to_string()),
+        Value::Double(d) => Value::string(format_double(*d)),
+        Value::Bool(b) => Value::string(b.to_string()),
+        Value::Bytes(b) => Value::string(
+            std::str::from_utf8(b)
+                .map_err(|_| EvalError::new("invalid UTF-8 in bytes, cannot convert to string"))?,
+        ),
+        Value::Timestamp(t) => Value::string(super::time::format_timestamp(*t)),
+        Value::Duration(d) => Value::string(super::time::format_duration(*d)),
+        Value::Opaque(o) => match o.to_json() {
+            serde_json::Value::String(s) => Value::string(s),
+            other => Value::string(other.to_string()),
+        },
+        _ => return no_overload("string", a),
+    })
+}
+
+fn to_bytes<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
+    match &a[0] {
+        Value::Bytes(_) => Ok(a[0].clone()),
+        Value::String(s) => Ok(Value::Bytes(Arc::from(s.as_str().as_bytes()))),
+        _ => no_overload("bytes", a),
+    }
+}
+
+fn to_bool<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
+    match &a[0] {
+        Value::Bool(_) => Ok(a[0].clone()),
+        Value::String(s) => match s.as_str() {
+            "1" | "t" | "T" | "TRUE" | "true" | "True" => Ok(Value::Bool(true)),
+            "0" | "f" | "F" | "FALSE" | "false" | "False" => Ok(Value::Bool(false)),
+            other => Err(EvalError::new(format!(
+                "type conversion error from 'string' to 'bool': {other}"
+            ))),
+        },
+        _ => no_overload("bool", a),
+    }
+}
+
+fn dyn_<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
+    Ok(a[0].clone())
+}
+
+fn type_of<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
+    Ok(Value::Type(a[0].type_of()))
+}

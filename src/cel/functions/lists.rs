@@ -1,0 +1,273 @@
+//! cel-go's lists extension (v3) and the Kubernetes lists library.
+
+use super::{int_arg, no_overload, Arity, FnDecl, Lib, Style};
+use crate::cel::error::{EvalError, EvalResult};
+use crate::cel::program::Ctx;
+use crate::cel::value::{List, Value};
+use std::cmp::Ordering;
+
+pub const DECLS: &[FnDecl] = &[
+    FnDecl::global("lists.range", 1, Lib::ListsExt, range),
+    FnDecl::member("slice", 3, Lib::ListsExt, slice),
+    FnDecl::new(
+        "flatten",
+        Style::Member,
+        Arity::Range(1, 2),
+        Lib::ListsExt,
+        flatten,
+    ),
+    FnDecl::member("distinct", 1, Lib::ListsExt, distinct),
+    FnDecl::member("sort", 1, Lib::ListsExt, sort),
+    FnDecl::member("first", 1, Lib::ListsExt, first),
+    FnDecl::member("last", 1, Lib::ListsExt, last),
+    FnDecl::member("isSorted", 1, Lib::KubeLists, is_sorted),
+    FnDecl::member("sum", 1, Lib::KubeLists, sum),
+    FnDecl::member("min", 1, Lib::KubeLists, min),
+    FnDecl::member("max", 1, Lib::KubeLists, max),
+];
+
+fn list<'v, 'a>(name: &str, a: &'v [Value<'a>]) -> EvalResult<&'v List<'a>> {
+    match &a[0] {
+        Value::List(l) => Ok(l),
+        _ => no_overload(name, a),
+    }
+}
+
+fn range<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
+    let n = int_arg("lists.range", a, 0)?;
+    ctx.charge(n.max(0) as u64)?;
+    Ok(Value::list((0..n.max(0)).map(Value::Int).collect()))
+}
+
+fn slice<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
+    let l = list("slice", a)?;
+    let start = int_arg("slice", a, 1)?;
+    let end = int_arg("slice", a, 2)?;
+    if start < 0 || end < 0 {
+        return Err(EvalError::new(format!(
+            "cannot slice({start}, {end}), negative indexes not supported"
+        )));
+    }
+    if start > end {
+        return Err(EvalError::new(format!(
+            "cannot slice({start}, {end}), start index must be less than or equal to end index"
+        )));
+    }
+    if end as usize > l.len() {
+        return Err(EvalError::new(format!(
+            "cannot slice({start}, {end}), list is length {}",
+            l.len()
+        )));
+    }
+    ctx.charge((end - start) as u64)?;
+    Ok(Value::list(
+        l.iter()
+            .skip(start as usize)
+            .take((end - start) as usize)
+            .collect(),
+    ))
+}
+
+fn flatten_into<'a>(out: &mut Vec<Value<'a>>, l: &List<'a>, depth: i64) {
+    for v in l.iter() {
+        match (&v, depth) {
+            (Value::List(inner), d) if d > 0 => flatten_into(out, inner, d - 1),
+            _ => out.push(v),
+        }
+    }
+}
+
+fn flatten<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
+    let l = list("flatten", a)?;
+    let depth = if a.len() == 2 {
+        int_arg("flatten", a, 1)?
+    } else {
+        1
+    };
+    if depth < 0 {
+        return Err(EvalError::new("level must be non-negative"));
+    }
+    let mut out = Vec::new();
+    flatten_into(&mut out, l, depth);
+    ctx.charge(out.len() as u64)?;
+    Ok(Value::list(out))
+}
+
+fn distinct<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
+    let l = list("distinct", a)?;
+    ctx.charge((l.len() * l.len()) as u64 / 8)?;
+    let mut out: Vec<Value<'a>> = Vec::new();
+    for v in l.iter() {
+        if !out.iter().any(|w| w.equals(&v)) {
+            out.push(v);
+        }
+    }
+    Ok(Value::list(out))
+}
+
+/// Orders list elements; they must all be of one comparable type.
+fn sorted<'a>(name: &str, l: &List<'a>) -> EvalResult<Vec<Value<'a>>> {
+    let mut items = l.to_vec();
+    check_sortable(name, &items)?;
+    let mut err = None;
+    items.sort_by(|x, y| {
+        x.compare(y).unwrap_or_else(|e| {
+            err.get_or_insert(e);
+            Ordering::Equal
+        })
+    });
+    match err {
+        Some(e) => Err(e),
+        None => Ok(items),
+    }
+}
+
+fn check_sortable(name: &str, items: &[Value]) -> EvalResult<()> {
+    let Some(first) = items.first() else {
+        return Ok(());
+    };
+    let t = first.type_of();
+    let comparable = matches!(
+        first,
+        Value::Int(_)
+            | Value::Uint(_)
+            | Value::Double(_)
+            | Value::String(_)
+            | Value::Bool(_)
+            | Value::Bytes(_)
+            | Value::Duration(_)
+            | Value::Timestamp(_)
+            | Value::Opaque(_)
+    );
+    if !comparable || items.iter().any(|v| v.type_of() != t) {
+        return Err(EvalError::new(format!(
+            "{name}: list elements must be of one comparable type"
+        )));
+    }
+    Ok(())
+}
+
+fn sort<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
+    let l = list("sort", a)?;
+    ctx.charge(l.len() as u64 * 2)?;
+    Ok(Value::list(sorted("sort", l)?))
+}
+
+/// The expansion of `l.sortBy(e, key)`: sorts `l` by the parallel list of keys.
+pub fn sort_by_keys<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
+    let (Value::List(items), Value::List(keys)) = (&a[0], &a[1]) else {
+        return no_overload("sortBy", a);
+    };
+    ctx.charge(items.len() as u64 * 2)?;
+    let keys = keys.to_vec();
+    check_sortable("sortBy", &keys)?;
+    let mut pairs: Vec<(Value<'a>, Value<'a>)> = keys.into_iter().zip(items.iter()).collect();
+    let mut err = None;
+    pairs.sort_by(|x, y| {
+        x.0.compare(&y.0).unwrap_or_else(|e| {
+            err.get_or_insert(e);
+            Ordering::Equal
+        })
+    });
+    match err {
+        Some(e) => Err(e),
+        None => Ok(Value::list(pairs.into_iter().map(|p| p.1).collect())),
+    }
+}
+
+fn first<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
+    let l = list("first", a)?;
+    Ok(Value::optional(l.get(0)))
+}
+
+fn last<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
+    let l = list("last", a)?;
+    Ok(Value::optional(
+        l.len().checked_sub(1).and_then(|i| l.get(i)),
+    ))
+}
+
+/// `l.reverse()`; strings have their own, dispatched here by receiver type.
+pub fn reverse<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
+    let l = list("reverse", a)?;
+    let mut v = l.to_vec();
+    v.reverse();
+    Ok(Value::list(v))
+}
+
+/// `l.indexOf(x)` / `l.lastIndexOf(x)` of the Kubernetes lists library.
+pub fn index_of<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>], last: bool) -> EvalResult<Value<'a>> {
+    let l = list("indexOf", a)?;
+    if a.len() != 2 {
+        return no_overload("indexOf", a);
+    }
+    ctx.charge(l.len() as u64)?;
+    let mut found = -1;
+    for (i, v) in l.iter().enumerate() {
+        if v.equals(&a[1]) {
+            found = i as i64;
+            if !last {
+                break;
+            }
+        }
+    }
+    Ok(Value::Int(found))
+}
+
+fn is_sorted<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
+    let l = list("isSorted", a)?;
+    ctx.charge(l.len() as u64)?;
+    let items = l.to_vec();
+    check_sortable("isSorted", &items)?;
+    for w in items.windows(2) {
+        if w[0].compare(&w[1])? == Ordering::Greater {
+            return Ok(Value::Bool(false));
+        }
+    }
+    Ok(Value::Bool(true))
+}
+
+fn sum<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
+    let l = list("sum", a)?;
+    ctx.charge(l.len() as u64)?;
+    let mut acc: Option<Value<'a>> = None;
+    for v in l.iter() {
+        acc = Some(match acc {
+            None => v,
+            Some(x) => super::core::DECLS
+                .iter()
+                .find(|d| d.name == "_+_")
+                .map(|d| (d.imp)(ctx, &[x, v]))
+                .unwrap_or_else(|| Err(EvalError::new("internal: no addition")))?,
+        });
+    }
+    Ok(acc.unwrap_or(Value::Int(0)))
+}
+
+fn extreme<'a>(
+    ctx: &mut Ctx<'a, '_>,
+    name: &str,
+    a: &[Value<'a>],
+    want: Ordering,
+) -> EvalResult<Value<'a>> {
+    let l = list(name, a)?;
+    ctx.charge(l.len() as u64)?;
+    let items = l.to_vec();
+    check_sortable(name, &items)?;
+    let mut best: Option<Value<'a>> = None;
+    for v in items {
+        best = Some(match best {
+            Some(b) if v.compare(&b)? != want => b,
+            _ => v,
+        });
+    }
+    best.ok_or_else(|| EvalError::new(format!("{name}: list is empty")))
+}
+
+fn min<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
+    extreme(ctx, "min", a, Ordering::Less)
+}
+
+fn max<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
+    extreme(ctx, "max", a, Ordering::Greater)
+}

@@ -1,0 +1,132 @@
+//! `matches` (standard library) and the Kubernetes regex library
+//! (`find`, `findAll`). Constant patterns are compiled once, at compile time.
+
+use super::{int_arg, no_overload, str_arg, Arity, FnDecl, Lib, Style};
+use crate::cel::error::{EvalError, EvalResult};
+use crate::cel::program::Ctx;
+use crate::cel::value::Value;
+use regex::Regex;
+use std::any::Any;
+use std::sync::Arc;
+
+pub const DECLS: &[FnDecl] = &[
+    FnDecl::both("matches", 2, Lib::Core, matches).prepared(prepare, matches_prepared),
+    FnDecl::member("find", 2, Lib::Regex, find).prepared(prepare, find_prepared),
+    FnDecl::new(
+        "findAll",
+        Style::Member,
+        Arity::Range(2, 3),
+        Lib::Regex,
+        find_all,
+    )
+    .prepared(prepare, find_all_prepared),
+];
+
+/// Compiles an RE2 pattern with bounded size.
+pub fn compile(pattern: &str) -> Result<Regex, String> {
+    regex::RegexBuilder::new(pattern)
+        .size_limit(1 << 20)
+        .dfa_size_limit(1 << 20)
+        .build()
+        .map_err(|e| {
+            format!(
+                "invalid regular expression {pattern:?}: {}",
+                first_line(&e.to_string())
+            )
+        })
+}
+
+fn first_line(s: &str) -> String {
+    s.lines().last().unwrap_or(s).trim().to_string()
+}
+
+fn prepare(pattern: &str) -> Result<Option<Arc<dyn Any + Send + Sync>>, String> {
+    Ok(Some(Arc::new(compile(pattern)?)))
+}
+
+fn regex_arg(prepared: &(dyn Any + Send + Sync)) -> EvalResult<&Regex> {
+    prepared
+        .downcast_ref::<Regex>()
+        .ok_or_else(|| EvalError::new("internal: prepared value is not a regex"))
+}
+
+fn runtime_regex(name: &str, a: &[Value]) -> EvalResult<Regex> {
+    compile(str_arg(name, a, 1)?).map_err(EvalError::new)
+}
+
+fn do_matches<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>], re: &Regex) -> EvalResult<Value<'a>> {
+    let s = str_arg("matches", a, 0)?;
+    ctx.charge((s.len() / 10) as u64)?;
+    Ok(Value::Bool(re.is_match(s)))
+}
+
+fn matches<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
+    let re = runtime_regex("matches", a)?;
+    do_matches(ctx, a, &re)
+}
+
+fn matches_prepared<'a>(
+    ctx: &mut Ctx<'a, '_>,
+    a: &[Value<'a>],
+    p: &(dyn Any + Send + Sync),
+) -> EvalResult<Value<'a>> {
+    do_matches(ctx, a, regex_arg(p)?)
+}
+
+fn do_find<'a>(a: &[Value<'a>], re: &Regex) -> EvalResult<Value<'a>> {
+    let s = str_arg("find", a, 0)?;
+    Ok(Value::string(re.find(s).map(|m| m.as_str()).unwrap_or("")))
+}
+
+fn find<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
+    let re = runtime_regex("find", a)?;
+    do_find(a, &re)
+}
+
+fn find_prepared<'a>(
+    _: &mut Ctx<'a, '_>,
+    a: &[Value<'a>],
+    p: &(dyn Any + Send + Sync),
+) -> EvalResult<Value<'a>> {
+    do_find(a, regex_arg(p)?)
+}
+
+fn do_find_all<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>], re: &Regex) -> EvalResult<Value<'a>> {
+    let s = str_arg("findAll", a, 0)?;
+    let limit = if a.len() == 3 {
+        int_arg("findAll", a, 2)?
+    } else {
+        -1
+    };
+    ctx.charge((s.len() / 10) as u64)?;
+    if limit == 0 {
+        return Ok(Value::list(vec![]));
+    }
+    let take = if limit < 0 {
+        usize::MAX
+    } else {
+        limit as usize
+    };
+    Ok(Value::list(
+        re.find_iter(s)
+            .take(take)
+            .map(|m| Value::string(m.as_str()))
+            .collect(),
+    ))
+}
+
+fn find_all<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
+    if a.len() < 2 {
+        return no_overload("findAll", a);
+    }
+    let re = runtime_regex("findAll", a)?;
+    do_find_all(ctx, a, &re)
+}
+
+fn find_all_prepared<'a>(
+    ctx: &mut Ctx<'a, '_>,
+    a: &[Value<'a>],
+    p: &(dyn Any + Send + Sync),
+) -> EvalResult<Value<'a>> {
+    do_find_all(ctx, a, regex_arg(p)?)
+}

@@ -1,0 +1,691 @@
+//! cel-go's strings extension (charAt, indexOf, replace, split, format...).
+
+use super::{int_arg, no_overload, str_arg, Arity, FnDecl, Lib, Style};
+use crate::cel::error::{EvalError, EvalResult};
+use crate::cel::program::Ctx;
+use crate::cel::value::{Map, Value};
+
+pub const DECLS: &[FnDecl] = &[
+    FnDecl::member("charAt", 2, Lib::Strings, char_at),
+    FnDecl::new(
+        "indexOf",
+        Style::Member,
+        Arity::Range(2, 3),
+        Lib::Strings,
+        index_of,
+    ),
+    FnDecl::new(
+        "lastIndexOf",
+        Style::Member,
+        Arity::Range(2, 3),
+        Lib::Strings,
+        last_index_of,
+    ),
+    FnDecl::member("lowerAscii", 1, Lib::Strings, lower_ascii),
+    FnDecl::member("upperAscii", 1, Lib::Strings, upper_ascii),
+    FnDecl::new(
+        "replace",
+        Style::Member,
+        Arity::Range(3, 4),
+        Lib::Strings,
+        replace,
+    ),
+    FnDecl::new(
+        "split",
+        Style::Member,
+        Arity::Range(2, 3),
+        Lib::Strings,
+        split,
+    ),
+    FnDecl::new(
+        "substring",
+        Style::Member,
+        Arity::Range(2, 3),
+        Lib::Strings,
+        substring,
+    ),
+    FnDecl::member("trim", 1, Lib::Strings, trim),
+    FnDecl::new(
+        "join",
+        Style::Member,
+        Arity::Range(1, 2),
+        Lib::Strings,
+        join,
+    ),
+    FnDecl::member("reverse", 1, Lib::Strings, reverse),
+    // First: where both are enabled, the older printer wins.
+    FnDecl::member("format", 2, Lib::LocaleFormat, format_locale),
+    FnDecl::member("format", 2, Lib::Strings, format),
+    FnDecl::global("strings.quote", 1, Lib::Strings, quote),
+];
+
+fn chars(s: &str) -> Vec<char> {
+    s.chars().collect()
+}
+
+fn out_of_range(i: i64) -> EvalError {
+    EvalError::new(format!("index out of range: {i}"))
+}
+
+fn char_at<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
+    let s = str_arg("charAt", a, 0)?;
+    let i = int_arg("charAt", a, 1)?;
+    let cs = chars(s);
+    if i < 0 || i as usize > cs.len() {
+        return Err(out_of_range(i));
+    }
+    Ok(Value::string(
+        cs.get(i as usize)
+            .map(|c| c.to_string())
+            .unwrap_or_default(),
+    ))
+}
+
+fn find_from(hay: &[char], needle: &[char], from: usize) -> Option<usize> {
+    if needle.is_empty() {
+        return Some(from);
+    }
+    (from..=hay.len().saturating_sub(needle.len())).find(|&i| hay[i..].starts_with(needle))
+}
+
+fn index_of<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
+    if matches!(a[0], Value::List(_)) {
+        return super::lists::index_of(ctx, a, false);
+    }
+    let s = str_arg("indexOf", a, 0)?;
+    let sub = str_arg("indexOf", a, 1)?;
+    let off = if a.len() == 3 {
+        int_arg("indexOf", a, 2)?
+    } else {
+        0
+    };
+    ctx.charge((s.len() / 10) as u64)?;
+    let (hay, needle) = (chars(s), chars(sub));
+    if off < 0 || off as usize > hay.len() {
+        return Err(out_of_range(off));
+    }
+    if needle.len() > hay.len() {
+        return Ok(Value::Int(-1));
+    }
+    Ok(Value::Int(
+        find_from(&hay, &needle, off as usize).map_or(-1, |i| i as i64),
+    ))
+}
+
+fn last_index_of<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
+    if matches!(a[0], Value::List(_)) {
+        return super::lists::index_of(ctx, a, true);
+    }
+    let s = str_arg("lastIndexOf", a, 0)?;
+    let sub = str_arg("lastIndexOf", a, 1)?;
+    let (hay, needle) = (chars(s), chars(sub));
+    ctx.charge((s.len() / 10) as u64)?;
+    let off = if a.len() == 3 {
+        int_arg("lastIndexOf", a, 2)?
+    } else {
+        hay.len() as i64
+    };
+    if off < 0 || off as usize > hay.len() {
+        return Err(out_of_range(off));
+    }
+    if needle.is_empty() {
+        return Ok(Value::Int(off));
+    }
+    if needle.len() > hay.len() {
+        return Ok(Value::Int(-1));
+    }
+    let start = (off as usize).min(hay.len() - needle.len());
+    Ok(Value::Int(
+        (0..=start)
+            .rev()
+            .find(|&i| hay[i..].starts_with(&needle))
+            .map_or(-1, |i| i as i64),
+    ))
+}
+
+fn lower_ascii<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
+    Ok(Value::string(
+        str_arg("lowerAscii", a, 0)?.to_ascii_lowercase(),
+    ))
+}
+
+fn upper_ascii<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
+    Ok(Value::string(
+        str_arg("upperAscii", a, 0)?.to_ascii_uppercase(),
+    ))
+}
+
+fn replace<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
+    let s = str_arg("replace", a, 0)?;
+    let old = str_arg("replace", a, 1)?;
+    let new = str_arg("replace", a, 2)?;
+    let n = if a.len() == 4 {
+        int_arg("replace", a, 3)?
+    } else {
+        -1
+    };
+    ctx.charge((s.len() / 10) as u64)?;
+    let out = if n < 0 {
+        s.replace(old, new)
+    } else {
+        s.replacen(old, new, n as usize)
+    };
+    Ok(Value::string(out))
+}
+
+fn split<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
+    let s = str_arg("split", a, 0)?;
+    let sep = str_arg("split", a, 1)?;
+    let n = if a.len() == 3 {
+        int_arg("split", a, 2)?
+    } else {
+        -1
+    };
+    ctx.charge((s.len() / 10) as u64)?;
+    let parts: Vec<String> = match n {
+        0 => vec![],
+        _ if sep.is_empty() => {
+            let cs = chars(s);
+            let limit = if n < 0 {
+                cs.len()
+            } else {
+                (n as usize).min(cs.len())
+            };
+            let mut v: Vec<String> = cs
+                .iter()
+                .take(limit.saturating_sub(1))
+                .map(|c| c.to_string())
+                .collect();
+            if limit > 0 {
+                v.push(cs[limit - 1..].iter().collect());
+            }
+            v
+        }
+        n if n < 0 => s.split(sep).map(str::to_string).collect(),
+        n => s.splitn(n as usize, sep).map(str::to_string).collect(),
+    };
+    Ok(Value::list(parts.into_iter().map(Value::string).collect()))
+}
+
+fn substring<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
+    let s = str_arg("substring", a, 0)?;
+    let cs = chars(s);
+    let start = int_arg("substring", a, 1)?;
+    let end = if a.len() == 3 {
+        int_arg("substring", a, 2)?
+    } else {
+        cs.len() as i64
+    };
+    if start < 0 || start as usize > cs.len() {
+        return Err(out_of_range(start));
+    }
+    if end < 0 || end as usize > cs.len() {
+        return Err(out_of_range(end));
+    }
+    if start > end {
+        return Err(EvalError::new(format!(
+            "invalid substring range. start: {start}, end: {end}"
+        )));
+    }
+    Ok(Value::string(
+        cs[start as usize..end as usize].iter().collect::<String>(),
+    ))
+}
+
+fn trim<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
+    Ok(Value::string(str_arg("trim", a, 0)?.trim()))
+}
+
+fn reverse<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
+    if matches!(a[0], Value::List(_)) {
+        return super::lists::reverse(ctx, a);
+    }
+    Ok(Value::string(
+        str_arg("reverse", a, 0)?.chars().rev().collect::<String>(),
+    ))
+}
+
+fn join<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
+    let Value::List(l) = &a[0] else {
+        return no_overload("join", a);
+    };
+    let sep = if a.len() == 2 {
+        str_arg("join", a, 1)?
+    } else {
+        ""
+    };
+    ctx.charge(l.len() as u64)?;
+    let mut parts = Vec::with_capacity(l.len());
+    for v in l.iter() {
+        match v {
+            Value::String(s) => parts.push(s.as_str().to_string()),
+            _ => return no_overload("join", a),
+        }
+    }
+    Ok(Value::string(parts.join(sep)))
+}
+
+fn quote<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
+    let s = str_arg("strings.quote", a, 0)?;
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '\u{7}' => out.push_str("\\a"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{b}' => out.push_str("\\v"),
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    Ok(Value::string(out))
+}
+
+fn format<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
+    format_with(ctx, a, false)
+}
+
+/// `format` as kube-apiserver's strings extension (version 2) prints.
+fn format_locale<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
+    format_with(ctx, a, true)
+}
+
+fn format_with<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>], locale: bool) -> EvalResult<Value<'a>> {
+    let fmt = str_arg("format", a, 0)?;
+    let Value::List(args) = &a[1] else {
+        return no_overload("format", a);
+    };
+    ctx.charge((fmt.len() / 10 + args.len()) as u64)?;
+    let mut out = String::new();
+    let mut it = fmt.chars().peekable();
+    let mut next_arg = 0usize;
+    while let Some(c) = it.next() {
+        if c != '%' {
+            out.push(c);
+            continue;
+        }
+        if it.peek() == Some(&'%') {
+            it.next();
+            out.push('%');
+            continue;
+        }
+        let mut precision: Option<usize> = None;
+        if it.peek() == Some(&'.') {
+            it.next();
+            let mut digits = String::new();
+            while let Some(d) = it.peek().copied().filter(char::is_ascii_digit) {
+                digits.push(d);
+                it.next();
+            }
+            let p: usize = digits.parse().map_err(|_| {
+                EvalError::new("could not parse formatting clause: invalid precision")
+            })?;
+            // Bounded: a precision is output size, and Rust's formatter
+            // refuses widths past u16::MAX.
+            if p > MAX_PRECISION {
+                return Err(EvalError::new(format!(
+                    "could not parse formatting clause: precision {p} is larger than {MAX_PRECISION}"
+                )));
+            }
+            precision = Some(p);
+        }
+        let verb = it.next().ok_or_else(|| {
+            EvalError::new("could not parse formatting clause: unexpected end of string")
+        })?;
+        if !matches!(verb, 's' | 'd' | 'f' | 'e' | 'b' | 'o' | 'x' | 'X') {
+            return Err(EvalError::new(format!(
+                "could not parse formatting clause: unrecognized formatting clause \"{verb}\""
+            )));
+        }
+        let arg = args
+            .get(next_arg)
+            .ok_or_else(|| EvalError::new(format!("index {next_arg} out of range")))?;
+        next_arg += 1;
+        out.push_str(&format_clause(verb, precision, &arg, locale)?);
+    }
+    Ok(Value::string(out))
+}
+
+const MAX_PRECISION: usize = 1000;
+
+fn fmt_err(msg: String) -> EvalError {
+    EvalError::new(format!("error during formatting: {msg}"))
+}
+
+fn special_double(d: f64) -> Option<String> {
+    if d.is_nan() {
+        Some("NaN".into())
+    } else if d.is_infinite() {
+        Some(if d > 0.0 { "Infinity" } else { "-Infinity" }.into())
+    } else {
+        None
+    }
+}
+
+fn format_clause(
+    verb: char,
+    precision: Option<usize>,
+    v: &Value,
+    locale: bool,
+) -> EvalResult<String> {
+    let tn = v.type_name();
+    match verb {
+        's' if locale => format_string_v1(v),
+        's' => format_string(v),
+        'd' => match v {
+            Value::Int(i) => Ok(i.to_string()),
+            Value::Uint(u) => Ok(u.to_string()),
+            Value::Double(d) if special_double(*d).is_some() => {
+                Ok(special_double(*d).unwrap_or_default())
+            }
+            _ => Err(fmt_err(format!(
+                "decimal clause can only be used on integers, was given {tn}"
+            ))),
+        },
+        'f' | 'e' if locale => locale_float(verb, precision, v),
+        'f' | 'e' => {
+            let d = match v {
+                Value::Double(d) => *d,
+                Value::Int(i) => *i as f64,
+                Value::Uint(u) => *u as f64,
+                _ if verb == 'f' => {
+                    return Err(fmt_err(format!(
+                        "fixed-point clause can only be used on doubles, was given {tn}"
+                    )))
+                }
+                _ => {
+                    return Err(fmt_err(format!(
+                        "scientific clause can only be used on doubles, was given {tn}"
+                    )))
+                }
+            };
+            if let Some(s) = special_double(d) {
+                return Ok(s);
+            }
+            let p = precision.unwrap_or(6);
+            Ok(if verb == 'f' {
+                format!("{d:.p$}")
+            } else {
+                go_exponent(&format!("{d:.p$e}"))
+            })
+        }
+        'b' => match v {
+            Value::Int(i) => Ok(signed_radix(*i, 2, false)),
+            Value::Uint(u) => Ok(format!("{u:b}")),
+            Value::Bool(b) => Ok(if *b { "1" } else { "0" }.into()),
+            _ => Err(fmt_err(format!(
+                "only integers and bools can be formatted as binary, was given {tn}"
+            ))),
+        },
+        'o' => match v {
+            Value::Int(i) => Ok(signed_radix(*i, 8, false)),
+            Value::Uint(u) => Ok(format!("{u:o}")),
+            _ => Err(fmt_err(format!(
+                "octal clause can only be used on integers, was given {tn}"
+            ))),
+        },
+        _ => {
+            let upper = verb == 'X';
+            let s = match v {
+                Value::Int(i) => signed_radix(*i, 16, upper),
+                Value::Uint(u) => format!("{u:x}"),
+                Value::String(s) => hex(s.as_str().as_bytes()),
+                Value::Bytes(b) => hex(b),
+                _ => {
+                    return Err(fmt_err(format!(
+                        "only integers, byte buffers, and strings can be formatted as hex, was given {tn}"
+                    )))
+                }
+            };
+            Ok(if upper { s.to_uppercase() } else { s })
+        }
+    }
+}
+
+fn signed_radix(i: i64, radix: u32, upper: bool) -> String {
+    let mag = i.unsigned_abs();
+    let digits = match radix {
+        2 => format!("{mag:b}"),
+        8 => format!("{mag:o}"),
+        _ if upper => format!("{mag:X}"),
+        _ => format!("{mag:x}"),
+    };
+    if i < 0 {
+        format!("-{digits}")
+    } else {
+        digits
+    }
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// `%f` and `%e` as the strings extension before version 4 prints them:
+/// through golang.org/x/text's printer for `en-US`. `%.2f` groups the
+/// integer digits (`1,234.50`); `%e` is written `%<precision>e`, so the
+/// precision is a *width* and the mantissa always has 6 decimals
+/// (`1.234560×10⁰⁵`, `   NaN`). Infinities print as `∞`. Only doubles and
+/// the strings `NaN`, `Infinity`, `-Infinity` are accepted.
+fn locale_float(verb: char, precision: Option<usize>, v: &Value) -> EvalResult<String> {
+    let d = match v {
+        Value::Double(d) => *d,
+        Value::String(s) if matches!(s.as_str(), "NaN" | "Infinity" | "-Infinity") => {
+            match s.as_str() {
+                "NaN" => f64::NAN,
+                "Infinity" => f64::INFINITY,
+                _ => f64::NEG_INFINITY,
+            }
+        }
+        _ => {
+            let what = if verb == 'f' {
+                "fixed-point"
+            } else {
+                "scientific"
+            };
+            return Err(fmt_err(format!(
+                "{what} clause can only be used on doubles, was given {}",
+                v.type_name()
+            )));
+        }
+    };
+    let special = if d.is_nan() {
+        Some("NaN".to_string())
+    } else if d.is_infinite() {
+        Some(if d > 0.0 { "∞" } else { "-∞" }.to_string())
+    } else {
+        None
+    };
+    if verb == 'f' {
+        let p = precision.unwrap_or(6);
+        return Ok(special.unwrap_or_else(|| group_thousands(&format!("{d:.p$}"))));
+    }
+    let width = precision.unwrap_or(6);
+    let s = special.unwrap_or_else(|| superscript_exponent(&format!("{d:.6e}")));
+    let pad = width.saturating_sub(s.chars().count());
+    Ok(format!("{}{s}", " ".repeat(pad)))
+}
+
+/// `-1234567.50` → `-1,234,567.50`.
+fn group_thousands(s: &str) -> String {
+    let (sign, rest) = match s.strip_prefix('-') {
+        Some(r) => ("-", r),
+        None => ("", s),
+    };
+    let (int, frac) = match rest.split_once('.') {
+        Some((i, f)) => (i, Some(f)),
+        None => (rest, None),
+    };
+    let mut grouped = String::with_capacity(int.len() + int.len() / 3);
+    for (i, c) in int.chars().enumerate() {
+        if i > 0 && (int.len() - i) % 3 == 0 {
+            grouped.push(',');
+        }
+        grouped.push(c);
+    }
+    match frac {
+        Some(f) => format!("{sign}{grouped}.{f}"),
+        None => format!("{sign}{grouped}"),
+    }
+}
+
+/// Rust writes `1.5e-3`; golang.org/x/text's printer writes `1.5×10⁻⁰³`
+/// (at least two exponent digits, a sign only when negative).
+fn superscript_exponent(s: &str) -> String {
+    const DIGITS: [char; 10] = ['⁰', '¹', '²', '³', '⁴', '⁵', '⁶', '⁷', '⁸', '⁹'];
+    match s.split_once('e') {
+        Some((m, e)) => {
+            let (minus, digits) = match e.strip_prefix('-') {
+                Some(d) => ("⁻", d),
+                None => ("", e),
+            };
+            let digits: String = format!("{digits:0>2}")
+                .chars()
+                .map(|c| c.to_digit(10).map_or(c, |d| DIGITS[d as usize]))
+                .collect();
+            format!("{m}×10{minus}{digits}")
+        }
+        None => s.to_string(),
+    }
+}
+
+/// Rust writes `1.5e3`; Go writes `1.5e+03`.
+fn go_exponent(s: &str) -> String {
+    match s.split_once('e') {
+        Some((m, e)) => {
+            let (sign, digits) = match e.strip_prefix('-') {
+                Some(d) => ('-', d),
+                None => ('+', e),
+            };
+            format!("{m}e{sign}{digits:0>2}")
+        }
+        None => s.to_string(),
+    }
+}
+
+fn format_string(v: &Value) -> EvalResult<String> {
+    Ok(match v {
+        Value::String(s) => s.as_str().to_string(),
+        Value::Bytes(b) => String::from_utf8_lossy(b).into_owned(),
+        Value::Null => "null".into(),
+        Value::Bool(b) => b.to_string(),
+        Value::Int(i) => i.to_string(),
+        Value::Uint(u) => u.to_string(),
+        Value::Double(d) => special_double(*d).unwrap_or_else(|| super::core::format_double(*d)),
+        Value::Type(t) => t.name().to_string(),
+        Value::Duration(d) => super::time::format_duration(*d),
+        Value::Timestamp(t) => super::time::format_timestamp(*t),
+        Value::List(l) => {
+            let items: EvalResult<Vec<String>> = l.iter().map(|x| format_string(&x)).collect();
+            format!("[{}]", items?.join(", "))
+        }
+        Value::Map(m) => format_map(m)?,
+        other => {
+            return Err(fmt_err(format!(
+                "string clause can only be used on strings, bools, bytes, ints, doubles, maps, lists, types, durations, and timestamps, was given {}",
+                other.type_name()
+            )))
+        }
+    })
+}
+
+/// `%s` as the strings extension before version 4 prints it (cel-go's
+/// `FormatString`): scalars as `string()` converts them, lists and maps with
+/// their members written as CEL literals (`[1.500000, "a", b"x",
+/// duration("1s")]`, `{"a":1, "b":2}`).
+fn format_string_v1(v: &Value) -> EvalResult<String> {
+    match v {
+        Value::List(l) => format_list_v1(l.iter()),
+        Value::Map(m) => format_map_v1(m),
+        Value::Double(d) => Ok(super::core::format_double(*d)),
+        other => format_string(other),
+    }
+}
+
+fn format_list_v1<'a>(items: impl Iterator<Item = Value<'a>>) -> EvalResult<String> {
+    let items: EvalResult<Vec<String>> = items.map(|x| member_v1(&x)).collect();
+    Ok(format!("[{}]", items?.join(", ")))
+}
+
+fn format_map_v1(m: &Map) -> EvalResult<String> {
+    let mut items = Vec::with_capacity(m.len());
+    for (k, v) in m.entries() {
+        let key = match &k {
+            Value::String(s) => go_quote(s.as_str()),
+            Value::Bool(b) => b.to_string(),
+            Value::Int(i) => i.to_string(),
+            Value::Uint(u) => u.to_string(),
+            other => {
+                return Err(fmt_err(format!(
+                    "no formatting function for map key of type {}",
+                    other.type_name()
+                )))
+            }
+        };
+        items.push((key, member_v1(&v)?));
+    }
+    items.sort_by(|a, b| a.0.cmp(&b.0));
+    let parts: Vec<String> = items.into_iter().map(|(k, v)| format!("{k}:{v}")).collect();
+    Ok(format!("{{{}}}", parts.join(", ")))
+}
+
+/// A list member or map value, as a CEL literal (cel-go's `quoteForCEL`).
+fn member_v1(v: &Value) -> EvalResult<String> {
+    Ok(match v {
+        Value::String(s) => go_quote(s.as_str()),
+        Value::Bytes(b) => {
+            let s = std::str::from_utf8(b)
+                .map_err(|_| EvalError::new("invalid UTF-8 in bytes, cannot convert to string"))?;
+            format!("b{}", go_quote(s))
+        }
+        Value::Double(d) => {
+            // Go's `%.6f`; NaN and the infinities quoted.
+            if d.is_nan() {
+                "\"NaN\"".into()
+            } else if d.is_infinite() {
+                if *d > 0.0 { "\"+Inf\"" } else { "\"-Inf\"" }.into()
+            } else {
+                format!("{d:.6}")
+            }
+        }
+        Value::Duration(d) => format!("duration({})", go_quote(&super::time::format_duration(*d))),
+        Value::Timestamp(t) => format!(
+            "timestamp({})",
+            go_quote(&super::time::format_timestamp(*t))
+        ),
+        Value::List(l) => format_list_v1(l.iter())?,
+        Value::Map(m) => format_map_v1(m)?,
+        Value::Int(_) | Value::Uint(_) | Value::Bool(_) | Value::Null | Value::Type(_) => {
+            format_string(v)?
+        }
+        other => {
+            return Err(fmt_err(format!(
+                "no formatting function for {}",
+                other.type_name()
+            )))
+        }
+    })
+}
+
+fn go_quote(s: &str) -> String {
+    crate::cel::k8s::goquote::quote(s)
+}
+
+fn format_map(m: &Map) -> EvalResult<String> {
+    let mut items = Vec::with_capacity(m.len());
+    for (k, v) in m.entries() {
+        items.push((format_string(&k)?, format_string(&v)?));
+    }
+    items.sort();
+    let parts: Vec<String> = items
+        .into_iter()
+        .map(|(k, v)| format!("{k}: {v}"))
+        .collect();
+    Ok(format!("{{{}}}", parts.join(", ")))
+}

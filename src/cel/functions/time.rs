@@ -1,0 +1,354 @@
+//! Durations and timestamps: conversions, arithmetic and accessors, with
+//! Go's parsing and formatting rules (cel-go uses Go's time package).
+
+use super::{no_overload, FnDecl, Lib};
+use crate::cel::error::{EvalError, EvalResult};
+use crate::cel::program::Ctx;
+use crate::cel::value::{Duration, Timestamp, Value};
+use chrono::{DateTime, Datelike, FixedOffset, NaiveDateTime, Offset, TimeZone, Timelike};
+
+pub const DECLS: &[FnDecl] = &[
+    FnDecl::global("duration", 1, Lib::Core, to_duration).validated(check_duration_literal),
+    FnDecl::global("timestamp", 1, Lib::Core, to_timestamp).validated(check_timestamp_literal),
+    FnDecl::new(
+        "getFullYear",
+        super::Style::Member,
+        super::Arity::Range(1, 2),
+        Lib::Core,
+        full_year,
+    ),
+    FnDecl::new(
+        "getMonth",
+        super::Style::Member,
+        super::Arity::Range(1, 2),
+        Lib::Core,
+        month,
+    ),
+    FnDecl::new(
+        "getDayOfYear",
+        super::Style::Member,
+        super::Arity::Range(1, 2),
+        Lib::Core,
+        day_of_year,
+    ),
+    FnDecl::new(
+        "getDayOfMonth",
+        super::Style::Member,
+        super::Arity::Range(1, 2),
+        Lib::Core,
+        day_of_month,
+    ),
+    FnDecl::new(
+        "getDate",
+        super::Style::Member,
+        super::Arity::Range(1, 2),
+        Lib::Core,
+        date,
+    ),
+    FnDecl::new(
+        "getDayOfWeek",
+        super::Style::Member,
+        super::Arity::Range(1, 2),
+        Lib::Core,
+        day_of_week,
+    ),
+    FnDecl::new(
+        "getHours",
+        super::Style::Member,
+        super::Arity::Range(1, 2),
+        Lib::Core,
+        hours,
+    ),
+    FnDecl::new(
+        "getMinutes",
+        super::Style::Member,
+        super::Arity::Range(1, 2),
+        Lib::Core,
+        minutes,
+    ),
+    FnDecl::new(
+        "getSeconds",
+        super::Style::Member,
+        super::Arity::Range(1, 2),
+        Lib::Core,
+        seconds,
+    ),
+    FnDecl::new(
+        "getMilliseconds",
+        super::Style::Member,
+        super::Arity::Range(1, 2),
+        Lib::Core,
+        millis,
+    ),
+];
+
+fn check_duration_literal(_: usize, s: &str) -> Result<(), String> {
+    parse_duration(s).map(|_| ()).map_err(|e| e.to_string())
+}
+
+fn check_timestamp_literal(_: usize, s: &str) -> Result<(), String> {
+    parse_timestamp(s).map(|_| ()).map_err(|e| e.to_string())
+}
+
+fn to_duration<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
+    match &a[0] {
+        Value::Duration(_) => Ok(a[0].clone()),
+        Value::String(s) => parse_duration(s.as_str())
+            .map(Value::Duration)
+            .map_err(|_| EvalError::conversion("string", "google.protobuf.Duration")),
+        Value::Int(i) => Ok(Value::Duration(Duration(*i))),
+        _ => no_overload("duration", a),
+    }
+}
+
+fn to_timestamp<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
+    match &a[0] {
+        Value::Timestamp(_) => Ok(a[0].clone()),
+        Value::String(s) => parse_timestamp(s.as_str())
+            .map(Value::Timestamp)
+            .map_err(|_| EvalError::conversion("string", "google.protobuf.Timestamp")),
+        Value::Int(i) => Ok(Value::Timestamp(Timestamp::new(*i, 0)?)),
+        _ => no_overload("timestamp", a),
+    }
+}
+
+pub fn add_duration(t: Timestamp, d: i64) -> EvalResult<Timestamp> {
+    Timestamp::from_total_nanos(t.total_nanos() + d as i128)
+        .map_err(|_| EvalError::timestamp_overflow())
+}
+
+/// Go's time.ParseDuration.
+pub fn parse_duration(s: &str) -> EvalResult<Duration> {
+    let bad = || EvalError::new(format!("invalid duration: {s:?}"));
+    let (neg, mut rest) = match s.as_bytes().first() {
+        Some(b'-') => (true, &s[1..]),
+        Some(b'+') => (false, &s[1..]),
+        _ => (false, s),
+    };
+    if rest == "0" {
+        return Ok(Duration(0));
+    }
+    if rest.is_empty() {
+        return Err(bad());
+    }
+    let mut total: i128 = 0;
+    while !rest.is_empty() {
+        let int_len = rest
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(rest.len());
+        let (int_part, after) = rest.split_at(int_len);
+        let (frac_part, after) = match after.strip_prefix('.') {
+            Some(f) => {
+                let n = f.find(|c: char| !c.is_ascii_digit()).unwrap_or(f.len());
+                (&f[..n], &f[n..])
+            }
+            None => ("", after),
+        };
+        if int_part.is_empty() && frac_part.is_empty() {
+            return Err(bad());
+        }
+        let unit_len = after
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(after.len());
+        let (unit, after) = after.split_at(unit_len);
+        let scale: i128 = match unit {
+            "ns" => 1,
+            "us" | "µs" | "μs" => 1_000,
+            "ms" => 1_000_000,
+            "s" => 1_000_000_000,
+            "m" => 60_000_000_000,
+            "h" => 3_600_000_000_000,
+            _ => return Err(bad()),
+        };
+        let whole: i128 = if int_part.is_empty() {
+            0
+        } else {
+            int_part.parse().map_err(|_| bad())?
+        };
+        total = total
+            .checked_add(whole.checked_mul(scale).ok_or_else(bad)?)
+            .ok_or_else(bad)?;
+        let mut frac_scale = scale;
+        for d in frac_part.bytes().take(30) {
+            frac_scale /= 10;
+            total += (d - b'0') as i128 * frac_scale;
+        }
+        if total > i64::MAX as i128 + 1 {
+            return Err(bad());
+        }
+        rest = after;
+    }
+    let total = if neg { -total } else { total };
+    i64::try_from(total).map(Duration).map_err(|_| bad())
+}
+
+/// RFC 3339, as Go's time.Parse(time.RFC3339, s).
+pub fn parse_timestamp(s: &str) -> EvalResult<Timestamp> {
+    let dt = DateTime::parse_from_rfc3339(s)
+        .map_err(|e| EvalError::new(format!("invalid timestamp {s:?}: {e}")))?;
+    // Go requires an upper-case T and Z; chrono is more lenient.
+    if s.len() < 20 || s.as_bytes()[10] != b'T' || s.ends_with('z') {
+        return Err(EvalError::new(format!("invalid timestamp {s:?}")));
+    }
+    Timestamp::new(dt.timestamp(), dt.timestamp_subsec_nanos())
+}
+
+/// `2009-02-13T23:31:30.5Z`: Go's RFC3339Nano, trailing zeros dropped.
+pub fn format_timestamp(t: Timestamp) -> String {
+    let Some(dt) = DateTime::from_timestamp(t.secs, t.nanos) else {
+        return format!("{}s", t.secs);
+    };
+    let base = dt.format("%Y-%m-%dT%H:%M:%S").to_string();
+    if t.nanos == 0 {
+        return format!("{base}Z");
+    }
+    let frac = format!("{:09}", t.nanos);
+    format!("{base}.{}Z", frac.trim_end_matches('0'))
+}
+
+/// `3600s`, `1.5s`, `-0.000000001s`.
+pub fn format_duration(d: Duration) -> String {
+    let neg = d.0 < 0;
+    let n = d.0.unsigned_abs();
+    let (secs, nanos) = (n / 1_000_000_000, n % 1_000_000_000);
+    let sign = if neg { "-" } else { "" };
+    if nanos == 0 {
+        return format!("{sign}{secs}s");
+    }
+    let frac = format!("{nanos:09}");
+    format!("{sign}{secs}.{}s", frac.trim_end_matches('0'))
+}
+
+/// A time zone argument: an IANA name, `UTC`, or an offset like `+05:30`.
+fn local_time(t: Timestamp, tz: Option<&str>) -> EvalResult<NaiveDateTime> {
+    let utc = DateTime::from_timestamp(t.secs, t.nanos)
+        .ok_or_else(|| EvalError::new("timestamp out of range"))?;
+    let Some(tz) = tz else {
+        return Ok(utc.naive_utc());
+    };
+    if let Some(offset) = parse_offset(tz) {
+        return Ok(utc.with_timezone(&offset).naive_local());
+    }
+    let zone: chrono_tz::Tz = tz
+        .parse()
+        .map_err(|_| EvalError::new(format!("unknown time zone: {tz}")))?;
+    let local = utc.with_timezone(&zone);
+    let offset = local.offset().fix();
+    Ok(offset.from_utc_datetime(&utc.naive_utc()).naive_local())
+}
+
+fn parse_offset(tz: &str) -> Option<FixedOffset> {
+    let (sign, rest) = match tz.as_bytes().first()? {
+        b'+' => (1, &tz[1..]),
+        b'-' => (-1, &tz[1..]),
+        _ => (1, tz),
+    };
+    let (h, m) = rest.split_once(':')?;
+    let h: i32 = h.parse().ok()?;
+    let m: i32 = m.parse().ok()?;
+    FixedOffset::east_opt(sign * (h * 3600 + m * 60))
+}
+
+fn timestamp_part<'a>(
+    name: &str,
+    a: &[Value<'a>],
+    f: impl Fn(&NaiveDateTime) -> i64,
+) -> EvalResult<Value<'a>> {
+    let t = match &a[0] {
+        Value::Timestamp(t) => *t,
+        _ => return no_overload(name, a),
+    };
+    let tz = match a.get(1) {
+        None => None,
+        Some(Value::String(s)) => Some(s.as_str()),
+        Some(_) => return no_overload(name, a),
+    };
+    Ok(Value::Int(f(&local_time(t, tz)?)))
+}
+
+fn duration_part<'a>(name: &str, a: &[Value<'a>], unit: i64) -> EvalResult<Value<'a>> {
+    match (&a[0], a.len()) {
+        (Value::Duration(d), 1) => Ok(Value::Int(d.0 / unit)),
+        _ => no_overload(name, a),
+    }
+}
+
+fn full_year<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
+    timestamp_part("getFullYear", a, |t| t.year() as i64)
+}
+fn month<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
+    timestamp_part("getMonth", a, |t| t.month0() as i64)
+}
+fn day_of_year<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
+    timestamp_part("getDayOfYear", a, |t| t.ordinal0() as i64)
+}
+fn day_of_month<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
+    timestamp_part("getDayOfMonth", a, |t| t.day0() as i64)
+}
+fn date<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
+    timestamp_part("getDate", a, |t| t.day() as i64)
+}
+fn day_of_week<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
+    timestamp_part("getDayOfWeek", a, |t| {
+        t.weekday().num_days_from_sunday() as i64
+    })
+}
+fn hours<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
+    if matches!(a[0], Value::Duration(_)) {
+        return duration_part("getHours", a, 3_600_000_000_000);
+    }
+    timestamp_part("getHours", a, |t| t.hour() as i64)
+}
+fn minutes<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
+    if matches!(a[0], Value::Duration(_)) {
+        return duration_part("getMinutes", a, 60_000_000_000);
+    }
+    timestamp_part("getMinutes", a, |t| t.minute() as i64)
+}
+fn seconds<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
+    if matches!(a[0], Value::Duration(_)) {
+        return duration_part("getSeconds", a, 1_000_000_000);
+    }
+    timestamp_part("getSeconds", a, |t| t.second() as i64)
+}
+fn millis<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
+    if matches!(a[0], Value::Duration(_)) {
+        return duration_part("getMilliseconds", a, 1_000_000);
+    }
+    timestamp_part("getMilliseconds", a, |t| {
+        (t.nanosecond() / 1_000_000) as i64
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_parse_like_go() {
+        assert_eq!(parse_duration("1h2m3.5s").unwrap().0, 3_723_500_000_000);
+        assert_eq!(parse_duration("-1.5s").unwrap().0, -1_500_000_000);
+        assert_eq!(parse_duration("0").unwrap().0, 0);
+        assert_eq!(parse_duration("1µs").unwrap().0, 1_000);
+        assert!(parse_duration("1d").is_err());
+        assert!(parse_duration("").is_err());
+        assert!(parse_duration("9999999999h").is_err());
+    }
+
+    #[test]
+    fn durations_format_as_seconds() {
+        assert_eq!(format_duration(Duration(3_600_000_000_000)), "3600s");
+        assert_eq!(format_duration(Duration(1_500_000_000)), "1.5s");
+        assert_eq!(format_duration(Duration(-1)), "-0.000000001s");
+    }
+
+    #[test]
+    fn timestamps_round_trip() {
+        let t = parse_timestamp("2009-02-13T23:31:30.5Z").unwrap();
+        assert_eq!(t.secs, 1_234_567_890);
+        assert_eq!(format_timestamp(t), "2009-02-13T23:31:30.5Z");
+        let t = parse_timestamp("2009-02-13T15:31:30-08:00").unwrap();
+        assert_eq!(format_timestamp(t), "2009-02-13T23:31:30Z");
+        assert!(parse_timestamp("2009-02-13 23:31:30Z").is_err());
+    }
+}

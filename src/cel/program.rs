@@ -1,0 +1,721 @@
+//! Compiled programs and their evaluation.
+
+use super::error::{EvalError, EvalResult};
+use super::functions::FnDecl;
+use super::value::{Key, List, Map, Str, Value};
+use indexmap::IndexMap;
+use smallvec::SmallVec;
+use std::any::Any;
+use std::cell::RefCell;
+use std::sync::Arc;
+
+/// A compiled expression node. Names are already slots; functions are
+/// already implementations.
+#[derive(Debug)]
+pub enum Node {
+    Const(Value<'static>),
+    /// Fails when evaluated (an unresolved name in an unchecked environment).
+    Error(Arc<str>),
+    Global(usize),
+    Local(usize),
+    /// `variables.NAME`: the index of its program, and NAME.
+    Lazy(usize, Arc<str>),
+    Select {
+        operand: Box<Node>,
+        field: Arc<str>,
+        optional: bool,
+    },
+    Has {
+        operand: Box<Node>,
+        field: Arc<str>,
+    },
+    Index {
+        operand: Box<Node>,
+        index: Box<Node>,
+        optional: bool,
+    },
+    Call {
+        decl: &'static FnDecl,
+        args: Vec<Node>,
+    },
+    /// A call whose second argument was a constant prepared at compile time
+    /// (a regular expression).
+    Prepared {
+        decl: &'static FnDecl,
+        args: Vec<Node>,
+        prepared: Arc<dyn Any + Send + Sync>,
+    },
+    Host(usize, Vec<Node>),
+    List(Vec<(Node, bool)>),
+    Map(Vec<(Node, Node, bool)>),
+    Struct(Vec<(Arc<str>, Node, bool)>),
+    And(Box<Node>, Box<Node>),
+    Or(Box<Node>, Box<Node>),
+    Conditional(Box<Node>, Box<Node>, Box<Node>),
+    Comprehension(Box<Comprehension>),
+    Bind(Box<Node>, Box<Node>),
+    NotStrictlyFalse(Box<Node>),
+    /// Appends to the accumulator in local `slot` without copying it.
+    AccuAppend(usize, Box<Node>),
+    AccuInsert(usize, Box<Node>, Box<Node>),
+    AccuMerge(usize, Box<Node>),
+}
+
+impl Node {
+    fn visit(&self, f: &mut dyn FnMut(&Node)) {
+        f(self);
+        match self {
+            Node::Select { operand, .. } | Node::Has { operand, .. } => operand.visit(f),
+            Node::Index { operand, index, .. } => {
+                operand.visit(f);
+                index.visit(f);
+            }
+            Node::Call { args, .. } | Node::Prepared { args, .. } | Node::Host(_, args) => {
+                args.iter().for_each(|a| a.visit(f))
+            }
+            Node::List(items) => items.iter().for_each(|(n, _)| n.visit(f)),
+            Node::Map(items) => items.iter().for_each(|(k, v, _)| {
+                k.visit(f);
+                v.visit(f);
+            }),
+            Node::Struct(fields) => fields.iter().for_each(|(_, n, _)| n.visit(f)),
+            Node::And(a, b) | Node::Or(a, b) | Node::Bind(a, b) | Node::AccuInsert(_, a, b) => {
+                a.visit(f);
+                b.visit(f);
+            }
+            Node::Conditional(a, b, c) => {
+                a.visit(f);
+                b.visit(f);
+                c.visit(f);
+            }
+            Node::Comprehension(c) => {
+                for n in [&c.range, &c.accu_init, &c.cond, &c.step, &c.result] {
+                    n.visit(f);
+                }
+            }
+            Node::NotStrictlyFalse(a) | Node::AccuAppend(_, a) | Node::AccuMerge(_, a) => {
+                a.visit(f)
+            }
+            Node::Const(_) | Node::Error(_) | Node::Global(_) | Node::Local(_) | Node::Lazy(..) => {
+            }
+        }
+    }
+}
+
+#[derive(Debug)]
+pub struct Comprehension {
+    pub two_vars: bool,
+    pub range: Node,
+    pub accu_init: Node,
+    pub cond: Node,
+    pub step: Node,
+    pub result: Node,
+}
+
+/// A compiled expression: immutable, `Send + Sync`, shared across threads.
+#[derive(Debug, Clone)]
+pub struct Program {
+    root: Arc<Node>,
+    source: Arc<str>,
+}
+
+impl Program {
+    pub(crate) fn new(root: Node, source: &str) -> Program {
+        Program {
+            root: Arc::new(root),
+            source: source.into(),
+        }
+    }
+
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+
+    /// Every host function call in the program with its constant string
+    /// arguments (`None` where an argument is not a constant string).
+    pub fn host_calls(&self) -> Vec<(usize, Vec<Option<String>>)> {
+        let mut out = Vec::new();
+        self.root.visit(&mut |n| {
+            if let Node::Host(id, args) = n {
+                let consts = args
+                    .iter()
+                    .map(|a| match a {
+                        Node::Const(Value::String(s)) => Some(s.as_str().to_string()),
+                        _ => None,
+                    })
+                    .collect();
+                out.push((*id, consts));
+            }
+        });
+        out
+    }
+
+    pub fn eval<'a>(&self, act: &Activation<'a, '_>) -> EvalResult<Value<'a>> {
+        let mut ctx = Ctx::new(act);
+        let r = ctx.eval(&self.root);
+        act.spent.set(act.spent.get() + ctx.cost);
+        r
+    }
+}
+
+/// Functions the host answers at evaluation time (inventory lookups).
+pub trait Host<'a> {
+    fn call(&self, id: usize, args: &[Value<'a>]) -> EvalResult<Value<'a>>;
+}
+
+/// The values of an evaluation's variables.
+pub struct Activation<'a, 'p> {
+    globals: Vec<Option<Value<'a>>>,
+    host: Option<&'p dyn Host<'a>>,
+    lazy: &'p [Program],
+    lazy_cache: RefCell<Vec<Option<EvalResult<Value<'a>>>>>,
+    cost_limit: u64,
+    spent: std::cell::Cell<u64>,
+}
+
+impl<'a, 'p> Activation<'a, 'p> {
+    pub fn new(env: &super::Env) -> Self {
+        Activation {
+            globals: vec![None; env.variables().len()],
+            host: None,
+            lazy: &[],
+            lazy_cache: RefCell::new(Vec::new()),
+            cost_limit: env.cost_limit,
+            spent: std::cell::Cell::new(0),
+        }
+    }
+
+    /// An activation for `n` variables, without an [`Env`](super::Env) at hand.
+    pub fn new_with_slots(n: usize) -> Self {
+        Activation {
+            globals: vec![None; n],
+            host: None,
+            lazy: &[],
+            lazy_cache: RefCell::new(Vec::new()),
+            cost_limit: super::DEFAULT_COST_LIMIT,
+            spent: std::cell::Cell::new(0),
+        }
+    }
+
+    pub fn set(&mut self, slot: usize, v: Value<'a>) {
+        if slot >= self.globals.len() {
+            self.globals.resize(slot + 1, None);
+        }
+        self.globals[slot] = Some(v);
+    }
+
+    pub fn with_host(mut self, host: &'p dyn Host<'a>) -> Self {
+        self.host = Some(host);
+        self
+    }
+
+    /// The programs behind `variables.NAME`, evaluated at most once each.
+    pub fn with_lazy(mut self, programs: &'p [Program]) -> Self {
+        self.lazy = programs;
+        self.lazy_cache = RefCell::new(vec![None; programs.len()]);
+        self
+    }
+
+    pub fn with_cost_limit(mut self, limit: u64) -> Self {
+        self.cost_limit = limit;
+        self
+    }
+
+    /// Cost spent by every evaluation in this activation so far.
+    pub fn cost_spent(&self) -> u64 {
+        self.spent.get()
+    }
+}
+
+/// Per-evaluation state: the local variable stack and the cost meter.
+pub struct Ctx<'a, 'e> {
+    act: &'e Activation<'a, 'e>,
+    stack: Vec<EvalResult<Value<'a>>>,
+    base: usize,
+    cost: u64,
+}
+
+type Args<'a> = SmallVec<[Value<'a>; 4]>;
+
+impl<'a, 'e> Ctx<'a, 'e> {
+    fn new(act: &'e Activation<'a, 'e>) -> Self {
+        Ctx {
+            act,
+            stack: Vec::new(),
+            base: 0,
+            cost: 0,
+        }
+    }
+
+    /// Charges `units` of cost; fails once the limit is passed.
+    pub fn charge(&mut self, units: u64) -> EvalResult<()> {
+        self.cost = self.cost.saturating_add(units);
+        if self.cost + self.act.spent.get() > self.act.cost_limit {
+            return Err(EvalError::cost_exceeded());
+        }
+        Ok(())
+    }
+
+    pub fn eval(&mut self, n: &Node) -> EvalResult<Value<'a>> {
+        match n {
+            Node::Const(v) => Ok(v.clone()),
+            Node::Error(msg) => Err(EvalError::new(msg.clone())),
+            Node::Global(slot) => match self.act.globals.get(*slot) {
+                Some(Some(v)) => Ok(v.clone()),
+                _ => Err(EvalError::new("no such attribute: variable is not bound")),
+            },
+            Node::Local(slot) => self.stack[self.base + slot].clone(),
+            Node::Lazy(i, name) => self.lazy(*i, name),
+            Node::Select {
+                operand,
+                field,
+                optional,
+            } => {
+                let v = self.eval(operand)?;
+                select(v, field, *optional)
+            }
+            Node::Has { operand, field } => {
+                let v = self.eval(operand)?;
+                has(&v, field)
+            }
+            Node::Index {
+                operand,
+                index,
+                optional,
+            } => {
+                let v = self.eval(operand)?;
+                let i = self.eval(index)?;
+                index_value(v, &i, *optional)
+            }
+            Node::Call { decl, args } => {
+                let vals = self.eval_args(args)?;
+                self.charge(1)?;
+                (decl.imp)(self, &vals)
+            }
+            Node::Prepared {
+                decl,
+                args,
+                prepared,
+            } => {
+                let vals = self.eval_args(args)?;
+                self.charge(1)?;
+                match decl.imp_prepared {
+                    Some(f) => f(self, &vals, prepared.as_ref()),
+                    None => (decl.imp)(self, &vals),
+                }
+            }
+            Node::Host(id, args) => {
+                let vals = self.eval_args(args)?;
+                self.charge(1)?;
+                match self.act.host {
+                    Some(h) => h.call(*id, &vals),
+                    None => Err(EvalError::new(
+                        "inventory lookups are not available in this evaluation",
+                    )),
+                }
+            }
+            Node::List(items) => self.list(items),
+            Node::Map(items) => self.map(items),
+            Node::Struct(fields) => self.structure(fields),
+            Node::And(a, b) => self.and(a, b),
+            Node::Or(a, b) => self.or(a, b),
+            Node::Conditional(c, t, f) => match self.eval(c)? {
+                Value::Bool(true) => self.eval(t),
+                Value::Bool(false) => self.eval(f),
+                _ => Err(EvalError::no_overload("_?_:_")),
+            },
+            Node::Comprehension(c) => self.comprehension(c),
+            Node::Bind(init, body) => {
+                let v = self.eval(init);
+                self.stack.push(v);
+                let r = self.eval(body);
+                self.stack.pop();
+                r
+            }
+            Node::NotStrictlyFalse(e) => {
+                Ok(Value::Bool(!matches!(self.eval(e), Ok(Value::Bool(false)))))
+            }
+            Node::AccuAppend(slot, e) => self.accu_append(*slot, e),
+            Node::AccuInsert(slot, k, v) => self.accu_insert(*slot, k, v),
+            Node::AccuMerge(slot, e) => self.accu_merge(*slot, e),
+        }
+    }
+
+    fn eval_args(&mut self, args: &[Node]) -> EvalResult<Args<'a>> {
+        let mut out = Args::new();
+        for a in args {
+            out.push(self.eval(a)?);
+        }
+        Ok(out)
+    }
+
+    fn lazy(&mut self, i: usize, name: &str) -> EvalResult<Value<'a>> {
+        if let Some(Some(r)) = self.act.lazy_cache.borrow().get(i) {
+            return r.clone();
+        }
+        let program = self
+            .act
+            .lazy
+            .get(i)
+            .ok_or_else(|| EvalError::new("variables are not available in this evaluation"))?;
+        let saved = self.base;
+        self.base = self.stack.len();
+        let r = self
+            .eval(&program.root)
+            .map_err(|e| EvalError::in_variable(name, &e));
+        self.base = saved;
+        if let Some(slot) = self.act.lazy_cache.borrow_mut().get_mut(i) {
+            *slot = Some(r.clone());
+        }
+        r
+    }
+
+    fn and(&mut self, a: &Node, b: &Node) -> EvalResult<Value<'a>> {
+        let l = self.eval(a);
+        if matches!(l, Ok(Value::Bool(false))) {
+            return Ok(Value::Bool(false));
+        }
+        let r = self.eval(b);
+        match (l, r) {
+            (_, Ok(Value::Bool(false))) => Ok(Value::Bool(false)),
+            (Ok(Value::Bool(true)), Ok(Value::Bool(true))) => Ok(Value::Bool(true)),
+            (Err(e), _) => Err(e),
+            (_, Err(e)) => Err(e),
+            _ => Err(EvalError::no_overload("_&&_")),
+        }
+    }
+
+    fn or(&mut self, a: &Node, b: &Node) -> EvalResult<Value<'a>> {
+        let l = self.eval(a);
+        if matches!(l, Ok(Value::Bool(true))) {
+            return Ok(Value::Bool(true));
+        }
+        let r = self.eval(b);
+        match (l, r) {
+            (_, Ok(Value::Bool(true))) => Ok(Value::Bool(true)),
+            (Ok(Value::Bool(false)), Ok(Value::Bool(false))) => Ok(Value::Bool(false)),
+            (Err(e), _) => Err(e),
+            (_, Err(e)) => Err(e),
+            _ => Err(EvalError::no_overload("_||_")),
+        }
+    }
+
+    fn list(&mut self, items: &[(Node, bool)]) -> EvalResult<Value<'a>> {
+        let mut out = Vec::with_capacity(items.len());
+        for (n, optional) in items {
+            let v = self.eval(n)?;
+            if *optional {
+                match v {
+                    Value::Optional(Some(inner)) => out.push((*inner).clone()),
+                    Value::Optional(None) => {}
+                    other => {
+                        return Err(EvalError::new(format!(
+                            "optional list element is not an optional: {}",
+                            other.type_name()
+                        )))
+                    }
+                }
+            } else {
+                out.push(v);
+            }
+        }
+        self.charge(out.len() as u64)?;
+        Ok(Value::list(out))
+    }
+
+    fn map(&mut self, items: &[(Node, Node, bool)]) -> EvalResult<Value<'a>> {
+        let mut out = IndexMap::with_capacity(items.len());
+        for (k, v, optional) in items {
+            let key = Key::from_value(&self.eval(k)?)?;
+            let mut value = self.eval(v)?;
+            if *optional {
+                match value {
+                    Value::Optional(Some(inner)) => value = (*inner).clone(),
+                    Value::Optional(None) => continue,
+                    other => {
+                        return Err(EvalError::new(format!(
+                            "optional map entry is not an optional: {}",
+                            other.type_name()
+                        )))
+                    }
+                }
+            }
+            if out.contains_key(&key) || numeric_twin(&key).is_some_and(|k| out.contains_key(&k)) {
+                return Err(EvalError::new(format!("Failed with repeated key: {key}")));
+            }
+            out.insert(key, value);
+        }
+        self.charge(out.len() as u64)?;
+        Ok(Value::map(out))
+    }
+
+    fn structure(&mut self, fields: &[(Arc<str>, Node, bool)]) -> EvalResult<Value<'a>> {
+        let mut out = IndexMap::with_capacity(fields.len());
+        for (name, n, optional) in fields {
+            let mut v = self.eval(n)?;
+            if *optional {
+                match v {
+                    Value::Optional(Some(inner)) => v = (*inner).clone(),
+                    Value::Optional(None) => continue,
+                    _ => return Err(EvalError::new("optional field is not an optional")),
+                }
+            }
+            out.insert(Key::String(Str::Shared(name.clone())), v);
+        }
+        Ok(Value::map(out))
+    }
+
+    fn comprehension(&mut self, c: &Comprehension) -> EvalResult<Value<'a>> {
+        let range = self.eval(&c.range)?;
+        let accu = self.eval(&c.accu_init);
+        let accu_slot = self.stack.len();
+        self.stack.push(accu);
+        let r = self.iterate(c, range, accu_slot);
+        let accu = self.stack.pop();
+        r?;
+        self.stack
+            .push(accu.unwrap_or_else(|| Err(EvalError::new("internal: accumulator lost"))));
+        let result = self.eval(&c.result);
+        self.stack.pop();
+        result
+    }
+
+    fn iterate(&mut self, c: &Comprehension, range: Value<'a>, accu_slot: usize) -> EvalResult<()> {
+        let items: Vec<(Value<'a>, Value<'a>)> = match &range {
+            Value::List(l) => {
+                if c.two_vars {
+                    l.iter().enumerate().map(|(i, v)| (Value::Int(i as i64), v)).collect()
+                } else {
+                    return self.iterate_list(c, l, accu_slot);
+                }
+            }
+            Value::Map(m) => {
+                if c.two_vars {
+                    m.entries()
+                } else {
+                    m.keys().into_iter().map(|k| (k, Value::Null)).collect()
+                }
+            }
+            other => {
+                return Err(EvalError::new(format!(
+                    "expression of type '{}' cannot be the range of a comprehension (must be list, map, or dynamic)",
+                    other.type_name()
+                )))
+            }
+        };
+        for (a, b) in items {
+            self.stack.push(Ok(a));
+            if c.two_vars {
+                self.stack.push(Ok(b));
+            }
+            let done = self.step(c, accu_slot);
+            self.stack.truncate(accu_slot + 1);
+            if done? {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    fn iterate_list(
+        &mut self,
+        c: &Comprehension,
+        l: &List<'a>,
+        accu_slot: usize,
+    ) -> EvalResult<()> {
+        for v in l.iter() {
+            self.stack.push(Ok(v));
+            let done = self.step(c, accu_slot);
+            self.stack.truncate(accu_slot + 1);
+            if done? {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// One iteration; returns true when the loop condition says stop.
+    fn step(&mut self, c: &Comprehension, accu_slot: usize) -> EvalResult<bool> {
+        self.charge(1)?;
+        match self.eval(&c.cond) {
+            Ok(Value::Bool(false)) => return Ok(true),
+            Ok(Value::Bool(true)) => {}
+            Ok(_) => return Err(EvalError::no_overload("loop condition")),
+            Err(e) => return Err(e),
+        }
+        let next = self.eval(&c.step);
+        self.stack[accu_slot] = next;
+        Ok(false)
+    }
+
+    fn take_accu(&mut self, slot: usize) -> EvalResult<Value<'a>> {
+        std::mem::replace(&mut self.stack[self.base + slot], Ok(Value::Null))
+    }
+
+    fn accu_append(&mut self, slot: usize, e: &Node) -> EvalResult<Value<'a>> {
+        let v = self.eval(e)?;
+        self.charge(1)?;
+        match self.take_accu(slot)? {
+            Value::List(List::Owned(mut items)) => {
+                Arc::make_mut(&mut items).push(v);
+                Ok(Value::List(List::Owned(items)))
+            }
+            Value::List(l) => {
+                let mut items = l.to_vec();
+                items.push(v);
+                Ok(Value::list(items))
+            }
+            other => Err(EvalError::new(format!(
+                "internal: accumulator is a {}",
+                other.type_name()
+            ))),
+        }
+    }
+
+    fn accu_insert(&mut self, slot: usize, k: &Node, v: &Node) -> EvalResult<Value<'a>> {
+        let key = Key::from_value(&self.eval(k)?)?;
+        let value = self.eval(v)?;
+        self.charge(1)?;
+        let mut entries = self.owned_accu_map(slot)?;
+        if Arc::make_mut(&mut entries)
+            .insert(key.clone(), value)
+            .is_some()
+        {
+            return Err(EvalError::new(format!(
+                "insert failed: key {key} already exists"
+            )));
+        }
+        Ok(Value::Map(Map::Owned(entries)))
+    }
+
+    fn accu_merge(&mut self, slot: usize, e: &Node) -> EvalResult<Value<'a>> {
+        let add = match self.eval(e)? {
+            Value::Map(m) => m,
+            other => {
+                return Err(EvalError::new(format!(
+                    "transformMapEntry: expression must produce a map, got {}",
+                    other.type_name()
+                )))
+            }
+        };
+        self.charge(add.len() as u64)?;
+        let mut entries = self.owned_accu_map(slot)?;
+        for (k, v) in add.entries() {
+            let key = Key::from_value(&k)?;
+            if Arc::make_mut(&mut entries).insert(key.clone(), v).is_some() {
+                return Err(EvalError::new(format!(
+                    "insert failed: key {key} already exists"
+                )));
+            }
+        }
+        Ok(Value::Map(Map::Owned(entries)))
+    }
+
+    #[allow(clippy::type_complexity)]
+    fn owned_accu_map(&mut self, slot: usize) -> EvalResult<Arc<IndexMap<Key<'a>, Value<'a>>>> {
+        match self.take_accu(slot)? {
+            Value::Map(Map::Owned(m)) => Ok(m),
+            Value::Map(m) => Ok(Arc::new(
+                m.entries()
+                    .into_iter()
+                    .map(|(k, v)| Ok((Key::from_value(&k)?, v)))
+                    .collect::<EvalResult<IndexMap<_, _>>>()?,
+            )),
+            other => Err(EvalError::new(format!(
+                "internal: accumulator is a {}",
+                other.type_name()
+            ))),
+        }
+    }
+}
+
+/// The other spelling of a numeric key (`1` and `1u` are the same key).
+fn numeric_twin<'a>(k: &Key<'a>) -> Option<Key<'a>> {
+    match k {
+        Key::Int(i) if *i >= 0 => Some(Key::Uint(*i as u64)),
+        Key::Uint(u) if *u <= i64::MAX as u64 => Some(Key::Int(*u as i64)),
+        _ => None,
+    }
+}
+
+/// `v.field`, or `v.?field` when `optional`.
+pub fn select<'a>(v: Value<'a>, field: &str, optional: bool) -> EvalResult<Value<'a>> {
+    match v {
+        Value::Map(m) => match m.get_str(field) {
+            Some(x) if optional => Ok(Value::optional(Some(x))),
+            Some(x) => Ok(x),
+            None if optional => Ok(Value::Optional(None)),
+            None => Err(EvalError::no_such_key(field)),
+        },
+        Value::Optional(None) => Ok(Value::Optional(None)),
+        Value::Optional(Some(inner)) => match &*inner {
+            Value::Map(m) => Ok(Value::optional(m.get_str(field))),
+            other => select(other.clone(), field, false),
+        },
+        other => Err(EvalError::new(format!(
+            "no such key: {field} (type '{}' does not support field selection)",
+            other.type_name()
+        ))),
+    }
+}
+
+/// `has(v.field)`.
+pub fn has(v: &Value, field: &str) -> EvalResult<Value<'static>> {
+    match v {
+        Value::Map(m) => Ok(Value::Bool(m.get_str(field).is_some())),
+        Value::Optional(None) => Ok(Value::Bool(false)),
+        Value::Optional(Some(inner)) => has(inner, field),
+        other => Err(EvalError::new(format!(
+            "invalid type for field selection: {}",
+            other.type_name()
+        ))),
+    }
+}
+
+/// `v[i]`, or `v[?i]` when `optional`.
+pub fn index_value<'a>(v: Value<'a>, i: &Value<'a>, optional: bool) -> EvalResult<Value<'a>> {
+    let wrap = |x: Option<Value<'a>>| -> EvalResult<Value<'a>> {
+        if optional {
+            Ok(Value::optional(x))
+        } else {
+            // cel-go prints the key as `%v`: strings unquoted.
+            x.ok_or_else(|| match i {
+                Value::String(s) => EvalError::no_such_key(s.as_str()),
+                other => EvalError::no_such_key(other),
+            })
+        }
+    };
+    match v {
+        Value::List(l) => {
+            let idx = list_index(i)?;
+            match idx.filter(|&x| x < l.len()) {
+                Some(x) => wrap(l.get(x)),
+                None if optional => Ok(Value::Optional(None)),
+                None => Err(EvalError::new(format!("index out of bounds: {i}"))),
+            }
+        }
+        Value::Map(m) => wrap(m.get(i)?),
+        Value::Optional(None) => Ok(Value::Optional(None)),
+        Value::Optional(Some(inner)) => index_value((*inner).clone(), i, true),
+        other => Err(EvalError::new(format!(
+            "no such overload: {}[{}]",
+            other.type_name(),
+            i.type_name()
+        ))),
+    }
+}
+
+fn list_index(i: &Value) -> EvalResult<Option<usize>> {
+    match i {
+        Value::Int(x) => Ok(usize::try_from(*x).ok()),
+        Value::Uint(x) => Ok(usize::try_from(*x).ok()),
+        Value::Double(d) if d.fract() == 0.0 && d.is_finite() => {
+            Ok(if *d >= 0.0 { Some(*d as usize) } else { None })
+        }
+        Value::Double(d) => Err(EvalError::new(format!("unsupported index value: {d}"))),
+        other => Err(EvalError::new(format!(
+            "unsupported index type '{}' in list",
+            other.type_name()
+        ))),
+    }
+}

@@ -1,0 +1,364 @@
+//! The indexed, read-only snapshot of cluster state every evaluation reads.
+//!
+//! Objects are held by (group, kind, namespace, name); lists by kind and
+//! namespace come from a per-(kind, namespace) index, and policy-declared
+//! indexes map keys to objects. All of it is updated incrementally per
+//! object, never rebuilt.
+
+use crate::cel::{Activation, Env, Program, Value};
+use crate::policy::resources::group_of;
+use serde_json::Value as Json;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
+
+/// Where an object came from (a manifest file and line), when known.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Source {
+    pub file: String,
+    pub line: usize,
+}
+
+/// The identity of an object: group and kind (any version), namespace
+/// (empty for cluster-scoped), name.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ObjectKey {
+    pub group: Arc<str>,
+    pub kind: Arc<str>,
+    pub namespace: Arc<str>,
+    pub name: Arc<str>,
+}
+
+impl ObjectKey {
+    /// The key of a Kubernetes object, if it has apiVersion, kind and name.
+    pub fn of(object: &Json) -> Option<ObjectKey> {
+        let api_version = object.get("apiVersion")?.as_str()?;
+        let kind = object.get("kind")?.as_str()?;
+        let meta = object.get("metadata")?;
+        let name = meta.get("name")?.as_str()?;
+        let namespace = meta.get("namespace").and_then(Json::as_str).unwrap_or("");
+        Some(ObjectKey {
+            group: group_of(api_version).into(),
+            kind: kind.into(),
+            namespace: namespace.into(),
+            name: name.into(),
+        })
+    }
+}
+
+impl std::fmt::Display for ObjectKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.namespace.is_empty() {
+            write!(f, "{} {}", self.kind, self.name)
+        } else {
+            write!(f, "{} {}/{}", self.kind, self.namespace, self.name)
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Entry {
+    pub key: ObjectKey,
+    pub uid: Option<Arc<str>>,
+    pub object: Arc<Json>,
+    pub source: Option<Source>,
+}
+
+/// A declared index: objects of one kind, keyed by the strings a CEL
+/// expression yields for each.
+struct IndexState {
+    group: String,
+    kind: String,
+    source: String,
+    program: Program,
+    env: Env,
+    keys: HashMap<String, BTreeSet<ObjectKey>>,
+    per_object: HashMap<ObjectKey, Vec<String>>,
+}
+
+pub type IndexId = usize;
+
+type NamesByNamespace = BTreeMap<Arc<str>, BTreeSet<Arc<str>>>;
+
+#[derive(Default)]
+pub struct Inventory {
+    objects: HashMap<ObjectKey, Entry>,
+    /// (group, kind) → namespace → names.
+    by_kind: HashMap<(Arc<str>, Arc<str>), NamesByNamespace>,
+    indexes: Vec<IndexState>,
+}
+
+/// Errors while maintaining an index (a key expression that fails on an
+/// object): reported, never fatal.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("index {index} on {object}: {message}")]
+pub struct IndexError {
+    pub index: String,
+    pub object: String,
+    pub message: String,
+}
+
+impl Inventory {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn len(&self) -> usize {
+        self.objects.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.objects.is_empty()
+    }
+
+    /// Declares an index (or returns the existing identical one).
+    pub fn declare_index(
+        &mut self,
+        api_version: &str,
+        kind: &str,
+        keys: &str,
+    ) -> Result<IndexId, crate::cel::CompileError> {
+        let group = group_of(api_version);
+        if let Some(i) = self
+            .indexes
+            .iter()
+            .position(|x| x.group == group && x.kind == kind && x.source == keys)
+        {
+            return Ok(i);
+        }
+        let env = Env::interlock().with_variables(&["object"]);
+        let program = env.compile(keys)?;
+        let mut state = IndexState {
+            group: group.to_string(),
+            kind: kind.to_string(),
+            source: keys.to_string(),
+            program,
+            env,
+            keys: HashMap::new(),
+            per_object: HashMap::new(),
+        };
+        let mut errors = Vec::new();
+        for e in self.objects.values() {
+            if let Err(err) = state.add(e) {
+                errors.push(err);
+            }
+        }
+        for e in errors {
+            tracing::warn!(error = %e, "index key expression failed");
+        }
+        self.indexes.push(state);
+        Ok(self.indexes.len() - 1)
+    }
+
+    /// Adds or replaces an object; returns index errors (the object is
+    /// stored regardless).
+    pub fn upsert(
+        &mut self,
+        object: Arc<Json>,
+        source: Option<Source>,
+    ) -> Result<Vec<IndexError>, String> {
+        let key =
+            ObjectKey::of(&object).ok_or("object has no apiVersion, kind or metadata.name")?;
+        let uid = object
+            .get("metadata")
+            .and_then(|m| m.get("uid"))
+            .and_then(Json::as_str)
+            .map(Arc::from);
+        self.remove(&key);
+        let entry = Entry {
+            key: key.clone(),
+            uid,
+            object,
+            source,
+        };
+        let mut errors = Vec::new();
+        for idx in &mut self.indexes {
+            if let Err(e) = idx.add(&entry) {
+                errors.push(e);
+            }
+        }
+        self.by_kind
+            .entry((key.group.clone(), key.kind.clone()))
+            .or_default()
+            .entry(key.namespace.clone())
+            .or_default()
+            .insert(key.name.clone());
+        self.objects.insert(key, entry);
+        Ok(errors)
+    }
+
+    pub fn remove(&mut self, key: &ObjectKey) -> Option<Entry> {
+        let entry = self.objects.remove(key)?;
+        for idx in &mut self.indexes {
+            idx.remove(key);
+        }
+        if let Some(ns) = self.by_kind.get_mut(&(key.group.clone(), key.kind.clone())) {
+            if let Some(names) = ns.get_mut(&key.namespace) {
+                names.remove(&key.name);
+            }
+        }
+        Some(entry)
+    }
+
+    pub fn get(&self, key: &ObjectKey) -> Option<&Entry> {
+        self.objects.get(key)
+    }
+
+    pub fn entries(&self) -> impl Iterator<Item = &Entry> {
+        self.objects.values()
+    }
+
+    /// Objects of a kind in a namespace (`None`: every namespace), in name order.
+    pub fn list<'s>(&'s self, group: &str, kind: &str, namespace: Option<&str>) -> Vec<&'s Entry> {
+        let Some(by_ns) = self.by_kind.get(&(Arc::from(group), Arc::from(kind))) else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        let mut push = |ns: &Arc<str>, names: &BTreeSet<Arc<str>>| {
+            for n in names {
+                let key = ObjectKey {
+                    group: group.into(),
+                    kind: kind.into(),
+                    namespace: ns.clone(),
+                    name: n.clone(),
+                };
+                if let Some(e) = self.objects.get(&key) {
+                    out.push(e);
+                }
+            }
+        };
+        match namespace {
+            Some(ns) => {
+                if let Some((k, names)) = by_ns.get_key_value(ns) {
+                    push(k, names);
+                }
+            }
+            None => by_ns.iter().for_each(|(k, v)| push(k, v)),
+        }
+        out
+    }
+
+    /// Objects whose index `id` yields `key`.
+    pub fn lookup_index<'s>(&'s self, id: IndexId, key: &str) -> Vec<&'s Entry> {
+        self.indexes
+            .get(id)
+            .and_then(|i| i.keys.get(key))
+            .map(|set| set.iter().filter_map(|k| self.objects.get(k)).collect())
+            .unwrap_or_default()
+    }
+}
+
+impl IndexState {
+    fn add(&mut self, e: &Entry) -> Result<(), IndexError> {
+        if *e.key.kind != *self.kind || *e.key.group != *self.group {
+            return Ok(());
+        }
+        let err = |message: String| IndexError {
+            index: self.source.clone(),
+            object: e.key.to_string(),
+            message,
+        };
+        let mut act = Activation::new(&self.env);
+        act.set(0, Value::from_json(&e.object));
+        let keys: Vec<String> = match self.program.eval(&act) {
+            Ok(Value::List(l)) => l
+                .iter()
+                .map(|k| match k {
+                    Value::String(s) => Ok(s.as_str().to_string()),
+                    other => Err(format!(
+                        "index keys must be strings, got {}",
+                        other.type_name()
+                    )),
+                })
+                .collect::<Result<_, _>>()
+                .map_err(err)?,
+            Ok(Value::String(s)) => vec![s.as_str().to_string()],
+            Ok(other) => {
+                return Err(err(format!(
+                    "index keys must be a list of strings, got {}",
+                    other.type_name()
+                )))
+            }
+            Err(e) => return Err(err(e.to_string())),
+        };
+        for k in &keys {
+            self.keys
+                .entry(k.clone())
+                .or_default()
+                .insert(e.key.clone());
+        }
+        self.per_object.insert(e.key.clone(), keys);
+        Ok(())
+    }
+
+    fn remove(&mut self, key: &ObjectKey) {
+        if let Some(keys) = self.per_object.remove(key) {
+            for k in keys {
+                if let Some(set) = self.keys.get_mut(&k) {
+                    set.remove(key);
+                    if set.is_empty() {
+                        self.keys.remove(&k);
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn ingress(ns: &str, name: &str, hosts: &[&str]) -> Arc<Json> {
+        let rules: Vec<Json> = hosts.iter().map(|h| json!({"host": h})).collect();
+        Arc::new(
+            json!({"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+            "metadata": {"namespace": ns, "name": name}, "spec": {"rules": rules}}),
+        )
+    }
+
+    #[test]
+    fn indexes_follow_upserts_and_removals() {
+        let mut inv = Inventory::new();
+        inv.upsert(ingress("a", "one", &["x.example.com"]), None)
+            .unwrap();
+        let id = inv
+            .declare_index(
+                "networking.k8s.io/v1",
+                "Ingress",
+                "object.spec.rules.map(r, r.host)",
+            )
+            .unwrap();
+        assert_eq!(inv.lookup_index(id, "x.example.com").len(), 1);
+        inv.upsert(
+            ingress("b", "two", &["x.example.com", "y.example.com"]),
+            None,
+        )
+        .unwrap();
+        assert_eq!(inv.lookup_index(id, "x.example.com").len(), 2);
+        // Replacing an object drops its old keys.
+        inv.upsert(ingress("b", "two", &["y.example.com"]), None)
+            .unwrap();
+        assert_eq!(inv.lookup_index(id, "x.example.com").len(), 1);
+        let key = ObjectKey::of(&ingress("a", "one", &[])).unwrap();
+        inv.remove(&key);
+        assert!(inv.lookup_index(id, "x.example.com").is_empty());
+        assert_eq!(inv.list("networking.k8s.io", "Ingress", None).len(), 1);
+        assert_eq!(inv.list("networking.k8s.io", "Ingress", Some("b")).len(), 1);
+        assert!(inv
+            .list("networking.k8s.io", "Ingress", Some("a"))
+            .is_empty());
+    }
+
+    #[test]
+    fn identical_index_declarations_are_shared() {
+        let mut inv = Inventory::new();
+        let a = inv
+            .declare_index("v1", "Service", "[object.metadata.name]")
+            .unwrap();
+        let b = inv
+            .declare_index("v1", "Service", "[object.metadata.name]")
+            .unwrap();
+        assert_eq!(a, b);
+    }
+}

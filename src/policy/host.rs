@@ -1,0 +1,179 @@
+//! The inventory functions policies call (`inventory.get/list/index`,
+//! `labelSelector.matches`), answered from an [`Inventory`].
+
+use crate::cel::{Env, EvalError, EvalResult, Host, Map, Value};
+use crate::inventory::{Entry, IndexId, Inventory, ObjectKey};
+use crate::policy::model::LabelSelector;
+use crate::policy::resources::group_of;
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+pub const GET: usize = 0;
+pub const LIST: usize = 1;
+pub const INDEX: usize = 2;
+pub const SELECTOR_MATCHES: usize = 3;
+
+/// Declares the functions in an environment, in the order of the ids above.
+pub fn declare(env: &mut Env, with_inventory: bool) {
+    if with_inventory {
+        env.add_host_function("inventory.get", &[4]);
+        env.add_host_function("inventory.list", &[3, 4]);
+        env.add_host_function("inventory.index", &[2]);
+        env.add_host_function("labelSelector.matches", &[2]);
+    }
+}
+
+/// Who is being reviewed, so that lookups never return it.
+#[derive(Debug, Clone, Default)]
+pub struct SelfIdentity {
+    pub uid: Option<Arc<str>>,
+    pub key: Option<ObjectKey>,
+}
+
+impl SelfIdentity {
+    fn is(&self, e: &Entry) -> bool {
+        match (&self.uid, &e.uid) {
+            (Some(a), Some(b)) if a == b => true,
+            _ => self.key.as_ref() == Some(&e.key),
+        }
+    }
+}
+
+pub struct InventoryHost<'a> {
+    pub inventory: &'a Inventory,
+    pub indexes: &'a HashMap<String, IndexId>,
+    pub me: SelfIdentity,
+    /// Objects returned by index lookups: the related objects of a finding
+    /// (an index is how a policy finds conflicting objects; `get` and `list`
+    /// mostly confirm that something exists, which is not a conflict).
+    pub related: RefCell<Vec<ObjectKey>>,
+}
+
+fn str_arg<'v>(f: &str, a: &'v [Value], i: usize) -> EvalResult<&'v str> {
+    a.get(i)
+        .and_then(Value::as_str)
+        .ok_or_else(|| EvalError::new(format!("{f}: argument {} must be a string", i + 1)))
+}
+
+impl<'a> InventoryHost<'a> {
+    fn get(&self, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
+        let f = "inventory.get";
+        let key = ObjectKey {
+            group: group_of(str_arg(f, a, 0)?).into(),
+            kind: str_arg(f, a, 1)?.into(),
+            namespace: str_arg(f, a, 2)?.into(),
+            name: str_arg(f, a, 3)?.into(),
+        };
+        match self.inventory.get(&key).filter(|e| !self.me.is(e)) {
+            Some(e) => Ok(Value::optional(Some(Value::from_json(&e.object)))),
+            None => Ok(Value::Optional(None)),
+        }
+    }
+
+    fn list(&self, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
+        let f = "inventory.list";
+        let group = group_of(str_arg(f, a, 0)?);
+        let kind = str_arg(f, a, 1)?;
+        let ns = str_arg(f, a, 2)?;
+        let labels = match a.get(3) {
+            None => None,
+            Some(Value::Map(m)) => Some(string_map(m)?),
+            Some(other) => {
+                return Err(EvalError::new(format!(
+                    "{f}: labels must be a map(string, string), got {}",
+                    other.type_name()
+                )))
+            }
+        };
+        let entries = self
+            .inventory
+            .list(group, kind, if ns.is_empty() { None } else { Some(ns) });
+        let out = entries
+            .into_iter()
+            .filter(|e| !self.me.is(e))
+            .filter(|e| {
+                labels
+                    .as_ref()
+                    .is_none_or(|want| has_labels(&e.object, want))
+            })
+            .map(|e| Value::from_json(&e.object))
+            .collect();
+        Ok(Value::list(out))
+    }
+
+    fn index(&self, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
+        let name = str_arg("inventory.index", a, 0)?;
+        let key = str_arg("inventory.index", a, 1)?;
+        let id = *self.indexes.get(name).ok_or_else(|| {
+            EvalError::new(format!(
+                "inventory.index: this policy declares no index named {name:?}"
+            ))
+        })?;
+        let mut related = self.related.borrow_mut();
+        let out = self
+            .inventory
+            .lookup_index(id, key)
+            .into_iter()
+            .filter(|e| !self.me.is(e))
+            .map(|e| {
+                related.push(e.key.clone());
+                Value::from_json(&e.object)
+            })
+            .collect();
+        Ok(Value::list(out))
+    }
+}
+
+fn string_map(m: &Map) -> EvalResult<Vec<(String, String)>> {
+    m.entries()
+        .into_iter()
+        .map(|(k, v)| match (k.as_str(), v.as_str()) {
+            (Some(k), Some(v)) => Ok((k.to_string(), v.to_string())),
+            _ => Err(EvalError::new("labels must be a map(string, string)")),
+        })
+        .collect()
+}
+
+fn has_labels(object: &serde_json::Value, want: &[(String, String)]) -> bool {
+    let labels = crate::policy::selector::labels(object);
+    want.iter().all(|(k, v)| {
+        labels
+            .and_then(|l| l.get(k))
+            .and_then(|x| x.as_str())
+            .is_some_and(|x| x == v)
+    })
+}
+
+/// `labelSelector.matches(selector, labels)`.
+pub fn selector_matches<'a>(a: &[Value<'a>]) -> EvalResult<Value<'a>> {
+    let (sel, labels) = (&a[0], &a[1]);
+    let selector: LabelSelector = serde_json::from_value(sel.to_json())
+        .map_err(|e| EvalError::new(format!("labelSelector.matches: not a LabelSelector: {e}")))?;
+    let labels = labels.to_json();
+    let labels = match &labels {
+        serde_json::Value::Object(m) => Some(m),
+        serde_json::Value::Null => None,
+        _ => {
+            return Err(EvalError::new(
+                "labelSelector.matches: labels must be a map",
+            ))
+        }
+    };
+    selector
+        .matches(labels)
+        .map(Value::Bool)
+        .map_err(EvalError::new)
+}
+
+impl<'a> Host<'a> for InventoryHost<'a> {
+    fn call(&self, id: usize, args: &[Value<'a>]) -> EvalResult<Value<'a>> {
+        match id {
+            GET => self.get(args),
+            LIST => self.list(args),
+            INDEX => self.index(args),
+            SELECTOR_MATCHES => selector_matches(args),
+            _ => Err(EvalError::new("unknown inventory function")),
+        }
+    }
+}

@@ -1,0 +1,1026 @@
+//! Policies: documents, compilation, matching and decisions. The same
+//! [`PolicySet::evaluate`] serves `check`, `serve` and audit; only the
+//! [`Inventory`] differs.
+
+pub mod host;
+mod matching;
+pub mod model;
+pub mod resources;
+pub mod selector;
+
+use crate::cel::{Activation, CompileError, Env, Program, Value};
+use crate::inventory::{IndexId, Inventory, ObjectKey, Source};
+use host::{InventoryHost, SelfIdentity};
+use model::{BindingSpec, MatchResources, ParamRef, PolicySpec};
+use serde_json::Value as Json;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// What a failed validation does, as a binding's validationActions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+pub enum Action {
+    Deny,
+    Warn,
+    Audit,
+}
+
+impl Action {
+    fn parse(s: &str) -> Option<Action> {
+        match s {
+            "Deny" => Some(Action::Deny),
+            "Warn" => Some(Action::Warn),
+            "Audit" => Some(Action::Audit),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailurePolicy {
+    Fail,
+    Ignore,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PolicyKind {
+    /// admissionregistration.k8s.io ValidatingAdmissionPolicy.
+    Vap,
+    /// interlock.dev InterlockPolicy.
+    Interlock,
+}
+
+/// A policy that could not be loaded, with where and why.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{}:{}: {policy}: {message}", location.file, location.line)]
+pub struct PolicyError {
+    pub location: Source,
+    pub policy: String,
+    pub message: String,
+}
+
+struct CompiledValidation {
+    expression: Program,
+    message: Option<String>,
+    message_expression: Option<Program>,
+    reason: Option<String>,
+}
+
+pub struct CompiledPolicy {
+    pub name: String,
+    pub kind: PolicyKind,
+    pub source: Source,
+    failure_policy: FailurePolicy,
+    param_kind: Option<(String, String)>,
+    matcher: MatchResources,
+    match_conditions: Vec<(String, Program)>,
+    variables: Vec<Program>,
+    validations: Vec<CompiledValidation>,
+    audit_annotations: Vec<(String, Program)>,
+    pub mutations: Vec<Program>,
+    indexes: HashMap<String, IndexId>,
+    bindings: Vec<Binding>,
+    slots: Slots,
+    /// (apiVersion, kind) pairs the policy reads from the inventory.
+    kinds_read: Vec<(String, String)>,
+}
+
+#[derive(Clone, Copy)]
+struct Slots {
+    object: usize,
+    old_object: usize,
+    request: usize,
+    params: usize,
+    namespace_object: usize,
+}
+
+struct Binding {
+    name: Option<String>,
+    actions: Vec<Action>,
+    matcher: Option<MatchResources>,
+    param_ref: Option<ParamRef>,
+}
+
+/// An admission request, or an object checked offline as one.
+#[derive(Debug, Clone)]
+pub struct Request<'a> {
+    pub operation: String,
+    pub object: Option<&'a Json>,
+    pub old_object: Option<&'a Json>,
+    pub group: String,
+    pub version: String,
+    pub kind: String,
+    pub resource: String,
+    pub subresource: String,
+    pub namespace: String,
+    pub name: String,
+    pub username: String,
+    pub groups: Vec<String>,
+    pub dry_run: bool,
+    pub uid: String,
+}
+
+impl<'a> Request<'a> {
+    /// The request `interlock check` makes for each object: a CREATE.
+    pub fn create(object: &'a Json, username: &str) -> Option<Request<'a>> {
+        let key = ObjectKey::of(object)?;
+        let api_version = object.get("apiVersion")?.as_str()?;
+        // A Namespace request carries the Namespace's own name as namespace.
+        let namespace = if key.group.is_empty() && &*key.kind == "Namespace" {
+            key.name.to_string()
+        } else {
+            key.namespace.to_string()
+        };
+        Some(Request {
+            operation: "CREATE".into(),
+            object: Some(object),
+            old_object: None,
+            group: key.group.to_string(),
+            version: resources::version_of(api_version).to_string(),
+            kind: key.kind.to_string(),
+            resource: resources::resource_of(&key.group, &key.kind),
+            subresource: String::new(),
+            namespace,
+            name: key.name.to_string(),
+            username: username.to_string(),
+            groups: vec!["system:authenticated".into()],
+            dry_run: false,
+            uid: String::new(),
+        })
+    }
+
+    /// Is this a request on a Namespace itself? Its `namespace` is then the
+    /// Namespace's name, but it is cluster-scoped and has no namespaceObject.
+    pub fn is_namespace_request(&self) -> bool {
+        self.group.is_empty() && self.resource == "namespaces"
+    }
+
+    /// Is the requested object namespaced?
+    pub fn is_namespaced(&self) -> bool {
+        !self.namespace.is_empty() && !self.is_namespace_request()
+    }
+
+    /// The `request` variable, shaped like kube-apiserver's AdmissionRequest.
+    fn to_json(&self) -> Json {
+        let mut r = serde_json::json!({
+            "uid": self.uid,
+            "kind": {"group": self.group, "version": self.version, "kind": self.kind},
+            "resource": {"group": self.group, "version": self.version, "resource": self.resource},
+            "subResource": self.subresource,
+            "requestKind": {"group": self.group, "version": self.version, "kind": self.kind},
+            "requestResource": {"group": self.group, "version": self.version, "resource": self.resource},
+            "name": self.name,
+            "namespace": self.namespace,
+            "operation": self.operation,
+            "userInfo": {"username": self.username, "groups": self.groups},
+            "dryRun": self.dry_run,
+        });
+        // kube-apiserver leaves subResource out for the main resource, and
+        // name and namespace when empty: reading them is "no such key".
+        if let Some(m) = r.as_object_mut() {
+            for (key, value) in [
+                ("subResource", &self.subresource),
+                ("name", &self.name),
+                ("namespace", &self.namespace),
+            ] {
+                if value.is_empty() {
+                    m.remove(key);
+                }
+            }
+        }
+        r
+    }
+
+    fn reviewed(&self) -> Option<&'a Json> {
+        self.object.or(self.old_object)
+    }
+}
+
+/// One outcome of one policy (and binding) for one request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Verdict {
+    pub policy: String,
+    pub binding: Option<String>,
+    pub action: Action,
+    pub message: String,
+    pub reason: Option<String>,
+    pub related: Vec<ObjectKey>,
+}
+
+/// Audit annotations produced by a policy (key is `policy/key`).
+pub type AuditAnnotations = Vec<(String, String)>;
+
+#[derive(Default)]
+pub struct PolicySet {
+    pub policies: Vec<CompiledPolicy>,
+}
+
+const VAP_GROUP: &str = "admissionregistration.k8s.io";
+pub const INTERLOCK_GROUP: &str = "interlock.dev";
+
+/// Per-policy evaluation budget (kube-apiserver's RuntimeCELCostBudget).
+const POLICY_COST_BUDGET: u64 = 10_000_000;
+
+/// Is this document a policy document we understand?
+pub fn is_policy_document(doc: &Json) -> bool {
+    let group = doc
+        .get("apiVersion")
+        .and_then(Json::as_str)
+        .map(resources::group_of);
+    let kind = doc.get("kind").and_then(Json::as_str);
+    matches!(
+        (group, kind),
+        (
+            Some(VAP_GROUP),
+            Some("ValidatingAdmissionPolicy" | "ValidatingAdmissionPolicyBinding")
+        ) | (Some(INTERLOCK_GROUP), Some("InterlockPolicy"))
+    )
+}
+
+impl PolicySet {
+    /// Compiles every policy document; bindings attach to their policies.
+    /// Indexes are declared in `inventory`. Documents that fail are
+    /// reported and left out; the rest load.
+    pub fn compile(
+        docs: &[(Json, Source)],
+        inventory: &mut Inventory,
+    ) -> (PolicySet, Vec<PolicyError>) {
+        let mut set = PolicySet::default();
+        let mut errors = Vec::new();
+        let mut bindings = Vec::new();
+        for (doc, source) in docs {
+            let name = doc
+                .pointer("/metadata/name")
+                .and_then(Json::as_str)
+                .unwrap_or("<unnamed>")
+                .to_string();
+            let err = |message: String| PolicyError {
+                location: source.clone(),
+                policy: name.clone(),
+                message,
+            };
+            match doc.get("kind").and_then(Json::as_str) {
+                Some("ValidatingAdmissionPolicyBinding") => match spec::<BindingSpec>(doc) {
+                    Ok(b) => bindings.push((name.clone(), b, source.clone())),
+                    Err(e) => errors.push(err(e)),
+                },
+                Some("ValidatingAdmissionPolicy") => {
+                    match spec::<PolicySpec>(doc).and_then(|s| compile_policy(&name, PolicyKind::Vap, s, inventory)) {
+                        Ok(mut p) => {
+                            p.source = source.clone();
+                            set.policies.push(p);
+                        }
+                        Err(e) => errors.push(err(e)),
+                    }
+                }
+                Some("InterlockPolicy") => {
+                    match spec::<PolicySpec>(doc).and_then(|s| compile_policy(&name, PolicyKind::Interlock, s, inventory)) {
+                        Ok(mut p) => {
+                            p.source = source.clone();
+                            set.policies.push(p);
+                        }
+                        Err(e) => errors.push(err(e)),
+                    }
+                }
+                other => errors.push(err(format!(
+                    "not a policy document (kind {other:?}); expected ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding or InterlockPolicy"
+                ))),
+            }
+        }
+        for (name, b, source) in bindings {
+            let actions: Result<Vec<Action>, String> = b
+                .validation_actions
+                .iter()
+                .map(|a| {
+                    Action::parse(a).ok_or_else(|| {
+                        format!(
+                            "spec.validationActions: unknown action {a:?}; use Deny, Warn or Audit"
+                        )
+                    })
+                })
+                .collect();
+            let actions = match actions {
+                Ok(a) if a.is_empty() => {
+                    Err("spec.validationActions must not be empty".to_string())
+                }
+                other => other,
+            };
+            let result = actions.and_then(|actions| {
+                let policy = set
+                    .policies
+                    .iter_mut()
+                    .find(|p| p.kind == PolicyKind::Vap && p.name == b.policy_name)
+                    .ok_or_else(|| {
+                        format!("binds policy {:?}, which was not loaded", b.policy_name)
+                    })?;
+                if policy.param_kind.is_some() && b.param_ref.is_none() {
+                    return Err(
+                        "the policy has a paramKind, so the binding needs a paramRef".to_string(),
+                    );
+                }
+                policy.bindings.push(Binding {
+                    name: Some(name.clone()),
+                    actions,
+                    matcher: b.match_resources,
+                    param_ref: b.param_ref,
+                });
+                Ok(())
+            });
+            if let Err(message) = result {
+                errors.push(PolicyError {
+                    location: source,
+                    policy: name,
+                    message,
+                });
+            }
+        }
+        (set, errors)
+    }
+
+    /// Every verdict of every matching policy for one request.
+    pub fn evaluate(
+        &self,
+        req: &Request,
+        inventory: &Inventory,
+    ) -> (Vec<Verdict>, AuditAnnotations) {
+        let mut verdicts = Vec::new();
+        let mut annotations = Vec::new();
+        for p in &self.policies {
+            p.evaluate(req, inventory, &mut verdicts, &mut annotations);
+        }
+        (verdicts, annotations)
+    }
+
+    pub fn len(&self) -> usize {
+        self.policies.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.policies.is_empty()
+    }
+}
+
+fn spec<T: serde::de::DeserializeOwned>(doc: &Json) -> Result<T, String> {
+    let spec = doc.get("spec").cloned().ok_or("has no spec")?;
+    serde_json::from_value(spec).map_err(|e| format!("spec: {e}"))
+}
+
+fn compile_policy(
+    name: &str,
+    kind: PolicyKind,
+    spec: PolicySpec,
+    inventory: &mut Inventory,
+) -> Result<CompiledPolicy, String> {
+    let mut env = match kind {
+        PolicyKind::Vap => Env::kubernetes(),
+        PolicyKind::Interlock => Env::interlock(),
+    };
+    let slots = Slots {
+        object: env.add_variable("object"),
+        old_object: env.add_variable("oldObject"),
+        request: env.add_variable("request"),
+        params: env.add_variable("params"),
+        namespace_object: env.add_variable("namespaceObject"),
+    };
+    env.add_variable("authorizer");
+    host::declare(&mut env, kind == PolicyKind::Interlock);
+    env.enable_lazy_variables();
+    let failure_policy = match spec.failure_policy.as_deref() {
+        None | Some("Fail") => FailurePolicy::Fail,
+        Some("Ignore") => FailurePolicy::Ignore,
+        Some(other) => {
+            return Err(format!(
+                "spec.failurePolicy: {other:?} is not Fail or Ignore"
+            ))
+        }
+    };
+    let matcher = spec
+        .match_constraints
+        .clone()
+        .ok_or("spec.matchConstraints is required: say which resources the policy applies to")?;
+    let compile = |env: &Env, field: String, src: &str| -> Result<Program, String> {
+        env.compile(src)
+            .map_err(|e: CompileError| format!("{field}: {e}"))
+    };
+    let mut variables = Vec::new();
+    for (i, v) in spec.variables.iter().enumerate() {
+        variables.push(compile(
+            &env,
+            format!("spec.variables[{i}] ({})", v.name),
+            &v.expression,
+        )?);
+        env.add_lazy_variable(&v.name);
+    }
+    let match_conditions: Vec<(String, Program)> = spec
+        .match_conditions
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            Ok((
+                c.name.clone(),
+                compile(
+                    &env,
+                    format!("spec.matchConditions[{i}] ({})", c.name),
+                    &c.expression,
+                )?,
+            ))
+        })
+        .collect::<Result<_, String>>()?;
+    let mut validations = Vec::new();
+    for (i, v) in spec.validations.iter().enumerate() {
+        validations.push(CompiledValidation {
+            expression: compile(
+                &env,
+                format!("spec.validations[{i}].expression"),
+                &v.expression,
+            )?,
+            message: v.message.clone(),
+            message_expression: v
+                .message_expression
+                .as_deref()
+                .map(|m| compile(&env, format!("spec.validations[{i}].messageExpression"), m))
+                .transpose()?,
+            reason: v.reason.clone(),
+        });
+    }
+    let audit_annotations = spec
+        .audit_annotations
+        .iter()
+        .enumerate()
+        .map(|(i, a)| {
+            Ok((
+                a.key.clone(),
+                compile(
+                    &env,
+                    format!("spec.auditAnnotations[{i}].valueExpression"),
+                    &a.value_expression,
+                )?,
+            ))
+        })
+        .collect::<Result<_, String>>()?;
+    let mutations: Vec<Program> = spec
+        .mutations
+        .iter()
+        .enumerate()
+        .map(|(i, m)| match (m.patch_type.as_str(), &m.json_patch) {
+            ("JSONPatch", Some(p)) => compile(&env, format!("spec.mutations[{i}].jsonPatch.expression"), &p.expression),
+            (t, _) => Err(format!("spec.mutations[{i}]: patchType {t:?} is not supported; use JSONPatch with jsonPatch.expression")),
+        })
+        .collect::<Result<_, String>>()?;
+    let mut indexes = HashMap::new();
+    for (i, ix) in spec.indexes.iter().enumerate() {
+        let id = inventory
+            .declare_index(&ix.api_version, &ix.kind, &ix.keys)
+            .map_err(|e| format!("spec.indexes[{i}].keys ({}): {e}", ix.name))?;
+        indexes.insert(ix.name.clone(), id);
+    }
+    let param_kind = spec.param_kind.as_ref().map(|p| {
+        (
+            resources::group_of(&p.api_version).to_string(),
+            p.kind.clone(),
+        )
+    });
+    let mut bindings = Vec::new();
+    if kind == PolicyKind::Interlock {
+        let actions = if spec.validation_actions.is_empty() {
+            vec![Action::Deny]
+        } else {
+            spec.validation_actions
+                .iter()
+                .map(|a| {
+                    Action::parse(a).ok_or_else(|| {
+                        format!(
+                            "spec.validationActions: unknown action {a:?}; use Deny, Warn or Audit"
+                        )
+                    })
+                })
+                .collect::<Result<_, _>>()?
+        };
+        if param_kind.is_some() && spec.param_ref.is_none() {
+            return Err("spec.paramKind is set, so spec.paramRef is required".into());
+        }
+        bindings.push(Binding {
+            name: None,
+            actions,
+            matcher: None,
+            param_ref: spec.param_ref.clone(),
+        });
+    }
+    let mut kinds_read: Vec<(String, String)> = spec
+        .indexes
+        .iter()
+        .map(|i| (i.api_version.clone(), i.kind.clone()))
+        .collect();
+    if let Some(p) = &spec.param_kind {
+        kinds_read.push((p.api_version.clone(), p.kind.clone()));
+    }
+    let programs = variables
+        .iter()
+        .chain(match_conditions.iter().map(|(_, p)| p))
+        .chain(
+            validations
+                .iter()
+                .flat_map(|v| std::iter::once(&v.expression).chain(v.message_expression.as_ref())),
+        )
+        .chain(mutations.iter());
+    for p in programs {
+        for (id, args) in p.host_calls() {
+            if matches!(id, host::GET | host::LIST) {
+                match (args.first().cloned().flatten(), args.get(1).cloned().flatten()) {
+                    (Some(v), Some(k)) => kinds_read.push((v, k)),
+                    _ => tracing::warn!(policy = name, "an inventory lookup names its kind with a non-constant; that kind is not watched"),
+                }
+            }
+        }
+    }
+    Ok(CompiledPolicy {
+        kinds_read,
+        name: name.to_string(),
+        kind,
+        source: Source {
+            file: String::new(),
+            line: 0,
+        },
+        failure_policy,
+        param_kind,
+        matcher,
+        match_conditions,
+        variables,
+        validations,
+        audit_annotations,
+        mutations,
+        indexes,
+        bindings,
+        slots,
+    })
+}
+
+enum Params<'a> {
+    /// No paramKind: evaluate once with `params` null.
+    None,
+    Found(Vec<&'a Json>),
+    /// paramKind set but nothing found, with the binding's instruction.
+    Missing {
+        deny: bool,
+    },
+}
+
+impl CompiledPolicy {
+    pub fn reads_inventory(&self) -> bool {
+        self.kind == PolicyKind::Interlock
+    }
+
+    fn evaluate(
+        &self,
+        req: &Request,
+        inv: &Inventory,
+        out: &mut Vec<Verdict>,
+        annotations: &mut AuditAnnotations,
+    ) {
+        if !matching::matches(&self.matcher, req, inv, false) {
+            return;
+        }
+        let fail = self.failure_policy == FailurePolicy::Fail;
+        // Audit annotations of every binding and param, by key: kube-apiserver
+        // publishes each distinct value once, joined with ", ".
+        let mut collected: Vec<(String, Vec<String>)> = Vec::new();
+        for b in &self.bindings {
+            if let Some(m) = &b.matcher {
+                if !matching::matches(m, req, inv, true) {
+                    continue;
+                }
+            }
+            let verdict = |message: String, reason: Option<String>, related: Vec<ObjectKey>| {
+                b.actions.iter().map(move |a| Verdict {
+                    policy: self.name.clone(),
+                    binding: b.name.clone(),
+                    action: *a,
+                    message: message.clone(),
+                    reason: reason.clone(),
+                    related: related.clone(),
+                })
+            };
+            match self.params(b, req, inv) {
+                Params::None => {
+                    self.evaluate_with(req, inv, None, b, &verdict, out, &mut collected)
+                }
+                Params::Found(list) => {
+                    for p in list {
+                        self.evaluate_with(req, inv, Some(p), b, &verdict, out, &mut collected);
+                    }
+                }
+                // A configuration error: under failurePolicy Fail it denies,
+                // whatever the binding's actions (kube-apiserver's dispatcher).
+                Params::Missing { deny: true } if fail => out.push(self.config_error(
+                    b,
+                    "failed to configure binding: no params found for policy binding with `Deny` parameterNotFoundAction".into(),
+                )),
+                Params::Missing { .. } => {}
+            }
+        }
+        for (key, values) in collected {
+            annotations.push((format!("{}/{key}", self.name), values.join(", ")));
+        }
+    }
+
+    fn params<'i>(&self, b: &Binding, req: &Request, inv: &'i Inventory) -> Params<'i> {
+        let Some((group, kind)) = &self.param_kind else {
+            return Params::None;
+        };
+        let Some(r) = &b.param_ref else {
+            return Params::None;
+        };
+        let namespaced = resources::is_namespaced(group, kind).unwrap_or(true);
+        let ns = match (&r.namespace, namespaced) {
+            (Some(ns), _) if !ns.is_empty() => ns.clone(),
+            (_, true) => req.namespace.clone(),
+            _ => String::new(),
+        };
+        let deny = r.parameter_not_found_action.as_deref() != Some("Allow");
+        let found: Vec<&Json> = match (&r.name, &r.selector) {
+            (Some(name), _) => {
+                let key = ObjectKey {
+                    group: group.as_str().into(),
+                    kind: kind.as_str().into(),
+                    namespace: ns.as_str().into(),
+                    name: name.as_str().into(),
+                };
+                inv.get(&key)
+                    .map(|e| e.object.as_ref())
+                    .into_iter()
+                    .collect()
+            }
+            (None, Some(sel)) => inv
+                .list(
+                    group,
+                    kind,
+                    if ns.is_empty() && !namespaced {
+                        Some("")
+                    } else if ns.is_empty() {
+                        None
+                    } else {
+                        Some(&ns)
+                    },
+                )
+                .into_iter()
+                .filter(|e| sel.matches(selector::labels(&e.object)).unwrap_or(false))
+                .map(|e| e.object.as_ref())
+                .collect(),
+            (None, None) => vec![],
+        };
+        if found.is_empty() {
+            return Params::Missing { deny };
+        }
+        Params::Found(found)
+    }
+
+    /// Builds the activation a policy's expressions see and runs `f` with it.
+    fn with_activation<R>(
+        &self,
+        req: &Request,
+        inv: &Inventory,
+        params: Option<&Json>,
+        f: impl FnOnce(&Activation<'_, '_>, &InventoryHost<'_>) -> R,
+    ) -> R {
+        let request_json = req.to_json();
+        let namespace_object = namespace_object(req, inv);
+        let host = InventoryHost {
+            inventory: inv,
+            indexes: &self.indexes,
+            me: SelfIdentity {
+                uid: req
+                    .reviewed()
+                    .and_then(|o| o.pointer("/metadata/uid"))
+                    .and_then(Json::as_str)
+                    .map(Arc::from),
+                key: req.reviewed().and_then(ObjectKey::of),
+            },
+            related: Default::default(),
+        };
+        let null = Json::Null;
+        let s = self.slots;
+        let mut act = Activation::new_with_slots(6)
+            .with_lazy(&self.variables)
+            .with_cost_limit(POLICY_COST_BUDGET);
+        act.set(s.object, Value::from_json(req.object.unwrap_or(&null)));
+        act.set(
+            s.old_object,
+            Value::from_json(req.old_object.unwrap_or(&null)),
+        );
+        act.set(s.request, Value::from_json(&request_json));
+        act.set(s.params, Value::from_json(params.unwrap_or(&null)));
+        act.set(
+            s.namespace_object,
+            Value::from_json(namespace_object.as_deref().unwrap_or(&null)),
+        );
+        let act = if self.reads_inventory() {
+            act.with_host(&host)
+        } else {
+            act
+        };
+        f(&act, &host)
+    }
+
+    /// A denial that does not go through the binding's validationActions:
+    /// configuration errors and failing audit annotations.
+    fn config_error(&self, b: &Binding, message: String) -> Verdict {
+        Verdict {
+            policy: self.name.clone(),
+            binding: b.name.clone(),
+            action: Action::Deny,
+            message,
+            reason: Some("Invalid".into()),
+            related: vec![],
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn evaluate_with<I>(
+        &self,
+        req: &Request,
+        inv: &Inventory,
+        params: Option<&Json>,
+        binding: &Binding,
+        verdict: &dyn Fn(String, Option<String>, Vec<ObjectKey>) -> I,
+        out: &mut Vec<Verdict>,
+        annotations: &mut Vec<(String, Vec<String>)>,
+    ) where
+        I: Iterator<Item = Verdict>,
+    {
+        self.with_activation(req, inv, params, |act, host| {
+            self.decide(act, host, binding, verdict, out, annotations)
+        })
+    }
+
+    fn decide<I>(
+        &self,
+        act: &Activation<'_, '_>,
+        host: &InventoryHost<'_>,
+        binding: &Binding,
+        verdict: &dyn Fn(String, Option<String>, Vec<ObjectKey>) -> I,
+        out: &mut Vec<Verdict>,
+        annotations: &mut Vec<(String, Vec<String>)>,
+    ) where
+        I: Iterator<Item = Verdict>,
+    {
+        let fail = self.failure_policy == FailurePolicy::Fail;
+        // Every matchCondition is evaluated: one that is false skips the
+        // policy, even when another fails; only when none is false do the
+        // errors count (kube-apiserver's matchconditions.Matcher). A result
+        // that is neither false nor an error matches.
+        let mut condition_errors: Vec<String> = Vec::new();
+        for (_, cond) in &self.match_conditions {
+            match cond.eval(act) {
+                Ok(Value::Bool(false)) => return,
+                Ok(_) => {}
+                Err(e) => {
+                    let message = expression_error(cond, &e);
+                    if !condition_errors.contains(&message) {
+                        condition_errors.push(message);
+                    }
+                }
+            }
+        }
+        if !condition_errors.is_empty() {
+            if fail {
+                out.extend(verdict(
+                    aggregate(&condition_errors),
+                    Some("Invalid".into()),
+                    vec![],
+                ));
+            }
+            return;
+        }
+        for v in &self.validations {
+            let failed_message = match v.expression.eval(act) {
+                Ok(Value::Bool(true)) => continue,
+                // Anything but true fails the validation (a non-bool result
+                // is not an error in kube-apiserver).
+                Ok(_) => self.message(v, act),
+                Err(e) => {
+                    if !fail {
+                        continue;
+                    }
+                    expression_error(&v.expression, &e)
+                }
+            };
+            let mut related = host.related.borrow().clone();
+            related.sort();
+            related.dedup();
+            out.extend(verdict(
+                failed_message,
+                v.reason.clone().or(Some("Invalid".into())),
+                related,
+            ));
+        }
+        for (key, p) in &self.audit_annotations {
+            let value = match p.eval(act) {
+                Ok(Value::String(s)) => {
+                    truncate(s.as_str().trim(), MAX_AUDIT_ANNOTATION_VALUE_LENGTH).to_string()
+                }
+                Ok(Value::Null) => continue,
+                // A wrong type is an error whatever the failurePolicy.
+                Ok(other) => {
+                    out.push(self.config_error(
+                        binding,
+                        format!(
+                            "valueExpression '{}' resulted in unsupported return type: {}. Return type must be either string or null.",
+                            p.source(),
+                            other.type_name()
+                        ),
+                    ));
+                    continue;
+                }
+                Err(e) => {
+                    if fail {
+                        out.push(self.config_error(binding, expression_error(p, &e)));
+                    }
+                    continue;
+                }
+            };
+            if value.is_empty() {
+                continue;
+            }
+            match annotations.iter_mut().find(|(k, _)| k == key) {
+                Some((_, values)) => {
+                    if !values.contains(&value) {
+                        values.push(value);
+                    }
+                }
+                None => annotations.push((key.clone(), vec![value])),
+            }
+        }
+    }
+
+    /// The message of a failed validation: the messageExpression's string
+    /// (trimmed; not when blank, multi-line or too long), else the message,
+    /// else `failed expression: <expression>`.
+    fn message(&self, v: &CompiledValidation, act: &Activation) -> String {
+        if let Some(m) = &v.message_expression {
+            if let Ok(Value::String(s)) = m.eval(act) {
+                let s = s.as_str().trim();
+                if !s.is_empty()
+                    && s.len() <= MAX_EVALUATED_MESSAGE_EXPRESSION_SIZE
+                    && !s.contains('\n')
+                {
+                    return s.to_string();
+                }
+            }
+        }
+        match v.message.as_deref().map(str::trim) {
+            Some(m) if !m.is_empty() => m.to_string(),
+            _ => format!("failed expression: {}", v.expression.source().trim()),
+        }
+    }
+}
+
+/// Longest audit annotation value kube-apiserver publishes, in bytes.
+const MAX_AUDIT_ANNOTATION_VALUE_LENGTH: usize = 10 * 1024;
+
+/// Longest messageExpression result kube-apiserver uses, in bytes.
+const MAX_EVALUATED_MESSAGE_EXPRESSION_SIZE: usize = 5 * 1024;
+
+/// kube-apiserver's message for an expression that fails to evaluate.
+fn expression_error(p: &Program, e: &crate::cel::EvalError) -> String {
+    format!("expression '{}' resulted in error: {e}", p.source())
+}
+
+/// Several errors as one message, like Kubernetes' `utilerrors.NewAggregate`.
+fn aggregate(errors: &[String]) -> String {
+    match errors {
+        [one] => one.clone(),
+        many => format!("[{}]", many.join(", ")),
+    }
+}
+
+/// The longest prefix of `s` of at most `max` bytes that ends on a character.
+fn truncate(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
+/// The Namespace of a namespaced request, from the inventory; offline a
+/// namespace not given as a file is assumed to exist with only its name label.
+fn namespace_object<'i>(req: &Request, inv: &'i Inventory) -> Option<std::borrow::Cow<'i, Json>> {
+    if !req.is_namespaced() {
+        return None;
+    }
+    let key = ObjectKey {
+        group: "".into(),
+        kind: "Namespace".into(),
+        namespace: "".into(),
+        name: req.namespace.as_str().into(),
+    };
+    Some(match inv.get(&key) {
+        Some(e) => std::borrow::Cow::Borrowed(e.object.as_ref()),
+        None => std::borrow::Cow::Owned(serde_json::json!({
+            "apiVersion": "v1", "kind": "Namespace",
+            "metadata": {"name": req.namespace, "labels": {"kubernetes.io/metadata.name": req.namespace}}
+        })),
+    })
+}
+
+/// A mutation that could not be computed under failurePolicy Fail.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("policy {policy}: {message}")]
+pub struct MutationError {
+    pub policy: String,
+    pub message: String,
+}
+
+impl PolicySet {
+    /// The JSON patch operations (RFC 6902, as JSON) that matching
+    /// InterlockPolicies' mutations yield, in policy order.
+    pub fn mutate(&self, req: &Request, inv: &Inventory) -> Result<Vec<Json>, MutationError> {
+        let mut ops = Vec::new();
+        for p in self.policies.iter().filter(|p| !p.mutations.is_empty()) {
+            if !matching::matches(&p.matcher, req, inv, false) {
+                continue;
+            }
+            match p.mutation_ops(req, inv) {
+                Ok(mut o) => ops.append(&mut o),
+                Err(message) if p.failure_policy == FailurePolicy::Fail => {
+                    return Err(MutationError {
+                        policy: p.name.clone(),
+                        message,
+                    })
+                }
+                Err(message) => {
+                    tracing::warn!(policy = %p.name, %message, "mutation ignored (failurePolicy Ignore)")
+                }
+            }
+        }
+        Ok(ops)
+    }
+
+    /// Policies that match the request and read the inventory: they decide
+    /// what happens while the inventory is not ready.
+    pub fn inventory_readers<'s>(
+        &'s self,
+        req: &Request,
+        inv: &Inventory,
+    ) -> Vec<&'s CompiledPolicy> {
+        self.policies
+            .iter()
+            .filter(|p| p.reads_inventory() && matching::matches(&p.matcher, req, inv, false))
+            .collect()
+    }
+
+    /// Every (apiVersion, kind) the policies read from the inventory, when
+    /// the calls name them with constants; Namespaces always.
+    pub fn kinds_read(&self) -> Vec<(String, String)> {
+        let mut kinds = vec![("v1".to_string(), "Namespace".to_string())];
+        for p in &self.policies {
+            kinds.extend(p.kinds_read.iter().cloned());
+        }
+        kinds.sort();
+        kinds.dedup();
+        kinds
+    }
+}
+
+impl CompiledPolicy {
+    pub fn failure_policy(&self) -> FailurePolicy {
+        self.failure_policy
+    }
+
+    fn mutation_ops(&self, req: &Request, inv: &Inventory) -> Result<Vec<Json>, String> {
+        self.with_activation(req, inv, None, |act, _| {
+            for (name, cond) in &self.match_conditions {
+                match cond.eval(act) {
+                    Ok(Value::Bool(true)) => {}
+                    Ok(Value::Bool(false)) => return Ok(vec![]),
+                    Ok(other) => {
+                        return Err(format!(
+                            "matchCondition '{name}' must evaluate to bool, got {}",
+                            other.type_name()
+                        ))
+                    }
+                    Err(e) => return Err(format!("matchCondition '{name}': {e}")),
+                }
+            }
+            let mut ops = Vec::new();
+            for (i, m) in self.mutations.iter().enumerate() {
+                match m.eval(act) {
+                    Ok(Value::List(l)) => ops.extend(l.iter().map(|op| op.to_json())),
+                    Ok(other) => {
+                        return Err(format!(
+                            "spec.mutations[{i}] must yield a list of JSONPatch, got {}",
+                            other.type_name()
+                        ))
+                    }
+                    Err(e) => return Err(format!("spec.mutations[{i}]: {e}")),
+                }
+            }
+            Ok(ops)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,82 @@
+//! Kubernetes label selectors.
+
+use super::model::LabelSelector;
+use serde_json::{Map, Value as Json};
+
+impl LabelSelector {
+    /// Does the selector select an object with these labels? An empty
+    /// selector selects everything, as in Kubernetes.
+    pub fn matches(&self, labels: Option<&Map<String, Json>>) -> Result<bool, String> {
+        let get = |k: &str| labels.and_then(|l| l.get(k)).and_then(Json::as_str);
+        for (k, v) in &self.match_labels {
+            if get(k) != Some(v.as_str()) {
+                return Ok(false);
+            }
+        }
+        for r in &self.match_expressions {
+            let value = get(&r.key);
+            let ok = match r.operator.as_str() {
+                "In" => value.is_some_and(|v| r.values.iter().any(|x| x == v)),
+                "NotIn" => value.is_none_or(|v| !r.values.iter().any(|x| x == v)),
+                "Exists" => value.is_some(),
+                "DoesNotExist" => value.is_none(),
+                other => return Err(format!("unknown label selector operator {other:?}; use In, NotIn, Exists or DoesNotExist")),
+            };
+            if !ok {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+}
+
+/// The labels of an object, if it has any.
+pub fn labels(object: &Json) -> Option<&Map<String, Json>> {
+    object.get("metadata")?.get("labels")?.as_object()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn sel(v: Json) -> LabelSelector {
+        serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn selectors_follow_kubernetes_rules() {
+        let l = json!({"app": "web", "tier": "front"});
+        let l = l.as_object();
+        assert!(sel(json!({})).matches(l).unwrap());
+        assert!(sel(json!({"matchLabels": {"app": "web"}}))
+            .matches(l)
+            .unwrap());
+        assert!(!sel(json!({"matchLabels": {"app": "db"}}))
+            .matches(l)
+            .unwrap());
+        assert!(sel(
+            json!({"matchExpressions": [{"key": "tier", "operator": "In", "values": ["front"]}]})
+        )
+        .matches(l)
+        .unwrap());
+        assert!(sel(
+            json!({"matchExpressions": [{"key": "x", "operator": "NotIn", "values": ["a"]}]})
+        )
+        .matches(l)
+        .unwrap());
+        assert!(
+            !sel(json!({"matchExpressions": [{"key": "app", "operator": "DoesNotExist"}]}))
+                .matches(l)
+                .unwrap()
+        );
+        assert!(
+            sel(json!({"matchExpressions": [{"key": "app", "operator": "Bad"}]}))
+                .matches(l)
+                .is_err()
+        );
+        assert!(!sel(json!({"matchLabels": {"app": "web"}}))
+            .matches(None)
+            .unwrap());
+    }
+}

@@ -1,0 +1,296 @@
+//! Decisions that kube-apiserver's ValidatingAdmissionPolicy plugin makes
+//! and the engine must make the same way. Each was found by the differential
+//! test (tests/vap_differential.rs) against a real kube-apiserver.
+
+use super::*;
+use serde_json::json;
+
+fn compile(docs: Vec<Json>) -> (PolicySet, Inventory) {
+    let mut inventory = Inventory::new();
+    let pairs: Vec<(Json, Source)> = docs
+        .into_iter()
+        .map(|d| {
+            (
+                d,
+                Source {
+                    file: "test.yaml".into(),
+                    line: 1,
+                },
+            )
+        })
+        .collect();
+    let (set, errors) = PolicySet::compile(&pairs, &mut inventory);
+    assert!(errors.is_empty(), "{errors:?}");
+    (set, inventory)
+}
+
+/// A policy on ConfigMaps and Namespaces (CREATE) plus its binding.
+fn policy(name: &str, spec: Json, actions: &[&str], param_ref: Option<Json>) -> Vec<Json> {
+    let mut spec = spec;
+    spec["matchConstraints"] = json!({"resourceRules": [{
+        "apiGroups": [""], "apiVersions": ["v1"], "resources": ["configmaps", "namespaces"], "operations": ["CREATE"]
+    }]});
+    let mut binding = json!({"policyName": name, "validationActions": actions});
+    if let Some(p) = param_ref {
+        binding["paramRef"] = p;
+    }
+    vec![
+        json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+               "metadata": {"name": name}, "spec": spec}),
+        json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+               "metadata": {"name": name}, "spec": binding}),
+    ]
+}
+
+fn configmap(data: Json) -> Json {
+    json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm", "namespace": "ns"}, "data": data})
+}
+
+fn evaluate(
+    set: &PolicySet,
+    inventory: &Inventory,
+    object: &Json,
+) -> (Vec<Verdict>, AuditAnnotations) {
+    let req = Request::create(object, "admin").expect("an object");
+    set.evaluate(&req, inventory)
+}
+
+fn messages(verdicts: &[Verdict]) -> Vec<(Action, &str)> {
+    verdicts
+        .iter()
+        .map(|v| (v.action, v.message.as_str()))
+        .collect()
+}
+
+#[test]
+fn a_namespace_request_has_its_own_name_as_namespace_and_no_namespace_object() {
+    let (set, inv) = compile(policy(
+        "p",
+        json!({"validations": [
+            {"expression": "request.namespace == object.metadata.name && namespaceObject == null", "message": "wrong"}
+        ]}),
+        &["Deny"],
+        None,
+    ));
+    let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-a"}});
+    let req = Request::create(&ns, "admin").expect("a request");
+    assert_eq!(req.namespace, "team-a");
+    assert!(req.is_namespace_request() && !req.is_namespaced());
+    assert!(evaluate(&set, &inv, &ns).0.is_empty());
+}
+
+#[test]
+fn a_namespaced_scope_rule_does_not_match_namespaces() {
+    let (mut set, inv) = compile(policy(
+        "p",
+        json!({"validations": [{"expression": "false"}]}),
+        &["Deny"],
+        None,
+    ));
+    set.policies[0].matcher.resource_rules[0].scope = Some("Namespaced".into());
+    let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-a"}});
+    assert!(evaluate(&set, &inv, &ns).0.is_empty());
+    assert_eq!(evaluate(&set, &inv, &configmap(json!({}))).0.len(), 1);
+}
+
+#[test]
+fn request_sub_resource_is_absent_for_the_main_resource() {
+    let (set, inv) = compile(policy(
+        "p",
+        json!({"validations": [{"expression": "request.subResource == ''"}]}),
+        &["Deny"],
+        None,
+    ));
+    let (v, _) = evaluate(&set, &inv, &configmap(json!({})));
+    assert_eq!(
+        messages(&v),
+        [(
+            Action::Deny,
+            "expression 'request.subResource == ''' resulted in error: no such key: subResource"
+        )]
+    );
+}
+
+#[test]
+fn a_false_match_condition_wins_over_a_failing_one() {
+    let (set, inv) = compile(policy(
+        "p",
+        json!({
+            "matchConditions": [
+                {"name": "boom", "expression": "object.data.missing == 'x'"},
+                {"name": "off", "expression": "object.data.on == 'yes'"}
+            ],
+            "validations": [{"expression": "false", "message": "denied"}]
+        }),
+        &["Deny"],
+        None,
+    ));
+    // `off` is false: the policy is skipped although `boom` fails.
+    assert!(evaluate(&set, &inv, &configmap(json!({"on": "no"})))
+        .0
+        .is_empty());
+    // Otherwise the error denies, in kube-apiserver's words.
+    let (v, _) = evaluate(&set, &inv, &configmap(json!({"on": "yes"})));
+    assert_eq!(
+        messages(&v),
+        [(
+            Action::Deny,
+            "expression 'object.data.missing == 'x'' resulted in error: no such key: missing"
+        )]
+    );
+}
+
+#[test]
+fn several_failing_match_conditions_are_aggregated() {
+    let (set, inv) = compile(policy(
+        "p",
+        json!({
+            "matchConditions": [
+                {"name": "a", "expression": "object.data.a == 'x'"},
+                {"name": "b", "expression": "object.data.b == 'x'"}
+            ],
+            "validations": [{"expression": "false"}]
+        }),
+        &["Deny"],
+        None,
+    ));
+    let (v, _) = evaluate(&set, &inv, &configmap(json!({})));
+    assert_eq!(
+        v[0].message,
+        "[expression 'object.data.a == 'x'' resulted in error: no such key: a, expression 'object.data.b == 'x'' resulted in error: no such key: b]"
+    );
+}
+
+#[test]
+fn missing_params_with_deny_are_a_configuration_error() {
+    let param_ref =
+        json!({"name": "absent", "namespace": "params", "parameterNotFoundAction": "Deny"});
+    let spec = |fp: &str| {
+        json!({"failurePolicy": fp, "paramKind": {"apiVersion": "v1", "kind": "ConfigMap"},
+               "validations": [{"expression": "true"}]})
+    };
+    // failurePolicy Ignore: admitted.
+    let (set, inv) = compile(policy(
+        "p",
+        spec("Ignore"),
+        &["Deny"],
+        Some(param_ref.clone()),
+    ));
+    assert!(evaluate(&set, &inv, &configmap(json!({}))).0.is_empty());
+    // failurePolicy Fail: denied even through a Warn binding.
+    let (set, inv) = compile(policy("p", spec("Fail"), &["Warn"], Some(param_ref)));
+    let (v, _) = evaluate(&set, &inv, &configmap(json!({})));
+    assert_eq!(
+        messages(&v),
+        [(
+            Action::Deny,
+            "failed to configure binding: no params found for policy binding with `Deny` parameterNotFoundAction"
+        )]
+    );
+}
+
+#[test]
+fn audit_annotations_are_trimmed_and_empty_values_left_out() {
+    let (set, inv) = compile(policy(
+        "p",
+        json!({"validations": [{"expression": "true"}], "auditAnnotations": [
+            {"key": "owner", "valueExpression": "'  ann  '"},
+            {"key": "empty", "valueExpression": "'   '"},
+            {"key": "none", "valueExpression": "null"}
+        ]}),
+        &["Deny"],
+        None,
+    ));
+    let (v, annotations) = evaluate(&set, &inv, &configmap(json!({})));
+    assert!(v.is_empty());
+    assert_eq!(annotations, [("p/owner".to_string(), "ann".to_string())]);
+}
+
+#[test]
+fn a_failing_audit_annotation_denies_whatever_the_binding_actions() {
+    let spec = |fp: &str| {
+        json!({"failurePolicy": fp, "validations": [{"expression": "true"}], "auditAnnotations": [
+            {"key": "ratio", "valueExpression": "string(1 / int(object.data.zero))"},
+            {"key": "kind", "valueExpression": "1"}
+        ]})
+    };
+    let cm = configmap(json!({"zero": "0"}));
+    let (set, inv) = compile(policy("p", spec("Fail"), &["Audit"], None));
+    let (v, _) = evaluate(&set, &inv, &cm);
+    assert_eq!(
+        messages(&v),
+        [
+            (Action::Deny, "expression 'string(1 / int(object.data.zero))' resulted in error: division by zero"),
+            (
+                Action::Deny,
+                "valueExpression '1' resulted in unsupported return type: int. Return type must be either string or null."
+            ),
+        ]
+    );
+    // Ignore drops the evaluation error, not the wrong type.
+    let (set, inv) = compile(policy("p", spec("Ignore"), &["Audit"], None));
+    let (v, _) = evaluate(&set, &inv, &cm);
+    assert_eq!(v.len(), 1);
+    assert!(v[0].message.starts_with("valueExpression '1'"));
+}
+
+#[test]
+fn audit_annotation_values_of_several_bindings_are_joined() {
+    let docs = policy(
+        "p",
+        json!({"validations": [{"expression": "true"}], "auditAnnotations": [
+            {"key": "limit", "valueExpression": "params.data.limit"}
+        ], "paramKind": {"apiVersion": "v1", "kind": "ConfigMap"}}),
+        &["Deny"],
+        Some(json!({"selector": {}, "namespace": "params", "parameterNotFoundAction": "Deny"})),
+    );
+    let (set, mut inv) = compile(docs);
+    for (name, limit) in [("a", "1"), ("b", "2"), ("c", "1")] {
+        let p = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": "params"}, "data": {"limit": limit}});
+        inv.upsert(Arc::new(p), None).expect("upsert");
+    }
+    let (_, annotations) = evaluate(&set, &inv, &configmap(json!({})));
+    assert_eq!(annotations, [("p/limit".to_string(), "1, 2".to_string())]);
+}
+
+#[test]
+fn a_validation_that_is_not_true_fails_with_its_message() {
+    let (set, inv) = compile(policy(
+        "p",
+        json!({"failurePolicy": "Ignore", "validations": [
+            {"expression": "object.data.name", "message": "  not a bool  "},
+            {"expression": "  1 == 2  "}
+        ]}),
+        &["Deny"],
+        None,
+    ));
+    let (v, _) = evaluate(&set, &inv, &configmap(json!({"name": "x"})));
+    assert_eq!(
+        messages(&v),
+        [
+            (Action::Deny, "not a bool"),
+            (Action::Deny, "failed expression: 1 == 2")
+        ]
+    );
+}
+
+#[test]
+fn a_failing_variable_is_named_in_the_error() {
+    let (set, inv) = compile(policy(
+        "p",
+        json!({"variables": [
+            {"name": "n", "expression": "int(object.data.n)"},
+            {"name": "twice", "expression": "variables.n * 2"}
+        ], "validations": [{"expression": "variables.twice < 10"}]}),
+        &["Deny"],
+        None,
+    ));
+    let (v, _) = evaluate(&set, &inv, &configmap(json!({"n": "two"})));
+    assert_eq!(
+        messages(&v),
+        [(
+            Action::Deny,
+            "expression 'variables.twice < 10' resulted in error: composited variable \"twice\" fails to evaluate: composited variable \"n\" fails to evaluate: type conversion error from 'string' to 'int'"
+        )]
+    );
+}

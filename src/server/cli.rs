@@ -1,0 +1,232 @@
+//! Command-line arguments of `interlock serve` and `interlock certs`, as
+//! clap `Args` structs that `main.rs` mounts as subcommands.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, ValueEnum};
+
+/// Default request body limit: two objects at etcd's 1.5 MiB limit
+/// (`object` and `oldObject` of an UPDATE).
+pub const DEFAULT_MAX_BODY_BYTES: usize = 3 * 1024 * 1024;
+
+/// `interlock serve`: the TLS admission webhook.
+#[derive(Debug, Clone, Args)]
+pub struct ServeArgs {
+    /// PEM certificate chain served to clients (re-read when it changes).
+    #[arg(long, value_name = "FILE", env = "INTERLOCK_TLS_CERT")]
+    pub tls_cert: PathBuf,
+
+    /// PEM private key of the serving certificate (re-read when it changes).
+    #[arg(long, value_name = "FILE", env = "INTERLOCK_TLS_KEY")]
+    pub tls_key: PathBuf,
+
+    /// Address and port to listen on.
+    #[arg(
+        long,
+        value_name = "ADDR",
+        default_value = "0.0.0.0:8443",
+        env = "INTERLOCK_LISTEN"
+    )]
+    pub listen: SocketAddr,
+
+    /// PEM CA bundle: require client certificates signed by it.
+    #[arg(long, value_name = "FILE", env = "INTERLOCK_CLIENT_CA")]
+    pub client_ca: Option<PathBuf>,
+
+    /// Policy file or directory (repeatable). Without it the bundled library is used.
+    #[arg(short = 'p', long = "policy", value_name = "PATH")]
+    pub policy: Vec<PathBuf>,
+
+    /// Serve from these manifest files or directories instead of a live cluster.
+    #[arg(long, value_name = "PATH")]
+    pub inventory: Vec<PathBuf>,
+
+    /// Largest accepted request body in bytes; larger bodies get 413.
+    #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_BODY_BYTES)]
+    pub max_body_bytes: usize,
+
+    /// Deadline per admission request (body read, queueing and evaluation);
+    /// keep it below the webhook's timeoutSeconds.
+    #[arg(long, value_name = "DURATION", default_value = "4s", value_parser = parse_duration)]
+    pub request_timeout: Duration,
+
+    /// Admission requests evaluated or queued at once; more wait for a slot
+    /// (within the request deadline).
+    #[arg(long, value_name = "N", default_value_t = 1024)]
+    pub max_concurrent_requests: usize,
+
+    /// Threads that parse and evaluate admission requests (0: evaluate on
+    /// the async workers). Default: one per CPU.
+    #[arg(long, value_name = "N")]
+    pub eval_threads: Option<usize>,
+
+    /// Time allowed for a TLS handshake (and for reading request headers).
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+    pub tls_handshake_timeout: Duration,
+
+    /// How often the certificate and key files are compared with what is served.
+    #[arg(long, value_name = "DURATION", default_value = "3s", value_parser = parse_duration)]
+    pub cert_poll_interval: Duration,
+
+    /// After SIGTERM, keep accepting (while /readyz answers 503) for this long,
+    /// so endpoints are removed before the listener closes.
+    #[arg(long, value_name = "DURATION", default_value = "0s", value_parser = parse_duration)]
+    pub shutdown_delay: Duration,
+
+    /// After the listener closes, wait at most this long for in-flight requests.
+    #[arg(long, value_name = "DURATION", default_value = "20s", value_parser = parse_duration)]
+    pub shutdown_timeout: Duration,
+
+    /// Log format: `json`, `text`, or `auto` (JSON when stderr is not a terminal).
+    #[arg(long, value_enum, default_value_t = LogFormat::Auto, env = "INTERLOCK_LOG_FORMAT")]
+    pub log_format: LogFormat,
+}
+
+/// `interlock certs`: a CA and a serving certificate for the webhook.
+#[derive(Debug, Clone, Args)]
+pub struct CertsArgs {
+    /// Directory to write ca.crt, tls.crt and tls.key into (created if missing).
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+
+    /// DNS name or IP address the serving certificate is valid for (repeatable;
+    /// IPs become IP SANs, names DNS SANs).
+    #[arg(long = "host", value_name = "NAME_OR_IP", required = true, num_args = 1..)]
+    pub hosts: Vec<String>,
+
+    /// Validity of the serving certificate, in days.
+    #[arg(long, value_name = "DAYS", default_value_t = 365)]
+    pub days: u32,
+
+    /// Validity of the CA certificate, in days.
+    #[arg(long, value_name = "DAYS", default_value_t = 3650)]
+    pub ca_days: u32,
+
+    /// Overwrite existing files in DIR (each file is replaced atomically).
+    #[arg(long)]
+    pub force: bool,
+}
+
+/// Log output format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    /// JSON when stderr is not a terminal (a container), text otherwise.
+    Auto,
+    /// One JSON object per line.
+    Json,
+    /// Human-readable text.
+    Text,
+}
+
+impl LogFormat {
+    /// Whether this format means JSON on the current stderr.
+    pub fn is_json(self) -> bool {
+        use std::io::IsTerminal;
+        match self {
+            LogFormat::Json => true,
+            LogFormat::Text => false,
+            LogFormat::Auto => !std::io::stderr().is_terminal(),
+        }
+    }
+}
+
+/// Parse `250ms`, `4s`, `2m`, `1h`, or a bare number of seconds (`1.5`).
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    let split = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let value: f64 = num
+        .parse()
+        .map_err(|_| format!("invalid duration {s:?}: expected e.g. 500ms, 4s, 2m"))?;
+    let factor = match unit.trim() {
+        "ms" => 0.001,
+        "" | "s" => 1.0,
+        "m" => 60.0,
+        "h" => 3600.0,
+        other => {
+            return Err(format!(
+                "invalid duration unit {other:?} in {s:?}: use ms, s, m or h"
+            ))
+        }
+    };
+    Duration::try_from_secs_f64(value * factor).map_err(|e| format!("invalid duration {s:?}: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(subcommand)]
+        cmd: Cmd,
+    }
+    #[derive(clap::Subcommand)]
+    enum Cmd {
+        Serve(Box<ServeArgs>),
+        Certs(CertsArgs),
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
+        assert_eq!(parse_duration("4s"), Ok(Duration::from_secs(4)));
+        assert_eq!(parse_duration("2"), Ok(Duration::from_secs(2)));
+        assert_eq!(parse_duration("1.5"), Ok(Duration::from_millis(1500)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert!(parse_duration("4 parsecs").is_err());
+        assert!(parse_duration("").is_err());
+        assert!(parse_duration("-1s").is_err());
+    }
+
+    #[test]
+    fn serve_defaults() {
+        let cli = Cli::try_parse_from([
+            "interlock",
+            "serve",
+            "--tls-cert",
+            "c.pem",
+            "--tls-key",
+            "k.pem",
+            "-p",
+            "a",
+            "-p",
+            "b",
+        ])
+        .expect("parses");
+        let Cmd::Serve(a) = cli.cmd else {
+            panic!("not serve")
+        };
+        assert_eq!(a.listen, "0.0.0.0:8443".parse().expect("addr"));
+        assert_eq!(a.max_body_bytes, 3 * 1024 * 1024);
+        assert_eq!(a.policy.len(), 2);
+        assert_eq!(a.request_timeout, Duration::from_secs(4));
+        assert!(a.client_ca.is_none());
+    }
+
+    #[test]
+    fn certs_hosts() {
+        let cli = Cli::try_parse_from([
+            "interlock",
+            "certs",
+            "--out",
+            "d",
+            "--host",
+            "a.svc",
+            "127.0.0.1",
+            "--host",
+            "b",
+        ])
+        .expect("parses");
+        let Cmd::Certs(a) = cli.cmd else {
+            panic!("not certs")
+        };
+        assert_eq!(a.hosts, ["a.svc", "127.0.0.1", "b"]);
+        assert!(Cli::try_parse_from(["interlock", "certs", "--out", "d"]).is_err());
+    }
+}

@@ -1,0 +1,542 @@
+//! HTTP routes: admission endpoints, health, readiness and metrics.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::body::Body;
+use axum::error_handling::HandleErrorLayer;
+use axum::extract::{Request, State};
+use axum::http::{header, HeaderValue, Method, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{BoxError, Router};
+use bytes::Bytes;
+use kube::core::admission::{AdmissionRequest, AdmissionResponse, META_KIND};
+use kube::core::{DynamicObject, TypeMeta};
+use prometheus_client::registry::Registry;
+use tower::ServiceBuilder;
+
+use super::metrics::{Decision, Endpoint, InFlight, ServerMetrics};
+use super::Reviewer;
+
+/// Where admission requests are parsed and evaluated.
+#[derive(Clone)]
+pub(crate) enum Executor {
+    /// On the tokio worker that read the body.
+    Inline,
+    /// On a dedicated, fixed-size rayon pool; the async side awaits a oneshot.
+    Pool(Arc<rayon::ThreadPool>),
+}
+
+impl Executor {
+    pub(crate) fn new(threads: Option<usize>) -> Result<Self, rayon::ThreadPoolBuildError> {
+        let threads = threads.unwrap_or_else(|| {
+            std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(2)
+        });
+        if threads == 0 {
+            return Ok(Executor::Inline);
+        }
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .thread_name(|i| format!("interlock-eval-{i}"))
+            .build()?;
+        Ok(Executor::Pool(Arc::new(pool)))
+    }
+
+    /// Run `f`; `None` if it panicked (or the pool went away).
+    async fn run<R: Send + 'static>(&self, f: impl FnOnce() -> R + Send + 'static) -> Option<R> {
+        match self {
+            Executor::Inline => catch_unwind(AssertUnwindSafe(f)).ok(),
+            Executor::Pool(pool) => {
+                let (tx, rx) = tokio::sync::oneshot::channel();
+                pool.spawn(move || {
+                    // The receiver is gone when the request timed out: drop the answer.
+                    let _ = tx.send(catch_unwind(AssertUnwindSafe(f)));
+                });
+                rx.await.ok().and_then(Result::ok)
+            }
+        }
+    }
+}
+
+#[derive(Clone)]
+pub(crate) struct AppState {
+    pub reviewer: Arc<dyn Reviewer>,
+    pub metrics: Arc<ServerMetrics>,
+    pub registry: Arc<Registry>,
+    pub executor: Executor,
+    pub max_body_bytes: usize,
+    pub shutting_down: Arc<AtomicBool>,
+    /// Admission requests being evaluated or waiting for the evaluator.
+    pub slots: Arc<tokio::sync::Semaphore>,
+}
+
+pub(crate) struct RouterConfig {
+    pub request_timeout: Duration,
+}
+
+pub(crate) fn router(state: AppState, cfg: &RouterConfig) -> Router {
+    // The deadline covers reading the body, waiting for a slot and
+    // evaluating; the error handler turns an elapsed deadline into 503. The
+    // concurrency limit is a semaphore taken inside the handler (see
+    // `admission`): tower's ConcurrencyLimit waits in `poll_ready`, which
+    // tower's Timeout does not time.
+    let limits = ServiceBuilder::new()
+        .layer(HandleErrorLayer::new(deadline_error))
+        .timeout(cfg.request_timeout);
+    let admission = Router::new()
+        .route("/validate", post(validate))
+        .route("/mutate", post(mutate))
+        .route_layer(limits)
+        .route_layer(axum::middleware::from_fn_with_state(state.clone(), measure));
+    Router::new()
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
+        .route("/metrics", get(metrics))
+        .merge(admission)
+        .with_state(state)
+}
+
+/// The outcome of one admission request, carried to [`measure`] as a
+/// response extension.
+#[derive(Clone, Copy)]
+struct Outcome(Decision);
+
+async fn deadline_error(err: BoxError) -> Response {
+    if err.is::<tower::timeout::error::Elapsed>() {
+        error_review(
+            StatusCode::SERVICE_UNAVAILABLE,
+            Decision::Timeout,
+            "the admission request did not complete within the server's deadline",
+            "Timeout",
+        )
+    } else {
+        error_review(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            Decision::Error,
+            &format!("internal error: {err}"),
+            "InternalError",
+        )
+    }
+}
+
+/// Counts every admission request once, with its decision and latency, and
+/// keeps the in-flight gauge (also for requests cut by the deadline).
+async fn measure(
+    State(state): State<AppState>,
+    req: Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let endpoint = match (req.method(), req.uri().path()) {
+        (&Method::POST, "/validate") => Endpoint::Validate,
+        (&Method::POST, "/mutate") => Endpoint::Mutate,
+        // 405s and the like are not admission requests.
+        _ => return next.run(req).await,
+    };
+    let start = Instant::now();
+    let _guard = InFlight::enter(state.metrics.in_flight());
+    let resp = next.run(req).await;
+    let decision = match resp.extensions().get::<Outcome>() {
+        Some(Outcome(d)) => *d,
+        None if resp.status() == StatusCode::PAYLOAD_TOO_LARGE => Decision::TooLarge,
+        None if resp.status().is_client_error() => Decision::Invalid,
+        None => Decision::Error,
+    };
+    state
+        .metrics
+        .observe_request(endpoint, decision, start.elapsed().as_secs_f64());
+    resp
+}
+
+async fn validate(State(state): State<AppState>, req: Request) -> Response {
+    admission(state, Endpoint::Validate, req).await
+}
+
+async fn mutate(State(state): State<AppState>, req: Request) -> Response {
+    admission(state, Endpoint::Mutate, req).await
+}
+
+async fn admission(state: AppState, endpoint: Endpoint, req: Request) -> Response {
+    let limit = state.max_body_bytes;
+    let too_large = || {
+        error_review(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            Decision::TooLarge,
+            &format!("request body larger than {limit} bytes"),
+            "RequestEntityTooLarge",
+        )
+    };
+    // Refuse early on a declared length; otherwise stop reading at the limit.
+    let declared = req
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > limit as u64) {
+        return too_large();
+    }
+    let body = match axum::body::to_bytes(req.into_body(), limit).await {
+        Ok(b) => b,
+        Err(e) => {
+            let mut source: Option<&(dyn std::error::Error + 'static)> = Some(&e);
+            while let Some(err) = source {
+                if err.is::<http_body_util::LengthLimitError>() {
+                    return too_large();
+                }
+                source = err.source();
+            }
+            return error_review(
+                StatusCode::BAD_REQUEST,
+                Decision::Invalid,
+                &format!("could not read the request body: {e}"),
+                "BadRequest",
+            );
+        }
+    };
+    // A slot is held until the evaluation ends, even if the deadline drops
+    // this future first: the pool never holds more than the limit.
+    let Ok(slot) = state.slots.clone().acquire_owned().await else {
+        return error_review(
+            StatusCode::SERVICE_UNAVAILABLE,
+            Decision::Error,
+            "the server is shutting down",
+            "ServiceUnavailable",
+        );
+    };
+    let reviewer = state.reviewer.clone();
+    match state
+        .executor
+        .run(move || {
+            let answer = review(&*reviewer, endpoint, body);
+            drop(slot);
+            answer
+        })
+        .await
+    {
+        Some(answer) => answer.into_response(),
+        None => error_review(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            Decision::Error,
+            "internal error while answering the admission request",
+            "InternalError",
+        ),
+    }
+}
+
+/// The request side of an AdmissionReview. kube's `AdmissionReview` flattens
+/// its `TypeMeta`, which makes serde buffer the whole body into an
+/// intermediate tree before building the request; spelling the two fields
+/// out parses the body in one pass (only the objects' own flattened fields
+/// are buffered).
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct IncomingReview {
+    #[serde(default)]
+    api_version: String,
+    #[serde(default)]
+    kind: String,
+    #[serde(default)]
+    request: Option<AdmissionRequest<DynamicObject>>,
+}
+
+/// A finished answer: status, JSON body, decision. Built off the async
+/// workers; turned into a `Response` on them.
+pub(crate) struct Answer {
+    pub status: StatusCode,
+    pub body: Vec<u8>,
+    pub decision: Decision,
+}
+
+impl IntoResponse for Answer {
+    fn into_response(self) -> Response {
+        let mut resp = (self.status, Body::from(self.body)).into_response();
+        resp.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        resp.extensions_mut().insert(Outcome(self.decision));
+        resp
+    }
+}
+
+/// Parse the body once, ask the reviewer, encode the answer. Never panics on
+/// input; a panicking reviewer becomes a 500 carrying the request uid (so the
+/// apiserver applies the webhook's failurePolicy).
+pub(crate) fn review(reviewer: &dyn Reviewer, endpoint: Endpoint, body: Bytes) -> Answer {
+    let parsed: IncomingReview = match serde_json::from_slice(&body) {
+        Ok(r) => r,
+        Err(e) => {
+            return invalid_answer(
+                StatusCode::BAD_REQUEST,
+                format!("request body is not an admission.k8s.io/v1 AdmissionReview: {e}"),
+            )
+        }
+    };
+    drop(body);
+    if parsed.kind != META_KIND || !parsed.api_version.starts_with("admission.k8s.io/") {
+        return invalid_answer(
+            StatusCode::BAD_REQUEST,
+            format!(
+                "expected kind AdmissionReview in admission.k8s.io/v1, got kind {:?} apiVersion {:?}",
+                parsed.kind, parsed.api_version
+            ),
+        );
+    }
+    let Some(mut req) = parsed.request else {
+        return invalid_answer(
+            StatusCode::BAD_REQUEST,
+            "AdmissionReview has no request".to_owned(),
+        );
+    };
+    req.types = TypeMeta {
+        api_version: parsed.api_version,
+        kind: parsed.kind,
+    };
+    let answered = catch_unwind(AssertUnwindSafe(|| match endpoint {
+        Endpoint::Validate => reviewer.validate(&req),
+        Endpoint::Mutate => reviewer.mutate(&req),
+    }));
+    let (status, mut resp) = match answered {
+        Ok(resp) => (StatusCode::OK, resp),
+        Err(_) => {
+            tracing::error!(uid = %req.uid, endpoint = endpoint.as_str(), "reviewer panicked");
+            let mut resp = AdmissionResponse::from(&req);
+            resp.allowed = false;
+            resp.result = kube::core::Status::failure(
+                "internal error while evaluating policies",
+                "InternalError",
+            )
+            .with_code(500);
+            (StatusCode::INTERNAL_SERVER_ERROR, resp)
+        }
+    };
+    // The answer always carries the request's uid, whatever the reviewer built.
+    if resp.uid != req.uid {
+        resp.uid.clone_from(&req.uid);
+    }
+    if endpoint == Endpoint::Validate && resp.patch.is_some() {
+        tracing::warn!(uid = %req.uid, "validating answer carried a patch; dropped");
+        let mut bare = AdmissionResponse::from(&req);
+        bare.allowed = resp.allowed;
+        bare.result = resp.result;
+        bare.audit_annotations = resp.audit_annotations;
+        bare.warnings = resp.warnings;
+        resp = bare;
+    }
+    let decision = if status != StatusCode::OK {
+        Decision::Error
+    } else if !resp.allowed {
+        Decision::Denied
+    } else if resp.patch.is_some() {
+        Decision::Patched
+    } else {
+        Decision::Allowed
+    };
+    match serde_json::to_vec(&resp.into_review()) {
+        Ok(body) => Answer {
+            status,
+            body,
+            decision,
+        },
+        Err(e) => {
+            tracing::error!(uid = %req.uid, error = %e, "could not encode the AdmissionReview answer");
+            invalid_answer(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                format!("could not encode the answer: {e}"),
+            )
+        }
+    }
+}
+
+fn invalid_answer(status: StatusCode, message: String) -> Answer {
+    let decision = if status == StatusCode::BAD_REQUEST {
+        Decision::Invalid
+    } else {
+        Decision::Error
+    };
+    let mut resp = AdmissionResponse::invalid(message);
+    resp.result.code = status.as_u16();
+    if status != StatusCode::BAD_REQUEST {
+        resp.result.reason = "InternalError".to_owned();
+    }
+    Answer {
+        status,
+        body: serde_json::to_vec(&resp.into_review()).unwrap_or_default(),
+        decision,
+    }
+}
+
+fn error_review(status: StatusCode, decision: Decision, message: &str, reason: &str) -> Response {
+    let mut resp = AdmissionResponse::invalid(message);
+    resp.result.code = status.as_u16();
+    reason.clone_into(&mut resp.result.reason);
+    Answer {
+        status,
+        body: serde_json::to_vec(&resp.into_review()).unwrap_or_default(),
+        decision,
+    }
+    .into_response()
+}
+
+async fn healthz() -> &'static str {
+    "ok\n"
+}
+
+async fn readyz(State(state): State<AppState>) -> Response {
+    if state.shutting_down.load(Ordering::Relaxed) {
+        (StatusCode::SERVICE_UNAVAILABLE, "shutting down\n").into_response()
+    } else if state.reviewer.ready() {
+        (StatusCode::OK, "ok\n").into_response()
+    } else {
+        (StatusCode::SERVICE_UNAVAILABLE, "not ready\n").into_response()
+    }
+}
+
+async fn metrics(State(state): State<AppState>) -> Response {
+    let mut out = String::with_capacity(8 * 1024);
+    match prometheus_client::encoding::text::encode(&mut out, &state.registry) {
+        Ok(()) => (
+            [(
+                header::CONTENT_TYPE,
+                "application/openmetrics-text; version=1.0.0; charset=utf-8",
+            )],
+            out,
+        )
+            .into_response(),
+        Err(e) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("could not encode metrics: {e}\n"),
+        )
+            .into_response(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{json, Value};
+
+    /// Answers with a foreign uid and, on validate, a patch it should not send.
+    struct Sloppy;
+    impl Reviewer for Sloppy {
+        fn validate(&self, req: &AdmissionRequest<DynamicObject>) -> AdmissionResponse {
+            let patch: json_patch::Patch = serde_json::from_value(json!([
+                {"op": "remove", "path": "/data"}
+            ]))
+            .expect("patch");
+            let mut r = AdmissionResponse::from(req)
+                .with_patch(patch)
+                .expect("patch");
+            r.uid = "someone-else".to_owned();
+            r.warnings = Some(vec!["careful".to_owned()]);
+            r
+        }
+        fn mutate(&self, req: &AdmissionRequest<DynamicObject>) -> AdmissionResponse {
+            AdmissionResponse::invalid(format!("cannot mutate {}", req.uid))
+        }
+        fn ready(&self) -> bool {
+            true
+        }
+    }
+
+    fn body(uid: &str) -> Bytes {
+        Bytes::from(
+            serde_json::to_vec(&json!({
+                "apiVersion": "admission.k8s.io/v1",
+                "kind": "AdmissionReview",
+                "request": {
+                    "uid": uid,
+                    "kind": {"group": "apps", "version": "v1", "kind": "Deployment"},
+                    "resource": {"group": "apps", "version": "v1", "resource": "deployments"},
+                    "operation": "DELETE",
+                    "name": "web",
+                    "namespace": "team-a",
+                    "userInfo": {"username": "bob"},
+                    "object": null,
+                    "oldObject": {"apiVersion": "apps/v1", "kind": "Deployment",
+                                  "metadata": {"name": "web", "namespace": "team-a"}},
+                    "dryRun": true
+                }
+            }))
+            .expect("json"),
+        )
+    }
+
+    fn response(a: &Answer) -> Value {
+        let v: Value = serde_json::from_slice(&a.body).expect("json answer");
+        v["response"].clone()
+    }
+
+    #[test]
+    fn answers_carry_the_request_uid_and_validate_never_patches() {
+        let a = review(&Sloppy, Endpoint::Validate, body("u-1"));
+        assert_eq!(a.status, StatusCode::OK);
+        assert_eq!(a.decision, Decision::Allowed);
+        let r = response(&a);
+        assert_eq!(r["uid"], "u-1");
+        assert!(
+            r.get("patch").is_none() && r.get("patchType").is_none(),
+            "{r}"
+        );
+        assert_eq!(r["warnings"][0], "careful");
+
+        let a = review(&Sloppy, Endpoint::Mutate, body("u-2"));
+        assert_eq!(a.decision, Decision::Denied);
+        assert_eq!(response(&a)["uid"], "u-2");
+    }
+
+    #[test]
+    fn fuzzed_bodies_answer_200_or_400_without_panicking() {
+        let seed = body("fuzz").to_vec();
+        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut rnd = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let mut invalid = 0;
+        for _ in 0..5000 {
+            let mut v = seed.clone();
+            for _ in 0..=(rnd() % 4) {
+                let len = v.len().max(1) as u64;
+                match rnd() % 4 {
+                    0 if !v.is_empty() => {
+                        let i = (rnd() % len) as usize;
+                        v[i] = rnd() as u8;
+                    }
+                    1 => v.truncate((rnd() % (len + 1)) as usize),
+                    2 => {
+                        let i = (rnd() % (v.len() as u64 + 1)) as usize;
+                        let tok: &[u8] = [&b"{"[..], b"}", b"[", b"\"", b",", b"null", b"9e999"]
+                            [(rnd() % 7) as usize];
+                        v.splice(i..i, tok.iter().copied());
+                    }
+                    3 if !v.is_empty() => {
+                        let i = (rnd() % len) as usize;
+                        v.remove(i);
+                    }
+                    _ => v.push(rnd() as u8),
+                }
+            }
+            let a = review(&Sloppy, Endpoint::Validate, Bytes::from(v));
+            assert!(
+                matches!(a.status, StatusCode::OK | StatusCode::BAD_REQUEST),
+                "{}",
+                a.status
+            );
+            let r = response(&a);
+            assert!(r["allowed"].is_boolean());
+            if a.status == StatusCode::BAD_REQUEST {
+                invalid += 1;
+                assert_eq!(a.decision, Decision::Invalid);
+                assert_eq!(r["status"]["code"], 400);
+            }
+        }
+        assert!(invalid > 1000, "mutations too gentle: {invalid}");
+    }
+}

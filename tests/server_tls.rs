@@ -1,0 +1,1436 @@
+//! The admission webhook server against real TLS clients on 127.0.0.1.
+//!
+//! The engine is replaced by a recording test double ([`TestReviewer`]);
+//! what is under test is the server: TLS versions, routes, limits, error
+//! answers, certificate reload, client certificates and graceful shutdown.
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http_body_util::{combinators::BoxBody, BodyExt, Full, StreamBody};
+use hyper::body::Frame;
+use hyper::{Request, StatusCode};
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use interlock::certs::{self, CertBundle, CertsOptions};
+use interlock::server::{Reviewer, Server, ServerConfig};
+use kube::core::admission::{AdmissionRequest, AdmissionResponse};
+use kube::core::DynamicObject;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::registry::Registry;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+use serde_json::{json, Value};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio_rustls::TlsConnector;
+
+type Body = BoxBody<Bytes, Infallible>;
+
+// ---------------------------------------------------------------- the double
+
+/// Records every call. Behaviour by uid prefix: `deny` denies, `panic`
+/// panics, `slow` sleeps `delay` first; mutate always adds a label.
+#[derive(Default)]
+struct TestReviewer {
+    calls: Mutex<Vec<(String, String)>>,
+    ready: AtomicBool,
+    delay: Mutex<Duration>,
+    evaluations: Counter,
+}
+
+impl TestReviewer {
+    fn ready() -> Arc<Self> {
+        let r = TestReviewer::default();
+        r.ready.store(true, Ordering::SeqCst);
+        Arc::new(r)
+    }
+    fn record(&self, endpoint: &str, req: &AdmissionRequest<DynamicObject>) {
+        self.evaluations.inc();
+        self.calls
+            .lock()
+            .expect("lock")
+            .push((endpoint.to_owned(), req.uid.clone()));
+        if req.uid.starts_with("panic") {
+            panic!("test reviewer asked to panic");
+        }
+        if req.uid.starts_with("slow") {
+            let d = *self.delay.lock().expect("lock");
+            std::thread::sleep(d);
+        }
+    }
+    fn uids(&self) -> Vec<String> {
+        self.calls
+            .lock()
+            .expect("lock")
+            .iter()
+            .map(|(_, u)| u.clone())
+            .collect()
+    }
+}
+
+impl Reviewer for TestReviewer {
+    fn validate(&self, req: &AdmissionRequest<DynamicObject>) -> AdmissionResponse {
+        self.record("validate", req);
+        let resp = AdmissionResponse::from(req);
+        if req.uid.starts_with("deny") {
+            resp.deny("test policy says no")
+        } else {
+            resp
+        }
+    }
+    fn mutate(&self, req: &AdmissionRequest<DynamicObject>) -> AdmissionResponse {
+        self.record("mutate", req);
+        let patch: json_patch::Patch = serde_json::from_value(json!([
+            {"op": "add", "path": "/metadata/labels", "value": {"interlock.dev/seen": "yes"}}
+        ]))
+        .expect("patch");
+        AdmissionResponse::from(req)
+            .with_patch(patch)
+            .expect("with_patch")
+    }
+    fn ready(&self) -> bool {
+        self.ready.load(Ordering::SeqCst)
+    }
+    fn register_metrics(&self, registry: &mut Registry) {
+        registry.register(
+            "test_reviewer_evaluations",
+            "Evaluations by the test double",
+            self.evaluations.clone(),
+        );
+    }
+}
+
+// ------------------------------------------------------------------ fixtures
+
+fn bundle() -> CertBundle {
+    certs::generate(&CertsOptions::new(["localhost", "127.0.0.1"])).expect("generate certs")
+}
+
+fn der(pem: &str) -> CertificateDer<'static> {
+    CertificateDer::from_pem_slice(pem.as_bytes()).expect("pem")
+}
+
+struct TestServer {
+    addr: SocketAddr,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    task: tokio::task::JoinHandle<Result<(), interlock::server::ServerError>>,
+    reviewer: Arc<TestReviewer>,
+    _dir: tempfile::TempDir,
+    dir: PathBuf,
+}
+
+impl TestServer {
+    async fn shutdown(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        tokio::time::timeout(Duration::from_secs(10), self.task)
+            .await
+            .expect("server stops")
+            .expect("join")
+            .expect("serve ok");
+    }
+}
+
+/// Write `b` into `dir` as plain files.
+fn write_plain(dir: &Path, b: &CertBundle) {
+    certs::write(dir, b, true).expect("write certs");
+}
+
+/// Publish `b` the way kubelet updates a mounted Secret: a new timestamped
+/// directory, a `..data_tmp` symlink to it renamed over `..data`, and
+/// `tls.crt` / `tls.key` symlinks through `..data`.
+#[cfg(unix)]
+fn kubelet_publish(dir: &Path, generation: &str, b: &CertBundle) {
+    use std::os::unix::fs::symlink;
+    let gen_dir = dir.join(generation);
+    certs::write(&gen_dir, b, true).expect("write generation");
+    let tmp = dir.join("..data_tmp");
+    let _ = std::fs::remove_file(&tmp);
+    symlink(generation, &tmp).expect("symlink ..data_tmp");
+    std::fs::rename(&tmp, dir.join("..data")).expect("swap ..data");
+    for f in ["tls.crt", "tls.key", "ca.crt"] {
+        let link = dir.join(f);
+        if std::fs::symlink_metadata(&link).is_err() {
+            symlink(format!("..data/{f}"), &link).expect("file symlink");
+        }
+    }
+}
+
+fn config_for(dir: &Path) -> ServerConfig {
+    let mut c = ServerConfig::new(dir.join("tls.crt"), dir.join("tls.key"));
+    c.listen = "127.0.0.1:0".parse().expect("addr");
+    c.cert_poll_interval = Duration::from_millis(50);
+    c.shutdown_timeout = Duration::from_secs(5);
+    c
+}
+
+async fn start_with(
+    b: &CertBundle,
+    reviewer: Arc<TestReviewer>,
+    tweak: impl FnOnce(&mut ServerConfig),
+    kubelet_layout: bool,
+) -> TestServer {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().to_owned();
+    if kubelet_layout {
+        #[cfg(unix)]
+        kubelet_publish(&dir, "..2026_01_01_00_00_00.1", b);
+    } else {
+        write_plain(&dir, b);
+    }
+    let mut config = config_for(&dir);
+    tweak(&mut config);
+    let server = Server::bind(config, reviewer.clone()).await.expect("bind");
+    let addr = server.local_addr();
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(server.serve(async move {
+        let _ = rx.await;
+    }));
+    TestServer {
+        addr,
+        stop: Some(tx),
+        task,
+        reviewer,
+        _dir: tmp,
+        dir,
+    }
+}
+
+async fn start(b: &CertBundle) -> TestServer {
+    start_with(b, TestReviewer::ready(), |_| {}, false).await
+}
+
+// -------------------------------------------------------------------- client
+
+struct ClientOpts {
+    roots: Vec<CertificateDer<'static>>,
+    versions: Vec<&'static rustls::SupportedProtocolVersion>,
+    alpn: Vec<Vec<u8>>,
+    client_cert: Option<(CertificateDer<'static>, PrivateKeyDer<'static>)>,
+}
+
+impl ClientOpts {
+    fn trusting(cas: &[&CertBundle]) -> Self {
+        ClientOpts {
+            roots: cas.iter().map(|b| der(&b.ca_cert_pem)).collect(),
+            versions: vec![&rustls::version::TLS13, &rustls::version::TLS12],
+            alpn: vec![b"http/1.1".to_vec()],
+            client_cert: None,
+        }
+    }
+    fn tls_config(&self) -> Arc<rustls::ClientConfig> {
+        let mut roots = rustls::RootCertStore::empty();
+        for r in &self.roots {
+            roots.add(r.clone()).expect("root");
+        }
+        let builder = rustls::ClientConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_protocol_versions(&self.versions)
+        .expect("versions")
+        .with_root_certificates(roots);
+        let mut config = match &self.client_cert {
+            None => builder.with_no_client_auth(),
+            Some((cert, key)) => builder
+                .with_client_auth_cert(vec![cert.clone()], key.clone_key())
+                .expect("client cert"),
+        };
+        // Resumed sessions would report the old certificate: always do a full handshake.
+        config.resumption = rustls::client::Resumption::disabled();
+        config.alpn_protocols = self.alpn.clone();
+        Arc::new(config)
+    }
+}
+
+enum Sender {
+    H1(hyper::client::conn::http1::SendRequest<Body>),
+    H2(hyper::client::conn::http2::SendRequest<Body>),
+}
+
+struct Conn {
+    sender: Sender,
+    peer_cert: Vec<u8>,
+    version: rustls::ProtocolVersion,
+    alpn: Option<Vec<u8>>,
+}
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+async fn connect(addr: SocketAddr, opts: &ClientOpts) -> Result<Conn, BoxError> {
+    let tcp = TcpStream::connect(addr).await?;
+    let connector = TlsConnector::from(opts.tls_config());
+    let name = ServerName::IpAddress(addr.ip().into());
+    let tls = connector.connect(name, tcp).await?;
+    let (_, session) = tls.get_ref();
+    let peer_cert = session
+        .peer_certificates()
+        .and_then(|c| c.first())
+        .map(|c| c.to_vec())
+        .unwrap_or_default();
+    let version = session.protocol_version().ok_or("no version")?;
+    let alpn = session.alpn_protocol().map(<[u8]>::to_vec);
+    let io = TokioIo::new(tls);
+    let sender = if alpn.as_deref() == Some(b"h2") {
+        let (s, conn) = hyper::client::conn::http2::handshake(TokioExecutor::new(), io).await?;
+        tokio::spawn(conn);
+        Sender::H2(s)
+    } else {
+        let (s, conn) = hyper::client::conn::http1::handshake(io).await?;
+        tokio::spawn(conn);
+        Sender::H1(s)
+    };
+    Ok(Conn {
+        sender,
+        peer_cert,
+        version,
+        alpn,
+    })
+}
+
+impl Conn {
+    async fn send(&mut self, req: Request<Body>) -> Result<(StatusCode, Bytes), BoxError> {
+        let resp = match &mut self.sender {
+            Sender::H1(s) => {
+                s.ready().await?;
+                s.send_request(req).await?
+            }
+            Sender::H2(s) => {
+                s.ready().await?;
+                s.send_request(req).await?
+            }
+        };
+        let status = resp.status();
+        let body = resp.into_body().collect().await?.to_bytes();
+        Ok((status, body))
+    }
+    async fn post(&mut self, path: &str, body: Vec<u8>) -> Result<(StatusCode, Bytes), BoxError> {
+        let req = Request::post(path)
+            .header("host", "localhost")
+            .header("content-type", "application/json")
+            .body(Full::new(Bytes::from(body)).boxed())?;
+        self.send(req).await
+    }
+    async fn get(&mut self, path: &str) -> Result<(StatusCode, Bytes), BoxError> {
+        let req = Request::get(path)
+            .header("host", "localhost")
+            .body(Full::new(Bytes::new()).boxed())?;
+        self.send(req).await
+    }
+}
+
+fn review(uid: &str) -> Value {
+    json!({
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": uid,
+            "kind": {"group": "", "version": "v1", "kind": "ConfigMap"},
+            "resource": {"group": "", "version": "v1", "resource": "configmaps"},
+            "requestKind": {"group": "", "version": "v1", "kind": "ConfigMap"},
+            "requestResource": {"group": "", "version": "v1", "resource": "configmaps"},
+            "name": "cm",
+            "namespace": "default",
+            "operation": "CREATE",
+            "userInfo": {"username": "alice", "groups": ["system:authenticated"]},
+            "object": {
+                "apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": "cm", "namespace": "default"},
+                "data": {"a": "b"}
+            },
+            "oldObject": null,
+            "dryRun": false,
+            "options": {"apiVersion": "meta.k8s.io/v1", "kind": "CreateOptions"}
+        }
+    })
+}
+
+fn review_bytes(uid: &str) -> Vec<u8> {
+    serde_json::to_vec(&review(uid)).expect("json")
+}
+
+fn response_of(body: &[u8]) -> Value {
+    let v: Value = serde_json::from_slice(body).unwrap_or_else(|e| {
+        panic!(
+            "answer is not JSON ({e}): {}",
+            String::from_utf8_lossy(body)
+        )
+    });
+    assert_eq!(v["apiVersion"], "admission.k8s.io/v1", "{v}");
+    assert_eq!(v["kind"], "AdmissionReview", "{v}");
+    v["response"].clone()
+}
+
+/// Value of one sample line in the /metrics text (`name{labels}` exactly as written).
+fn metric(text: &str, series: &str) -> Option<f64> {
+    text.lines()
+        .find(|l| l.starts_with(series) && l[series.len()..].starts_with(' '))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
+}
+
+async fn scrape(addr: SocketAddr, ca: &CertBundle) -> String {
+    let mut c = connect(addr, &ClientOpts::trusting(&[ca]))
+        .await
+        .expect("connect");
+    let (status, body) = c.get("/metrics").await.expect("metrics");
+    assert_eq!(status, StatusCode::OK);
+    String::from_utf8(body.to_vec()).expect("utf8")
+}
+
+// --------------------------------------------------------------------- tests
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tls12_and_tls13_succeed_with_alpn() {
+    let b = bundle();
+    let s = start(&b).await;
+    for (version, expect) in [
+        (&rustls::version::TLS13, rustls::ProtocolVersion::TLSv1_3),
+        (&rustls::version::TLS12, rustls::ProtocolVersion::TLSv1_2),
+    ] {
+        for alpn in [b"h2".to_vec(), b"http/1.1".to_vec()] {
+            let mut opts = ClientOpts::trusting(&[&b]);
+            opts.versions = vec![version];
+            opts.alpn = vec![alpn.clone()];
+            let mut c = connect(s.addr, &opts).await.expect("handshake");
+            assert_eq!(c.version, expect);
+            assert_eq!(c.alpn.as_deref(), Some(alpn.as_slice()));
+            assert_eq!(c.peer_cert, der(&b.cert_pem).to_vec());
+            let (status, body) = c.get("/healthz").await.expect("healthz");
+            assert_eq!(status, StatusCode::OK);
+            assert_eq!(&body[..], b"ok\n");
+        }
+    }
+    s.shutdown().await;
+}
+
+/// A hand-made TLS 1.1 ClientHello (no supported_versions extension).
+fn tls11_client_hello() -> Vec<u8> {
+    let mut body = vec![0x03, 0x02]; // client_version TLS 1.1
+    body.extend([0x5a; 32]); // random
+    body.push(0); // empty session id
+    let suites: [u16; 4] = [0xc013, 0xc014, 0x002f, 0x0035];
+    body.extend(((suites.len() * 2) as u16).to_be_bytes());
+    for s in suites {
+        body.extend(s.to_be_bytes());
+    }
+    body.extend([1, 0]); // compression: null
+    let mut hs = vec![1]; // ClientHello
+    hs.extend(&(body.len() as u32).to_be_bytes()[1..]);
+    hs.extend(body);
+    let mut rec = vec![0x16, 0x03, 0x01];
+    rec.extend((hs.len() as u16).to_be_bytes());
+    rec.extend(hs);
+    rec
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tls11_is_refused() {
+    let b = bundle();
+    let s = start(&b).await;
+    let mut tcp = TcpStream::connect(s.addr).await.expect("tcp");
+    tcp.write_all(&tls11_client_hello()).await.expect("hello");
+    let mut buf = vec![0u8; 64];
+    let n = tokio::time::timeout(Duration::from_secs(5), tcp.read(&mut buf))
+        .await
+        .expect("server answers")
+        .expect("read");
+    // A fatal alert record (rustls says handshake_failure, 40); never a ServerHello.
+    assert!(n >= 7, "short answer: {:?}", &buf[..n]);
+    assert_eq!(buf[0], 0x15, "expected an alert, got {:?}", &buf[..n]);
+    assert_eq!(buf[5], 2, "expected a fatal alert, got {:?}", &buf[..n]);
+    assert!(
+        [40, 70].contains(&buf[6]),
+        "expected handshake_failure or protocol_version, got {:?}",
+        &buf[..n]
+    );
+    let metrics = scrape(s.addr, &b).await;
+    assert_eq!(
+        metric(
+            &metrics,
+            "interlock_tls_handshake_failures_total{reason=\"error\"}"
+        ),
+        Some(1.0),
+        "{metrics}"
+    );
+    s.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn health_readiness_and_metrics() {
+    let b = bundle();
+    let reviewer = Arc::new(TestReviewer::default()); // not ready
+    let s = start_with(&b, reviewer.clone(), |_| {}, false).await;
+    let mut c = connect(s.addr, &ClientOpts::trusting(&[&b]))
+        .await
+        .expect("connect");
+    assert_eq!(c.get("/healthz").await.expect("healthz").0, StatusCode::OK);
+    assert_eq!(
+        c.get("/readyz").await.expect("readyz").0,
+        StatusCode::SERVICE_UNAVAILABLE
+    );
+    reviewer.ready.store(true, Ordering::SeqCst);
+    assert_eq!(c.get("/readyz").await.expect("readyz").0, StatusCode::OK);
+    assert_eq!(c.get("/nope").await.expect("404").0, StatusCode::NOT_FOUND);
+    assert_eq!(
+        c.get("/validate").await.expect("405").0,
+        StatusCode::METHOD_NOT_ALLOWED
+    );
+
+    let (status, _) = c
+        .post("/validate", review_bytes("m-1"))
+        .await
+        .expect("post");
+    assert_eq!(status, StatusCode::OK);
+    let text = scrape(s.addr, &b).await;
+    for name in [
+        "# TYPE interlock_admission_requests counter",
+        "# TYPE interlock_admission_request_duration_seconds histogram",
+        "# TYPE interlock_admission_in_flight_requests gauge",
+        "# TYPE interlock_tls_certificate_reloads counter",
+        "# TYPE interlock_tls_certificate_reload_failures counter",
+        "# TYPE interlock_test_reviewer_evaluations counter",
+    ] {
+        assert!(text.contains(name), "missing {name:?} in\n{text}");
+    }
+    assert_eq!(
+        metric(
+            &text,
+            "interlock_admission_requests_total{endpoint=\"validate\",decision=\"allowed\"}"
+        ),
+        Some(1.0),
+        "{text}"
+    );
+    assert_eq!(
+        metric(&text, "interlock_test_reviewer_evaluations_total"),
+        Some(1.0)
+    );
+    assert_eq!(
+        metric(&text, "interlock_admission_in_flight_requests"),
+        Some(0.0)
+    );
+    assert_eq!(
+        metric(
+            &text,
+            "interlock_admission_request_duration_seconds_count{endpoint=\"validate\"}"
+        ),
+        Some(1.0)
+    );
+    assert!(text.trim_end().ends_with("# EOF"));
+    s.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn admission_reviews_round_trip_with_uid() {
+    let b = bundle();
+    let s = start(&b).await;
+    for alpn in [b"http/1.1".to_vec(), b"h2".to_vec()] {
+        let mut opts = ClientOpts::trusting(&[&b]);
+        opts.alpn = vec![alpn.clone()];
+        let mut c = connect(s.addr, &opts).await.expect("connect");
+        let tag = String::from_utf8_lossy(&alpn).replace('/', "");
+
+        // Allowed; the apiserver's ?timeout= query is ignored.
+        let uid = format!("allow-{tag}");
+        let (status, body) = c
+            .post("/validate?timeout=10s", review_bytes(&uid))
+            .await
+            .expect("validate");
+        assert_eq!(status, StatusCode::OK);
+        let r = response_of(&body);
+        assert_eq!(r["uid"], uid.as_str());
+        assert_eq!(r["allowed"], true);
+        assert!(r.get("patch").is_none());
+
+        // Denied, with the reviewer's message.
+        let uid = format!("deny-{tag}");
+        let (status, body) = c.post("/validate", review_bytes(&uid)).await.expect("deny");
+        assert_eq!(status, StatusCode::OK);
+        let r = response_of(&body);
+        assert_eq!(r["uid"], uid.as_str());
+        assert_eq!(r["allowed"], false);
+        assert_eq!(r["status"]["message"], "test policy says no");
+
+        // Mutate: a base64 JSON patch.
+        let uid = format!("mutate-{tag}");
+        let (status, body) = c
+            .post("/mutate?timeout=10s", review_bytes(&uid))
+            .await
+            .expect("mutate");
+        assert_eq!(status, StatusCode::OK);
+        let r = response_of(&body);
+        assert_eq!(r["uid"], uid.as_str());
+        assert_eq!(r["allowed"], true);
+        assert_eq!(r["patchType"], "JSONPatch");
+        // kube encodes the bytes as a JSON array of numbers, which Go's
+        // decoder accepts for []byte like the usual base64 string.
+        let patch: Vec<u8> = match &r["patch"] {
+            Value::String(b64) => {
+                use base64::Engine as _;
+                base64::engine::general_purpose::STANDARD
+                    .decode(b64)
+                    .expect("base64")
+            }
+            other => serde_json::from_value(other.clone()).expect("patch bytes"),
+        };
+        let patch: Value = serde_json::from_slice(&patch).expect("patch json");
+        assert_eq!(patch[0]["path"], "/metadata/labels");
+
+        // A panicking reviewer: 500 with the uid, and the server lives on.
+        let uid = format!("panic-{tag}");
+        let (status, body) = c
+            .post("/validate", review_bytes(&uid))
+            .await
+            .expect("panic");
+        assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR);
+        let r = response_of(&body);
+        assert_eq!(r["uid"], uid.as_str());
+        assert_eq!(r["allowed"], false);
+        assert_eq!(r["status"]["code"], 500);
+        assert_eq!(c.get("/healthz").await.expect("alive").0, StatusCode::OK);
+    }
+    let uids = s.reviewer.uids();
+    for want in ["allow-http1.1", "deny-h2", "mutate-h2", "panic-http1.1"] {
+        assert!(
+            uids.iter().any(|u| u == want),
+            "{want} not recorded: {uids:?}"
+        );
+    }
+    let text = scrape(s.addr, &b).await;
+    assert_eq!(
+        metric(
+            &text,
+            "interlock_admission_requests_total{endpoint=\"validate\",decision=\"denied\"}"
+        ),
+        Some(2.0),
+        "{text}"
+    );
+    assert_eq!(
+        metric(
+            &text,
+            "interlock_admission_requests_total{endpoint=\"mutate\",decision=\"patched\"}"
+        ),
+        Some(2.0)
+    );
+    assert_eq!(
+        metric(
+            &text,
+            "interlock_admission_requests_total{endpoint=\"validate\",decision=\"error\"}"
+        ),
+        Some(2.0)
+    );
+    s.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn body_limits() {
+    let b = bundle();
+    let s = start(&b).await;
+    let mut c = connect(s.addr, &ClientOpts::trusting(&[&b]))
+        .await
+        .expect("connect");
+
+    // An UPDATE with object and oldObject near etcd's 1.5 MiB limit fits the default.
+    let mut big = review("big-update");
+    let filler = "x".repeat(1_400_000);
+    big["request"]["operation"] = json!("UPDATE");
+    big["request"]["object"]["data"]["a"] = json!(filler);
+    big["request"]["oldObject"] = big["request"]["object"].clone();
+    let big = serde_json::to_vec(&big).expect("json");
+    assert!(big.len() > 2_800_000 && big.len() < 3 * 1024 * 1024);
+    let (status, body) = c.post("/validate", big).await.expect("big");
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(response_of(&body)["uid"], "big-update");
+
+    // One byte over the limit, with Content-Length: 413 before the body is
+    // read. Over HTTP/2 the client gets the answer; over HTTP/1.1 the server
+    // closes the connection after answering, so a client still writing may
+    // see the reset instead.
+    let oversized = vec![b' '; 3 * 1024 * 1024 + 1];
+    let mut opts = ClientOpts::trusting(&[&b]);
+    opts.alpn = vec![b"h2".to_vec()];
+    let mut h2 = connect(s.addr, &opts).await.expect("connect h2");
+    let (status, body) = h2
+        .post("/validate", oversized.clone())
+        .await
+        .expect("oversized");
+    assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
+    assert_eq!(response_of(&body)["status"]["code"], 413);
+    match c.post("/validate", oversized).await {
+        Ok((status, _)) => assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE),
+        // The server answered and closed while the client was writing.
+        Err(e) => eprintln!("HTTP/1.1 oversized body: {e}"),
+    }
+
+    // Oversized and streamed (no Content-Length): 413 once the limit is crossed.
+    let mut c = connect(s.addr, &opts).await.expect("connect h2");
+    let chunks =
+        (0..64).map(|_| Ok::<_, Infallible>(Frame::data(Bytes::from(vec![b' '; 64 * 1024]))));
+    let req = Request::post("/validate")
+        .header("host", "localhost")
+        .body(BodyExt::boxed(StreamBody::new(futures::stream::iter(
+            chunks,
+        ))))
+        .expect("request");
+    let (status, _) = c.send(req).await.expect("chunked");
+    assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
+    assert!(!s.reviewer.uids().is_empty());
+    let text = scrape(s.addr, &b).await;
+    assert_eq!(
+        metric(
+            &text,
+            "interlock_admission_requests_total{endpoint=\"validate\",decision=\"too_large\"}"
+        ),
+        Some(3.0),
+        "{text}"
+    );
+    s.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn small_limit_and_deadline() {
+    let b = bundle();
+    let reviewer = TestReviewer::ready();
+    *reviewer.delay.lock().expect("lock") = Duration::from_millis(800);
+    let s = start_with(
+        &b,
+        reviewer,
+        |c| {
+            c.max_body_bytes = 4096;
+            c.request_timeout = Duration::from_millis(200);
+        },
+        false,
+    )
+    .await;
+    let mut c = connect(s.addr, &ClientOpts::trusting(&[&b]))
+        .await
+        .expect("connect");
+    let mut r = review("small");
+    r["request"]["object"]["data"]["a"] = json!("y".repeat(5000));
+    let (status, _) = c
+        .post("/validate", serde_json::to_vec(&r).expect("json"))
+        .await
+        .expect("post");
+    assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
+
+    let started = Instant::now();
+    let (status, body) = c
+        .post("/validate", review_bytes("slow-1"))
+        .await
+        .expect("slow");
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+    assert!(
+        started.elapsed() < Duration::from_millis(700),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(response_of(&body)["allowed"], false);
+    let text = scrape(s.addr, &b).await;
+    assert_eq!(
+        metric(
+            &text,
+            "interlock_admission_requests_total{endpoint=\"validate\",decision=\"timeout\"}"
+        ),
+        Some(1.0),
+        "{text}"
+    );
+    s.shutdown().await;
+}
+
+/// Bodies that are not AdmissionReviews: each gets 400 with an
+/// AdmissionReview-shaped answer; none kills the server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn garbage_bodies_get_400() {
+    let b = bundle();
+    let s = start(&b).await;
+    let mut c = connect(s.addr, &ClientOpts::trusting(&[&b]))
+        .await
+        .expect("connect");
+    let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+    let no_request = br#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview"}"#.to_vec();
+    let mut no_uid = review("x");
+    no_uid["request"]
+        .as_object_mut()
+        .expect("obj")
+        .remove("uid");
+    let cases: Vec<Vec<u8>> = vec![
+        vec![],
+        b"{".to_vec(),
+        b"null".to_vec(),
+        b"[]".to_vec(),
+        b"\"AdmissionReview\"".to_vec(),
+        vec![0xff, 0xfe, 0x00, 0x80],
+        deep.into_bytes(),
+        no_request,
+        serde_json::to_vec(&no_uid).expect("json"),
+        br#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":1e999}}"#
+            .to_vec(),
+    ];
+    for (i, body) in cases.into_iter().enumerate() {
+        for path in ["/validate", "/mutate"] {
+            let (status, answer) = c.post(path, body.clone()).await.expect("answer");
+            assert_eq!(status, StatusCode::BAD_REQUEST, "case {i} on {path}");
+            let r = response_of(&answer);
+            assert_eq!(r["allowed"], false, "case {i}");
+            assert_eq!(r["status"]["code"], 400, "case {i}");
+            assert!(r["status"]["message"]
+                .as_str()
+                .is_some_and(|m| !m.is_empty()));
+        }
+    }
+    assert!(s.reviewer.uids().is_empty(), "reviewer called on garbage");
+    assert_eq!(c.get("/healthz").await.expect("alive").0, StatusCode::OK);
+    s.shutdown().await;
+}
+
+/// Small deterministic PRNG for the mutation fuzzer (no extra dependency).
+struct XorShift(u64);
+impl XorShift {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+}
+
+fn mutate_bytes(rng: &mut XorShift, seed: &[u8]) -> Vec<u8> {
+    let mut v = seed.to_vec();
+    for _ in 0..=rng.below(4) {
+        match rng.below(6) {
+            0 if !v.is_empty() => {
+                let i = rng.below(v.len());
+                v[i] = rng.next() as u8;
+            }
+            1 => v.truncate(rng.below(v.len() + 1)),
+            2 => {
+                let i = rng.below(v.len() + 1);
+                let junk: Vec<u8> = (0..rng.below(16)).map(|_| rng.next() as u8).collect();
+                v.splice(i..i, junk);
+            }
+            3 if !v.is_empty() => {
+                let a = rng.below(v.len());
+                let b = (a + rng.below(64)).min(v.len());
+                let piece = v[a..b].to_vec();
+                let i = rng.below(v.len() + 1);
+                v.splice(i..i, piece);
+            }
+            4 => {
+                let tokens: [&[u8]; 8] = [
+                    b"null", b"{}", b"[]", b"\"", b"1e400", b"-0", b"\\u0000", b"true",
+                ];
+                let t = tokens[rng.below(tokens.len())];
+                let i = rng.below(v.len() + 1);
+                v.splice(i..i, t.iter().copied());
+            }
+            _ => {
+                let len = rng.below(32);
+                v = (0..len).map(|_| rng.next() as u8).collect();
+            }
+        }
+    }
+    v
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fuzzed_bodies_never_crash_the_server() {
+    let b = bundle();
+    let s = start(&b).await;
+    let mut c = connect(s.addr, &ClientOpts::trusting(&[&b]))
+        .await
+        .expect("connect");
+    let seed = review_bytes("fuzz-seed");
+    let mut rng = XorShift(0x9e37_79b9_7f4a_7c15);
+    let (mut ok, mut bad) = (0, 0);
+    for i in 0..400 {
+        let body = mutate_bytes(&mut rng, &seed);
+        let path = if i % 2 == 0 { "/validate" } else { "/mutate" };
+        let (status, answer) = c.post(path, body.clone()).await.expect("server answers");
+        match status {
+            StatusCode::OK => ok += 1,
+            StatusCode::BAD_REQUEST => bad += 1,
+            other => panic!("{other} for {:?}", String::from_utf8_lossy(&body)),
+        }
+        let r = response_of(&answer);
+        assert!(r["allowed"].is_boolean());
+    }
+    assert!(bad > 100, "mutations too gentle: ok={ok} bad={bad}");
+    assert_eq!(c.get("/healthz").await.expect("alive").0, StatusCode::OK);
+    s.shutdown().await;
+}
+
+/// Stream requests over a kept-alive connection and over fresh connections
+/// while `rotate` changes the certificate files; then check that fresh
+/// connections get `new` and that no request failed.
+async fn rotation_under_load(
+    s: &TestServer,
+    trust: &[&CertBundle],
+    old: &CertBundle,
+    new: &CertBundle,
+    rotate: impl FnOnce(),
+) {
+    let opts = Arc::new(ClientOpts::trusting(trust));
+    let stop = Arc::new(AtomicBool::new(false));
+    let failures = Arc::new(Mutex::new(Vec::<String>::new()));
+    let served = Arc::new(Mutex::new(Vec::<Vec<u8>>::new()));
+    let kept_ok = Arc::new(AtomicUsize::new(0));
+
+    let mut kept = connect(s.addr, &opts).await.expect("kept-alive connection");
+    assert_eq!(kept.peer_cert, der(&old.cert_pem).to_vec());
+    let keep_task = {
+        let (stop, failures, kept_ok) = (stop.clone(), failures.clone(), kept_ok.clone());
+        tokio::spawn(async move {
+            let mut i = 0;
+            while !stop.load(Ordering::SeqCst) {
+                i += 1;
+                match kept
+                    .post("/validate", review_bytes(&format!("keep-{i}")))
+                    .await
+                {
+                    Ok((StatusCode::OK, _)) => {
+                        kept_ok.fetch_add(1, Ordering::SeqCst);
+                    }
+                    other => failures
+                        .lock()
+                        .expect("lock")
+                        .push(format!("kept {i}: {other:?}")),
+                }
+            }
+        })
+    };
+    let fresh_task = {
+        let (stop, failures, served, opts, addr) = (
+            stop.clone(),
+            failures.clone(),
+            served.clone(),
+            opts.clone(),
+            s.addr,
+        );
+        tokio::spawn(async move {
+            let mut i = 0;
+            while !stop.load(Ordering::SeqCst) {
+                i += 1;
+                match connect(addr, &opts).await {
+                    Ok(mut c) => {
+                        served.lock().expect("lock").push(c.peer_cert.clone());
+                        match c
+                            .post("/validate", review_bytes(&format!("fresh-{i}")))
+                            .await
+                        {
+                            Ok((StatusCode::OK, _)) => {}
+                            other => failures
+                                .lock()
+                                .expect("lock")
+                                .push(format!("fresh {i}: {other:?}")),
+                        }
+                    }
+                    Err(e) => failures
+                        .lock()
+                        .expect("lock")
+                        .push(format!("connect {i}: {e}")),
+                }
+            }
+        })
+    };
+
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    rotate();
+    let new_der = der(&new.cert_pem).to_vec();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if served.lock().expect("lock").last() == Some(&new_der) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "new certificate never served");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let before = kept_ok.load(Ordering::SeqCst);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    stop.store(true, Ordering::SeqCst);
+    keep_task.await.expect("keep task");
+    fresh_task.await.expect("fresh task");
+
+    let failures = failures.lock().expect("lock");
+    assert!(failures.is_empty(), "failed requests: {failures:?}");
+    assert!(
+        kept_ok.load(Ordering::SeqCst) > before,
+        "kept-alive connection stalled"
+    );
+    let served = served.lock().expect("lock");
+    eprintln!(
+        "rotation: {} kept-alive requests, {} fresh connections, no failure",
+        kept_ok.load(Ordering::SeqCst),
+        served.len()
+    );
+    assert!(
+        served.len() >= 5,
+        "too few fresh connections: {}",
+        served.len()
+    );
+    let first_new = served
+        .iter()
+        .position(|c| *c == new_der)
+        .expect("new served");
+    assert!(
+        served[first_new..].iter().all(|c| *c == new_der),
+        "old certificate served after the new one"
+    );
+    assert!(served[..first_new]
+        .iter()
+        .all(|c| *c == der(&old.cert_pem).to_vec()));
+}
+
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn certificate_rotation_by_kubelet_symlink_swap_and_by_file_replace() {
+    let (b1, b2, b3) = (bundle(), bundle(), bundle());
+    let s = start_with(&b1, TestReviewer::ready(), |_| {}, true).await;
+    assert!(std::fs::symlink_metadata(s.dir.join("tls.crt"))
+        .expect("link")
+        .file_type()
+        .is_symlink());
+    let dir = s.dir.clone();
+    rotation_under_load(&s, &[&b1, &b2, &b3], &b1, &b2, || {
+        kubelet_publish(&dir, "..2026_02_01_00_00_00.2", &b2)
+    })
+    .await;
+    let text = scrape(s.addr, &b2).await;
+    assert_eq!(
+        metric(&text, "interlock_tls_certificate_reloads_total"),
+        Some(1.0),
+        "{text}"
+    );
+    assert_eq!(
+        metric(&text, "interlock_tls_certificate_reload_failures_total"),
+        Some(0.0)
+    );
+
+    // Plain files replaced in place (as `interlock certs --force` does).
+    let dir = s.dir.clone();
+    rotation_under_load(&s, &[&b1, &b2, &b3], &b2, &b3, || {
+        for f in ["tls.crt", "tls.key", "ca.crt"] {
+            std::fs::remove_file(dir.join(f)).expect("unlink symlink");
+        }
+        write_plain(&dir, &b3);
+    })
+    .await;
+    let text = scrape(s.addr, &b3).await;
+    assert_eq!(
+        metric(&text, "interlock_tls_certificate_reloads_total"),
+        Some(2.0),
+        "{text}"
+    );
+    s.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn invalid_new_certificate_keeps_the_old_one() {
+    let (b1, b2) = (bundle(), bundle());
+    let s = start(&b1).await;
+    let trust = ClientOpts::trusting(&[&b1, &b2]);
+    let served = |c: &Conn| c.peer_cert.clone();
+
+    // Garbage certificate.
+    std::fs::write(s.dir.join("tls.crt"), b"not a certificate").expect("write");
+    tokio::time::sleep(Duration::from_millis(400)).await; // several polls
+    let c = connect(s.addr, &trust).await.expect("still serving");
+    assert_eq!(served(&c), der(&b1.cert_pem).to_vec());
+    let text = scrape(s.addr, &b1).await;
+    assert_eq!(
+        metric(&text, "interlock_tls_certificate_reload_failures_total"),
+        Some(1.0),
+        "counted once per distinct content: {text}"
+    );
+
+    // A certificate whose key does not match.
+    std::fs::write(s.dir.join("tls.crt"), &b2.cert_pem).expect("write");
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let c = connect(s.addr, &trust).await.expect("still serving");
+    assert_eq!(served(&c), der(&b1.cert_pem).to_vec());
+    // Missing key file.
+    std::fs::remove_file(s.dir.join("tls.key")).expect("rm");
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let text = scrape(s.addr, &b1).await;
+    assert_eq!(
+        metric(&text, "interlock_tls_certificate_reload_failures_total"),
+        Some(3.0),
+        "{text}"
+    );
+    assert_eq!(
+        metric(&text, "interlock_tls_certificate_reloads_total"),
+        Some(0.0)
+    );
+
+    // The matching key arrives: the new pair is served.
+    std::fs::write(s.dir.join("tls.key"), &b2.key_pem).expect("write");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let c = connect(s.addr, &trust).await.expect("connect");
+        if served(&c) == der(&b2.cert_pem).to_vec() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "valid pair never served");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let text = scrape(s.addr, &b2).await;
+    assert_eq!(
+        metric(&text, "interlock_tls_certificate_reloads_total"),
+        Some(1.0)
+    );
+    s.shutdown().await;
+}
+
+/// A client CA and a client certificate signed by it.
+fn client_identity() -> (String, CertificateDer<'static>, PrivateKeyDer<'static>) {
+    use rcgen::{
+        BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer,
+        KeyPair, KeyUsagePurpose,
+    };
+    let ca_key = KeyPair::generate().expect("key");
+    let mut ca = CertificateParams::default();
+    ca.distinguished_name
+        .push(DnType::CommonName, "test client CA");
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca.key_usages = vec![
+        KeyUsagePurpose::KeyCertSign,
+        KeyUsagePurpose::DigitalSignature,
+    ];
+    let ca_cert = ca.self_signed(&ca_key).expect("ca");
+    let issuer = Issuer::new(ca, &ca_key);
+    let key = KeyPair::generate().expect("key");
+    let mut leaf = CertificateParams::default();
+    leaf.distinguished_name
+        .push(DnType::CommonName, "kube-apiserver");
+    leaf.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+    let cert = leaf.signed_by(&key, &issuer).expect("leaf");
+    (
+        ca_cert.pem(),
+        cert.der().clone(),
+        PrivateKeyDer::try_from(key.serialize_der()).expect("key der"),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_ca_mode_requires_a_valid_client_certificate() {
+    let b = bundle();
+    let (ca_pem, cert, key) = client_identity();
+    let (other_ca, other_cert, other_key) = client_identity();
+    drop(other_ca);
+    let ca_file = tempfile::NamedTempFile::new().expect("tmp");
+    std::fs::write(ca_file.path(), &ca_pem).expect("write ca");
+    let ca_path = ca_file.path().to_owned();
+    let s = start_with(
+        &b,
+        TestReviewer::ready(),
+        move |c| c.client_ca = Some(ca_path),
+        false,
+    )
+    .await;
+
+    // Without a certificate: the handshake or the first request fails.
+    for version in [&rustls::version::TLS13, &rustls::version::TLS12] {
+        let mut opts = ClientOpts::trusting(&[&b]);
+        opts.versions = vec![version];
+        let outcome = match connect(s.addr, &opts).await {
+            Err(e) => Err(e.to_string()),
+            Ok(mut c) => c
+                .post("/validate", review_bytes("anon"))
+                .await
+                .map(|r| r.0)
+                .map_err(|e| e.to_string()),
+        };
+        assert!(
+            outcome.is_err(),
+            "{version:?}: request without client cert got {outcome:?}"
+        );
+    }
+    // A certificate from another CA.
+    let mut opts = ClientOpts::trusting(&[&b]);
+    opts.client_cert = Some((other_cert, other_key));
+    let outcome = match connect(s.addr, &opts).await {
+        Err(e) => Err(e.to_string()),
+        Ok(mut c) => c
+            .post("/validate", review_bytes("stranger"))
+            .await
+            .map(|r| r.0)
+            .map_err(|e| e.to_string()),
+    };
+    assert!(outcome.is_err(), "foreign client cert got {outcome:?}");
+
+    // The right certificate.
+    let mut opts = ClientOpts::trusting(&[&b]);
+    opts.client_cert = Some((cert, key));
+    let mut c = connect(s.addr, &opts).await.expect("mutual TLS");
+    let (status, body) = c
+        .post("/validate", review_bytes("apiserver"))
+        .await
+        .expect("post");
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(response_of(&body)["uid"], "apiserver");
+    assert_eq!(s.reviewer.uids(), ["apiserver"]);
+    s.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn graceful_shutdown_finishes_in_flight_requests() {
+    let b = bundle();
+    let reviewer = TestReviewer::ready();
+    *reviewer.delay.lock().expect("lock") = Duration::from_millis(600);
+    let mut s = start_with(&b, reviewer, |_| {}, false).await;
+    let opts = ClientOpts::trusting(&[&b]);
+    let mut c = connect(s.addr, &opts).await.expect("connect");
+    let mut idle = connect(s.addr, &opts).await.expect("idle connection");
+    assert_eq!(
+        idle.get("/healthz").await.expect("healthz").0,
+        StatusCode::OK
+    );
+
+    let in_flight =
+        tokio::spawn(async move { c.post("/validate", review_bytes("slow-inflight")).await });
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    assert_eq!(
+        s.reviewer.uids(),
+        ["slow-inflight"],
+        "request reached the reviewer"
+    );
+    let started = Instant::now();
+    let _ = s.stop.take().expect("stop").send(());
+
+    let (status, body) = in_flight
+        .await
+        .expect("join")
+        .expect("in-flight request completed");
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(response_of(&body)["uid"], "slow-inflight");
+    tokio::time::timeout(Duration::from_secs(5), &mut s.task)
+        .await
+        .expect("server stopped")
+        .expect("join")
+        .expect("serve ok");
+    assert!(started.elapsed() < Duration::from_secs(3));
+    // The listener is closed and idle connections were closed.
+    assert!(TcpStream::connect(s.addr).await.is_err(), "still accepting");
+    assert!(
+        idle.get("/healthz").await.is_err(),
+        "idle connection still open"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stalled_handshake_is_dropped() {
+    let b = bundle();
+    let s = start_with(
+        &b,
+        TestReviewer::ready(),
+        |c| c.tls_handshake_timeout = Duration::from_millis(200),
+        false,
+    )
+    .await;
+    let mut tcp = TcpStream::connect(s.addr).await.expect("tcp");
+    let mut buf = [0u8; 16];
+    let n = tokio::time::timeout(Duration::from_secs(3), tcp.read(&mut buf))
+        .await
+        .expect("server closes the stalled connection")
+        .unwrap_or(0);
+    assert_eq!(n, 0);
+    let text = scrape(s.addr, &b).await;
+    assert_eq!(
+        metric(
+            &text,
+            "interlock_tls_handshake_failures_total{reason=\"timeout\"}"
+        ),
+        Some(1.0),
+        "{text}"
+    );
+    s.shutdown().await;
+}
+
+// ------------------------------------------------------- a real SIGTERM
+
+const CHILD_ENV: &str = "INTERLOCK_TEST_SIGTERM_CHILD";
+
+/// Runs only as a child process of `sigterm_finishes_in_flight_request`:
+/// serves with the real signal handler and prints its address.
+#[test]
+fn sigterm_child() {
+    let Ok(dir) = std::env::var(CHILD_ENV) else {
+        return; // not the child: nothing to do
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    rt.block_on(async move {
+        let reviewer = TestReviewer::ready();
+        *reviewer.delay.lock().expect("lock") = Duration::from_millis(800);
+        let config = config_for(Path::new(&dir));
+        let server = Server::bind(config, reviewer).await.expect("bind");
+        println!("LISTENING {}", server.local_addr());
+        server
+            .serve(interlock::server::shutdown_signal())
+            .await
+            .expect("serve");
+        println!("STOPPED");
+    });
+}
+
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_finishes_in_flight_request() {
+    use tokio::io::AsyncBufReadExt;
+    let b = bundle();
+    let dir = tempfile::tempdir().expect("tempdir");
+    write_plain(dir.path(), &b);
+    let mut child = tokio::process::Command::new(std::env::current_exe().expect("exe"))
+        .args([
+            "--exact",
+            "sigterm_child",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(CHILD_ENV, dir.path())
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn child");
+    let mut lines = tokio::io::BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let addr: SocketAddr = tokio::time::timeout(Duration::from_secs(20), async {
+        while let Some(line) = lines.next_line().await.expect("read") {
+            // libtest prints "test sigterm_child ... " before the test's output.
+            if let Some((_, a)) = line.split_once("LISTENING ") {
+                return a.trim().parse().expect("addr");
+            }
+        }
+        panic!("child exited before listening");
+    })
+    .await
+    .expect("child listens");
+
+    let mut c = connect(addr, &ClientOpts::trusting(&[&b]))
+        .await
+        .expect("connect");
+    let in_flight =
+        tokio::spawn(async move { c.post("/validate", review_bytes("slow-sigterm")).await });
+    tokio::time::sleep(Duration::from_millis(250)).await;
+    let pid = child.id().expect("pid").to_string();
+    let killed = std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .expect("kill");
+    assert!(killed.success());
+
+    let (status, body) = in_flight
+        .await
+        .expect("join")
+        .expect("in-flight request completed");
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(response_of(&body)["uid"], "slow-sigterm");
+    let exit = tokio::time::timeout(Duration::from_secs(10), child.wait())
+        .await
+        .expect("child exits")
+        .expect("wait");
+    assert!(exit.success(), "child exit: {exit:?}");
+    let mut rest = Vec::new();
+    while let Ok(Some(line)) = lines.next_line().await {
+        rest.push(line);
+    }
+    assert!(rest.iter().any(|l| l.contains("STOPPED")), "{rest:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrency_limit_queues_within_the_deadline() {
+    let b = bundle();
+    let reviewer = TestReviewer::ready();
+    *reviewer.delay.lock().expect("lock") = Duration::from_millis(300);
+    let s = start_with(
+        &b,
+        reviewer,
+        |c| {
+            c.max_concurrent_requests = 1;
+            c.request_timeout = Duration::from_millis(500);
+            c.eval_threads = Some(4);
+        },
+        false,
+    )
+    .await;
+    let opts = ClientOpts::trusting(&[&b]);
+    let mut c1 = connect(s.addr, &opts).await.expect("connect");
+    let mut c2 = connect(s.addr, &opts).await.expect("connect");
+    let mut c3 = connect(s.addr, &opts).await.expect("connect");
+    // Three slow requests at once, one slot: the first runs (300 ms), the
+    // second waits for it and finishes at ~600 ms, past the 500 ms deadline,
+    // and so does the third.
+    let (r1, r2, r3) = tokio::join!(
+        c1.post("/validate", review_bytes("slow-a")),
+        c2.post("/validate", review_bytes("slow-b")),
+        c3.post("/validate", review_bytes("slow-c")),
+    );
+    let mut statuses: Vec<StatusCode> = [r1, r2, r3]
+        .into_iter()
+        .map(|r| r.expect("answer").0)
+        .collect();
+    statuses.sort();
+    assert_eq!(
+        statuses,
+        [
+            StatusCode::OK,
+            StatusCode::SERVICE_UNAVAILABLE,
+            StatusCode::SERVICE_UNAVAILABLE
+        ]
+    );
+    // Never more than one evaluation at a time reached the reviewer before
+    // the deadline: exactly one request was evaluated in time.
+    let text = scrape(s.addr, &b).await;
+    assert_eq!(
+        metric(
+            &text,
+            "interlock_admission_requests_total{endpoint=\"validate\",decision=\"timeout\"}"
+        ),
+        Some(2.0),
+        "{text}"
+    );
+    s.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_delay_reports_not_ready_while_still_serving() {
+    let b = bundle();
+    let mut s = start_with(
+        &b,
+        TestReviewer::ready(),
+        |c| c.shutdown_delay = Duration::from_millis(600),
+        false,
+    )
+    .await;
+    let opts = ClientOpts::trusting(&[&b]);
+    let mut c = connect(s.addr, &opts).await.expect("connect");
+    assert_eq!(c.get("/readyz").await.expect("readyz").0, StatusCode::OK);
+    let _ = s.stop.take().expect("stop").send(());
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    // During the delay: not ready, but new connections and requests are served.
+    assert_eq!(
+        c.get("/readyz").await.expect("readyz").0,
+        StatusCode::SERVICE_UNAVAILABLE
+    );
+    let mut fresh = connect(s.addr, &opts).await.expect("still accepting");
+    let (status, _) = fresh
+        .post("/validate", review_bytes("during-delay"))
+        .await
+        .expect("served");
+    assert_eq!(status, StatusCode::OK);
+    tokio::time::timeout(Duration::from_secs(5), &mut s.task)
+        .await
+        .expect("stopped")
+        .expect("join")
+        .expect("ok");
+    assert!(TcpStream::connect(s.addr).await.is_err());
+}

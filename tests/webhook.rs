@@ -1,0 +1,143 @@
+//! `interlock serve` against a real kube-apiserver: the webhook registered by
+//! URL on 127.0.0.1, kubectl as the tenant.
+
+mod support;
+
+use k8s_openapi::api::networking::v1::Ingress;
+use kube::api::{Api, PostParams};
+use serde_json::json;
+use std::sync::OnceLock;
+use support::cluster::TestCluster;
+use support::webhook::{apply, ingress, namespace, Webhook};
+
+/// One webhook for this test binary, on the shared cluster.
+fn webhook() -> &'static Webhook {
+    static HOOK: OnceLock<Webhook> = OnceLock::new();
+    HOOK.get_or_init(|| support::webhook::start(TestCluster::shared(), &[]))
+}
+
+#[test]
+fn a_duplicate_host_is_refused_with_our_message_and_no_other_tenant_names() {
+    let cluster = TestCluster::shared();
+    let _logs = cluster.logs_on_panic();
+    webhook();
+    let a = namespace(cluster, "tenant-a");
+    let b = namespace(cluster, "tenant-b");
+    let first = apply(cluster, &ingress(&a, "shop", "shop.e2e.example"), &[]);
+    assert!(
+        first.status.success(),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    let second = apply(cluster, &ingress(&b, "copycat", "shop.e2e.example"), &[]);
+    let err = String::from_utf8_lossy(&second.stderr);
+    assert!(!second.status.success(), "the duplicate host was admitted");
+    assert!(err.contains("unique-ingress-host"), "{err}");
+    assert!(err.contains("shop.e2e.example"), "{err}");
+    assert!(
+        !err.contains(&a),
+        "the message leaks the other tenant's namespace: {err}"
+    );
+    // The owner can still update its own Ingress.
+    let mut update = ingress(&a, "shop", "shop.e2e.example");
+    update["metadata"]["labels"] = json!({"tier": "front"});
+    let out = apply(cluster, &update, &[]);
+    assert!(
+        out.status.success(),
+        "an UPDATE was blocked by its own old version: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // A distinct host passes.
+    let out = apply(cluster, &ingress(&b, "own", "blog.e2e.example"), &[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn server_dry_run_is_evaluated_and_leaves_nothing_behind() {
+    let cluster = TestCluster::shared();
+    let _logs = cluster.logs_on_panic();
+    webhook();
+    let ns = namespace(cluster, "dry-run");
+    let out = apply(
+        cluster,
+        &ingress(&ns, "trial", "dry.e2e.example"),
+        &["--dry-run=server"],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let get = cluster.kubectl(&["-n", &ns, "get", "ingress", "trial"]);
+    assert!(!get.status.success(), "dry run stored the object");
+    // Nothing was recorded either: the host is still free for a real create.
+    let out = apply(cluster, &ingress(&ns, "real", "dry.e2e.example"), &[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn a_mutation_is_visible_in_the_stored_object() {
+    let cluster = TestCluster::shared();
+    webhook();
+    let ns = namespace(cluster, "mutate");
+    let out = cluster.kubectl(&[
+        "-n",
+        &ns,
+        "create",
+        "configmap",
+        "settings",
+        "--from-literal=a=b",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = cluster.kubectl(&[
+        "-n",
+        &ns,
+        "get",
+        "configmap",
+        "settings",
+        "-o",
+        "jsonpath={.metadata.labels.interlock\\.dev/checked}",
+    ]);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "true");
+}
+
+#[test]
+fn fifty_parallel_creates_of_one_host_admit_exactly_one() {
+    let cluster = TestCluster::shared();
+    webhook();
+    let ns = namespace(cluster, "race");
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let admitted = rt.block_on(async {
+        let api: Api<Ingress> = Api::namespaced(cluster.client(), &ns);
+        let creates = (0..50).map(|i| {
+            let api = api.clone();
+            let obj: Ingress =
+                serde_json::from_value(ingress(&ns, &format!("racer-{i}"), "race.e2e.example"))
+                    .unwrap();
+            async move { api.create(&PostParams::default(), &obj).await }
+        });
+        futures::future::join_all(creates).await
+    });
+    let ok = admitted.iter().filter(|r| r.is_ok()).count();
+    let refused_by_us = admitted
+        .iter()
+        .filter(|r| matches!(r, Err(e) if e.to_string().contains("unique-ingress-host")))
+        .count();
+    assert_eq!(ok, 1, "admitted {ok} of 50 Ingresses claiming one host");
+    assert_eq!(
+        refused_by_us, 49,
+        "every other create is refused by the policy"
+    );
+}

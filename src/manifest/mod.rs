@@ -368,8 +368,26 @@ fn load_one(source: Source, bytes: &[u8], format: Format, opts: &LoadOptions) ->
             kind: e.kind,
         });
     }
-    for raw in parsed.docs {
-        object::unpack(&source, raw, &mut out.documents, &mut out.errors);
+    if parsed.docs.len() > 64 {
+        let parts: Vec<(Vec<Document>, Vec<LoadError>)> = parsed
+            .docs
+            .into_par_iter()
+            .fold(
+                || (Vec::new(), Vec::new()),
+                |(mut docs, mut errs), raw| {
+                    object::unpack(&source, raw, &mut docs, &mut errs);
+                    (docs, errs)
+                },
+            )
+            .collect();
+        for (mut docs, mut errs) in parts {
+            out.documents.append(&mut docs);
+            out.errors.append(&mut errs);
+        }
+    } else {
+        for raw in parsed.docs {
+            object::unpack(&source, raw, &mut out.documents, &mut out.errors);
+        }
     }
     out.errors.sort_by_key(|e| e.line);
     out

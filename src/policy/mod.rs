@@ -259,32 +259,29 @@ impl PolicySet {
                 policy: name.clone(),
                 message,
             };
-            match doc.get("kind").and_then(Json::as_str) {
-                Some("ValidatingAdmissionPolicyBinding") => match spec::<BindingSpec>(doc) {
-                    Ok(b) => bindings.push((name.clone(), b, source.clone())),
-                    Err(e) => errors.push(err(e)),
-                },
-                Some("ValidatingAdmissionPolicy") => {
-                    match spec::<PolicySpec>(doc).and_then(|s| compile_policy(&name, PolicyKind::Vap, s, inventory)) {
-                        Ok(mut p) => {
-                            p.source = source.clone();
-                            set.policies.push(p);
-                        }
+            let kind = match doc.get("kind").and_then(Json::as_str) {
+                Some("ValidatingAdmissionPolicyBinding") => {
+                    match spec::<BindingSpec>(doc) {
+                        Ok(b) => bindings.push((name.clone(), b, source.clone())),
                         Err(e) => errors.push(err(e)),
                     }
+                    continue;
                 }
-                Some("InterlockPolicy") => {
-                    match spec::<PolicySpec>(doc).and_then(|s| compile_policy(&name, PolicyKind::Interlock, s, inventory)) {
-                        Ok(mut p) => {
-                            p.source = source.clone();
-                            set.policies.push(p);
-                        }
-                        Err(e) => errors.push(err(e)),
-                    }
+                Some("ValidatingAdmissionPolicy") => PolicyKind::Vap,
+                Some("InterlockPolicy") => PolicyKind::Interlock,
+                other => {
+                    errors.push(err(format!(
+                        "not a policy document (kind {other:?}); expected ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding or InterlockPolicy"
+                    )));
+                    continue;
                 }
-                other => errors.push(err(format!(
-                    "not a policy document (kind {other:?}); expected ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding or InterlockPolicy"
-                ))),
+            };
+            match spec::<PolicySpec>(doc).and_then(|s| compile_policy(&name, kind, s, inventory)) {
+                Ok(mut p) => {
+                    p.source = source.clone();
+                    set.policies.push(p);
+                }
+                Err(e) => errors.push(err(e)),
             }
         }
         for (name, b, source) in bindings {

@@ -17,4 +17,11 @@ echo "==> CEL conformance (pass rate per file)"
 cargo test --test cel_conformance -- --nocapture
 
 echo "==> the whole test suite"
-cargo test --all-targets
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+status=0
+cargo test --all-targets 2>&1 | tee "$log" || status=$?
+# One closing line for the whole suite (benchmarks print after the tests).
+awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed;?$/) p += $i; if ($(i+1) ~ /^failed;?$/) f += $i } }
+     END { printf "suite: %d passed, %d failed\n", p, f }' "$log"
+exit "$status"

@@ -257,6 +257,7 @@ fn phases(dir: &Path, runs: usize) -> Phases {
         inputs: vec![dir.to_path_buf()],
         user: check::DEFAULT_USER.to_string(),
         record_evaluated: false,
+        whole_objects: false,
     };
     let (mut loads, mut whole) = (vec![], vec![]);
     for _ in 0..runs {

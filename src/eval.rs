@@ -7,7 +7,6 @@ use crate::policy::host::{self, InventoryHost, SelfIdentity};
 use serde_json::Value as Json;
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::Arc;
 
 #[derive(Debug, Default, clap::Args)]
 pub struct EvalOptions {
@@ -128,7 +127,7 @@ pub fn run(opts: &EvalOptions) -> Result<Json, EvalCommandError> {
                 line: d.line,
             };
             inventory
-                .upsert(Arc::new(d.value), Some(source))
+                .upsert(&d.value, Some(source))
                 .map_err(EvalCommandError::Input)?;
         }
     }

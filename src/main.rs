@@ -79,6 +79,7 @@ fn main() -> ExitCode {
                 inputs: paths,
                 user,
                 record_evaluated: output == OutputFormat::Junit,
+                whole_objects: false,
             });
             match report.print(output) {
                 // A closed pipe (`| head`) is the reader's choice, not an error.

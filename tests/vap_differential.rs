@@ -70,7 +70,7 @@ use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use interlock::check::run::compile_policies;
@@ -705,6 +705,7 @@ fn interlock_answer(
                 inputs: vec![],
                 user: USER.to_string(),
                 record_evaluated: false,
+                whole_objects: false,
             };
             let mut report = Report::default();
             check_documents(&case.policy_docs, &inputs, &opts, &mut report);
@@ -788,7 +789,7 @@ fn engine(
     let set = compile_policies(&case.policy_docs, &mut inventory, &mut report);
     let mut errors: Vec<String> = report.errors.iter().map(|e| e.to_string()).collect();
     for d in resources {
-        if let Err(e) = inventory.upsert(Arc::new(d.value.clone()), None) {
+        if let Err(e) = inventory.upsert(&d.value, None) {
             errors.push(format!("{}: {e}", d.display_name()));
         }
     }

@@ -18,17 +18,12 @@ use std::collections::HashSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-/// Keeps what policies may read and drops what they must not hold: managed
-/// fields (large, never useful) and Secret data (no secret data is kept in
-/// memory; a policy sees a Secret's data only in the object under review).
+/// Drops what no policy should depend on before the inventory's projection
+/// (which keeps only the fields the policies read, and Secret data only
+/// for a policy that looks Secrets up by kind): managed fields and
+/// kubectl's copy of the last applied object, both large.
 pub fn project(mut object: Json) -> Json {
-    let is_secret = object.get("kind").and_then(Json::as_str) == Some("Secret")
-        && object.get("apiVersion").and_then(Json::as_str) == Some("v1");
     if let Some(m) = object.as_object_mut() {
-        if is_secret {
-            m.remove("data");
-            m.remove("stringData");
-        }
         if let Some(meta) = m.get_mut("metadata").and_then(Json::as_object_mut) {
             meta.remove("managedFields");
             if let Some(ann) = meta.get_mut("annotations").and_then(Json::as_object_mut) {
@@ -75,24 +70,52 @@ async fn watch_kind(
 ) {
     let config =
         watcher::Config::default().timeout(engine.options.watch_timeout.as_secs().max(1) as u32);
-    let mut stream = watcher::watcher(api, config).default_backoff().boxed();
-    let mut sync = KindSync::new(group_of(&api_version), &kind);
-    while let Some(event) = stream.next().await {
+    let start = || {
+        watcher::watcher(api.clone(), config.clone())
+            .default_backoff()
+            .boxed()
+    };
+    let mut stream = start();
+    let mut relist = engine.relist_requests();
+    relist.mark_unchanged();
+    engine.watcher_started();
+    let mut sync = KindSync::new(&api_version, &kind);
+    let mut relisting = false;
+    loop {
+        let event = tokio::select! {
+            event = stream.next() => event,
+            Ok(()) = relist.changed() => {
+                relist.mark_unchanged();
+                // A new stream starts with a list; KindSync reconciles it
+                // without emptying the indexes.
+                tracing::info!(kind = %kind, "re-listing: the policies read more of this kind");
+                stream = start();
+                relisting = true;
+                continue;
+            }
+        };
         match event {
-            Ok(e) => {
+            None => break,
+            Some(Ok(e)) => {
+                let list_done = matches!(e, Event::InitDone);
                 if sync.on_event(&engine, e) && pending.fetch_sub(1, Ordering::AcqRel) == 1 {
                     engine.set_ready(true);
                     tracing::info!("inventory synced; ready");
                 }
+                if list_done && relisting {
+                    relisting = false;
+                    engine.relist_done();
+                }
             }
             // The watcher re-lists by itself (410 Gone included).
-            Err(e) => tracing::warn!(kind = %kind, error = %e, "watch error; re-listing"),
+            Some(Err(e)) => tracing::warn!(kind = %kind, error = %e, "watch error; re-listing"),
         }
     }
 }
 
 /// One kind's watch state: the keys a (re-)list has shown so far.
 pub struct KindSync {
+    api_version: String,
     group: String,
     kind: String,
     seen: HashSet<ObjectKey>,
@@ -100,13 +123,28 @@ pub struct KindSync {
 }
 
 impl KindSync {
-    pub fn new(group: &str, kind: &str) -> Self {
+    pub fn new(api_version: &str, kind: &str) -> Self {
         KindSync {
-            group: group.into(),
+            api_version: api_version.into(),
+            group: group_of(api_version).into(),
             kind: kind.into(),
             seen: HashSet::new(),
             synced: false,
         }
+    }
+
+    /// The object as JSON with its apiVersion and kind: the items of a list
+    /// response carry neither (only the list does).
+    fn json(&self, o: &DynamicObject) -> Option<Json> {
+        let mut json = serde_json::to_value(o).ok()?;
+        let m = json.as_object_mut()?;
+        if !m.contains_key("apiVersion") {
+            m.insert("apiVersion".into(), self.api_version.clone().into());
+        }
+        if !m.contains_key("kind") {
+            m.insert("kind".into(), self.kind.clone().into());
+        }
+        Some(json)
     }
 
     /// Applies one watch event; returns true on the first completed list.
@@ -114,7 +152,7 @@ impl KindSync {
         match event {
             Event::Init => self.seen.clear(),
             Event::InitApply(o) => {
-                if let Some(k) = apply(engine, o) {
+                if let Some(k) = self.json(&o).and_then(|j| apply(engine, j)) {
                     self.seen.insert(k);
                 }
             }
@@ -126,14 +164,12 @@ impl KindSync {
                 return first;
             }
             Event::Apply(o) => {
-                apply(engine, o);
+                if let Some(j) = self.json(&o) {
+                    apply(engine, j);
+                }
             }
             Event::Delete(o) => {
-                if let Some(k) = serde_json::to_value(&o)
-                    .ok()
-                    .as_ref()
-                    .and_then(ObjectKey::of)
-                {
+                if let Some(k) = self.json(&o).as_ref().and_then(ObjectKey::of) {
                     engine.update(|st| {
                         st.pending.observed(&k);
                         st.inventory.remove(&k)
@@ -145,12 +181,12 @@ impl KindSync {
     }
 }
 
-fn apply(engine: &Engine, o: DynamicObject) -> Option<ObjectKey> {
-    let json = project(serde_json::to_value(&o).ok()?);
+fn apply(engine: &Engine, json: Json) -> Option<ObjectKey> {
+    let json = project(json);
     let key = ObjectKey::of(&json)?;
     engine.update(|st| {
         st.pending.observed(&key);
-        if let Err(e) = st.inventory.upsert(Arc::new(json), None) {
+        if let Err(e) = st.inventory.upsert(&json, None) {
             tracing::warn!(object = %key, error = %e, "object not added to the inventory");
         }
     });
@@ -179,6 +215,12 @@ mod tests {
     use crate::inventory::Inventory;
     use crate::policy::PolicySet;
 
+    /// As a list response has it: without apiVersion and kind.
+    pub(super) fn listed(mut o: DynamicObject) -> DynamicObject {
+        o.types = None;
+        o
+    }
+
     fn ingress(ns: &str, name: &str, host: &str) -> DynamicObject {
         serde_json::from_value(serde_json::json!({
             "apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
@@ -199,17 +241,26 @@ mod tests {
             )
             .unwrap();
         let engine = Engine::new(PolicySet::default(), inv, EngineOptions::default());
-        let mut sync = KindSync::new("networking.k8s.io", "Ingress");
+        let mut sync = KindSync::new("networking.k8s.io/v1", "Ingress");
         assert!(!sync.on_event(&engine, Event::Init));
-        sync.on_event(&engine, Event::InitApply(ingress("a", "one", "a.example")));
-        sync.on_event(&engine, Event::InitApply(ingress("b", "two", "b.example")));
+        sync.on_event(
+            &engine,
+            Event::InitApply(listed(ingress("a", "one", "a.example"))),
+        );
+        sync.on_event(
+            &engine,
+            Event::InitApply(listed(ingress("b", "two", "b.example"))),
+        );
         assert!(
             sync.on_event(&engine, Event::InitDone),
             "first list completes the sync"
         );
         // A re-list (after 410 Gone) that no longer contains `two`.
         sync.on_event(&engine, Event::Init);
-        sync.on_event(&engine, Event::InitApply(ingress("a", "one", "a.example")));
+        sync.on_event(
+            &engine,
+            Event::InitApply(listed(ingress("a", "one", "a.example"))),
+        );
         engine.read(|st| {
             assert_eq!(
                 st.inventory.lookup_index(id, "b.example").len(),
@@ -226,20 +277,124 @@ mod tests {
             assert_eq!(st.inventory.lookup_index(id, "a.example").len(), 1);
             let e = st.inventory.list("networking.k8s.io", "Ingress", Some("a"))[0];
             assert!(
-                e.object.pointer("/metadata/managedFields").is_none(),
+                e.object.json().pointer("/metadata/managedFields").is_none(),
                 "managed fields are not kept"
             );
         });
         sync.on_event(&engine, Event::Delete(ingress("a", "one", "a.example")));
         engine.read(|st| assert!(st.inventory.lookup_index(id, "a.example").is_empty()));
     }
+}
+
+#[cfg(test)]
+mod reload_tests {
+    use super::*;
+    use crate::admission::EngineOptions;
+    use crate::inventory::{Inventory, Source};
+    use crate::policy::{PolicySet, Request};
+
+    const HOSTS: &str = "
+apiVersion: interlock.dev/v1alpha1
+kind: InterlockPolicy
+metadata: {name: unique-host}
+spec:
+  matchConstraints:
+    resourceRules:
+      - {apiGroups: [networking.k8s.io], apiVersions: [v1], resources: [ingresses], operations: [CREATE]}
+  indexes:
+    - {name: hosts, apiVersion: networking.k8s.io/v1, kind: Ingress, keys: 'object.spec.rules.map(r, r.host)'}
+  validations:
+    - expression: \"object.spec.rules.all(r, inventory.index('hosts', r.host).size() == 0)\"
+";
+    const TLS: &str = "
+apiVersion: interlock.dev/v1alpha1
+kind: InterlockPolicy
+metadata: {name: unique-tls}
+spec:
+  matchConstraints:
+    resourceRules:
+      - {apiGroups: [networking.k8s.io], apiVersions: [v1], resources: [ingresses], operations: [CREATE]}
+  indexes:
+    - {name: tls, apiVersion: networking.k8s.io/v1, kind: Ingress, keys: \"object.spec.?tls.orValue([]).map(t, t.secretName)\"}
+  validations:
+    - expression: \"object.spec.?tls.orValue([]).all(t, inventory.index('tls', t.secretName).size() == 0)\"
+";
+
+    fn compile(texts: &[&str], inventory: &mut Inventory) -> PolicySet {
+        let pairs: Vec<_> = texts
+            .iter()
+            .flat_map(|t| {
+                crate::manifest::load_str(
+                    crate::manifest::Source::file("p.yaml"),
+                    t,
+                    crate::manifest::Format::Yaml,
+                    &Default::default(),
+                )
+                .documents
+            })
+            .map(|d| {
+                (
+                    d.value,
+                    Source {
+                        file: "p.yaml".into(),
+                        line: 1,
+                    },
+                )
+            })
+            .collect();
+        let (set, errors) = PolicySet::compile(&pairs, inventory);
+        assert!(errors.is_empty(), "{errors:?}");
+        set
+    }
+
+    fn ingress(name: &str, uid: &str, secret: &str) -> serde_json::Value {
+        serde_json::json!({
+            "apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+            "metadata": {"namespace": "a", "name": name, "uid": uid},
+            "spec": {"tls": [{"secretName": secret}], "rules": [{"host": format!("{name}.example")}]}
+        })
+    }
 
     #[test]
-    fn secret_data_is_never_kept() {
-        let s = serde_json::json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "x"},
-            "data": {"k": "c2VjcmV0"}, "stringData": {"k": "secret"}});
-        let p = project(s);
-        assert!(p.get("data").is_none() && p.get("stringData").is_none());
-        assert_eq!(p["metadata"]["name"], "x");
+    fn a_relist_after_a_reload_keeps_what_the_new_policies_read() {
+        let mut inv = Inventory::new();
+        let set = compile(&[HOSTS], &mut inv);
+        inv.set_projection(set.projection(&inv));
+        let engine = Engine::new(set, inv, EngineOptions::default());
+        let mut sync = KindSync::new("networking.k8s.io/v1", "Ingress");
+        let one = ingress("one", "u1", "cert");
+        sync.on_event(&engine, Event::Init);
+        sync.on_event(
+            &engine,
+            Event::InitApply(super::tests::listed(serde_json::from_value(one).unwrap())),
+        );
+        sync.on_event(&engine, Event::InitDone);
+        engine.update(|st| {
+            let set = compile(&[HOSTS, TLS], &mut st.inventory);
+            let p = set.projection(&st.inventory);
+            assert!(*st.inventory.projection() != p);
+            st.inventory.set_projection(p);
+            st.policies = set;
+        });
+        let two = ingress("two", "u2", "cert");
+        let denied = |engine: &Engine| {
+            engine.read(|st| {
+                let r = Request::create(&two, "me").unwrap();
+                !st.policies.evaluate(&r, &st.inventory).0.is_empty()
+            })
+        };
+        assert!(
+            !denied(&engine),
+            "before the re-list the inventory lacks tls"
+        );
+        sync.on_event(&engine, Event::Init);
+        sync.on_event(
+            &engine,
+            Event::InitApply(super::tests::listed(
+                serde_json::from_value(ingress("one", "u1", "cert")).unwrap(),
+            )),
+        );
+        sync.on_event(&engine, Event::InitDone);
+        assert!(denied(&engine), "after the re-list the new rule sees tls");
     }
 }

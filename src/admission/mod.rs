@@ -17,8 +17,8 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 use serde_json::Value as Json;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::RwLock;
 use std::time::Duration;
 
 #[derive(Debug, Clone)]
@@ -65,6 +65,13 @@ pub struct Engine {
     ready: AtomicBool,
     options: EngineOptions,
     metrics: Metrics,
+    /// Bumped when stored objects must be listed again (the policies now
+    /// read fields the inventory did not keep).
+    relist: tokio::sync::watch::Sender<u64>,
+    /// Running kind watchers, and how many have yet to finish a requested
+    /// re-list (the engine is not ready until they have).
+    watchers: AtomicUsize,
+    relisting: AtomicUsize,
 }
 
 impl Engine {
@@ -78,7 +85,38 @@ impl Engine {
             ready: AtomicBool::new(false),
             options,
             metrics: Metrics::default(),
+            relist: tokio::sync::watch::channel(0).0,
+            watchers: AtomicUsize::new(0),
+            relisting: AtomicUsize::new(0),
         }
+    }
+
+    /// Asks every watcher to list its kind again; inventory-reading
+    /// policies answer by their failurePolicy until all have. Call it in the
+    /// same [`Engine::update`] that installs the policies needing the re-list.
+    pub fn relist_all(&self) {
+        let n = self.watchers.load(Ordering::Acquire);
+        if n == 0 {
+            return;
+        }
+        self.relisting.store(n, Ordering::Release);
+        self.set_ready(false);
+        self.relist.send_modify(|n| *n += 1);
+    }
+
+    fn watcher_started(&self) {
+        self.watchers.fetch_add(1, Ordering::AcqRel);
+    }
+
+    fn relist_done(&self) {
+        if self.relisting.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.set_ready(true);
+            tracing::info!("re-list complete; ready");
+        }
+    }
+
+    fn relist_requests(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.relist.subscribe()
     }
 
     pub fn set_ready(&self, ready: bool) {
@@ -109,14 +147,15 @@ impl Engine {
             }
         };
         let r = request(req, object.as_ref(), old_object.as_ref());
-        let ready = self.ready.load(Ordering::Acquire);
         // Requests some inventory-reading policy matches take the write
         // lock: evaluation and recording of the admitted write are atomic.
         let readers = self.read(|st| !st.policies.inventory_readers(&r, &st.inventory).is_empty());
         let (verdicts, annotations) = if readers {
             self.update(|st| {
                 st.pending.expire(&mut st.inventory);
-                if !ready {
+                // Read under the lock: a reload that needs a re-list clears
+                // it in the same update that installs the new policies.
+                if !self.ready.load(Ordering::Acquire) {
                     return (self.unready(st, &r), vec![]);
                 }
                 let out = st.policies.evaluate(&r, &st.inventory);
@@ -372,7 +411,7 @@ pub fn inventory_from_files(
             file: d.source.to_string(),
             line: d.line,
         };
-        inventory.upsert(Arc::new(live::project(d.value)), Some(source))?;
+        inventory.upsert(&live::project(d.value), Some(source))?;
     }
     Ok(())
 }

@@ -5,7 +5,6 @@
 use crate::inventory::{Entry, Inventory, ObjectKey};
 use serde_json::Value as Json;
 use std::collections::HashMap;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 #[derive(Default)]
@@ -29,7 +28,7 @@ impl Pending {
             None => previous,
         };
         if inventory
-            .upsert(Arc::new(super::live::project(object.clone())), None)
+            .upsert(&super::live::project(object.clone()), None)
             .is_ok()
         {
             self.entries.insert(key, (Instant::now() + ttl, replaced));
@@ -57,7 +56,7 @@ impl Pending {
             if let Some((_, original)) = self.entries.remove(&k) {
                 inventory.remove(&k);
                 if let Some(e) = original {
-                    let _ = inventory.upsert(e.object, e.source);
+                    inventory.restore(e);
                 }
             }
         }

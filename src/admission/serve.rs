@@ -2,6 +2,7 @@
 //! policy files reloaded when they change.
 
 use super::{live, Engine, EngineOptions};
+use crate::inventory::projection::Projection;
 use crate::inventory::{Inventory, Source};
 use crate::manifest::{self, LoadOptions};
 use crate::policy::PolicySet;
@@ -36,20 +37,26 @@ fn policy_documents(paths: &[PathBuf]) -> Result<Vec<(serde_json::Value, Source)
 }
 
 /// Compiles policies into `inventory`; any error fails the whole set.
-fn compile(paths: &[PathBuf], inventory: &mut Inventory) -> Result<PolicySet, String> {
+/// Returns the set and the projection it needs.
+fn compile(
+    paths: &[PathBuf],
+    inventory: &mut Inventory,
+) -> Result<(PolicySet, Projection), String> {
     let docs = policy_documents(paths)?;
     let (set, errors) = PolicySet::compile(&docs, inventory);
     if !errors.is_empty() {
         let errs: Vec<String> = errors.iter().map(|e| e.to_string()).collect();
         return Err(errs.join("\n"));
     }
-    Ok(set)
+    let projection = set.projection(inventory);
+    Ok((set, projection))
 }
 
 pub async fn run(args: ServeArgs, options: EngineOptions) -> anyhow::Result<()> {
     let mut inventory = Inventory::new();
-    let policies = compile(&args.policy, &mut inventory)
+    let (policies, projection) = compile(&args.policy, &mut inventory)
         .map_err(|e| anyhow::anyhow!("policies do not load:\n{e}"))?;
+    inventory.set_projection(projection);
     tracing::info!(policies = policies.len(), "policies loaded");
     let kinds = policies.kinds_read();
     let from_files = !args.inventory.is_empty();
@@ -80,6 +87,7 @@ pub async fn run(args: ServeArgs, options: EngineOptions) -> anyhow::Result<()> 
     };
     tokio::spawn(reload_loop(
         args.policy.clone(),
+        args.inventory.clone(),
         engine.clone(),
         client,
         watched,
@@ -107,6 +115,7 @@ fn fingerprint(paths: &[PathBuf]) -> HashMap<PathBuf, Vec<u8>> {
 /// compile is rejected and the previous one keeps serving.
 async fn reload_loop(
     paths: Vec<PathBuf>,
+    inventory_files: Vec<PathBuf>,
     engine: Arc<Engine>,
     client: Option<kube::Client>,
     watched: Arc<Mutex<BTreeSet<(String, String)>>>,
@@ -123,15 +132,28 @@ async fn reload_loop(
         }
         last = now;
         let result = engine.update(|st| {
-            compile(&paths, &mut st.inventory).map(|set| {
+            compile(&paths, &mut st.inventory).map(|(set, projection)| {
                 let kinds = set.kinds_read();
                 st.policies = set;
-                kinds
+                let changed = *st.inventory.projection() != projection;
+                st.inventory.set_projection(projection);
+                if changed && client.is_some() {
+                    engine.relist_all();
+                }
+                if changed && !inventory_files.is_empty() {
+                    // Stored objects lack what the new policies read: load
+                    // them again (watched kinds re-list below).
+                    if let Err(e) = super::inventory_from_files(&mut st.inventory, &inventory_files)
+                    {
+                        tracing::error!(error = %e, "--inventory files could not be read again");
+                    }
+                }
+                (kinds, changed)
             })
         });
         match result {
-            Ok(kinds) => {
-                tracing::info!("policies reloaded");
+            Ok((kinds, changed)) => {
+                tracing::info!(projection_changed = changed, "policies reloaded");
                 let new: Vec<(String, String)> = {
                     let mut w = watched.lock().unwrap_or_else(|p| p.into_inner());
                     kinds.into_iter().filter(|k| w.insert(k.clone())).collect()

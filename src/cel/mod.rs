@@ -16,6 +16,7 @@ mod compile;
 pub mod error;
 #[cfg(test)]
 mod fidelity_tests;
+pub mod flow;
 pub mod functions;
 pub mod k8s;
 mod k8s_bindings;

@@ -131,6 +131,10 @@ impl Program {
         &self.source
     }
 
+    pub(crate) fn root(&self) -> &Node {
+        &self.root
+    }
+
     /// Every host function call in the program with its constant string
     /// arguments (`None` where an argument is not a constant string).
     pub fn host_calls(&self) -> Vec<(usize, Vec<Option<String>>)> {

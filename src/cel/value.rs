@@ -407,6 +407,32 @@ impl<'a> Value<'a> {
         }
     }
 
+    /// The value of `j`, owning its strings, lists and maps: for JSON that
+    /// does not outlive the evaluation (parsed on demand).
+    pub fn from_json_owned(j: &Json) -> Value<'a> {
+        match j {
+            Json::String(s) => Value::string(s.as_str()),
+            Json::Array(a) => Value::list(a.iter().map(Value::from_json_owned).collect()),
+            Json::Object(m) => Value::map(
+                m.iter()
+                    .map(|(k, v)| {
+                        (
+                            Key::String(Str::Shared(k.as_str().into())),
+                            Value::from_json_owned(v),
+                        )
+                    })
+                    .collect(),
+            ),
+            Json::Null => Value::Null,
+            Json::Bool(b) => Value::Bool(*b),
+            Json::Number(n) => match (n.as_i64(), n.as_u64()) {
+                (Some(i), _) => Value::Int(i),
+                (None, Some(u)) => Value::Uint(u),
+                _ => Value::Double(n.as_f64().unwrap_or(f64::NAN)),
+            },
+        }
+    }
+
     pub fn string(s: impl Into<Arc<str>>) -> Value<'a> {
         Value::String(Str::Shared(s.into()))
     }

@@ -4,14 +4,13 @@
 use super::report::{
     self, Evaluated, Finding, InputError, ObjectRef, RelatedObject, Report, SourceLocation,
 };
-use crate::inventory::{Inventory, ObjectKey, Source};
+use crate::inventory::{Inventory, ObjectKey, Prepared, Source};
 use crate::manifest::{self, Document, LoadOptions};
 use crate::policy::{self, Action, PolicySet, Request};
 use rayon::prelude::*;
 use serde_json::Value as Json;
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::Arc;
 
 /// The identity offline checks run as (DESIGN.md: a fixed auditor identity).
 pub const DEFAULT_USER: &str = "system:serviceaccount:interlock-system:auditor";
@@ -23,6 +22,9 @@ pub struct CheckOptions {
     pub user: String,
     /// Record passing (policy, object) pairs for JUnit.
     pub record_evaluated: bool,
+    /// Keep whole objects in the inventory instead of the fields the
+    /// policies read (to compare: the results must be the same).
+    pub whole_objects: bool,
 }
 
 /// Loads policy documents from paths, or the bundled library.
@@ -84,35 +86,38 @@ pub fn compile_policies(
 pub fn run(opts: &CheckOptions) -> Report {
     let mut report = Report::default();
     let policy_docs = load_policy_documents(&opts.policies, &mut report);
-    let loaded = manifest::load_paths(&opts.inputs, &LoadOptions::default());
-    report.add_load_errors(&loaded.errors);
-    // The documents are consumed: each object is held once (shared by the
-    // inventory and the evaluation), and its field positions are dropped.
-    let items = loaded
-        .documents
-        .into_par_iter()
-        .map(Item::from_document)
-        .collect();
-    let leftovers = check_items(&policy_docs, items, opts, &mut report);
-    // Freeing every object of a large input takes a noticeable fraction of
-    // the run on one core, and the report does not need them: free them on
-    // a thread of their own (the process may well exit before it is done).
-    if leftovers.0.len() >= BACKGROUND_DROP_MIN {
-        std::thread::spawn(move || drop(leftovers));
-    } else {
-        drop(leftovers);
+    let mut inventory = Inventory::new();
+    let policies = compile_policies(&policy_docs, &mut inventory, &mut report);
+    if !opts.whole_objects {
+        inventory.set_projection(policies.projection(&inventory));
+    }
+    // Each object is parsed once; its file's worker keeps only what the
+    // inventory keeps of it (projected, index keys computed) and compact
+    // JSON (parsed again when it is checked), so no more than a file's worth
+    // of parsed objects per thread is alive at once.
+    let (items, errors) = manifest::load_paths_map(&opts.inputs, &LoadOptions::default(), |d| {
+        Item::from_document(d, &inventory)
+    });
+    report.add_load_errors(&errors);
+    let inventory = check_items(items, &policies, inventory, opts, &mut report);
+    // Freeing a large inventory takes a noticeable fraction of the run on
+    // one core, and the report does not need it: free it on a thread of
+    // its own (the process may well exit before it is done).
+    if inventory.len() >= BACKGROUND_DROP_MIN {
+        std::thread::spawn(move || drop(inventory));
     }
     report.sort();
     report
 }
 
-/// Inputs at least this large are freed on a background thread.
+/// Inventories at least this large are freed on a background thread.
 const BACKGROUND_DROP_MIN: usize = 5_000;
 
-/// One resource to check: its object (shared with the inventory) and what
-/// the report says about it.
+/// One resource to check: the object as compact JSON, what the inventory
+/// keeps of it, and what the report says about it.
 struct Item {
-    value: Arc<Json>,
+    body: Vec<u8>,
+    prepared: Option<Result<Prepared, String>>,
     key: Option<ObjectKey>,
     object: ObjectRef,
     source: SourceLocation,
@@ -142,29 +147,22 @@ fn default_namespace(value: &mut Json) {
 }
 
 impl Item {
-    fn new(d: &Document, value: Arc<Json>) -> Item {
-        let mut object = ObjectRef::from_document(d);
-        object.namespace = value
+    fn from_document(mut d: Document, inventory: &Inventory) -> Item {
+        default_namespace(&mut d.value);
+        let mut object = ObjectRef::from_document(&d);
+        object.namespace = d
+            .value
             .pointer("/metadata/namespace")
             .and_then(Json::as_str)
             .map(str::to_string);
+        // Serialising a `serde_json::Value` cannot fail (string keys only).
+        let body = serde_json::to_vec(&d.value).unwrap_or_default();
         Item {
-            key: ObjectKey::of(&value),
-            object,
-            source: SourceLocation::from_document(d),
-            value,
-        }
-    }
-
-    fn from_document(mut d: Document) -> Item {
-        default_namespace(&mut d.value);
-        let object = ObjectRef::from_document(&d);
-        let value = Arc::new(std::mem::take(&mut d.value));
-        Item {
-            key: ObjectKey::of(&value),
+            key: ObjectKey::of(&d.value),
+            prepared: Some(inventory.prepare(&d.value)),
             object,
             source: SourceLocation::from_document(&d),
-            value,
+            body,
         }
     }
 }
@@ -176,75 +174,86 @@ pub fn check_documents(
     opts: &CheckOptions,
     report: &mut Report,
 ) {
-    let items = resources
-        .iter()
-        .map(|d| {
-            let mut value = d.value.clone();
-            default_namespace(&mut value);
-            Item::new(d, Arc::new(value))
-        })
-        .collect();
-    check_items(policy_docs, items, opts, report);
-}
-
-/// Checks the items; returns them with the inventory, for the caller to free.
-fn check_items(
-    policy_docs: &[Document],
-    items: Vec<Item>,
-    opts: &CheckOptions,
-    report: &mut Report,
-) -> (Vec<Item>, Inventory) {
     let mut inventory = Inventory::new();
     let policies = compile_policies(policy_docs, &mut inventory, report);
+    if !opts.whole_objects {
+        inventory.set_projection(policies.projection(&inventory));
+    }
+    let items = resources
+        .iter()
+        .map(|d| Item::from_document(d.clone(), &inventory))
+        .collect();
+    check_items(items, &policies, inventory, opts, report);
+}
+
+/// Fills the inventory with the items, checks each; returns the inventory
+/// for the caller to free.
+fn check_items(
+    mut items: Vec<Item>,
+    policies: &PolicySet,
+    mut inventory: Inventory,
+    opts: &CheckOptions,
+    report: &mut Report,
+) -> Inventory {
     let mut sources: HashMap<ObjectKey, usize> = HashMap::with_capacity(items.len());
-    for (i, it) in items.iter().enumerate() {
-        let Some(key) = it.key.clone() else { continue };
+    for (i, it) in items.iter_mut().enumerate() {
+        let (Some(key), Some(prepared)) = (it.key.clone(), it.prepared.take()) else {
+            continue;
+        };
         let source = Source {
             file: it.source.file.clone(),
             line: it.source.line,
         };
-        match inventory.upsert(it.value.clone(), Some(source)) {
-            Ok(index_errors) => {
-                for e in index_errors {
-                    report.errors.push(InputError {
-                        file: it.source.file.clone(),
-                        line: Some(it.source.line),
-                        column: None,
-                        message: e.to_string(),
-                    });
+        let error = |message: String| InputError {
+            file: it.source.file.clone(),
+            line: Some(it.source.line),
+            column: None,
+            message,
+        };
+        match prepared {
+            Ok(prepared) => {
+                for e in inventory.insert(prepared, Some(source)) {
+                    report.errors.push(error(e.to_string()));
                 }
             }
-            Err(e) => report.errors.push(InputError {
-                file: it.source.file.clone(),
-                line: Some(it.source.line),
-                column: None,
-                message: e,
-            }),
+            Err(e) => report.errors.push(error(e)),
         }
         sources.insert(key, i);
     }
     report.objects = items.len();
     report.policies = policies.len();
-    let per_object: Vec<(Vec<Finding>, Vec<Evaluated>)> = items
-        .par_iter()
-        .map(|it| check_one(it, &items, &policies, &inventory, &sources, opts))
+    let bodies: Vec<Vec<u8>> = items
+        .iter_mut()
+        .map(|it| std::mem::take(&mut it.body))
+        .collect();
+    let per_object: Vec<(Vec<Finding>, Vec<Evaluated>)> = bodies
+        .into_par_iter()
+        .enumerate()
+        .map(|(i, body)| {
+            // The bytes were written by serde_json from a Value just before.
+            let value: Json = serde_json::from_slice(&body).unwrap_or(Json::Null);
+            drop(body);
+            check_one(&value, i, &items, policies, &inventory, &sources, opts)
+        })
         .collect();
     for (findings, evaluated) in per_object {
         report.results.extend(findings);
         report.evaluated.extend(evaluated);
     }
-    (items, inventory)
+    inventory
 }
 
 fn check_one(
-    it: &Item,
+    value: &Json,
+    i: usize,
     items: &[Item],
     policies: &PolicySet,
     inventory: &Inventory,
     sources: &HashMap<ObjectKey, usize>,
     opts: &CheckOptions,
 ) -> (Vec<Finding>, Vec<Evaluated>) {
-    let Some(req) = Request::create(&it.value, &opts.user) else {
+    let it = &items[i];
+    let Some(req) = Request::create(value, &opts.user) else {
         return (vec![], vec![]);
     };
     let (verdicts, _) = policies.evaluate(&req, inventory);

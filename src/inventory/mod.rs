@@ -5,8 +5,11 @@
 //! indexes map keys to objects. All of it is updated incrementally per
 //! object, never rebuilt.
 
+pub mod projection;
+
 use crate::cel::{Activation, Env, Program, Value};
 use crate::policy::resources::group_of;
+use projection::Projection;
 use serde_json::Value as Json;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
@@ -59,8 +62,60 @@ impl std::fmt::Display for ObjectKey {
 pub struct Entry {
     pub key: ObjectKey,
     pub uid: Option<Arc<str>>,
-    pub object: Arc<Json>,
+    pub object: Stored,
     pub source: Option<Source>,
+}
+
+/// An object as the inventory holds it.
+#[derive(Debug, Clone)]
+pub enum Stored {
+    /// Kept whole, as a tree the engine reads directly (Namespaces, params,
+    /// and everything when no policy set has configured a projection).
+    Tree(Arc<Json>),
+    /// The projected fields as compact JSON: a fraction of a tree's memory
+    /// (a tree costs about ten times its JSON text), parsed when a lookup
+    /// returns the object.
+    Compact(Box<[u8]>),
+}
+
+impl Stored {
+    fn new(object: Json, whole: bool) -> Stored {
+        if whole {
+            return Stored::Tree(Arc::new(object));
+        }
+        // Serialising a `serde_json::Value` cannot fail (string keys only).
+        Stored::Compact(serde_json::to_vec(&object).unwrap_or_default().into())
+    }
+
+    /// The object as JSON (parsed when compact).
+    pub fn json(&self) -> std::borrow::Cow<'_, Json> {
+        match self {
+            Stored::Tree(t) => std::borrow::Cow::Borrowed(t),
+            // The bytes were written by serde_json from a Value.
+            Stored::Compact(b) => {
+                std::borrow::Cow::Owned(serde_json::from_slice(b).unwrap_or(Json::Null))
+            }
+        }
+    }
+
+    /// The object as a CEL value: a view of a tree, or an owned copy of
+    /// compact JSON.
+    pub fn value(&self) -> Value<'_> {
+        match self {
+            Stored::Tree(t) => Value::from_json(t),
+            Stored::Compact(_) => Value::from_json_owned(&self.json()),
+        }
+    }
+}
+
+/// An object made ready for [`Inventory::insert`] (projected, its index
+/// keys computed) without changing the inventory: `check` prepares objects
+/// on every core.
+pub struct Prepared {
+    key: ObjectKey,
+    uid: Option<Arc<str>>,
+    object: Stored,
+    index_keys: Vec<Result<Vec<String>, IndexError>>,
 }
 
 /// A declared index: objects of one kind, keyed by the strings a CEL
@@ -85,6 +140,8 @@ pub struct Inventory {
     /// (group, kind) → namespace → names.
     by_kind: HashMap<(Arc<str>, Arc<str>), NamesByNamespace>,
     indexes: Vec<IndexState>,
+    /// What is kept of each object (everything until a policy set says).
+    projection: Arc<Projection>,
 }
 
 /// Errors while maintaining an index (a key expression that fails on an
@@ -138,8 +195,9 @@ impl Inventory {
         };
         let mut errors = Vec::new();
         for e in self.objects.values() {
-            if let Err(err) = state.add(e) {
-                errors.push(err);
+            match state.keys_of(&e.key, &e.object.json()) {
+                Ok(keys) => state.insert(&e.key, keys),
+                Err(err) => errors.push(err),
             }
         }
         for e in errors {
@@ -149,31 +207,89 @@ impl Inventory {
         Ok(self.indexes.len() - 1)
     }
 
-    /// Adds or replaces an object; returns index errors (the object is
-    /// stored regardless).
+    /// What this inventory keeps of each object.
+    pub fn projection(&self) -> Arc<Projection> {
+        self.projection.clone()
+    }
+
+    /// Sets what is kept of objects stored from now on (objects already
+    /// stored keep what they have: re-list them if the projection grew).
+    pub fn set_projection(&mut self, projection: Projection) {
+        self.projection = Arc::new(projection);
+    }
+
+    /// The kind an index is declared on.
+    pub fn index_kind(&self, id: IndexId) -> Option<(&str, &str)> {
+        self.indexes
+            .get(id)
+            .map(|i| (i.group.as_str(), i.kind.as_str()))
+    }
+
+    /// Every declared index: group, kind, key program and the slot of
+    /// `object` in it.
+    pub fn index_definitions(&self) -> impl Iterator<Item = (&str, &str, &Program, usize)> {
+        self.indexes.iter().map(|i| {
+            (
+                i.group.as_str(),
+                i.kind.as_str(),
+                &i.program,
+                i.env.variable_slot("object").unwrap_or(0),
+            )
+        })
+    }
+
+    /// Adds or replaces an object, keeping the projected part of it;
+    /// returns index errors (the object is stored regardless).
     pub fn upsert(
         &mut self,
-        object: Arc<Json>,
+        object: &Json,
         source: Option<Source>,
     ) -> Result<Vec<IndexError>, String> {
-        let key =
-            ObjectKey::of(&object).ok_or("object has no apiVersion, kind or metadata.name")?;
-        let uid = object
+        let prepared = self.prepare(object)?;
+        Ok(self.insert(prepared, source))
+    }
+
+    /// Projects `object` and computes its index keys.
+    pub fn prepare(&self, object: &Json) -> Result<Prepared, String> {
+        let key = ObjectKey::of(object).ok_or("object has no apiVersion, kind or metadata.name")?;
+        let fields = self.projection.for_kind(&key.group, &key.kind);
+        let projected = if fields.is_whole() {
+            object.clone()
+        } else {
+            fields.apply(object)
+        };
+        let uid = projected
             .get("metadata")
             .and_then(|m| m.get("uid"))
             .and_then(Json::as_str)
             .map(Arc::from);
-        self.remove(&key);
-        let entry = Entry {
-            key: key.clone(),
+        let index_keys = self
+            .indexes
+            .iter()
+            .map(|idx| idx.keys_of(&key, &projected))
+            .collect();
+        Ok(Prepared {
+            object: Stored::new(projected, fields.is_whole()),
+            key,
+            uid,
+            index_keys,
+        })
+    }
+
+    /// Adds or replaces a prepared object; returns its index errors.
+    pub fn insert(&mut self, prepared: Prepared, source: Option<Source>) -> Vec<IndexError> {
+        let Prepared {
+            key,
             uid,
             object,
-            source,
-        };
+            index_keys,
+        } = prepared;
+        self.remove(&key);
         let mut errors = Vec::new();
-        for idx in &mut self.indexes {
-            if let Err(e) = idx.add(&entry) {
-                errors.push(e);
+        for (idx, keys) in self.indexes.iter_mut().zip(index_keys) {
+            match keys {
+                Ok(keys) => idx.insert(&key, keys),
+                Err(e) => errors.push(e),
             }
         }
         self.by_kind
@@ -182,8 +298,33 @@ impl Inventory {
             .entry(key.namespace.clone())
             .or_default()
             .insert(key.name.clone());
+        let entry = Entry {
+            key: key.clone(),
+            uid,
+            object,
+            source,
+        };
         self.objects.insert(key, entry);
-        Ok(errors)
+        errors
+    }
+
+    /// Puts back an entry taken out of this inventory (its index keys are
+    /// computed again).
+    pub fn restore(&mut self, entry: Entry) -> Vec<IndexError> {
+        let json = entry.object.json();
+        let index_keys = self
+            .indexes
+            .iter()
+            .map(|idx| idx.keys_of(&entry.key, &json))
+            .collect();
+        drop(json);
+        let prepared = Prepared {
+            key: entry.key,
+            uid: entry.uid,
+            object: entry.object,
+            index_keys,
+        };
+        self.insert(prepared, entry.source)
     }
 
     pub fn remove(&mut self, key: &ObjectKey) -> Option<Entry> {
@@ -248,18 +389,19 @@ impl Inventory {
 }
 
 impl IndexState {
-    fn add(&mut self, e: &Entry) -> Result<(), IndexError> {
-        if *e.key.kind != *self.kind || *e.key.group != *self.group {
-            return Ok(());
+    /// The keys this index yields for an object (none for other kinds).
+    fn keys_of(&self, key: &ObjectKey, object: &Json) -> Result<Vec<String>, IndexError> {
+        if *key.kind != *self.kind || *key.group != *self.group {
+            return Ok(Vec::new());
         }
         let err = |message: String| IndexError {
             index: self.source.clone(),
-            object: e.key.to_string(),
+            object: key.to_string(),
             message,
         };
         let mut act = Activation::new(&self.env);
-        act.set(0, Value::from_json(&e.object));
-        let keys: Vec<String> = match self.program.eval(&act) {
+        act.set(0, Value::from_json(object));
+        match self.program.eval(&act) {
             Ok(Value::List(l)) => l
                 .iter()
                 .map(|k| match k {
@@ -270,24 +412,24 @@ impl IndexState {
                     )),
                 })
                 .collect::<Result<_, _>>()
-                .map_err(err)?,
-            Ok(Value::String(s)) => vec![s.as_str().to_string()],
-            Ok(other) => {
-                return Err(err(format!(
-                    "index keys must be a list of strings, got {}",
-                    other.type_name()
-                )))
-            }
-            Err(e) => return Err(err(e.to_string())),
-        };
-        for k in &keys {
-            self.keys
-                .entry(k.clone())
-                .or_default()
-                .insert(e.key.clone());
+                .map_err(err),
+            Ok(Value::String(s)) => Ok(vec![s.as_str().to_string()]),
+            Ok(other) => Err(err(format!(
+                "index keys must be a list of strings, got {}",
+                other.type_name()
+            ))),
+            Err(e) => Err(err(e.to_string())),
         }
-        self.per_object.insert(e.key.clone(), keys);
-        Ok(())
+    }
+
+    fn insert(&mut self, key: &ObjectKey, keys: Vec<String>) {
+        if keys.is_empty() {
+            return;
+        }
+        for k in &keys {
+            self.keys.entry(k.clone()).or_default().insert(key.clone());
+        }
+        self.per_object.insert(key.clone(), keys);
     }
 
     fn remove(&mut self, key: &ObjectKey) {
@@ -320,7 +462,7 @@ mod tests {
     #[test]
     fn indexes_follow_upserts_and_removals() {
         let mut inv = Inventory::new();
-        inv.upsert(ingress("a", "one", &["x.example.com"]), None)
+        inv.upsert(&ingress("a", "one", &["x.example.com"]), None)
             .unwrap();
         let id = inv
             .declare_index(
@@ -331,13 +473,13 @@ mod tests {
             .unwrap();
         assert_eq!(inv.lookup_index(id, "x.example.com").len(), 1);
         inv.upsert(
-            ingress("b", "two", &["x.example.com", "y.example.com"]),
+            &ingress("b", "two", &["x.example.com", "y.example.com"]),
             None,
         )
         .unwrap();
         assert_eq!(inv.lookup_index(id, "x.example.com").len(), 2);
         // Replacing an object drops its old keys.
-        inv.upsert(ingress("b", "two", &["y.example.com"]), None)
+        inv.upsert(&ingress("b", "two", &["y.example.com"]), None)
             .unwrap();
         assert_eq!(inv.lookup_index(id, "x.example.com").len(), 1);
         let key = ObjectKey::of(&ingress("a", "one", &[])).unwrap();

@@ -52,6 +52,7 @@ mod positions;
 mod scalar;
 mod yaml;
 
+use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -278,26 +279,7 @@ impl Loaded {
 /// does not depend on the number of threads.
 pub fn load_paths<P: AsRef<Path>>(inputs: &[P], opts: &LoadOptions) -> Loaded {
     let (files, mut discover_errors) = inputs::discover(inputs);
-    let per_file: Vec<Loaded> = files
-        .par_iter()
-        .map(|input| match input {
-            Input::Stdin => {
-                let stdin = std::io::stdin();
-                let lock = stdin.lock();
-                match inputs::read_limited(lock, opts.max_file_size) {
-                    Ok(bytes) => load_bytes(Source::Stdin, &bytes, Format::Yaml, opts),
-                    Err(kind) => error_only(Source::Stdin, kind),
-                }
-            }
-            Input::File(path) => {
-                let source = Source::file(path);
-                match inputs::read_file(path, opts.max_file_size) {
-                    Ok(bytes) => load_one(source, &bytes, Format::for_path(path), opts),
-                    Err(kind) => error_only(source, kind),
-                }
-            }
-        })
-        .collect();
+    let per_file: Vec<Loaded> = files.par_iter().map(|i| load_input(i, opts)).collect();
     let mut all = Loaded::default();
     all.errors.append(&mut discover_errors);
     for l in per_file {
@@ -307,6 +289,115 @@ pub fn load_paths<P: AsRef<Path>>(inputs: &[P], opts: &LoadOptions) -> Loaded {
         reject_duplicates(&mut all);
     }
     all
+}
+
+/// Like [`load_paths`], but each document goes through `map` on the thread
+/// that parsed its file, and only what `map` returns is kept: a caller that
+/// needs a compact form of every object never holds all parsed trees at
+/// once. Duplicate objects are dropped and reported as by `load_paths`.
+pub fn load_paths_map<P, T, F>(inputs: &[P], opts: &LoadOptions, map: F) -> (Vec<T>, Vec<LoadError>)
+where
+    P: AsRef<Path>,
+    T: Send,
+    F: Fn(Document) -> T + Sync,
+{
+    let (files, mut errors) = inputs::discover(inputs);
+    let per_file: Vec<(Vec<(Identity, T)>, Vec<LoadError>)> = files
+        .par_iter()
+        .map(|input| {
+            let loaded = load_input(input, opts);
+            let items = loaded
+                .documents
+                .into_iter()
+                .map(|d| (Identity::of(&d), map(d)))
+                .collect();
+            (items, loaded.errors)
+        })
+        .collect();
+    let mut items = Vec::new();
+    for (mut file_items, mut file_errors) in per_file {
+        items.append(&mut file_items);
+        errors.append(&mut file_errors);
+    }
+    if !opts.reject_duplicate_objects {
+        return (items.into_iter().map(|(_, t)| t).collect(), errors);
+    }
+    let mut first: HashMap<&(String, String, String, String), &Identity> = HashMap::new();
+    let mut duplicate = vec![false; items.len()];
+    for (i, (id, _)) in items.iter().enumerate() {
+        let Some(key) = &id.key else { continue };
+        match first.get(key) {
+            None => {
+                first.insert(key, id);
+            }
+            Some(f) => {
+                duplicate[i] = true;
+                errors.push(LoadError::new(
+                    id.source.clone(),
+                    Some(id.line),
+                    LoadErrorKind::DuplicateObject {
+                        object: id.display.clone(),
+                        first: format!("{}:{}", f.source, f.line),
+                    },
+                ));
+            }
+        }
+    }
+    drop(first);
+    let kept = items
+        .into_iter()
+        .zip(duplicate)
+        .filter(|(_, dup)| !dup)
+        .map(|((_, t), _)| t)
+        .collect();
+    (kept, errors)
+}
+
+/// What the duplicate check needs of a document.
+struct Identity {
+    key: Option<(String, String, String, String)>,
+    display: String,
+    source: Source,
+    line: usize,
+}
+
+impl Identity {
+    fn of(d: &Document) -> Identity {
+        let group = d.api_version().rsplit_once('/').map_or("", |(g, _)| g);
+        Identity {
+            key: d.name().map(|name| {
+                (
+                    group.to_string(),
+                    d.kind().to_string(),
+                    d.namespace().unwrap_or("").to_string(),
+                    name.to_string(),
+                )
+            }),
+            display: d.display_name(),
+            source: d.source.clone(),
+            line: d.line,
+        }
+    }
+}
+
+fn load_input(input: &Input, opts: &LoadOptions) -> Loaded {
+    match input {
+        Input::Stdin => {
+            let stdin = std::io::stdin();
+            let lock = stdin.lock();
+            match inputs::read_limited(lock, opts.max_file_size) {
+                Ok(bytes) => load_bytes(Source::Stdin, &bytes, Format::Yaml, opts),
+                Err(kind) => error_only(Source::Stdin, kind),
+            }
+        }
+        Input::File(path) => {
+            let source = Source::file(path);
+            match inputs::read_file(path, opts.max_file_size) {
+                Ok(bytes) => load_one(source, &bytes, Format::for_path(path), opts),
+                Err(kind) => error_only(source, kind),
+            }
+        }
+    }
 }
 
 fn error_only(source: Source, kind: LoadErrorKind) -> Loaded {

@@ -66,7 +66,7 @@ impl<'a> InventoryHost<'a> {
             name: str_arg(f, a, 3)?.into(),
         };
         match self.inventory.get(&key).filter(|e| !self.me.is(e)) {
-            Some(e) => Ok(Value::optional(Some(Value::from_json(&e.object)))),
+            Some(e) => Ok(Value::optional(Some(e.object.value()))),
             None => Ok(Value::Optional(None)),
         }
     }
@@ -95,9 +95,9 @@ impl<'a> InventoryHost<'a> {
             .filter(|e| {
                 labels
                     .as_ref()
-                    .is_none_or(|want| has_labels(&e.object, want))
+                    .is_none_or(|want| has_labels(&e.object.json(), want))
             })
-            .map(|e| Value::from_json(&e.object))
+            .map(|e| e.object.value())
             .collect();
         Ok(Value::list(out))
     }
@@ -118,7 +118,7 @@ impl<'a> InventoryHost<'a> {
             .filter(|e| !self.me.is(e))
             .map(|e| {
                 related.push(e.key.clone());
-                Value::from_json(&e.object)
+                e.object.value()
             })
             .collect();
         Ok(Value::list(out))

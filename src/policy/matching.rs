@@ -96,8 +96,10 @@ fn namespace_matches(sel: &super::model::LabelSelector, req: &Request, inv: &Inv
     } else {
         None
     };
-    let ns_labels =
-        object_labels.or_else(|| inv.get(&key).and_then(|e| labels(&e.object).cloned()));
+    let ns_labels = object_labels.or_else(|| {
+        inv.get(&key)
+            .and_then(|e| labels(&e.object.json()).cloned())
+    });
     let ns_labels = ns_labels.unwrap_or_else(|| {
         let mut m = serde_json::Map::new();
         m.insert(

@@ -5,6 +5,7 @@
 pub mod host;
 mod matching;
 pub mod model;
+mod projection;
 pub mod resources;
 pub mod selector;
 
@@ -564,7 +565,7 @@ fn compile_policy(
 enum Params<'a> {
     /// No paramKind: evaluate once with `params` null.
     None,
-    Found(Vec<&'a Json>),
+    Found(Vec<std::borrow::Cow<'a, Json>>),
     /// paramKind set but nothing found, with the binding's instruction.
     Missing {
         deny: bool,
@@ -613,7 +614,7 @@ impl CompiledPolicy {
                 }
                 Params::Found(list) => {
                     for p in list {
-                        self.evaluate_with(req, request_json, inv, Some(p), b, &verdict, out, &mut collected);
+                        self.evaluate_with(req, request_json, inv, Some(&p), b, &verdict, out, &mut collected);
                     }
                 }
                 // A configuration error: under failurePolicy Fail it denies,
@@ -644,7 +645,7 @@ impl CompiledPolicy {
             _ => String::new(),
         };
         let deny = r.parameter_not_found_action.as_deref() != Some("Allow");
-        let found: Vec<&Json> = match (&r.name, &r.selector) {
+        let found: Vec<std::borrow::Cow<Json>> = match (&r.name, &r.selector) {
             (Some(name), _) => {
                 let key = ObjectKey {
                     group: group.as_str().into(),
@@ -652,10 +653,7 @@ impl CompiledPolicy {
                     namespace: ns.as_str().into(),
                     name: name.as_str().into(),
                 };
-                inv.get(&key)
-                    .map(|e| e.object.as_ref())
-                    .into_iter()
-                    .collect()
+                inv.get(&key).map(|e| e.object.json()).into_iter().collect()
             }
             (None, Some(sel)) => inv
                 .list(
@@ -670,8 +668,8 @@ impl CompiledPolicy {
                     },
                 )
                 .into_iter()
-                .filter(|e| sel.matches(selector::labels(&e.object)).unwrap_or(false))
-                .map(|e| e.object.as_ref())
+                .map(|e| e.object.json())
+                .filter(|o| sel.matches(selector::labels(o)).unwrap_or(false))
                 .collect(),
             (None, None) => vec![],
         };
@@ -927,7 +925,7 @@ fn namespace_object<'i>(req: &Request, inv: &'i Inventory) -> Option<std::borrow
         name: req.namespace.as_str().into(),
     };
     Some(match inv.get(&key) {
-        Some(e) => std::borrow::Cow::Borrowed(e.object.as_ref()),
+        Some(e) => e.object.json(),
         None => std::borrow::Cow::Owned(serde_json::json!({
             "apiVersion": "v1", "kind": "Namespace",
             "metadata": {"name": req.namespace, "labels": {"kubernetes.io/metadata.name": req.namespace}}

@@ -247,7 +247,7 @@ fn audit_annotation_values_of_several_bindings_are_joined() {
     let (set, mut inv) = compile(docs);
     for (name, limit) in [("a", "1"), ("b", "2"), ("c", "1")] {
         let p = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": "params"}, "data": {"limit": limit}});
-        inv.upsert(Arc::new(p), None).expect("upsert");
+        inv.upsert(&p, None).expect("upsert");
     }
     let (_, annotations) = evaluate(&set, &inv, &configmap(json!({})));
     assert_eq!(annotations, [("p/limit".to_string(), "1, 2".to_string())]);

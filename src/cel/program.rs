@@ -131,6 +131,14 @@ impl Program {
         &self.source
     }
 
+    /// Does the program read the variable in `slot`?
+    pub fn uses_global(&self, slot: usize) -> bool {
+        let mut found = false;
+        self.root
+            .visit(&mut |n| found |= matches!(n, Node::Global(s) if *s == slot));
+        found
+    }
+
     pub(crate) fn root(&self) -> &Node {
         &self.root
     }

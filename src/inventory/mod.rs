@@ -60,6 +60,9 @@ impl std::fmt::Display for ObjectKey {
 
 #[derive(Debug, Clone)]
 pub struct Entry {
+    /// Unique among the entries of every inventory in the process (tells
+    /// apart the versions of an object in the lookup cache).
+    seq: u64,
     pub key: ObjectKey,
     pub uid: Option<Arc<str>>,
     pub object: Stored,
@@ -97,16 +100,41 @@ impl Stored {
             }
         }
     }
+}
 
-    /// The object as a CEL value: a view of a tree, or an owned copy of
-    /// compact JSON.
+impl Entry {
+    /// The object as a CEL value: a view of a tree, or compact JSON parsed
+    /// into an owned value. Parsed values are cached per thread: policies
+    /// look up the same objects again and again (every PDB of a namespace
+    /// lists its Deployments), and `check` works namespace by namespace.
     pub fn value(&self) -> Value<'_> {
-        match self {
+        match &self.object {
             Stored::Tree(t) => Value::from_json(t),
-            Stored::Compact(_) => Value::from_json_owned(&self.json()),
+            Stored::Compact(_) => LOOKUP_CACHE.with(|cache| {
+                let mut cache = cache.borrow_mut();
+                let slot = &mut cache[(self.seq % LOOKUP_CACHE_SLOTS as u64) as usize];
+                match slot {
+                    Some((seq, v)) if *seq == self.seq => v.clone(),
+                    _ => {
+                        let v: Value<'static> = Value::from_json_owned(&self.object.json());
+                        *slot = Some((self.seq, v.clone()));
+                        v
+                    }
+                }
+            }),
         }
     }
 }
+
+const LOOKUP_CACHE_SLOTS: usize = 1024;
+
+thread_local! {
+    static LOOKUP_CACHE: std::cell::RefCell<Vec<Option<(u64, Value<'static>)>>> =
+        std::cell::RefCell::new(vec![None; LOOKUP_CACHE_SLOTS]);
+}
+
+/// Numbers entries across all inventories (see [`Entry`]).
+static NEXT_SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 /// An object made ready for [`Inventory::insert`] (projected, its index
 /// keys computed) without changing the inventory: `check` prepares objects
@@ -116,6 +144,12 @@ pub struct Prepared {
     uid: Option<Arc<str>>,
     object: Stored,
     index_keys: Vec<Result<Vec<String>, IndexError>>,
+}
+
+impl Prepared {
+    pub fn key(&self) -> &ObjectKey {
+        &self.key
+    }
 }
 
 /// A declared index: objects of one kind, keyed by the strings a CEL
@@ -299,6 +333,7 @@ impl Inventory {
             .or_default()
             .insert(key.name.clone());
         let entry = Entry {
+            seq: NEXT_SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             key: key.clone(),
             uid,
             object,

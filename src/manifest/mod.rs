@@ -302,31 +302,31 @@ where
     F: Fn(Document) -> T + Sync,
 {
     let (files, mut errors) = inputs::discover(inputs);
-    let per_file: Vec<(Vec<(Identity, T)>, Vec<LoadError>)> = files
+    type PerFile<T> = (Vec<Identity>, Vec<T>, Vec<LoadError>);
+    let per_file: Vec<PerFile<T>> = files
         .par_iter()
         .map(|input| {
             let loaded = load_input(input, opts);
-            let items = loaded
-                .documents
-                .into_iter()
-                .map(|d| (Identity::of(&d), map(d)))
-                .collect();
-            (items, loaded.errors)
+            let ids = loaded.documents.iter().map(Identity::of).collect();
+            let items = loaded.documents.into_iter().map(&map).collect();
+            (ids, items, loaded.errors)
         })
         .collect();
-    let mut items = Vec::new();
-    for (mut file_items, mut file_errors) in per_file {
+    let total = per_file.iter().map(|(_, items, _)| items.len()).sum();
+    let (mut ids, mut items) = (Vec::with_capacity(total), Vec::with_capacity(total));
+    for (mut file_ids, mut file_items, mut file_errors) in per_file {
+        ids.append(&mut file_ids);
         items.append(&mut file_items);
         errors.append(&mut file_errors);
     }
     if !opts.reject_duplicate_objects {
-        return (items.into_iter().map(|(_, t)| t).collect(), errors);
+        return (items, errors);
     }
-    let mut first: HashMap<&(String, String, String, String), &Identity> = HashMap::new();
+    let mut first: HashMap<&str, &Identity> = HashMap::new();
     let mut duplicate = vec![false; items.len()];
-    for (i, (id, _)) in items.iter().enumerate() {
+    for (i, id) in ids.iter().enumerate() {
         let Some(key) = &id.key else { continue };
-        match first.get(key) {
+        match first.get(&**key) {
             None => {
                 first.insert(key, id);
             }
@@ -336,27 +336,25 @@ where
                     id.source.clone(),
                     Some(id.line),
                     LoadErrorKind::DuplicateObject {
-                        object: id.display.clone(),
+                        object: id.display(),
                         first: format!("{}:{}", f.source, f.line),
                     },
                 ));
             }
         }
     }
-    drop(first);
-    let kept = items
-        .into_iter()
-        .zip(duplicate)
-        .filter(|(_, dup)| !dup)
-        .map(|((_, t), _)| t)
-        .collect();
-    (kept, errors)
+    let mut i = 0;
+    items.retain(|_| {
+        i += 1;
+        !duplicate[i - 1]
+    });
+    (items, errors)
 }
 
-/// What the duplicate check needs of a document.
+/// What the duplicate check needs of a document: its group, kind,
+/// namespace and name in one string (one allocation per object).
 struct Identity {
-    key: Option<(String, String, String, String)>,
-    display: String,
+    key: Option<Box<str>>,
     source: Source,
     line: usize,
 }
@@ -366,16 +364,22 @@ impl Identity {
         let group = d.api_version().rsplit_once('/').map_or("", |(g, _)| g);
         Identity {
             key: d.name().map(|name| {
-                (
-                    group.to_string(),
-                    d.kind().to_string(),
-                    d.namespace().unwrap_or("").to_string(),
-                    name.to_string(),
-                )
+                let ns = d.namespace().unwrap_or("");
+                format!("{group}\0{}\0{ns}\0{name}", d.kind()).into()
             }),
-            display: d.display_name(),
             source: d.source.clone(),
             line: d.line,
+        }
+    }
+
+    /// `Kind namespace/name`, as [`Document::display_name`].
+    fn display(&self) -> String {
+        let key = self.key.as_deref().unwrap_or_default();
+        let parts: Vec<&str> = key.split('\0').collect();
+        match parts.as_slice() {
+            [_, kind, "", name] => format!("{kind} {name}"),
+            [_, kind, ns, name] => format!("{kind} {ns}/{name}"),
+            _ => key.to_string(),
         }
     }
 }

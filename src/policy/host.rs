@@ -66,7 +66,7 @@ impl<'a> InventoryHost<'a> {
             name: str_arg(f, a, 3)?.into(),
         };
         match self.inventory.get(&key).filter(|e| !self.me.is(e)) {
-            Some(e) => Ok(Value::optional(Some(e.object.value()))),
+            Some(e) => Ok(Value::optional(Some(e.value()))),
             None => Ok(Value::Optional(None)),
         }
     }
@@ -97,7 +97,7 @@ impl<'a> InventoryHost<'a> {
                     .as_ref()
                     .is_none_or(|want| has_labels(&e.object.json(), want))
             })
-            .map(|e| e.object.value())
+            .map(|e| e.value())
             .collect();
         Ok(Value::list(out))
     }
@@ -118,7 +118,7 @@ impl<'a> InventoryHost<'a> {
             .filter(|e| !self.me.is(e))
             .map(|e| {
                 related.push(e.key.clone());
-                e.object.value()
+                e.value()
             })
             .collect();
         Ok(Value::list(out))

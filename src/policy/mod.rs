@@ -84,6 +84,8 @@ pub struct CompiledPolicy {
     slots: Slots,
     /// (apiVersion, kind) pairs the policy reads from the inventory.
     kinds_read: Vec<(String, String)>,
+    /// Whether any expression reads `request` (building it is not free).
+    reads_request: bool,
 }
 
 #[derive(Clone, Copy)]
@@ -450,7 +452,7 @@ fn compile_policy(
             reason: v.reason.clone(),
         });
     }
-    let audit_annotations = spec
+    let audit_annotations: Vec<(String, Program)> = spec
         .audit_annotations
         .iter()
         .enumerate()
@@ -529,7 +531,10 @@ fn compile_policy(
                 .iter()
                 .flat_map(|v| std::iter::once(&v.expression).chain(v.message_expression.as_ref())),
         )
+        .chain(audit_annotations.iter().map(|(_, a)| a))
         .chain(mutations.iter());
+    let programs: Vec<&Program> = programs.collect();
+    let reads_request = programs.iter().any(|p| p.uses_global(slots.request));
     for p in programs {
         for (id, args) in p.host_calls() {
             if matches!(id, host::GET | host::LIST) {
@@ -542,6 +547,7 @@ fn compile_policy(
     }
     Ok(CompiledPolicy {
         kinds_read,
+        reads_request,
         name: name.to_string(),
         kind,
         source: Source {
@@ -688,7 +694,6 @@ impl CompiledPolicy {
         params: Option<&Json>,
         f: impl FnOnce(&Activation<'_, '_>, &InventoryHost<'_>) -> R,
     ) -> R {
-        let request_json = request_json.get_or_init(|| req.to_json());
         let namespace_object = namespace_object(req, inv);
         let host = InventoryHost {
             inventory: inv,
@@ -713,7 +718,12 @@ impl CompiledPolicy {
             s.old_object,
             Value::from_json(req.old_object.unwrap_or(&null)),
         );
-        act.set(s.request, Value::from_json(request_json));
+        if self.reads_request {
+            act.set(
+                s.request,
+                Value::from_json(request_json.get_or_init(|| req.to_json())),
+            );
+        }
         act.set(s.params, Value::from_json(params.unwrap_or(&null)));
         act.set(
             s.namespace_object,

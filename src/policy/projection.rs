@@ -81,12 +81,9 @@ impl PolicySet {
             let set = with_any(sets.get(&(i + 1)), group, kind);
             per_kind.insert((group.clone(), kind.clone()), set);
         }
-        if !per_kind.contains_key(&(String::new(), "Secret".to_string())) {
-            per_kind.insert(
-                (String::new(), "Secret".to_string()),
-                with_any(None, "", "Secret"),
-            );
-        }
+        per_kind
+            .entry((String::new(), "Secret".to_string()))
+            .or_insert_with(|| with_any(None, "", "Secret"));
         for key in whole_kinds {
             per_kind.insert(key, FieldSet::whole());
         }

@@ -385,6 +385,60 @@ fn preflight(engine: &Engine, cands: Vec<(Json, bool, &'static str)>) -> (Vec<Sa
     (kept, dropped)
 }
 
+/// CPU time per request kind of the server's path (parse, engine, encode:
+/// `interlock::server::answer_body`) called directly on one thread (no
+/// HTTP, no TLS), beside kube's AdmissionReview parser alone. `LOAD_DIRECT_ONLY=1` stops
+/// after this (for `perf record` / callgrind on the engine alone).
+fn direct(engine: &Engine, samples: &[Sample], rounds: usize) {
+    type Times = (Duration, Duration, usize, Duration);
+    let mut by_kind: std::collections::BTreeMap<&str, Times> = Default::default();
+    for _ in 0..rounds {
+        for s in samples {
+            // kube's parser (what the engine cost before the server parsed
+            // objects as JSON), then the server's whole path.
+            let t = Instant::now();
+            let req: Option<AdmissionRequest<DynamicObject>> =
+                serde_json::from_slice::<AdmissionReview<DynamicObject>>(&s.body)
+                    .ok()
+                    .and_then(|r| r.try_into().ok());
+            let parsed = t.elapsed();
+            if let Some(req) = req {
+                std::hint::black_box(engine.validate(&req));
+            }
+            let old = t.elapsed();
+            let t = Instant::now();
+            let answer = interlock::server::answer_body(engine, false, &s.body);
+            let e = by_kind.entry(s.what).or_default();
+            e.0 += parsed;
+            e.1 += t.elapsed();
+            e.2 += 1;
+            e.3 += old;
+            std::hint::black_box(answer);
+        }
+    }
+    let us = |d: Duration, n: usize| d.as_secs_f64() * 1e6 / n.max(1) as f64;
+    let (mut tp, mut te, mut tn, mut to) = (Duration::ZERO, Duration::ZERO, 0, Duration::ZERO);
+    for (what, (p, e, n, o)) in &by_kind {
+        println!(
+            "  {what:32} kube parse {:6.1} us, + Engine::validate {:6.1} us | server path {:6.1} us",
+            us(*p, *n),
+            us(*o, *n),
+            us(*e, *n)
+        );
+        tp += *p;
+        te += *e;
+        to += *o;
+        tn += n;
+    }
+    println!(
+        "  {:32} kube parse {:6.1} us, + Engine::validate {:6.1} us | server path {:6.1} us  (one thread, {tn} calls)",
+        "mix",
+        us(tp, tn),
+        us(to, tn),
+        us(te, tn)
+    );
+}
+
 // ---------------------------------------------------------------------------
 // Transport
 
@@ -804,6 +858,13 @@ fn main() -> Result<(), BoxError> {
                 samples.len()
             )
             .into());
+        }
+        if !smoke {
+            println!("direct engine calls, mean per request (load {}):", loadavg());
+            direct(&engine, &samples, env("LOAD_DIRECT_ROUNDS", 2));
+            if std::env::var("LOAD_DIRECT_ONLY").is_ok() {
+                return Ok(());
+            }
         }
         let samples = Arc::new(samples);
         let mut errors = 0;

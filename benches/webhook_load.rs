@@ -1,9 +1,19 @@
-//! Load generator for the admission webhook: AdmissionReviews of a realistic
-//! Deployment over TLS keep-alive connections on loopback, as the
-//! kube-apiserver sends them.
+//! Load generator for the admission webhook: AdmissionReviews of realistic
+//! objects over TLS keep-alive connections on loopback, as the
+//! kube-apiserver sends them, against the real admission engine (the bundled
+//! policy library over an inventory of a synthetic cluster).
 //!
-//! `cargo bench --bench webhook_load` runs two phases against an in-process
-//! server (an allow-all test reviewer unless you plug in the engine):
+//! `cargo bench --bench webhook_load` generates a cluster of `LOAD_OBJECTS`
+//! objects with `benches/support/gen_cluster.rs` (the generator of
+//! `benches/check.rs`), then measures two in-process servers one after the
+//! other with the same requests:
+//! - **baseline**: an allow-all reviewer (parsing, TLS, HTTP, encoding: the
+//!   server's own cost);
+//! - **engine**: `interlock::admission::Engine` with the bundled policies and
+//!   every generated object in its inventory, as `interlock serve
+//!   --inventory DIR` runs.
+//!
+//! Each server gets two phases:
 //! 1. fixed rate (open loop): `LOAD_RATE` requests/s for `LOAD_SECS` over
 //!    `LOAD_CONNS` connections; latency is measured from each request's
 //!    *scheduled* time, so a stalled server cannot hide queueing
@@ -11,19 +21,43 @@
 //! 2. saturation (closed loop): `LOAD_SAT_CONNS` connections send as fast as
 //!    answers come back for `LOAD_SECS`. Target: >= 10,000 req/s on 2 cores.
 //!
-//! Environment (all optional):
-//! `LOAD_RATE` (2000), `LOAD_SECS` (5), `LOAD_CONNS` (16), `LOAD_SAT_CONNS`
-//! (32), `LOAD_PROTO` (`h1` or `h2`, default h1), `LOAD_EVAL_THREADS`
-//! (server `--eval-threads`, default one per CPU), `LOAD_PATH` (/validate).
-//! `LOAD_TARGET=127.0.0.1:8443` and `LOAD_CA=ca.crt` measure a separately
-//! started `interlock serve` instead (loopback addresses only); then the
-//! client does not share its process with the server.
+//! The requests are a fixed mix, in every window of 20: 6 Deployment UPDATEs
+//! (pod-references-exist looks up ConfigMaps, Secrets and the
+//! ServiceAccount; pod security, limits and image tags), 4 Pod CREATEs of
+//! new pods of existing Deployments, 3 Ingress UPDATEs (unique host index,
+//! which finds the Ingress itself and must skip it), 3 Service UPDATEs
+//! (unique selector index), 1 PodDisruptionBudget UPDATE (lists the
+//! namespace's Deployments and matches their labels), 2 HPA UPDATEs
+//! (`inventory.get` of the target) and 1 Ingress CREATE in another
+//! namespace claiming an existing host, which must be denied. Every answer
+//! is checked against the expected decision (a mismatch counts as an
+//! error). Objects of the generator's deliberate violations are left out of
+//! the samples by a dry-run pre-flight through the engine, so the expected
+//! decision of each body is known.
 //!
-//! In-process, client and server share the machine's cores, so saturation
-//! numbers are a lower bound for the server alone.
+//! Environment (all optional):
+//! `LOAD_OBJECTS` (50000), `LOAD_RATE` (2000), `LOAD_SECS` (5),
+//! `LOAD_CONNS` (16), `LOAD_SAT_CONNS` (32), `LOAD_BODIES` (distinct
+//! request bodies, 4096), `LOAD_PROTO` (`h1` or `h2`, default h1),
+//! `LOAD_EVAL_THREADS` (server `--eval-threads`, default one per CPU),
+//! `LOAD_PATH` (/validate), `LOAD_SKIP_BASELINE=1`.
+//! `LOAD_TARGET=127.0.0.1:8443`, `LOAD_CA=ca.crt` and `LOAD_CLUSTER=DIR`
+//! measure a separately started server instead (loopback addresses only):
+//! the cluster is written to DIR, start `interlock serve --inventory DIR`
+//! on it, then run the bench again with the same variables (the client then
+//! does not share its process with the server, only the cores).
+//!
+//! In-process, client and server share the machine's cores (and the
+//! client's TLS costs about as much as the server's), so the saturation
+//! figures are a lower bound for the server alone. The machine's load
+//! average is printed next to the figures: the machine may be shared.
+
+#[path = "support/gen_cluster.rs"]
+mod gen_cluster;
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -31,31 +65,28 @@ use bytes::Bytes;
 use http_body_util::{combinators::BoxBody, BodyExt, Full};
 use hyper::Request;
 use hyper_util::rt::{TokioExecutor, TokioIo};
+use interlock::admission::{inventory_from_files, Engine, EngineOptions};
+use interlock::inventory::{Inventory, Source};
+use interlock::policy::PolicySet;
 use interlock::server::{Reviewer, Server, ServerConfig};
-use kube::core::admission::{AdmissionRequest, AdmissionResponse};
+use kube::core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview};
 use kube::core::DynamicObject;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName};
-use serde_json::json;
+use serde_json::{json, Value as Json};
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 
 type Body = BoxBody<Bytes, Infallible>;
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
-/// Allows everything after looking at the object, like a cheap policy.
+/// Allows everything after looking at the object: the server's own cost.
 struct AllowAll;
 impl Reviewer for AllowAll {
     fn validate(&self, req: &AdmissionRequest<DynamicObject>) -> AdmissionResponse {
-        let containers = req
-            .object
-            .as_ref()
-            .and_then(|o| o.data.pointer("/spec/template/spec/containers"))
-            .and_then(|c| c.as_array())
-            .map_or(0, Vec::len);
         let resp = AdmissionResponse::from(req);
-        if containers == 0 {
-            resp.deny("no containers")
+        if req.object.as_ref().is_some_and(|o| o.data.is_null()) {
+            resp.deny("no object")
         } else {
             resp
         }
@@ -75,59 +106,343 @@ fn env<T: std::str::FromStr>(name: &str, default: T) -> T {
         .unwrap_or(default)
 }
 
-/// A Deployment of about 3 KB, the size of a typical tenant workload.
-fn review_body(uid: u64) -> Vec<u8> {
-    let container = |name: &str, image: &str| {
-        json!({
-            "name": name, "image": image,
-            "ports": [{"containerPort": 8080, "name": "http", "protocol": "TCP"}],
-            "env": [{"name": "LOG_LEVEL", "value": "info"}, {"name": "POD_NAME",
-                     "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}],
-            "resources": {"requests": {"cpu": "100m", "memory": "128Mi"},
-                          "limits": {"cpu": "1", "memory": "512Mi"}},
-            "readinessProbe": {"httpGet": {"path": "/ready", "port": "http"}, "periodSeconds": 5},
-            "securityContext": {"runAsNonRoot": true, "readOnlyRootFilesystem": true,
-                                "allowPrivilegeEscalation": false,
-                                "capabilities": {"drop": ["ALL"]}},
-            "volumeMounts": [{"name": "config", "mountPath": "/etc/app"}]
-        })
+/// `VmRSS` and `VmHWM` of this process, in MiB.
+fn rss_mib() -> (f64, f64) {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+            .map_or(f64::NAN, |kb| kb / 1024.0)
     };
-    let object = json!({
-        "apiVersion": "apps/v1", "kind": "Deployment",
-        "metadata": {"name": "web", "namespace": "team-a",
-                     "labels": {"app": "web", "team": "a", "tier": "frontend"},
-                     "annotations": {"deployment.kubernetes.io/revision": "3"}},
-        "spec": {
-            "replicas": 3,
-            "selector": {"matchLabels": {"app": "web"}},
-            "template": {
-                "metadata": {"labels": {"app": "web", "team": "a"}},
-                "spec": {
-                    "serviceAccountName": "web",
-                    "containers": [container("web", "registry.internal/team-a/web:1.4.2"),
-                                   container("sidecar", "registry.internal/shared/proxy:2.0.1")],
-                    "volumes": [{"name": "config", "configMap": {"name": "web-config"}}]
-                }
-            }
-        }
-    });
-    serde_json::to_vec(&json!({
+    (field("VmRSS:"), field("VmHWM:"))
+}
+
+/// Resets VmHWM to the current RSS (Linux >= 4.0); false if refused.
+fn reset_peak_rss() -> bool {
+    std::fs::write("/proc/self/clear_refs", "5").is_ok()
+}
+
+fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "?".into())
+}
+
+// ---------------------------------------------------------------------------
+// Requests
+
+/// One request body and the decision the engine must give.
+#[derive(Clone)]
+struct Sample {
+    body: Bytes,
+    allowed: bool,
+    what: &'static str,
+}
+
+struct Gvr {
+    group: &'static str,
+    version: &'static str,
+    kind: &'static str,
+    resource: &'static str,
+}
+
+const DEPLOYMENT: Gvr = Gvr {
+    group: "apps",
+    version: "v1",
+    kind: "Deployment",
+    resource: "deployments",
+};
+const POD: Gvr = Gvr {
+    group: "",
+    version: "v1",
+    kind: "Pod",
+    resource: "pods",
+};
+const SERVICE: Gvr = Gvr {
+    group: "",
+    version: "v1",
+    kind: "Service",
+    resource: "services",
+};
+const INGRESS: Gvr = Gvr {
+    group: "networking.k8s.io",
+    version: "v1",
+    kind: "Ingress",
+    resource: "ingresses",
+};
+const PDB: Gvr = Gvr {
+    group: "policy",
+    version: "v1",
+    kind: "PodDisruptionBudget",
+    resource: "poddisruptionbudgets",
+};
+const HPA: Gvr = Gvr {
+    group: "autoscaling",
+    version: "v2",
+    kind: "HorizontalPodAutoscaler",
+    resource: "horizontalpodautoscalers",
+};
+
+fn review(uid: usize, gvr: &Gvr, object: &Json, old: Option<&Json>) -> Json {
+    let gvk = json!({"group": gvr.group, "version": gvr.version, "kind": gvr.kind});
+    let res = json!({"group": gvr.group, "version": gvr.version, "resource": gvr.resource});
+    let (operation, options) = if old.is_some() {
+        ("UPDATE", "UpdateOptions")
+    } else {
+        ("CREATE", "CreateOptions")
+    };
+    json!({
         "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
         "request": {
-            "uid": format!("load-{uid}"),
-            "kind": {"group": "apps", "version": "v1", "kind": "Deployment"},
-            "resource": {"group": "apps", "version": "v1", "resource": "deployments"},
-            "requestKind": {"group": "apps", "version": "v1", "kind": "Deployment"},
-            "requestResource": {"group": "apps", "version": "v1", "resource": "deployments"},
-            "name": "web", "namespace": "team-a", "operation": "UPDATE",
+            "uid": format!("00000000-0000-4000-8000-{uid:012}"),
+            "kind": gvk, "resource": res, "requestKind": gvk, "requestResource": res,
+            "name": object["metadata"]["name"], "namespace": object["metadata"]["namespace"],
+            "operation": operation,
             "userInfo": {"username": "system:serviceaccount:ci:deployer",
-                         "groups": ["system:serviceaccounts", "system:authenticated"]},
-            "object": object, "oldObject": object, "dryRun": false,
-            "options": {"apiVersion": "meta.k8s.io/v1", "kind": "UpdateOptions"}
+                         "uid": "5e0c7a3e-1b5e-4c1a-9d1e-2b6f0f1d1a10",
+                         "groups": ["system:serviceaccounts", "system:serviceaccounts:ci",
+                                    "system:authenticated"]},
+            "object": object, "oldObject": old, "dryRun": false,
+            "options": {"apiVersion": "meta.k8s.io/v1", "kind": options,
+                        "fieldManager": "kubectl-client-side-apply"}
         }
-    }))
-    .unwrap_or_default()
+    })
 }
+
+/// What the server keeps on a stored object and a manifest lacks.
+fn as_stored(o: &Json, n: usize) -> Json {
+    let mut o = o.clone();
+    if let Some(m) = o["metadata"].as_object_mut() {
+        m.entry("uid")
+            .or_insert_with(|| json!(format!("9a0b6a4e-0000-4000-8000-{n:012}")));
+        m.insert("resourceVersion".into(), json!(format!("{}", 100_000 + n)));
+        m.insert("generation".into(), json!(3));
+        m.insert("creationTimestamp".into(), json!("2025-01-02T03:04:05Z"));
+    }
+    o
+}
+
+/// An UPDATE: the stored object, and the same with one label changed.
+fn update(uid: usize, gvr: &Gvr, stored: &Json) -> Json {
+    let old = as_stored(stored, uid);
+    let mut new = old.clone();
+    new["metadata"]["labels"]["load.interlock.dev/round"] = json!(format!("r{}", uid % 97));
+    new["metadata"]["generation"] = json!(4);
+    review(uid, gvr, &new, Some(&old))
+}
+
+/// Candidate requests (not yet checked) from the objects of a few namespaces.
+fn candidates(docs: &[Json], n: usize) -> Vec<(Json, bool, &'static str)> {
+    let of = |kind: &str| -> Vec<&Json> {
+        docs.iter()
+            .filter(|d| d["kind"] == kind && d["metadata"]["namespace"].is_string())
+            .collect()
+    };
+    let (deployments, pods, services, ingresses, pdbs, hpas) = (
+        of("Deployment"),
+        of("Pod"),
+        of("Service"),
+        of("Ingress"),
+        of("PodDisruptionBudget"),
+        of("HorizontalPodAutoscaler"),
+    );
+    let namespaces: Vec<&str> = deployments
+        .iter()
+        .filter_map(|d| d["metadata"]["namespace"].as_str())
+        .collect();
+    if [&deployments, &pods, &services, &ingresses, &pdbs, &hpas]
+        .iter()
+        .any(|v| v.is_empty())
+    {
+        return vec![];
+    }
+    // Positions in each window of 20 (see the header).
+    const MIX: [&str; 20] = [
+        "deploy", "pod", "ingress", "service", "deploy", "hpa", "pod", "deploy", "service",
+        "ingress", "deploy", "pod", "pdb", "deploy", "dup-host", "service", "pod", "ingress",
+        "deploy", "hpa",
+    ];
+    let mut out = Vec::with_capacity(n);
+    for i in 0..n {
+        let k = i / 20 * 7 + i % 7; // spreads each kind over the samples
+        let pick = |v: &[&Json]| v[k % v.len()].clone();
+        let item = match MIX[i % 20] {
+            "deploy" => (
+                update(i, &DEPLOYMENT, &pick(&deployments)),
+                true,
+                "Deployment UPDATE",
+            ),
+            "pod" => {
+                // A new pod of an existing ReplicaSet, as its controller creates it.
+                let mut p = pick(&pods);
+                let name = p["metadata"]["name"].as_str().unwrap_or("pod").to_owned();
+                let stem = name.rsplit_once('-').map_or(name.as_str(), |(a, _)| a);
+                p["metadata"]["name"] = json!(format!("{stem}-l{i:05}"));
+                p["metadata"]["generateName"] = json!(format!("{stem}-"));
+                if let Some(m) = p["metadata"].as_object_mut() {
+                    m.remove("uid");
+                }
+                if let Some(s) = p["spec"].as_object_mut() {
+                    s.remove("nodeName");
+                }
+                (review(i, &POD, &p, None), true, "Pod CREATE")
+            }
+            "ingress" => (
+                update(i, &INGRESS, &pick(&ingresses)),
+                true,
+                "Ingress UPDATE",
+            ),
+            "service" => (
+                update(i, &SERVICE, &pick(&services)),
+                true,
+                "Service UPDATE",
+            ),
+            "pdb" => (update(i, &PDB, &pick(&pdbs)), true, "PDB UPDATE"),
+            "hpa" => (update(i, &HPA, &pick(&hpas)), true, "HPA UPDATE"),
+            _ => {
+                // Another tenant claims an existing host: denied.
+                let mut ing = pick(&ingresses);
+                let ns = namespaces[(k * 7 + 3) % namespaces.len()];
+                if ing["metadata"]["namespace"] == ns {
+                    continue;
+                }
+                ing["metadata"]["namespace"] = json!(ns);
+                ing["metadata"]["name"] = json!(format!("copy-{i}"));
+                (
+                    review(i, &INGRESS, &ing, None),
+                    false,
+                    "Ingress CREATE (duplicate host)",
+                )
+            }
+        };
+        out.push(item);
+    }
+    out
+}
+
+/// Policies and inventory as `interlock serve --inventory DIR` builds them.
+fn build_engine(dir: &Path) -> Result<Engine, BoxError> {
+    let loaded = interlock::bundled::documents();
+    if let Some(e) = loaded.errors.first() {
+        return Err(format!("bundled policies: {e}").into());
+    }
+    let docs: Vec<(Json, Source)> = loaded
+        .documents
+        .into_iter()
+        .map(|d| {
+            let source = Source {
+                file: d.source.to_string(),
+                line: d.line,
+            };
+            (d.value, source)
+        })
+        .collect();
+    let mut inventory = Inventory::new();
+    let (policies, errors) = PolicySet::compile(&docs, &mut inventory);
+    if let Some(e) = errors.first() {
+        return Err(format!("bundled policies: {e}").into());
+    }
+    // As `serve` does: keep only what the policies read.
+    inventory.set_projection(policies.projection(&inventory));
+    inventory_from_files(&mut inventory, &[dir.to_path_buf()])?;
+    let engine = Engine::new(policies, inventory, EngineOptions::default());
+    engine.set_ready(true);
+    Ok(engine)
+}
+
+/// Keeps the candidates whose dry-run decision is the expected one (the
+/// generator sows violations: a Deployment reading a missing ConfigMap, a
+/// host claimed twice...); returns the samples and how many were dropped.
+fn preflight(engine: &Engine, cands: Vec<(Json, bool, &'static str)>) -> (Vec<Sample>, usize) {
+    let mut kept = Vec::new();
+    let mut dropped = 0;
+    for (review, allowed, what) in cands {
+        let mut dry = review.clone();
+        dry["request"]["dryRun"] = json!(true);
+        let req: Option<AdmissionRequest<DynamicObject>> =
+            serde_json::from_value::<AdmissionReview<DynamicObject>>(dry)
+                .ok()
+                .and_then(|r| r.try_into().ok());
+        let Some(req) = req else {
+            dropped += 1;
+            continue;
+        };
+        let resp = engine.validate(&req);
+        if resp.allowed != allowed {
+            dropped += 1;
+            continue;
+        }
+        let Ok(body) = serde_json::to_vec(&review) else {
+            dropped += 1;
+            continue;
+        };
+        kept.push(Sample {
+            body: Bytes::from(body),
+            allowed,
+            what,
+        });
+    }
+    (kept, dropped)
+}
+
+/// CPU time per request kind of the server's path (parse, engine, encode:
+/// `interlock::server::answer_body`) called directly on one thread (no
+/// HTTP, no TLS), beside kube's AdmissionReview parser alone. `LOAD_DIRECT_ONLY=1` stops
+/// after this (for `perf record` / callgrind on the engine alone).
+fn direct(engine: &Engine, samples: &[Sample], rounds: usize) {
+    type Times = (Duration, Duration, usize, Duration);
+    let mut by_kind: std::collections::BTreeMap<&str, Times> = Default::default();
+    for _ in 0..rounds {
+        for s in samples {
+            // kube's parser (what the engine cost before the server parsed
+            // objects as JSON), then the server's whole path.
+            let t = Instant::now();
+            let req: Option<AdmissionRequest<DynamicObject>> =
+                serde_json::from_slice::<AdmissionReview<DynamicObject>>(&s.body)
+                    .ok()
+                    .and_then(|r| r.try_into().ok());
+            let parsed = t.elapsed();
+            if let Some(req) = req {
+                std::hint::black_box(engine.validate(&req));
+            }
+            let old = t.elapsed();
+            let t = Instant::now();
+            let answer = interlock::server::answer_body(engine, false, &s.body);
+            let e = by_kind.entry(s.what).or_default();
+            e.0 += parsed;
+            e.1 += t.elapsed();
+            e.2 += 1;
+            e.3 += old;
+            std::hint::black_box(answer);
+        }
+    }
+    let us = |d: Duration, n: usize| d.as_secs_f64() * 1e6 / n.max(1) as f64;
+    let (mut tp, mut te, mut tn, mut to) = (Duration::ZERO, Duration::ZERO, 0, Duration::ZERO);
+    for (what, (p, e, n, o)) in &by_kind {
+        println!(
+            "  {what:32} kube parse {:6.1} us, + Engine::validate {:6.1} us | server path {:6.1} us",
+            us(*p, *n),
+            us(*o, *n),
+            us(*e, *n)
+        );
+        tp += *p;
+        te += *e;
+        to += *o;
+        tn += n;
+    }
+    println!(
+        "  {:32} kube parse {:6.1} us, + Engine::validate {:6.1} us | server path {:6.1} us  (one thread, {tn} calls)",
+        "mix",
+        us(tp, tn),
+        us(to, tn),
+        us(te, tn)
+    );
+}
+
+// ---------------------------------------------------------------------------
+// Transport
 
 enum Sender {
     H1(hyper::client::conn::http1::SendRequest<Body>),
@@ -153,11 +468,18 @@ async fn connect(addr: SocketAddr, tls: Arc<rustls::ClientConfig>) -> Result<Sen
     })
 }
 
-async fn send(sender: &mut Sender, path: &str, body: Bytes) -> Result<(), BoxError> {
-    let req = Request::post(format!("{path}?timeout=5s"))
+/// Sends one review; an error unless the answer is 200 with the expected
+/// decision.
+async fn send(
+    sender: &mut Sender,
+    path: &str,
+    sample: &Sample,
+    expect: bool,
+) -> Result<(), BoxError> {
+    let req = Request::post(format!("{path}?timeout=10s"))
         .header("host", "interlock.interlock-system.svc")
         .header("content-type", "application/json")
-        .body(Full::new(body).boxed())?;
+        .body(Full::new(sample.body.clone()).boxed())?;
     let resp = match sender {
         Sender::H1(s) => {
             s.ready().await?;
@@ -170,8 +492,18 @@ async fn send(sender: &mut Sender, path: &str, body: Bytes) -> Result<(), BoxErr
     };
     let status = resp.status();
     let body = resp.into_body().collect().await?.to_bytes();
-    if !status.is_success() || !body.windows(14).any(|w| w == b"\"allowed\":true") {
-        return Err(format!("{status}: {}", String::from_utf8_lossy(&body)).into());
+    let needle: &[u8] = if expect {
+        b"\"allowed\":true"
+    } else {
+        b"\"allowed\":false"
+    };
+    if !status.is_success() || !body.windows(needle.len()).any(|w| w == needle) {
+        return Err(format!(
+            "{} expected allowed={expect}, got {status}: {}",
+            sample.what,
+            String::from_utf8_lossy(&body[..body.len().min(600)])
+        )
+        .into());
     }
     Ok(())
 }
@@ -182,7 +514,17 @@ struct Phase {
     elapsed: Duration,
 }
 
-fn report(name: &str, p: &mut Phase) {
+#[derive(Clone, Copy, Default)]
+struct Figures {
+    rate: f64,
+    p50: f64,
+    p90: f64,
+    p99: f64,
+    p999: f64,
+    max: f64,
+}
+
+fn report(name: &str, p: &mut Phase) -> Figures {
     p.latencies_us.sort_unstable();
     let n = p.latencies_us.len();
     let q = |x: f64| -> f64 {
@@ -192,51 +534,69 @@ fn report(name: &str, p: &mut Phase) {
         let i = ((n as f64 * x).ceil() as usize).clamp(1, n) - 1;
         p.latencies_us[i] as f64 / 1000.0
     };
+    let f = Figures {
+        rate: n as f64 / p.elapsed.as_secs_f64(),
+        p50: q(0.50),
+        p90: q(0.90),
+        p99: q(0.99),
+        p999: q(0.999),
+        max: q(1.0),
+    };
     println!(
-        "{name}: {n} ok, {} errors, {:.0} req/s | latency ms p50 {:.3} p90 {:.3} p99 {:.3} p99.9 {:.3} max {:.3}",
-        p.errors,
-        n as f64 / p.elapsed.as_secs_f64(),
-        q(0.50),
-        q(0.90),
-        q(0.99),
-        q(0.999),
-        q(1.0),
+        "  {name}: {n} ok, {} errors, {:.0} req/s | latency ms p50 {:.3} p90 {:.3} p99 {:.3} p99.9 {:.3} max {:.3} | load {}",
+        p.errors, f.rate, f.p50, f.p90, f.p99, f.p999, f.max, loadavg()
     );
+    f
 }
 
-async fn fixed_rate(
+struct Run {
     addr: SocketAddr,
     tls: Arc<rustls::ClientConfig>,
     path: &'static str,
-    rate: f64,
-    conns: usize,
-    secs: f64,
-) -> Phase {
+    samples: Arc<Vec<Sample>>,
+    /// false: expect every answer to allow (the baseline).
+    engine: bool,
+}
+
+impl Run {
+    fn expect(&self, s: &Sample) -> bool {
+        !self.engine || s.allowed
+    }
+}
+
+async fn fixed_rate(run: Arc<Run>, rate: f64, conns: usize, secs: f64) -> Phase {
     // Connect first (handshakes are not part of the schedule).
     let mut senders = Vec::with_capacity(conns);
     for _ in 0..conns {
-        senders.push(connect(addr, tls.clone()).await);
+        senders.push(connect(run.addr, run.tls.clone()).await);
     }
     let start = Instant::now() + Duration::from_millis(50);
-    let per_conn = Duration::from_secs_f64(conns as f64 / rate);
-    let total_per_conn = (rate * secs / conns as f64).ceil() as u64;
-    // Bodies made up front: the client's JSON encoding is not the server's cost.
-    let bodies: Arc<Vec<Bytes>> = Arc::new((0..256).map(|i| Bytes::from(review_body(i))).collect());
+    let period = Duration::from_secs_f64(1.0 / rate);
+    let total = (rate * secs).ceil() as usize;
+    // tokio's timer ticks in milliseconds: a request scheduled by
+    // `sleep_until` would leave up to 1 ms late, which the latency (counted
+    // from the scheduled time) would charge to the server. A thread sleeping
+    // with the OS timer (~0.1 ms slack) hands each request, at its time, to
+    // the connections in turn.
+    let mut queues = Vec::with_capacity(conns);
     let mut tasks = Vec::new();
-    for (c, sender) in senders.into_iter().enumerate() {
-        let bodies = bodies.clone();
+    for sender in senders {
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(usize, Instant)>();
+        queues.push(tx);
+        let run = run.clone();
         tasks.push(tokio::spawn(async move {
-            let mut lat = Vec::with_capacity(total_per_conn as usize);
+            let mut lat = Vec::with_capacity(total / conns + 1);
             let mut errors = 0;
             let Ok(mut sender) = sender else {
-                return (lat, total_per_conn as usize);
+                let mut lost = 0;
+                while rx.recv().await.is_some() {
+                    lost += 1;
+                }
+                return (lat, lost);
             };
-            let offset = per_conn.mul_f64(c as f64 / conns as f64);
-            for i in 0..total_per_conn {
-                let scheduled = start + offset + per_conn.mul_f64(i as f64);
-                tokio::time::sleep_until(scheduled.into()).await;
-                let body = bodies[(c + i as usize) % bodies.len()].clone();
-                match send(&mut sender, path, body).await {
+            while let Some((i, scheduled)) = rx.recv().await {
+                let s = &run.samples[i % run.samples.len()];
+                match send(&mut sender, run.path, s, run.expect(s)).await {
                     Ok(()) => lat.push(scheduled.elapsed().as_micros() as u64),
                     Err(e) => {
                         if errors == 0 {
@@ -249,33 +609,47 @@ async fn fixed_rate(
             (lat, errors)
         }));
     }
-    collect(tasks, start).await
+    let pacer = std::thread::spawn(move || {
+        for i in 0..total {
+            let scheduled = start + period.mul_f64(i as f64);
+            let now = Instant::now();
+            if scheduled > now {
+                std::thread::sleep(scheduled - now);
+            }
+            // A busy connection queues the request: that wait is latency.
+            let _ = queues[i % queues.len()].send((i, scheduled));
+        }
+    });
+    let phase = collect(tasks, start).await;
+    let _ = pacer.join();
+    phase
 }
 
-async fn saturation(
-    addr: SocketAddr,
-    tls: Arc<rustls::ClientConfig>,
-    path: &'static str,
-    conns: usize,
-    secs: f64,
-) -> Phase {
+async fn saturation(run: Arc<Run>, conns: usize, secs: f64) -> Phase {
     let start = Instant::now();
     let end = start + Duration::from_secs_f64(secs);
-    let body = Bytes::from(review_body(42));
     let mut tasks = Vec::new();
-    for _ in 0..conns {
-        let (tls, body) = (tls.clone(), body.clone());
+    for c in 0..conns {
+        let run = run.clone();
         tasks.push(tokio::spawn(async move {
             let mut lat = Vec::new();
             let mut errors = 0;
-            let Ok(mut sender) = connect(addr, tls).await else {
+            let Ok(mut sender) = connect(run.addr, run.tls.clone()).await else {
                 return (lat, 1);
             };
+            let mut i = c * 997;
             while Instant::now() < end {
+                let s = &run.samples[i % run.samples.len()];
+                i += 1;
                 let t = Instant::now();
-                match send(&mut sender, path, body.clone()).await {
+                match send(&mut sender, run.path, s, run.expect(s)).await {
                     Ok(()) => lat.push(t.elapsed().as_micros() as u64),
-                    Err(_) => errors += 1,
+                    Err(e) => {
+                        if errors == 0 {
+                            eprintln!("error: {e}");
+                        }
+                        errors += 1;
+                    }
                 }
             }
             (lat, errors)
@@ -300,6 +674,87 @@ async fn collect(tasks: Vec<tokio::task::JoinHandle<(Vec<u64>, usize)>>, start: 
     p
 }
 
+struct Settings {
+    rate: f64,
+    conns: usize,
+    sat_conns: usize,
+    secs: f64,
+}
+
+/// Both phases against one server; (fixed-rate, saturation, errors).
+async fn measure(run: Arc<Run>, s: &Settings) -> (Figures, Figures, usize) {
+    let mut p = fixed_rate(run.clone(), s.rate, s.conns, s.secs).await;
+    let fixed = report(
+        &format!("fixed rate {:.0}/s x {} conns", s.rate, s.conns),
+        &mut p,
+    );
+    let mut q = saturation(run, s.sat_conns, s.secs).await;
+    let sat = report(&format!("saturation x {} conns", s.sat_conns), &mut q);
+    (fixed, sat, p.errors + q.errors)
+}
+
+/// An in-process server for `reviewer`; the sender stops it.
+async fn start_server(
+    certs: &Path,
+    reviewer: Arc<dyn Reviewer>,
+) -> Result<(SocketAddr, tokio::sync::oneshot::Sender<()>), BoxError> {
+    let mut config = ServerConfig::new(certs.join("tls.crt"), certs.join("tls.key"));
+    config.listen = "127.0.0.1:0".parse()?;
+    config.eval_threads = std::env::var("LOAD_EVAL_THREADS")
+        .ok()
+        .and_then(|v| v.parse().ok());
+    let server = Server::bind(config, reviewer).await?;
+    let addr = server.local_addr();
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(server.serve(async move {
+        let _ = rx.await;
+    }));
+    Ok((addr, tx))
+}
+
+fn client_tls(ca_pem: &[u8], alpn: &[u8]) -> Result<Arc<rustls::ClientConfig>, BoxError> {
+    let mut roots = rustls::RootCertStore::empty();
+    for c in CertificateDer::pem_slice_iter(ca_pem) {
+        roots.add(c?)?;
+    }
+    let mut tls = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()?
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    tls.alpn_protocols = vec![alpn.to_vec()];
+    Ok(Arc::new(tls))
+}
+
+/// Objects of the first namespace files of the cluster, for the samples.
+fn sample_documents(dir: &Path, files: usize) -> Vec<Json> {
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|rd| rd.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    paths.retain(|p| {
+        p.extension().is_some_and(|e| e == "yaml")
+            && p.file_name().is_some_and(|n| n != "namespaces.yaml")
+    });
+    paths.sort();
+    // Every k-th file, so that samples come from all over the cluster.
+    let step = (paths.len() / files.max(1)).max(1);
+    let chosen: Vec<PathBuf> = paths.into_iter().step_by(step).take(files).collect();
+    interlock::manifest::load_paths(&chosen, &Default::default())
+        .documents
+        .into_iter()
+        .map(|d| d.value)
+        .collect()
+}
+
+fn ratio(a: f64, b: f64) -> String {
+    if b > 0.0 && a.is_finite() && b.is_finite() {
+        format!("{:.2}x", a / b)
+    } else {
+        "-".into()
+    }
+}
+
 fn main() -> Result<(), BoxError> {
     // `cargo test --benches` runs this with `--bench` absent: do a tiny smoke run.
     let smoke = !std::env::args().any(|a| a == "--bench");
@@ -307,92 +762,207 @@ fn main() -> Result<(), BoxError> {
         .enable_all()
         .build()?;
     rt.block_on(async move {
-        let secs: f64 = if smoke { 0.3 } else { env("LOAD_SECS", 5.0) };
-        // The smoke run (`cargo test --all-targets`, debug build) only checks
-        // that the generator and the server work together.
-        let rate: f64 = if smoke {
-            200.0
+        let objects: usize = if smoke {
+            400
         } else {
-            env("LOAD_RATE", 2000.0)
+            env("LOAD_OBJECTS", 50_000)
         };
-        let conns: usize = if smoke { 4 } else { env("LOAD_CONNS", 16) };
-        let sat_conns: usize = if smoke { 4 } else { env("LOAD_SAT_CONNS", 32) };
+        let settings = Settings {
+            secs: if smoke { 0.3 } else { env("LOAD_SECS", 5.0) },
+            // The smoke run (`cargo test --all-targets`, debug build) only
+            // checks that the generator, the engine and the server work
+            // together.
+            rate: if smoke {
+                100.0
+            } else {
+                env("LOAD_RATE", 2000.0)
+            },
+            conns: if smoke { 4 } else { env("LOAD_CONNS", 16) },
+            sat_conns: if smoke { 4 } else { env("LOAD_SAT_CONNS", 32) },
+        };
+        let n_bodies: usize = if smoke { 200 } else { env("LOAD_BODIES", 4096) };
         let path: &'static str = if std::env::var("LOAD_PATH").as_deref() == Ok("/mutate") {
             "/mutate"
         } else {
             "/validate"
         };
-        let alpn: Vec<u8> = if std::env::var("LOAD_PROTO").as_deref() == Ok("h2") {
-            b"h2".to_vec()
+        let alpn: &[u8] = if std::env::var("LOAD_PROTO").as_deref() == Ok("h2") {
+            b"h2"
         } else {
-            b"http/1.1".to_vec()
+            b"http/1.1"
         };
-
-        let _dir;
-        let (addr, ca_pem, stop) = match std::env::var("LOAD_TARGET") {
-            Ok(target) => {
-                let addr: SocketAddr = target.parse()?;
-                if !addr.ip().is_loopback() {
-                    return Err("LOAD_TARGET must be a loopback address".into());
-                }
-                let ca = std::fs::read(std::env::var("LOAD_CA")?)?;
-                (addr, ca, None)
-            }
-            Err(_) => {
-                let dir = tempfile::tempdir()?;
-                let b = interlock::certs::generate(&interlock::certs::CertsOptions::new([
-                    "127.0.0.1",
-                ]))?;
-                interlock::certs::write(dir.path(), &b, true)?;
-                let mut config =
-                    ServerConfig::new(dir.path().join("tls.crt"), dir.path().join("tls.key"));
-                config.listen = "127.0.0.1:0".parse()?;
-                config.eval_threads = std::env::var("LOAD_EVAL_THREADS")
-                    .ok()
-                    .and_then(|v| v.parse().ok());
-                let server = Server::bind(config, Arc::new(AllowAll)).await?;
-                let addr = server.local_addr();
-                let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-                tokio::spawn(server.serve(async move {
-                    let _ = rx.await;
-                }));
-                _dir = dir;
-                (addr, b.ca_cert_pem.into_bytes(), Some(tx))
-            }
-        };
-
-        let mut roots = rustls::RootCertStore::empty();
-        for c in CertificateDer::pem_slice_iter(&ca_pem) {
-            roots.add(c?)?;
-        }
-        let mut tls = rustls::ClientConfig::builder_with_provider(Arc::new(
-            rustls::crypto::ring::default_provider(),
-        ))
-        .with_safe_default_protocol_versions()?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-        tls.alpn_protocols = vec![alpn.clone()];
-        let tls = Arc::new(tls);
-
+        let external = std::env::var("LOAD_TARGET").ok();
+        let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
         println!(
-            "webhook_load: {} {path}, body {} bytes, {}",
-            String::from_utf8_lossy(&alpn),
-            review_body(0).len(),
-            if stop.is_some() {
-                "in-process server"
-            } else {
+            "webhook_load: {} {path}, {objects} objects, {cpus} CPUs, load {} ({})",
+            String::from_utf8_lossy(alpn),
+            loadavg(),
+            if external.is_some() {
                 "external server"
+            } else {
+                "in-process server: client and server share the cores"
             }
         );
-        let mut p = fixed_rate(addr, tls.clone(), path, rate, conns, secs).await;
-        report(&format!("fixed rate {rate:.0}/s x {conns} conns"), &mut p);
-        let mut s = saturation(addr, tls, path, sat_conns, secs).await;
-        report(&format!("saturation x {sat_conns} conns"), &mut s);
-        if let Some(stop) = stop {
-            let _ = stop.send(());
+
+        // The cluster.
+        let tmp = tempfile::tempdir()?;
+        let cluster_dir = match std::env::var("LOAD_CLUSTER") {
+            Ok(d) => PathBuf::from(d),
+            Err(_) => tmp.path().join("cluster"),
+        };
+        std::fs::create_dir_all(&cluster_dir)?;
+        let t = Instant::now();
+        let g = gen_cluster::generate(&cluster_dir, objects)?;
+        println!(
+            "cluster: {} objects in {} files ({:.1} MB) in {:.1}s; sown: {} duplicate hosts, {} missing ConfigMaps, {} dangling HPAs, {} latest tags",
+            g.objects,
+            g.files,
+            g.bytes as f64 / 1e6,
+            t.elapsed().as_secs_f64(),
+            g.duplicate_hosts,
+            g.missing_config_maps,
+            g.dangling_hpas,
+            g.latest_tags
+        );
+        let cands = candidates(&sample_documents(&cluster_dir, 120), n_bodies);
+        if cands.is_empty() {
+            return Err("the sample namespaces hold no candidate objects".into());
         }
-        if smoke && (p.errors > 0 || s.errors > 0) {
-            return Err("errors during the smoke run".into());
+        let (rss0, _) = rss_mib();
+
+        // The engine (in-process always: the pre-flight decides the expected
+        // answers).
+        let t = Instant::now();
+        let engine = Arc::new(build_engine(&cluster_dir)?);
+        let load_secs = t.elapsed().as_secs_f64();
+        let (rss1, hwm1) = rss_mib();
+        let inventory_len = engine.read(|st| st.inventory.len());
+        let policies = engine.read(|st| st.policies.len());
+        println!(
+            "engine: {policies} bundled policies, {inventory_len} objects in the inventory, loaded in {load_secs:.1}s; RSS {rss0:.0} MiB before, {rss1:.0} MiB after loading (+{:.0} MiB, {:.2} KiB/object), peak while loading {hwm1:.0} MiB",
+            rss1 - rss0,
+            (rss1 - rss0) * 1024.0 / inventory_len.max(1) as f64
+        );
+        let (samples, dropped) = preflight(&engine, cands);
+        let denied = samples.iter().filter(|s| !s.allowed).count();
+        println!(
+            "requests: {} distinct bodies ({} denied), {} candidates dropped by the pre-flight, {:.1} KB mean body",
+            samples.len(),
+            denied,
+            dropped,
+            samples.iter().map(|s| s.body.len()).sum::<usize>() as f64
+                / samples.len().max(1) as f64
+                / 1e3
+        );
+        if samples.len() < n_bodies * 9 / 10 || denied == 0 {
+            return Err(format!(
+                "the pre-flight kept {} of {n_bodies} bodies ({denied} denied): the generator or the policies changed",
+                samples.len()
+            )
+            .into());
+        }
+        if !smoke {
+            println!("direct engine calls, mean per request (load {}):", loadavg());
+            direct(&engine, &samples, env("LOAD_DIRECT_ROUNDS", 2));
+            if std::env::var("LOAD_DIRECT_ONLY").is_ok() {
+                return Ok(());
+            }
+        }
+        let samples = Arc::new(samples);
+        let mut errors = 0;
+
+        if let Some(target) = external {
+            let addr: SocketAddr = target.parse()?;
+            if !addr.ip().is_loopback() {
+                return Err("LOAD_TARGET must be a loopback address".into());
+            }
+            drop(engine);
+            let ca = std::fs::read(std::env::var("LOAD_CA")?)?;
+            let run = Arc::new(Run {
+                addr,
+                tls: client_tls(&ca, alpn)?,
+                path,
+                samples,
+                engine: true,
+            });
+            println!("external server at {addr}:");
+            errors += measure(run, &settings).await.2;
+        } else {
+            let certs = tmp.path().join("certs");
+            std::fs::create_dir_all(&certs)?;
+            let b = interlock::certs::generate(&interlock::certs::CertsOptions::new([
+                "127.0.0.1",
+            ]))?;
+            interlock::certs::write(&certs, &b, true)?;
+            let tls = client_tls(b.ca_cert_pem.as_bytes(), alpn)?;
+            let baseline = if std::env::var("LOAD_SKIP_BASELINE").is_ok() {
+                None
+            } else {
+                let (addr, stop) = start_server(&certs, Arc::new(AllowAll)).await?;
+                println!("baseline (allow-all reviewer):");
+                let run = Arc::new(Run {
+                    addr,
+                    tls: tls.clone(),
+                    path,
+                    samples: samples.clone(),
+                    engine: false,
+                });
+                let m = measure(run, &settings).await;
+                let _ = stop.send(());
+                errors += m.2;
+                Some(m)
+            };
+            let peak_reset = reset_peak_rss();
+            let (addr, stop) = start_server(&certs, engine.clone()).await?;
+            println!("engine (bundled policies, {inventory_len} objects):");
+            let run = Arc::new(Run {
+                addr,
+                tls,
+                path,
+                samples,
+                engine: path == "/validate",
+            });
+            let (fixed, sat, e) = measure(run, &settings).await;
+            let _ = stop.send(());
+            errors += e;
+            let (rss2, hwm2) = rss_mib();
+            let pending = engine
+                .read(|st| st.inventory.len())
+                .saturating_sub(inventory_len);
+            println!(
+                "memory: RSS {rss2:.0} MiB after the engine phases, peak {hwm2:.0} MiB {} ({pending} objects added by CREATEs)",
+                if peak_reset {
+                    "while serving"
+                } else {
+                    "over the whole run"
+                }
+            );
+            if let Some((bf, bs, _)) = baseline {
+                println!(
+                    "engine / baseline: fixed rate p50 {} p99 {} | saturation throughput {} p50 {} p99 {}",
+                    ratio(fixed.p50, bf.p50),
+                    ratio(fixed.p99, bf.p99),
+                    ratio(sat.rate, bs.rate),
+                    ratio(sat.p50, bs.p50),
+                    ratio(sat.p99, bs.p99),
+                );
+            }
+            if !smoke {
+                println!(
+                    "targets: p99 at {:.0}/s {:.3} ms (< 2 ms: {}), saturation {:.0} req/s (>= 10,000: {})",
+                    settings.rate,
+                    fixed.p99,
+                    if fixed.p99 < 2.0 { "met" } else { "MISSED" },
+                    sat.rate,
+                    if sat.rate >= 10_000.0 { "met" } else { "MISSED" },
+                );
+            }
+        }
+        if errors > 0 {
+            println!("{errors} errors (wrong decision, HTTP error or transport error)");
+            if smoke {
+                return Err("errors during the smoke run".into());
+            }
         }
         Ok(())
     })

@@ -8,7 +8,7 @@ pub mod serve;
 
 use crate::inventory::{Inventory, Source};
 use crate::policy::{Action, FailurePolicy, PolicySet, Request, Verdict};
-use crate::server::Reviewer;
+use crate::server::{ParsedReview, Reviewer};
 use kube::core::admission::{AdmissionRequest, AdmissionResponse, Operation};
 use kube::core::DynamicObject;
 use pending::Pending;
@@ -136,16 +136,25 @@ impl Engine {
     }
 
     fn decide(&self, req: &AdmissionRequest<DynamicObject>) -> AdmissionResponse {
-        let resp = AdmissionResponse::from(req);
-        let (object, old_object) = match (
+        match (
             to_json(req.object.as_ref()),
             to_json(req.old_object.as_ref()),
         ) {
-            (Ok(o), Ok(old)) => (o, old),
-            (Err(e), _) | (_, Err(e)) => {
-                return resp.deny(format!("interlock could not read the object: {e}"))
-            }
-        };
+            (Ok(o), Ok(old)) => self.decide_json(req, o, old),
+            (Err(e), _) | (_, Err(e)) => AdmissionResponse::from(req)
+                .deny(format!("interlock could not read the object: {e}")),
+        }
+    }
+
+    /// The decision on `req` whose objects are `object` and `old_object`
+    /// (`req.object` and `req.old_object` are not read).
+    fn decide_json(
+        &self,
+        req: &AdmissionRequest<DynamicObject>,
+        object: Option<Json>,
+        old_object: Option<Json>,
+    ) -> AdmissionResponse {
+        let resp = AdmissionResponse::from(req);
         let r = request(req, object.as_ref(), old_object.as_ref());
         // Requests some inventory-reading policy matches take the write
         // lock: evaluation and recording of the admitted write are atomic.
@@ -275,16 +284,23 @@ impl Engine {
     }
 
     fn patch(&self, req: &AdmissionRequest<DynamicObject>) -> AdmissionResponse {
-        let resp = AdmissionResponse::from(req);
-        let (object, old) = match (
+        match (
             to_json(req.object.as_ref()),
             to_json(req.old_object.as_ref()),
         ) {
-            (Ok(o), Ok(old)) => (o, old),
-            (Err(e), _) | (_, Err(e)) => {
-                return resp.deny(format!("interlock could not read the object: {e}"))
-            }
-        };
+            (Ok(o), Ok(old)) => self.patch_json(req, o, old),
+            (Err(e), _) | (_, Err(e)) => AdmissionResponse::from(req)
+                .deny(format!("interlock could not read the object: {e}")),
+        }
+    }
+
+    fn patch_json(
+        &self,
+        req: &AdmissionRequest<DynamicObject>,
+        object: Option<Json>,
+        old: Option<Json>,
+    ) -> AdmissionResponse {
+        let resp = AdmissionResponse::from(req);
         let Some(obj) = object.as_ref() else {
             return resp;
         };
@@ -372,6 +388,14 @@ impl Reviewer for Engine {
 
     fn mutate(&self, req: &AdmissionRequest<DynamicObject>) -> AdmissionResponse {
         self.patch(req)
+    }
+
+    fn validate_parsed(&self, review: ParsedReview) -> AdmissionResponse {
+        self.decide_json(&review.request, review.object, review.old_object)
+    }
+
+    fn mutate_parsed(&self, review: ParsedReview) -> AdmissionResponse {
+        self.patch_json(&review.request, review.object, review.old_object)
     }
 
     fn ready(&self) -> bool {
@@ -521,6 +545,38 @@ spec:
             "{}",
             resp.result.message
         );
+    }
+
+    #[test]
+    fn fifty_parallel_creates_of_one_host_admit_exactly_one() {
+        let e = std::sync::Arc::new(engine(true));
+        let handles: Vec<_> = (0..50)
+            .map(|i| {
+                let e = e.clone();
+                std::thread::spawn(move || {
+                    let req = review(&format!("ns-{i}"), "shop", "race.example", false);
+                    // The server's path: the objects as parsed JSON.
+                    let parsed = ParsedReview {
+                        object: req
+                            .object
+                            .as_ref()
+                            .map(|o| serde_json::to_value(o).unwrap()),
+                        old_object: None,
+                        request: AdmissionRequest {
+                            object: None,
+                            ..req
+                        },
+                    };
+                    e.validate_parsed(parsed).allowed
+                })
+            })
+            .collect();
+        let admitted = handles
+            .into_iter()
+            .map(|h| h.join().expect("no panic"))
+            .filter(|&a| a)
+            .count();
+        assert_eq!(admitted, 1, "admitted {admitted} of 50 creates of one host");
     }
 
     #[test]

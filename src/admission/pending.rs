@@ -4,13 +4,18 @@
 
 use crate::inventory::{Entry, Inventory, ObjectKey};
 use serde_json::Value as Json;
-use std::collections::HashMap;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
 use std::time::{Duration, Instant};
 
 #[derive(Default)]
 pub struct Pending {
     /// Key → (expiry, the entry it replaced, to restore on expiry).
     entries: HashMap<ObjectKey, (Instant, Option<Entry>)>,
+    /// (expiry, key), soonest first, so that `expire` (on every recording
+    /// request) looks only at what is due instead of every entry. An item
+    /// whose key was recorded again or observed since is stale and skipped.
+    queue: BinaryHeap<Reverse<(Instant, ObjectKey)>>,
 }
 
 impl Pending {
@@ -31,7 +36,9 @@ impl Pending {
             .upsert(&super::live::project(object.clone()), None)
             .is_ok()
         {
-            self.entries.insert(key, (Instant::now() + ttl, replaced));
+            let expiry = Instant::now() + ttl;
+            self.queue.push(Reverse((expiry, key.clone())));
+            self.entries.insert(key, (expiry, replaced));
         }
     }
 
@@ -46,19 +53,80 @@ impl Pending {
 
     pub fn expire(&mut self, inventory: &mut Inventory) {
         let now = Instant::now();
-        let expired: Vec<ObjectKey> = self
-            .entries
-            .iter()
-            .filter(|(_, (t, _))| *t <= now)
-            .map(|(k, _)| k.clone())
-            .collect();
-        for k in expired {
-            if let Some((_, original)) = self.entries.remove(&k) {
-                inventory.remove(&k);
+        while let Some(Reverse((due, _))) = self.queue.peek() {
+            if *due > now {
+                break;
+            }
+            let Some(Reverse((due, key))) = self.queue.pop() else {
+                break;
+            };
+            // Stale: recorded again (a later expiry) or observed.
+            if self.entries.get(&key).is_none_or(|(t, _)| *t != due) {
+                continue;
+            }
+            if let Some((_, original)) = self.entries.remove(&key) {
+                inventory.remove(&key);
                 if let Some(e) = original {
                     inventory.restore(e);
                 }
             }
         }
+        if self.entries.is_empty() {
+            self.queue.clear();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn ingress(name: &str, host: &str) -> Json {
+        json!({"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+               "metadata": {"namespace": "a", "name": name}, "spec": {"rules": [{"host": host}]}})
+    }
+
+    #[test]
+    fn records_expire_in_order_and_restore_what_they_replaced() {
+        let mut inv = Inventory::new();
+        inv.upsert(&ingress("one", "old.example"), None)
+            .expect("upsert");
+        let mut p = Pending::default();
+        let key = ObjectKey::of(&ingress("one", "x")).expect("key");
+        p.record(
+            &mut inv,
+            &ingress("one", "new.example"),
+            Duration::from_millis(30),
+        );
+        p.record(
+            &mut inv,
+            &ingress("two", "b.example"),
+            Duration::from_secs(60),
+        );
+        // Recorded again: the first queue item is stale, the new expiry counts.
+        p.record(
+            &mut inv,
+            &ingress("one", "newer.example"),
+            Duration::from_millis(80),
+        );
+        assert_eq!(p.len(), 2);
+        std::thread::sleep(Duration::from_millis(40));
+        p.expire(&mut inv);
+        assert_eq!(p.len(), 2, "a stale queue item expired a newer record");
+        std::thread::sleep(Duration::from_millis(60));
+        p.expire(&mut inv);
+        assert_eq!(p.len(), 1);
+        let restored = inv.get(&key).expect("the original is back");
+        assert_eq!(
+            restored.object.json()["spec"]["rules"][0]["host"],
+            "old.example"
+        );
+        // "two" replaced nothing: it stays until its own expiry.
+        assert_eq!(inv.len(), 2);
+        p.observed(&ObjectKey::of(&ingress("two", "x")).expect("key"));
+        p.expire(&mut inv);
+        assert_eq!(p.len(), 0);
+        assert!(p.queue.is_empty());
     }
 }

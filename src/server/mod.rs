@@ -95,6 +95,61 @@ pub trait Reviewer: Send + Sync + 'static {
     fn register_metrics(&self, registry: &mut Registry) {
         let _ = registry;
     }
+    /// [`Reviewer::validate`] on the request as the server parsed it: the
+    /// objects as JSON, not yet turned into `DynamicObject`s. A reviewer
+    /// that works on JSON (the policy engine) overrides this to skip
+    /// building `DynamicObject`s and serialising them back. The default
+    /// builds them and calls `validate`.
+    fn validate_parsed(&self, review: ParsedReview) -> AdmissionResponse {
+        let req = review.into_request();
+        self.validate(&req)
+    }
+    /// [`Reviewer::mutate`] on the request as the server parsed it (see
+    /// [`Reviewer::validate_parsed`]).
+    fn mutate_parsed(&self, review: ParsedReview) -> AdmissionResponse {
+        let req = review.into_request();
+        self.mutate(&req)
+    }
+}
+
+/// What the server answers to `body` POSTed on `/mutate` (`mutate` true)
+/// or `/validate`: the HTTP status and the JSON body, from the same
+/// function the routes call (after the body is read). For fuzz targets,
+/// tests and benchmarks; not a stable API.
+#[doc(hidden)]
+pub fn answer_body(reviewer: &dyn Reviewer, mutate: bool, body: &[u8]) -> (u16, Vec<u8>) {
+    let endpoint = if mutate {
+        metrics::Endpoint::Mutate
+    } else {
+        metrics::Endpoint::Validate
+    };
+    let a = routes::review(reviewer, endpoint, bytes::Bytes::copy_from_slice(body));
+    (a.status.as_u16(), a.body)
+}
+
+/// An admission request as the server parsed it: kube's `AdmissionRequest`
+/// with `object` and `old_object` left `None`, and those objects as JSON.
+/// The server has checked that each object is a valid `DynamicObject`
+/// (what kube's `AdmissionReview` parser requires).
+#[derive(Debug, Clone)]
+pub struct ParsedReview {
+    /// The request without its objects.
+    pub request: AdmissionRequest<DynamicObject>,
+    /// `request.object`, if present and not null.
+    pub object: Option<serde_json::Value>,
+    /// `request.oldObject`, if present and not null.
+    pub old_object: Option<serde_json::Value>,
+}
+
+impl ParsedReview {
+    /// The request with its objects as `DynamicObject`s (an object that
+    /// does not convert, which the server's checks rule out, is left out).
+    pub fn into_request(self) -> AdmissionRequest<DynamicObject> {
+        let mut req = self.request;
+        req.object = self.object.and_then(|o| serde_json::from_value(o).ok());
+        req.old_object = self.old_object.and_then(|o| serde_json::from_value(o).ok());
+        req
+    }
 }
 
 /// Errors that stop the server from starting or running.

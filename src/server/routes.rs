@@ -19,7 +19,7 @@ use prometheus_client::registry::Registry;
 use tower::ServiceBuilder;
 
 use super::metrics::{Decision, Endpoint, InFlight, ServerMetrics};
-use super::Reviewer;
+use super::{ParsedReview, Reviewer};
 
 /// Where admission requests are parsed and evaluated.
 #[derive(Clone)]
@@ -227,11 +227,12 @@ async fn admission(state: AppState, endpoint: Endpoint, req: Request) -> Respons
     }
 }
 
-/// The request side of an AdmissionReview. kube's `AdmissionReview` flattens
-/// its `TypeMeta`, which makes serde buffer the whole body into an
-/// intermediate tree before building the request; spelling the two fields
-/// out parses the body in one pass (only the objects' own flattened fields
-/// are buffered).
+/// The request side of an AdmissionReview. The request is kept as a JSON
+/// tree: kube's `AdmissionRequest<DynamicObject>` flattens the objects'
+/// fields, which makes serde buffer each object into an intermediate tree
+/// (and the policy engine then serialised it back to JSON). Here the body
+/// is parsed once into JSON, the objects are taken out as they are, and
+/// only the small remainder goes through kube's `AdmissionRequest`.
 #[derive(serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct IncomingReview {
@@ -240,7 +241,75 @@ struct IncomingReview {
     #[serde(default)]
     kind: String,
     #[serde(default)]
-    request: Option<AdmissionRequest<DynamicObject>>,
+    request: Option<serde_json::Value>,
+}
+
+/// Takes `object` or `oldObject` out of the request; `null` is absent.
+/// Checks that it is what kube's parser accepts as a `DynamicObject`: a
+/// map, whose `metadata` is an `ObjectMeta` and whose `apiVersion` and
+/// `kind` make a `TypeMeta` (or are absent). Only those fields are looked
+/// at (the rest of an object is free-form in a `DynamicObject`).
+fn take_object(
+    request: &mut serde_json::Value,
+    field: &str,
+) -> Result<Option<serde_json::Value>, String> {
+    let Some(map) = request.as_object_mut() else {
+        return Ok(None);
+    };
+    let object = match map.remove(field) {
+        None | Some(serde_json::Value::Null) => return Ok(None),
+        Some(o) => o,
+    };
+    let Some(fields) = object.as_object() else {
+        return Err(format!("request.{field} is not an object"));
+    };
+    let mut shape = serde_json::Map::new();
+    for key in ["apiVersion", "kind", "metadata"] {
+        if let Some(v) = fields.get(key) {
+            shape.insert(key.to_owned(), v.clone());
+        }
+    }
+    if let Err(e) =
+        <DynamicObject as serde::Deserialize>::deserialize(&serde_json::Value::Object(shape))
+    {
+        return Err(format!("request.{field}: {e}"));
+    }
+    Ok(Some(object))
+}
+
+/// Parses an AdmissionReview body: the request without its objects, the
+/// objects as JSON.
+fn parse_review(body: &[u8]) -> Result<ParsedReview, String> {
+    let parsed: IncomingReview = serde_json::from_slice(body)
+        .map_err(|e| format!("request body is not an admission.k8s.io/v1 AdmissionReview: {e}"))?;
+    if parsed.kind != META_KIND || !parsed.api_version.starts_with("admission.k8s.io/") {
+        return Err(format!(
+            "expected kind AdmissionReview in admission.k8s.io/v1, got kind {:?} apiVersion {:?}",
+            parsed.kind, parsed.api_version
+        ));
+    }
+    let mut request = match parsed.request {
+        None | Some(serde_json::Value::Null) => {
+            return Err("AdmissionReview has no request".to_owned())
+        }
+        Some(r) => r,
+    };
+    let not_review =
+        |e: String| format!("request body is not an admission.k8s.io/v1 AdmissionReview: {e}");
+    let object = take_object(&mut request, "object").map_err(not_review)?;
+    let old_object = take_object(&mut request, "oldObject").map_err(not_review)?;
+    let mut req: AdmissionRequest<DynamicObject> =
+        <AdmissionRequest<DynamicObject> as serde::Deserialize>::deserialize(&request)
+            .map_err(|e| not_review(format!("request: {e}")))?;
+    req.types = TypeMeta {
+        api_version: parsed.api_version,
+        kind: parsed.kind,
+    };
+    Ok(ParsedReview {
+        request: req,
+        object,
+        old_object,
+    })
 }
 
 /// A finished answer: status, JSON body, decision. Built off the async
@@ -267,44 +336,23 @@ impl IntoResponse for Answer {
 /// input; a panicking reviewer becomes a 500 carrying the request uid (so the
 /// apiserver applies the webhook's failurePolicy).
 pub(crate) fn review(reviewer: &dyn Reviewer, endpoint: Endpoint, body: Bytes) -> Answer {
-    let parsed: IncomingReview = match serde_json::from_slice(&body) {
-        Ok(r) => r,
-        Err(e) => {
-            return invalid_answer(
-                StatusCode::BAD_REQUEST,
-                format!("request body is not an admission.k8s.io/v1 AdmissionReview: {e}"),
-            )
-        }
+    let parsed = match parse_review(&body) {
+        Ok(p) => p,
+        Err(message) => return invalid_answer(StatusCode::BAD_REQUEST, message),
     };
     drop(body);
-    if parsed.kind != META_KIND || !parsed.api_version.starts_with("admission.k8s.io/") {
-        return invalid_answer(
-            StatusCode::BAD_REQUEST,
-            format!(
-                "expected kind AdmissionReview in admission.k8s.io/v1, got kind {:?} apiVersion {:?}",
-                parsed.kind, parsed.api_version
-            ),
-        );
-    }
-    let Some(mut req) = parsed.request else {
-        return invalid_answer(
-            StatusCode::BAD_REQUEST,
-            "AdmissionReview has no request".to_owned(),
-        );
-    };
-    req.types = TypeMeta {
-        api_version: parsed.api_version,
-        kind: parsed.kind,
-    };
+    // What the answer needs once the reviewer has the request.
+    let bare = AdmissionResponse::from(&parsed.request);
+    let req = &bare;
     let answered = catch_unwind(AssertUnwindSafe(|| match endpoint {
-        Endpoint::Validate => reviewer.validate(&req),
-        Endpoint::Mutate => reviewer.mutate(&req),
+        Endpoint::Validate => reviewer.validate_parsed(parsed),
+        Endpoint::Mutate => reviewer.mutate_parsed(parsed),
     }));
     let (status, mut resp) = match answered {
         Ok(resp) => (StatusCode::OK, resp),
         Err(_) => {
             tracing::error!(uid = %req.uid, endpoint = endpoint.as_str(), "reviewer panicked");
-            let mut resp = AdmissionResponse::from(&req);
+            let mut resp = bare.clone();
             resp.allowed = false;
             resp.result = kube::core::Status::failure(
                 "internal error while evaluating policies",
@@ -320,7 +368,7 @@ pub(crate) fn review(reviewer: &dyn Reviewer, endpoint: Endpoint, body: Bytes) -
     }
     if endpoint == Endpoint::Validate && resp.patch.is_some() {
         tracing::warn!(uid = %req.uid, "validating answer carried a patch; dropped");
-        let mut bare = AdmissionResponse::from(&req);
+        let mut bare = bare.clone();
         bare.allowed = resp.allowed;
         bare.result = resp.result;
         bare.audit_annotations = resp.audit_annotations;

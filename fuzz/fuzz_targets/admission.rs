@@ -1,0 +1,78 @@
+//! Feeds arbitrary bytes as the body of `POST /validate` and `/mutate` to the
+//! function the server answers with, over the real engine (bundled
+//! policies, a small inventory), and checks the answer is well-formed:
+//! 200 with an AdmissionReview carrying the request's uid, or 4xx/5xx with
+//! a JSON AdmissionReview body.
+//!
+//! Run: `cargo +nightly fuzz run admission -- -max_total_time=180` from the
+//! repository root. `tests/admission_robustness.rs` runs seeded mutations
+//! of the same kind in the normal test suite.
+#![no_main]
+
+use interlock::admission::{Engine, EngineOptions};
+use interlock::inventory::{Inventory, Source};
+use interlock::policy::PolicySet;
+use libfuzzer_sys::fuzz_target;
+use serde_json::{json, Value};
+use std::sync::{Arc, OnceLock};
+
+fn engine() -> &'static Engine {
+    static ENGINE: OnceLock<Engine> = OnceLock::new();
+    ENGINE.get_or_init(|| {
+        let loaded = interlock::bundled::documents();
+        assert!(loaded.errors.is_empty(), "{:?}", loaded.errors);
+        let docs: Vec<(Value, Source)> = loaded
+            .documents
+            .into_iter()
+            .map(|d| (d.value, Source { file: d.source.to_string(), line: d.line }))
+            .collect();
+        let mut inv = Inventory::new();
+        let (set, errors) = PolicySet::compile(&docs, &mut inv);
+        assert!(errors.is_empty(), "{errors:?}");
+        for o in [
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "a"}}),
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cfg", "namespace": "a"}}),
+            json!({"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+                   "metadata": {"name": "shop", "namespace": "a"},
+                   "spec": {"rules": [{"host": "shop.example"}]}}),
+            json!({"apiVersion": "apps/v1", "kind": "Deployment",
+                   "metadata": {"name": "web", "namespace": "a"},
+                   "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}},
+                            "template": {"metadata": {"labels": {"app": "web"}},
+                                         "spec": {"containers": [{"name": "c", "image": "x:1"}]}}}}),
+        ] {
+            let _ = inv.upsert(&o, None);
+        }
+        let e = Engine::new(set, inv, EngineOptions::default());
+        e.set_ready(true);
+        e
+    })
+}
+
+/// The request uid, if the body is JSON with a string `request.uid`.
+fn uid_of(data: &[u8]) -> Option<String> {
+    let v: Value = serde_json::from_slice(data).ok()?;
+    v.get("request")?.get("uid")?.as_str().map(str::to_owned)
+}
+
+fuzz_target!(|data: &[u8]| {
+    let engine = engine();
+    for mutate in [false, true] {
+        let (status, body) = interlock::server::answer_body(engine, mutate, data);
+        let answer: Value = serde_json::from_slice(&body).expect("the answer is JSON");
+        assert_eq!(answer["kind"], "AdmissionReview", "{answer}");
+        let resp = &answer["response"];
+        assert!(resp["allowed"].is_boolean(), "{answer}");
+        match status {
+            200 => {
+                let uid = uid_of(data).expect("a 200 answers a request with a uid");
+                assert_eq!(resp["uid"], Value::String(uid), "{answer}");
+            }
+            400..=599 => {
+                assert_eq!(resp["allowed"], false, "{answer}");
+                assert_eq!(resp["status"]["code"], status, "{answer}");
+            }
+            other => panic!("unexpected status {other}: {answer}"),
+        }
+    }
+});

@@ -14,7 +14,7 @@ use interlock::inventory::{Inventory, Source};
 use interlock::policy::PolicySet;
 use libfuzzer_sys::fuzz_target;
 use serde_json::{json, Value};
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 
 fn engine() -> &'static Engine {
     static ENGINE: OnceLock<Engine> = OnceLock::new();

@@ -51,6 +51,9 @@ pub struct State {
     pub policies: PolicySet,
     pub inventory: Inventory,
     pending: Pending,
+    /// Counts write-lock sections: an evaluation made under the read lock
+    /// still holds when this has not moved (see `decide_json`).
+    generation: u64,
 }
 
 #[derive(Clone, Default)]
@@ -81,6 +84,7 @@ impl Engine {
                 policies,
                 inventory,
                 pending: Pending::default(),
+                generation: 0,
             }),
             ready: AtomicBool::new(false),
             options,
@@ -126,6 +130,7 @@ impl Engine {
     /// Runs `f` with write access to the state (watch events, reloads).
     pub fn update<R>(&self, f: impl FnOnce(&mut State) -> R) -> R {
         let mut st = self.state.write().unwrap_or_else(|p| p.into_inner());
+        st.generation += 1;
         f(&mut st)
     }
 
@@ -156,23 +161,38 @@ impl Engine {
     ) -> AdmissionResponse {
         let resp = AdmissionResponse::from(req);
         let r = request(req, object.as_ref(), old_object.as_ref());
-        // Requests some inventory-reading policy matches take the write
-        // lock: evaluation and recording of the admitted write are atomic.
-        let readers = self.read(|st| !st.policies.inventory_readers(&r, &st.inventory).is_empty());
-        let (verdicts, annotations) = if readers {
+        let records = !req.dry_run
+            && matches!(req.operation, Operation::Create | Operation::Update)
+            && object.is_some();
+        // Evaluate under the read lock, in parallel with other requests.
+        // The readiness flag is read under the lock: a reload that needs a
+        // re-list clears it in the same update that installs the policies.
+        let (readers, first, seen, due) = self.read(|st| {
+            let readers = !st.policies.inventory_readers(&r, &st.inventory).is_empty();
+            let out = if readers && !self.ready.load(Ordering::Acquire) {
+                (self.unready(st, &r), vec![])
+            } else {
+                st.policies.evaluate(&r, &st.inventory)
+            };
+            (readers, out, st.generation, st.pending.has_due())
+        });
+        let denied = |out: &(Vec<Verdict>, _)| out.0.iter().any(|v| v.action == Action::Deny);
+        let (verdicts, annotations) = if readers && (due || (records && !denied(&first))) {
+            // An admitted write that inventory-reading policies saw is
+            // recorded under the write lock, in the same section as the
+            // decision on the state it records into: the one above if no
+            // write came in between, else a new one. So two requests never
+            // both pass a uniqueness rule. Expired records go first.
             self.update(|st| {
-                st.pending.expire(&mut st.inventory);
-                // Read under the lock: a reload that needs a re-list clears
-                // it in the same update that installs the new policies.
-                if !self.ready.load(Ordering::Acquire) {
-                    return (self.unready(st, &r), vec![]);
-                }
-                let out = st.policies.evaluate(&r, &st.inventory);
-                let denied = out.0.iter().any(|v| v.action == Action::Deny);
-                if !denied
-                    && !req.dry_run
-                    && matches!(req.operation, Operation::Create | Operation::Update)
-                {
+                let expired = st.pending.expire(&mut st.inventory);
+                let out = if st.generation == seen + 1 && !expired {
+                    first
+                } else if !self.ready.load(Ordering::Acquire) {
+                    (self.unready(st, &r), vec![])
+                } else {
+                    st.policies.evaluate(&r, &st.inventory)
+                };
+                if records && !denied(&out) {
                     if let Some(o) = &object {
                         st.pending
                             .record(&mut st.inventory, o, self.options.pending_ttl);
@@ -182,7 +202,7 @@ impl Engine {
                 out
             })
         } else {
-            self.read(|st| st.policies.evaluate(&r, &st.inventory))
+            first
         };
         self.answer(resp, &r, verdicts, annotations)
     }
@@ -466,6 +486,10 @@ spec:
 ";
 
     fn engine(ready: bool) -> Engine {
+        engine_with(ready, EngineOptions::default())
+    }
+
+    fn engine_with(ready: bool, options: EngineOptions) -> Engine {
         let docs = crate::manifest::load_str(
             crate::manifest::Source::file("p.yaml"),
             POLICY,
@@ -489,9 +513,28 @@ spec:
         let mut inv = Inventory::new();
         let (set, errors) = PolicySet::compile(&pairs, &mut inv);
         assert!(errors.is_empty(), "{errors:?}");
-        let e = Engine::new(set, inv, EngineOptions::default());
+        inv.set_projection(set.projection(&inv));
+        let e = Engine::new(set, inv, options);
         e.set_ready(ready);
         e
+    }
+
+    #[test]
+    fn an_expired_record_never_blocks_requests_that_would_not_record() {
+        let e = engine_with(
+            true,
+            EngineOptions {
+                pending_ttl: Duration::from_millis(20),
+                ..EngineOptions::default()
+            },
+        );
+        // Admitted, then (say) refused by another admission step: the watch
+        // never shows it, and its record expires.
+        assert!(e.validate(&review("a", "one", "x.example", false)).allowed);
+        assert!(!e.validate(&review("b", "two", "x.example", true)).allowed);
+        std::thread::sleep(Duration::from_millis(40));
+        // A dry run records nothing, yet it must not see the expired record.
+        assert!(e.validate(&review("b", "two", "x.example", true)).allowed);
     }
 
     fn review(ns: &str, name: &str, host: &str, dry_run: bool) -> AdmissionRequest<DynamicObject> {

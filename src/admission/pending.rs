@@ -51,7 +51,17 @@ impl Pending {
         self.entries.remove(key);
     }
 
-    pub fn expire(&mut self, inventory: &mut Inventory) {
+    /// Has some record reached its expiry?
+    pub fn has_due(&self) -> bool {
+        self.queue
+            .peek()
+            .is_some_and(|Reverse((due, _))| *due <= Instant::now())
+    }
+
+    /// Removes expired records (restoring what they replaced); returns
+    /// whether the inventory changed.
+    pub fn expire(&mut self, inventory: &mut Inventory) -> bool {
+        let mut changed = false;
         let now = Instant::now();
         while let Some(Reverse((due, _))) = self.queue.peek() {
             if *due > now {
@@ -65,6 +75,7 @@ impl Pending {
                 continue;
             }
             if let Some((_, original)) = self.entries.remove(&key) {
+                changed = true;
                 inventory.remove(&key);
                 if let Some(e) = original {
                     inventory.restore(e);
@@ -74,6 +85,7 @@ impl Pending {
         if self.entries.is_empty() {
             self.queue.clear();
         }
+        changed
     }
 }
 

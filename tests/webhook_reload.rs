@@ -1,6 +1,7 @@
 //! A policy reload that reads more of a kind than the live inventory kept
 //! (its projection): the watched kinds are listed again, so the new rule
-//! sees the new fields of objects created before it was loaded.
+//! sees the new fields of objects created before it was loaded. And a
+//! webhook started after the objects knows them from its first list.
 
 mod support;
 
@@ -41,7 +42,7 @@ fn with_tls(mut ingress: serde_json::Value, secret: &str) -> serde_json::Value {
 }
 
 #[test]
-fn a_reloaded_policy_sees_fields_of_objects_listed_before_it() {
+fn reloads_and_restarts_see_the_objects_listed_before_them() {
     let cluster = TestCluster::shared();
     let _logs = cluster.logs_on_panic();
     let hook = support::webhook::start(cluster, &[]);
@@ -106,7 +107,32 @@ fn a_reloaded_policy_sees_fields_of_objects_listed_before_it() {
         "the watched kinds were not listed again:\n{}",
         hook.log()
     );
-    // Another secret is still fine.
+    // A webhook started now knows the existing objects from its first
+    // list alone (list items come without apiVersion and kind).
+    let fresh = support::webhook::start(cluster, &[]);
+    let other = namespace(cluster, "tls-other");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let out = apply(
+            cluster,
+            &ingress(&other, "copy", "one.reload.example"),
+            &["--dry-run=server"],
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success(),
+            "a restarted webhook admitted a host its first list shows taken; log:\n{}",
+            fresh.log()
+        );
+        if err.contains("unique-ingress-host") {
+            break;
+        }
+        assert!(err.contains("still loading"), "{err}");
+        assert!(Instant::now() < deadline, "never ready: {err}");
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    // Another secret is still fine (for the first policies: the restarted
+    // webhook has them).
     let out = apply(
         cluster,
         &with_tls(ingress(&ns, "three", "three.reload.example"), "own-cert"),

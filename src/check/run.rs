@@ -96,7 +96,7 @@ pub fn run(opts: &CheckOptions) -> Report {
     // JSON (parsed again when it is checked), so no more than a file's worth
     // of parsed objects per thread is alive at once.
     let (items, errors) = manifest::load_paths_map(&opts.inputs, &LoadOptions::default(), |d| {
-        Item::from_document(d, &inventory)
+        Item::from_document(d, &inventory, &policies, &opts.user)
     });
     report.add_load_errors(&errors);
     let inventory = check_items(items, &policies, inventory, opts, &mut report);
@@ -116,7 +116,10 @@ const BACKGROUND_DROP_MIN: usize = 5_000;
 /// One resource to check: the object as compressed compact JSON, what the
 /// inventory keeps of it, and what the report says about it.
 struct Item {
-    body: Box<[u8]>,
+    /// `None` when no policy can match the object (nothing to check).
+    body: Option<Box<[u8]>>,
+    /// Can it be checked at all (as a CREATE request)?
+    reviewable: bool,
     prepared: Option<Result<Prepared, String>>,
     object: ObjectRef,
     source: SourceLocation,
@@ -146,7 +149,12 @@ fn default_namespace(value: &mut Json) {
 }
 
 impl Item {
-    fn from_document(mut d: Document, inventory: &Inventory) -> Item {
+    fn from_document(
+        mut d: Document,
+        inventory: &Inventory,
+        policies: &PolicySet,
+        user: &str,
+    ) -> Item {
         default_namespace(&mut d.value);
         let mut object = ObjectRef::from_document(&d);
         object.namespace = d
@@ -154,11 +162,16 @@ impl Item {
             .pointer("/metadata/namespace")
             .and_then(Json::as_str)
             .map(str::to_string);
-        // Serialising a `serde_json::Value` cannot fail (string keys only).
-        let json = serde_json::to_vec(&d.value).unwrap_or_default();
-        // JSON of Kubernetes objects compresses about 5x, at GB/s.
-        let body = lz4_flex::block::compress_prepend_size(&json).into_boxed_slice();
+        let request = Request::create(&d.value, user);
+        let reviewable = request.is_some();
+        let body = request.is_some_and(|r| policies.may_match(&r)).then(|| {
+            // Serialising a `serde_json::Value` cannot fail (string keys only).
+            let json = serde_json::to_vec(&d.value).unwrap_or_default();
+            // JSON of Kubernetes objects compresses about 5x, at GB/s.
+            lz4_flex::block::compress_prepend_size(&json).into_boxed_slice()
+        });
         Item {
+            reviewable,
             prepared: Some(inventory.prepare(&d.value)),
             object,
             source: SourceLocation::from_document(&d),
@@ -181,7 +194,7 @@ pub fn check_documents(
     }
     let items = resources
         .iter()
-        .map(|d| Item::from_document(d.clone(), &inventory))
+        .map(|d| Item::from_document(d.clone(), &inventory, &policies, &opts.user))
         .collect();
     check_items(items, &policies, inventory, opts, report);
 }
@@ -220,21 +233,25 @@ fn check_items(
     }
     report.objects = items.len();
     report.policies = policies.len();
-    let bodies: Vec<Box<[u8]>> = items
-        .iter_mut()
-        .map(|it| std::mem::take(&mut it.body))
-        .collect();
+    let bodies: Vec<Option<Box<[u8]>>> = items.iter_mut().map(|it| it.body.take()).collect();
     let per_object: Vec<(Vec<Finding>, Vec<Evaluated>)> = bodies
         .into_par_iter()
         .enumerate()
         .map(|(i, body)| {
             // The bytes were compressed from serde_json's own output.
-            let value: Json = lz4_flex::block::decompress_size_prepended(&body)
-                .ok()
-                .and_then(|json| serde_json::from_slice(&json).ok())
-                .unwrap_or(Json::Null);
-            drop(body);
-            check_one(&value, i, &items, policies, &inventory, &sources, opts)
+            let value: Option<Json> = body.and_then(|body| {
+                let json = lz4_flex::block::decompress_size_prepended(&body).ok()?;
+                serde_json::from_slice(&json).ok()
+            });
+            check_one(
+                value.as_ref(),
+                i,
+                &items,
+                policies,
+                &inventory,
+                &sources,
+                opts,
+            )
         })
         .collect();
     for (findings, evaluated) in per_object {
@@ -244,8 +261,9 @@ fn check_items(
     inventory
 }
 
+/// `value`: `None` when no policy can match the object.
 fn check_one(
-    value: &Json,
+    value: Option<&Json>,
     i: usize,
     items: &[Item],
     policies: &PolicySet,
@@ -254,10 +272,13 @@ fn check_one(
     opts: &CheckOptions,
 ) -> (Vec<Finding>, Vec<Evaluated>) {
     let it = &items[i];
-    let Some(req) = Request::create(value, &opts.user) else {
+    if !it.reviewable {
         return (vec![], vec![]);
+    }
+    let verdicts = match value.and_then(|v| Request::create(v, &opts.user)) {
+        Some(req) => policies.evaluate(&req, inventory).0,
+        None => vec![],
     };
-    let (verdicts, _) = policies.evaluate(&req, inventory);
     let object = &it.object;
     let source = &it.source;
     let findings = verdicts

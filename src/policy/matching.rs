@@ -36,6 +36,16 @@ pub fn matches(m: &MatchResources, req: &Request, inv: &Inventory, binding: bool
     true
 }
 
+/// The resource-rule part of [`matches`] for a policy's matchConstraints:
+/// true whenever `matches` could be.
+pub fn rules_match(m: &MatchResources, req: &Request) -> bool {
+    m.resource_rules.iter().any(|r| rule_matches(r, req))
+        && !m
+            .exclude_resource_rules
+            .iter()
+            .any(|r| rule_matches(r, req))
+}
+
 fn any_or(list: &[String], value: &str) -> bool {
     list.iter().any(|x| x == "*" || x == value)
 }

@@ -976,6 +976,14 @@ impl PolicySet {
         Ok(ops)
     }
 
+    /// Could some policy match this request? Looks at resource rules only
+    /// (not selectors, conditions or bindings), so `false` is certain.
+    pub fn may_match(&self, req: &Request) -> bool {
+        self.policies
+            .iter()
+            .any(|p| matching::rules_match(&p.matcher, req))
+    }
+
     /// Policies that match the request and read the inventory: they decide
     /// what happens while the inventory is not ready.
     pub fn inventory_readers<'s>(

@@ -441,21 +441,26 @@ impl Reviewer for Engine {
     }
 }
 
-/// Loads objects from files into an inventory (`serve --inventory`).
+/// Loads objects from files into an inventory (`serve --inventory`). Each
+/// file's objects are projected on the thread that parsed it, so the parsed
+/// files are never all in memory at once.
 pub fn inventory_from_files(
     inventory: &mut Inventory,
     paths: &[std::path::PathBuf],
 ) -> Result<(), String> {
-    let loaded = crate::manifest::load_paths(paths, &crate::manifest::LoadOptions::default());
-    if let Some(e) = loaded.errors.first() {
+    let (prepared, errors) =
+        crate::manifest::load_paths_map(paths, &crate::manifest::LoadOptions::default(), |d| {
+            let source = Source {
+                file: d.source.to_string(),
+                line: d.line,
+            };
+            (inventory.prepare(&live::project(d.value)), source)
+        });
+    if let Some(e) = errors.first() {
         return Err(e.to_string());
     }
-    for d in loaded.documents {
-        let source = Source {
-            file: d.source.to_string(),
-            line: d.line,
-        };
-        inventory.upsert(&live::project(d.value), Some(source))?;
+    for (p, source) in prepared {
+        inventory.insert(p?, Some(source));
     }
     Ok(())
 }

@@ -14,7 +14,7 @@
 #[path = "support/gen_cluster.rs"]
 mod gen_cluster;
 
-use interlock::inventory::{Inventory, Source};
+use interlock::inventory::Inventory;
 use interlock::manifest::{self, LoadOptions};
 use interlock::policy::PolicySet;
 use kube::core::DynamicObject;
@@ -61,19 +61,9 @@ fn measure<T>(build: impl FnOnce() -> T) -> (T, usize, f64) {
 }
 
 fn bundled_inventory(project: bool) -> Inventory {
-    let docs: Vec<(Value, Source)> = interlock::bundled::documents()
-        .documents
-        .into_iter()
-        .map(|d| {
-            let s = Source {
-                file: d.source.to_string(),
-                line: d.line,
-            };
-            (d.value, s)
-        })
-        .collect();
     let mut inventory = Inventory::new();
-    let (set, errors) = PolicySet::compile(&docs, &mut inventory);
+    let (set, errors) =
+        PolicySet::compile_documents(interlock::bundled::documents().documents, &mut inventory);
     assert!(errors.is_empty(), "bundled policies: {errors:?}");
     if project {
         inventory.set_projection(set.projection(&inventory));

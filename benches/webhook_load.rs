@@ -66,7 +66,7 @@ use http_body_util::{combinators::BoxBody, BodyExt, Full};
 use hyper::Request;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use interlock::admission::{inventory_from_files, Engine, EngineOptions};
-use interlock::inventory::{Inventory, Source};
+use interlock::inventory::Inventory;
 use interlock::policy::PolicySet;
 use interlock::server::{Reviewer, Server, ServerConfig};
 use kube::core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview};
@@ -328,19 +328,8 @@ fn build_engine(dir: &Path) -> Result<Engine, BoxError> {
     if let Some(e) = loaded.errors.first() {
         return Err(format!("bundled policies: {e}").into());
     }
-    let docs: Vec<(Json, Source)> = loaded
-        .documents
-        .into_iter()
-        .map(|d| {
-            let source = Source {
-                file: d.source.to_string(),
-                line: d.line,
-            };
-            (d.value, source)
-        })
-        .collect();
     let mut inventory = Inventory::new();
-    let (policies, errors) = PolicySet::compile(&docs, &mut inventory);
+    let (policies, errors) = PolicySet::compile_documents(loaded.documents, &mut inventory);
     if let Some(e) = errors.first() {
         return Err(format!("bundled policies: {e}").into());
     }

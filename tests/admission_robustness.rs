@@ -12,26 +12,15 @@
 //! coverage-guided version.
 
 use interlock::admission::{Engine, EngineOptions};
-use interlock::inventory::{Inventory, Source};
+use interlock::inventory::Inventory;
 use interlock::policy::PolicySet;
 use serde_json::{json, Value};
 
 fn engine() -> Engine {
     let loaded = interlock::bundled::documents();
     assert!(loaded.errors.is_empty(), "{:?}", loaded.errors);
-    let docs: Vec<(Value, Source)> = loaded
-        .documents
-        .into_iter()
-        .map(|d| {
-            let source = Source {
-                file: d.source.to_string(),
-                line: d.line,
-            };
-            (d.value, source)
-        })
-        .collect();
     let mut inv = Inventory::new();
-    let (set, errors) = PolicySet::compile(&docs, &mut inv);
+    let (set, errors) = PolicySet::compile_documents(loaded.documents, &mut inv);
     assert!(errors.is_empty(), "{errors:?}");
     for o in [
         json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "a"}}),

@@ -6,10 +6,10 @@
 use interlock::check::report::Report;
 use interlock::check::{self, check_documents, CheckOptions};
 use interlock::inventory::projection::Projection;
-use interlock::inventory::{Inventory, Source};
+use interlock::inventory::Inventory;
 use interlock::manifest::{self, Document, Format, LoadOptions};
 use interlock::policy::PolicySet;
-use serde_json::{json, Value};
+use serde_json::json;
 use std::path::PathBuf;
 
 fn root() -> PathBuf {
@@ -17,18 +17,8 @@ fn root() -> PathBuf {
 }
 
 fn projection_of(docs: Vec<Document>) -> Projection {
-    let pairs: Vec<(Value, Source)> = docs
-        .into_iter()
-        .map(|d| {
-            let source = Source {
-                file: d.source.to_string(),
-                line: d.line,
-            };
-            (d.value, source)
-        })
-        .collect();
     let mut inventory = Inventory::new();
-    let (set, errors) = PolicySet::compile(&pairs, &mut inventory);
+    let (set, errors) = PolicySet::compile_documents(docs, &mut inventory);
     assert!(errors.is_empty(), "{errors:?}");
     set.projection(&inventory)
 }

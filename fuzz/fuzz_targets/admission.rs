@@ -10,7 +10,7 @@
 #![no_main]
 
 use interlock::admission::{Engine, EngineOptions};
-use interlock::inventory::{Inventory, Source};
+use interlock::inventory::Inventory;
 use interlock::policy::PolicySet;
 use libfuzzer_sys::fuzz_target;
 use serde_json::{json, Value};
@@ -21,13 +21,8 @@ fn engine() -> &'static Engine {
     ENGINE.get_or_init(|| {
         let loaded = interlock::bundled::documents();
         assert!(loaded.errors.is_empty(), "{:?}", loaded.errors);
-        let docs: Vec<(Value, Source)> = loaded
-            .documents
-            .into_iter()
-            .map(|d| (d.value, Source { file: d.source.to_string(), line: d.line }))
-            .collect();
         let mut inv = Inventory::new();
-        let (set, errors) = PolicySet::compile(&docs, &mut inv);
+        let (set, errors) = PolicySet::compile_documents(loaded.documents, &mut inv);
         assert!(errors.is_empty(), "{errors:?}");
         for o in [
             json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "a"}}),

@@ -290,7 +290,7 @@ mod tests {
 mod reload_tests {
     use super::*;
     use crate::admission::EngineOptions;
-    use crate::inventory::{Inventory, Source};
+    use crate::inventory::Inventory;
     use crate::policy::{PolicySet, Request};
 
     const HOSTS: &str = "
@@ -321,7 +321,7 @@ spec:
 ";
 
     fn compile(texts: &[&str], inventory: &mut Inventory) -> PolicySet {
-        let pairs: Vec<_> = texts
+        let docs: Vec<_> = texts
             .iter()
             .flat_map(|t| {
                 crate::manifest::load_str(
@@ -332,17 +332,8 @@ spec:
                 )
                 .documents
             })
-            .map(|d| {
-                (
-                    d.value,
-                    Source {
-                        file: "p.yaml".into(),
-                        line: 1,
-                    },
-                )
-            })
             .collect();
-        let (set, errors) = PolicySet::compile(&pairs, inventory);
+        let (set, errors) = PolicySet::compile_documents(docs, inventory);
         assert!(errors.is_empty(), "{errors:?}");
         set
     }

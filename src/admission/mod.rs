@@ -502,21 +502,8 @@ spec:
             &Default::default(),
         );
         assert!(docs.errors.is_empty(), "{:?}", docs.errors);
-        let pairs: Vec<_> = docs
-            .documents
-            .into_iter()
-            .map(|d| {
-                (
-                    d.value,
-                    Source {
-                        file: "p.yaml".into(),
-                        line: 1,
-                    },
-                )
-            })
-            .collect();
         let mut inv = Inventory::new();
-        let (set, errors) = PolicySet::compile(&pairs, &mut inv);
+        let (set, errors) = PolicySet::compile_documents(docs.documents, &mut inv);
         assert!(errors.is_empty(), "{errors:?}");
         inv.set_projection(set.projection(&inv));
         let e = Engine::new(set, inv, options);

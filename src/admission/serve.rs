@@ -3,7 +3,7 @@
 
 use super::{live, Engine, EngineOptions};
 use crate::inventory::projection::Projection;
-use crate::inventory::{Inventory, Source};
+use crate::inventory::Inventory;
 use crate::manifest::{self, LoadOptions};
 use crate::policy::PolicySet;
 use crate::server::ServeArgs;
@@ -12,8 +12,13 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-/// Policy documents from `-p` paths, or the bundled library.
-fn policy_documents(paths: &[PathBuf]) -> Result<Vec<(serde_json::Value, Source)>, String> {
+/// Compiles the policies of `-p` paths, or the bundled library, into
+/// `inventory`; any error fails the whole set. Returns the set and the
+/// projection it needs.
+fn compile(
+    paths: &[PathBuf],
+    inventory: &mut Inventory,
+) -> Result<(PolicySet, Projection), String> {
     let loaded = if paths.is_empty() {
         crate::bundled::documents()
     } else {
@@ -23,27 +28,7 @@ fn policy_documents(paths: &[PathBuf]) -> Result<Vec<(serde_json::Value, Source)
         let errs: Vec<String> = loaded.errors.iter().map(|e| e.to_string()).collect();
         return Err(errs.join("\n"));
     }
-    Ok(loaded
-        .documents
-        .into_iter()
-        .map(|d| {
-            let source = Source {
-                file: d.source.to_string(),
-                line: d.line,
-            };
-            (d.value, source)
-        })
-        .collect())
-}
-
-/// Compiles policies into `inventory`; any error fails the whole set.
-/// Returns the set and the projection it needs.
-fn compile(
-    paths: &[PathBuf],
-    inventory: &mut Inventory,
-) -> Result<(PolicySet, Projection), String> {
-    let docs = policy_documents(paths)?;
-    let (set, errors) = PolicySet::compile(&docs, inventory);
+    let (set, errors) = PolicySet::compile_documents(loaded.documents, inventory);
     if !errors.is_empty() {
         let errs: Vec<String> = errors.iter().map(|e| e.to_string()).collect();
         return Err(errs.join("\n"));

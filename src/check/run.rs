@@ -38,13 +38,6 @@ pub fn load_policy_documents(paths: &[PathBuf], report: &mut Report) -> Vec<Docu
     loaded.documents
 }
 
-fn source_of(d: &Document) -> Source {
-    Source {
-        file: d.source.to_string(),
-        line: d.line,
-    }
-}
-
 /// Compiles the policies into `inventory` (declaring their indexes).
 pub fn compile_policies(
     docs: &[Document],
@@ -54,7 +47,7 @@ pub fn compile_policies(
     let pairs: Vec<_> = docs
         .iter()
         .filter(|d| policy::is_policy_document(&d.value))
-        .map(|d| (d.value.clone(), source_of(d)))
+        .map(|d| (d.value.clone(), Source::of(d)))
         .collect();
     for d in docs
         .iter()
@@ -128,12 +121,7 @@ struct Item {
 /// Puts a namespaced object without a namespace into `default`, as kubectl
 /// does when it sends it.
 fn default_namespace(value: &mut Json) {
-    let group = value
-        .get("apiVersion")
-        .and_then(Json::as_str)
-        .map(crate::policy::resources::group_of)
-        .unwrap_or("");
-    let kind = value.get("kind").and_then(Json::as_str).unwrap_or("");
+    let (group, kind) = crate::policy::resources::group_kind(value);
     if crate::policy::resources::is_namespaced(group, kind) != Some(true) {
         return;
     }

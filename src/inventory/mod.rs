@@ -31,6 +31,16 @@ pub struct ObjectKey {
     pub name: Arc<str>,
 }
 
+impl Source {
+    /// Where a loaded document starts.
+    pub fn of(d: &crate::manifest::Document) -> Source {
+        Source {
+            file: d.source.to_string(),
+            line: d.line,
+        }
+    }
+}
+
 impl ObjectKey {
     /// The key of a Kubernetes object, if it has apiVersion, kind and name.
     pub fn of(object: &Json) -> Option<ObjectKey> {

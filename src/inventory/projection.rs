@@ -211,12 +211,7 @@ impl Projection {
     }
 
     pub fn apply(&self, value: &Json) -> Json {
-        let group = value
-            .get("apiVersion")
-            .and_then(Json::as_str)
-            .map(crate::policy::resources::group_of)
-            .unwrap_or("");
-        let kind = value.get("kind").and_then(Json::as_str).unwrap_or("");
+        let (group, kind) = crate::policy::resources::group_kind(value);
         self.for_kind(group, kind).apply(value)
     }
 }

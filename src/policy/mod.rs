@@ -241,6 +241,22 @@ pub fn is_policy_document(doc: &Json) -> bool {
 }
 
 impl PolicySet {
+    /// [`PolicySet::compile`] for documents as the manifest loader reads
+    /// them (files, the bundled library).
+    pub fn compile_documents(
+        docs: Vec<crate::manifest::Document>,
+        inventory: &mut Inventory,
+    ) -> (PolicySet, Vec<PolicyError>) {
+        let pairs: Vec<(Json, Source)> = docs
+            .into_iter()
+            .map(|d| {
+                let source = Source::of(&d);
+                (d.value, source)
+            })
+            .collect();
+        PolicySet::compile(&pairs, inventory)
+    }
+
     /// Compiles every policy document; bindings attach to their policies.
     /// Indexes are declared in `inventory`. Documents that fail are
     /// reported and left out; the rest load.

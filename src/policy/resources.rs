@@ -112,6 +112,15 @@ const BUILTIN: &[(&str, &str, &str, bool)] = &[
 ];
 
 /// The group of an apiVersion: `apps/v1` → `apps`, `v1` → ``.
+/// The group and kind of an object (empty when absent).
+pub fn group_kind(object: &serde_json::Value) -> (&str, &str) {
+    let field = |f: &str| object.get(f).and_then(serde_json::Value::as_str);
+    (
+        field("apiVersion").map_or("", group_of),
+        field("kind").unwrap_or(""),
+    )
+}
+
 pub fn group_of(api_version: &str) -> &str {
     api_version.rsplit_once('/').map_or("", |(g, _)| g)
 }

@@ -17,6 +17,12 @@ fn main() {
             }
         }
     }
+    // An empty library would build a binary whose checks find nothing.
+    assert!(
+        !entries.is_empty(),
+        "no policies/*/policy.yaml under {}: the bundled library is missing",
+        root.display()
+    );
     entries.sort();
     let mut out = String::from("/// (policy folder, file contents) of the bundled library.\npub const BUNDLED: &[(&str, &str)] = &[\n");
     for (name, path) in entries {

@@ -18,22 +18,6 @@ use std::collections::HashSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-/// Drops what no policy should depend on before the inventory's projection
-/// (which keeps only the fields the policies read, and Secret data only
-/// for a policy that looks Secrets up by kind): managed fields and
-/// kubectl's copy of the last applied object, both large.
-pub fn project(mut object: Json) -> Json {
-    if let Some(m) = object.as_object_mut() {
-        if let Some(meta) = m.get_mut("metadata").and_then(Json::as_object_mut) {
-            meta.remove("managedFields");
-            if let Some(ann) = meta.get_mut("annotations").and_then(Json::as_object_mut) {
-                ann.remove("kubectl.kubernetes.io/last-applied-configuration");
-            }
-        }
-    }
-    object
-}
-
 /// Starts a watcher per kind; marks the engine ready once every kind has
 /// been listed once. Returns when every watcher has failed to start.
 pub async fn run(
@@ -182,7 +166,6 @@ impl KindSync {
 }
 
 fn apply(engine: &Engine, json: Json) -> Option<ObjectKey> {
-    let json = project(json);
     let key = ObjectKey::of(&json)?;
     engine.update(|st| {
         st.pending.observed(&key);

@@ -454,7 +454,7 @@ pub fn inventory_from_files(
                 file: d.source.to_string(),
                 line: d.line,
             };
-            (inventory.prepare(&live::project(d.value)), source)
+            (inventory.prepare(&d.value), source)
         });
     if let Some(e) = errors.first() {
         return Err(e.to_string());

@@ -32,10 +32,7 @@ impl Pending {
             Some((_, original)) => original,
             None => previous,
         };
-        if inventory
-            .upsert(&super::live::project(object.clone()), None)
-            .is_ok()
-        {
+        if inventory.upsert(object, None).is_ok() {
             let expiry = Instant::now() + ttl;
             self.queue.push(Reverse((expiry, key.clone())));
             self.entries.insert(key, (expiry, replaced));

@@ -31,6 +31,19 @@ pub struct ObjectKey {
     pub name: Arc<str>,
 }
 
+/// Drops what no policy should depend on, even from whole objects: the
+/// managed fields and kubectl's copy of the last applied object (both
+/// large, and neither is the object's state).
+fn drop_bookkeeping(object: &mut Json) {
+    let Some(meta) = object.get_mut("metadata").and_then(Json::as_object_mut) else {
+        return;
+    };
+    meta.remove("managedFields");
+    if let Some(ann) = meta.get_mut("annotations").and_then(Json::as_object_mut) {
+        ann.remove("kubectl.kubernetes.io/last-applied-configuration");
+    }
+}
+
 impl Source {
     /// Where a loaded document starts.
     pub fn of(d: &crate::manifest::Document) -> Source {
@@ -297,11 +310,12 @@ impl Inventory {
     pub fn prepare(&self, object: &Json) -> Result<Prepared, String> {
         let key = ObjectKey::of(object).ok_or("object has no apiVersion, kind or metadata.name")?;
         let fields = self.projection.for_kind(&key.group, &key.kind);
-        let projected = if fields.is_whole() {
+        let mut projected = if fields.is_whole() {
             object.clone()
         } else {
             fields.apply(object)
         };
+        drop_bookkeeping(&mut projected);
         let uid = projected
             .get("metadata")
             .and_then(|m| m.get("uid"))

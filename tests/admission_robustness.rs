@@ -11,36 +11,15 @@
 //! (default 300 per seed); `fuzz/fuzz_targets/admission.rs` is the
 //! coverage-guided version.
 
-use interlock::admission::{Engine, EngineOptions};
-use interlock::inventory::Inventory;
-use interlock::policy::PolicySet;
-use serde_json::{json, Value};
+#[path = "support/admission_engine.rs"]
+mod admission_engine;
+#[path = "support/rng.rs"]
+mod rng;
 
-fn engine() -> Engine {
-    let loaded = interlock::bundled::documents();
-    assert!(loaded.errors.is_empty(), "{:?}", loaded.errors);
-    let mut inv = Inventory::new();
-    let (set, errors) = PolicySet::compile_documents(loaded.documents, &mut inv);
-    assert!(errors.is_empty(), "{errors:?}");
-    for o in [
-        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "a"}}),
-        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cfg", "namespace": "a"}}),
-        json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "sa", "namespace": "a"}}),
-        json!({"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
-               "metadata": {"name": "shop", "namespace": "a"},
-               "spec": {"rules": [{"host": "shop.example"}]}}),
-        json!({"apiVersion": "apps/v1", "kind": "Deployment",
-               "metadata": {"name": "web", "namespace": "a"},
-               "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}},
-                        "template": {"metadata": {"labels": {"app": "web"}},
-                                     "spec": {"containers": [{"name": "c", "image": "x:1"}]}}}}),
-    ] {
-        inv.upsert(&o, None).expect("inventory object");
-    }
-    let e = Engine::new(set, inv, EngineOptions::default());
-    e.set_ready(true);
-    e
-}
+use admission_engine::engine;
+use interlock::admission::Engine;
+use rng::Rng;
+use serde_json::{json, Value};
 
 #[allow(clippy::too_many_arguments)]
 fn review(
@@ -145,20 +124,6 @@ fn seeds() -> Vec<Value> {
             false,
         ),
     ]
-}
-
-/// xorshift64: deterministic, seeded.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
 }
 
 /// Paths (as keys from the root) of every map entry and list element.

@@ -2,7 +2,11 @@
 //! deep nesting, huge inputs, runaway comprehensions, and mutations of every
 //! conformance expression.
 
+#[path = "support/rng.rs"]
+mod rng;
+
 use interlock::cel::{Activation, Env};
+use rng::Rng;
 use serde_json::Value as Json;
 use std::path::PathBuf;
 
@@ -93,20 +97,6 @@ fn compile_errors_show_position_and_caret() {
         "cel.bind is not in the Kubernetes environment"
     );
     assert!(Env::interlock().compile("cel.bind(x, 1, x)").is_ok());
-}
-
-/// Cheap deterministic generator (xorshift), so failures reproduce.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
 }
 
 fn conformance_expressions() -> Vec<String> {

@@ -4,6 +4,9 @@
 //! what is under test is the server: TLS versions, routes, limits, error
 //! answers, certificate reload, client certificates and graceful shutdown.
 
+#[path = "support/rng.rs"]
+mod rng;
+
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -22,6 +25,7 @@ use kube::core::admission::{AdmissionRequest, AdmissionResponse};
 use kube::core::DynamicObject;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::registry::Registry;
+use rng::Rng;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use serde_json::{json, Value};
@@ -788,21 +792,7 @@ async fn garbage_bodies_get_400() {
     s.shutdown().await;
 }
 
-/// Small deterministic PRNG for the mutation fuzzer (no extra dependency).
-struct XorShift(u64);
-impl XorShift {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-}
-
-fn mutate_bytes(rng: &mut XorShift, seed: &[u8]) -> Vec<u8> {
+fn mutate_bytes(rng: &mut Rng, seed: &[u8]) -> Vec<u8> {
     let mut v = seed.to_vec();
     for _ in 0..=rng.below(4) {
         match rng.below(6) {
@@ -848,7 +838,7 @@ async fn fuzzed_bodies_never_crash_the_server() {
         .await
         .expect("connect");
     let seed = review_bytes("fuzz-seed");
-    let mut rng = XorShift(0x9e37_79b9_7f4a_7c15);
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     let (mut ok, mut bad) = (0, 0);
     for i in 0..400 {
         let body = mutate_bytes(&mut rng, &seed);

@@ -9,39 +9,17 @@
 //! of the same kind in the normal test suite.
 #![no_main]
 
-use interlock::admission::{Engine, EngineOptions};
-use interlock::inventory::Inventory;
-use interlock::policy::PolicySet;
+#[path = "../../tests/support/admission_engine.rs"]
+mod admission_engine;
+
+use interlock::admission::Engine;
 use libfuzzer_sys::fuzz_target;
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::sync::OnceLock;
 
 fn engine() -> &'static Engine {
     static ENGINE: OnceLock<Engine> = OnceLock::new();
-    ENGINE.get_or_init(|| {
-        let loaded = interlock::bundled::documents();
-        assert!(loaded.errors.is_empty(), "{:?}", loaded.errors);
-        let mut inv = Inventory::new();
-        let (set, errors) = PolicySet::compile_documents(loaded.documents, &mut inv);
-        assert!(errors.is_empty(), "{errors:?}");
-        for o in [
-            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "a"}}),
-            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cfg", "namespace": "a"}}),
-            json!({"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
-                   "metadata": {"name": "shop", "namespace": "a"},
-                   "spec": {"rules": [{"host": "shop.example"}]}}),
-            json!({"apiVersion": "apps/v1", "kind": "Deployment",
-                   "metadata": {"name": "web", "namespace": "a"},
-                   "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}},
-                            "template": {"metadata": {"labels": {"app": "web"}},
-                                         "spec": {"containers": [{"name": "c", "image": "x:1"}]}}}}),
-        ] {
-            let _ = inv.upsert(&o, None);
-        }
-        let e = Engine::new(set, inv, EngineOptions::default());
-        e.set_ready(true);
-        e
-    })
+    ENGINE.get_or_init(admission_engine::engine)
 }
 
 /// The request uid, if the body is JSON with a string `request.uid`.

@@ -40,17 +40,23 @@
 //! `LOAD_CONNS` (16), `LOAD_SAT_CONNS` (32), `LOAD_BODIES` (distinct
 //! request bodies, 4096), `LOAD_PROTO` (`h1` or `h2`, default h1),
 //! `LOAD_EVAL_THREADS` (server `--eval-threads`, default one per CPU),
-//! `LOAD_PATH` (/validate), `LOAD_SKIP_BASELINE=1`.
+//! `LOAD_PATH` (/validate), `LOAD_SKIP_BASELINE=1`, `LOAD_POLICIES` (comma-separated names: load
+//! only these policies of the library, to profile one).
 //! `LOAD_TARGET=127.0.0.1:8443`, `LOAD_CA=ca.crt` and `LOAD_CLUSTER=DIR`
 //! measure a separately started server instead (loopback addresses only):
 //! the cluster is written to DIR, start `interlock serve --inventory DIR`
 //! on it, then run the bench again with the same variables (the client then
 //! does not share its process with the server, only the cores).
 //!
-//! In-process, client and server share the machine's cores (and the
-//! client's TLS costs about as much as the server's), so the saturation
-//! figures are a lower bound for the server alone. The machine's load
-//! average is printed next to the figures: the machine may be shared.
+//! In-process, client and server share the machine's cores, so the
+//! saturation figures are a lower bound for the server alone. The server
+//! runs on its own tokio runtime, and each phase reports the CPU time per
+//! request of the server's threads (that runtime and the evaluation pool)
+//! and of the client's, from `/proc/self/task/*/schedstat`. `LOAD_PIN=1`
+//! pins the server's threads to CPU 0 and the client's to the others: the
+//! saturation figure is then what the server serves on one core. The
+//! machine's load average is printed next to the figures: the machine may
+//! be shared.
 
 #[path = "support/gen_cluster.rs"]
 mod gen_cluster;
@@ -76,6 +82,11 @@ use rustls::pki_types::{CertificateDer, ServerName};
 use serde_json::{json, Value as Json};
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
+
+// The binary's allocator (src/main.rs), so that the in-process server costs
+// what `interlock serve` does.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 type Body = BoxBody<Bytes, Infallible>;
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -122,6 +133,96 @@ fn rss_mib() -> (f64, f64) {
 /// Resets VmHWM to the current RSS (Linux >= 4.0); false if refused.
 fn reset_peak_rss() -> bool {
     std::fs::write("/proc/self/clear_refs", "5").is_ok()
+}
+
+/// Thread name prefixes of the server's side of the process: its own tokio
+/// runtime (TLS, HTTP) and the evaluation pool. Every other thread is the
+/// client's.
+const SERVER_THREADS: [&str; 2] = ["server-io", "interlock-eval"];
+
+/// CPU time so far of each thread of the process (ns on CPU, from
+/// `/proc/self/task/*/schedstat`), by thread id, with whether it is one of
+/// the server's.
+fn thread_cpu() -> std::collections::HashMap<u64, (bool, u64)> {
+    let mut out = std::collections::HashMap::new();
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return out;
+    };
+    for task in tasks.flatten() {
+        let path = task.path();
+        let Some(tid) = path
+            .file_name()
+            .and_then(|n| n.to_str()?.parse::<u64>().ok())
+        else {
+            continue;
+        };
+        let comm = std::fs::read_to_string(path.join("comm")).unwrap_or_default();
+        let ns: u64 = std::fs::read_to_string(path.join("schedstat"))
+            .ok()
+            .and_then(|s| s.split_whitespace().next()?.parse().ok())
+            .unwrap_or(0);
+        let server = SERVER_THREADS.iter().any(|p| comm.starts_with(p));
+        out.insert(tid, (server, ns));
+    }
+    out
+}
+
+/// CPUs of the machine (not of this thread: pinning narrows
+/// `available_parallelism`).
+fn cpus() -> usize {
+    // SAFETY: sysconf has no preconditions.
+    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    usize::try_from(n).unwrap_or(1).max(1)
+}
+
+/// `LOAD_PIN=1`: the server's threads on CPU 0, every other thread (the
+/// client's) on the other CPUs, so that the server's throughput on one core
+/// is measured without the client taking turns on it.
+fn pin_threads() -> Result<(), BoxError> {
+    let cpus = cpus();
+    if cpus < 2 {
+        return Err("LOAD_PIN needs at least two CPUs".into());
+    }
+    for (tid, (server, _)) in thread_cpu() {
+        // SAFETY: a zeroed cpu_set_t is a valid empty set; CPU_SET and
+        // sched_setaffinity only read and write the set passed to them.
+        let ok = unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            if server {
+                libc::CPU_SET(0, &mut set);
+            } else {
+                (1..cpus).for_each(|c| libc::CPU_SET(c, &mut set));
+            }
+            libc::sched_setaffinity(tid as libc::pid_t, std::mem::size_of_val(&set), &set) == 0
+        };
+        if !ok {
+            return Err(format!(
+                "sched_setaffinity({tid}): {}",
+                std::io::Error::last_os_error()
+            )
+            .into());
+        }
+    }
+    Ok(())
+}
+
+/// CPU time (ns) the server's and the client's threads spent between two
+/// [`thread_cpu`] snapshots. A thread that ended in between loses its last
+/// share (none of the measured ones ends during a phase).
+fn cpu_between(
+    before: &std::collections::HashMap<u64, (bool, u64)>,
+    after: &std::collections::HashMap<u64, (bool, u64)>,
+) -> (u64, u64) {
+    let (mut server, mut client) = (0, 0);
+    for (tid, (is_server, ns)) in after {
+        let spent = ns.saturating_sub(before.get(tid).map_or(0, |b| b.1));
+        if *is_server {
+            server += spent;
+        } else {
+            client += spent;
+        }
+    }
+    (server, client)
 }
 
 fn loadavg() -> String {
@@ -328,8 +429,20 @@ fn build_engine(dir: &Path) -> Result<Engine, BoxError> {
     if let Some(e) = loaded.errors.first() {
         return Err(format!("bundled policies: {e}").into());
     }
+    // `LOAD_POLICIES=a,b`: only these policies of the library (to profile one).
+    let only = std::env::var("LOAD_POLICIES").ok();
+    let documents = loaded
+        .documents
+        .into_iter()
+        .filter(|d| {
+            only.as_deref().is_none_or(|only| {
+                let name = d.value["metadata"]["name"].as_str().unwrap_or("");
+                only.split(',').any(|o| o == name)
+            })
+        })
+        .collect();
     let mut inventory = Inventory::new();
-    let (policies, errors) = PolicySet::compile_documents(loaded.documents, &mut inventory);
+    let (policies, errors) = PolicySet::compile_documents(documents, &mut inventory);
     if let Some(e) = errors.first() {
         return Err(format!("bundled policies: {e}").into());
     }
@@ -381,7 +494,7 @@ fn preflight(engine: &Engine, cands: Vec<(Json, bool, &'static str)>) -> (Vec<Sa
 /// HTTP, no TLS), beside kube's AdmissionReview parser alone. `LOAD_DIRECT_ONLY=1` stops
 /// after this (for `perf record` / callgrind on the engine alone).
 fn direct(engine: &Engine, samples: &[Sample], rounds: usize) {
-    type Times = (Duration, Duration, usize, Duration);
+    type Times = (Duration, Duration, usize, Duration, usize);
     let mut by_kind: std::collections::BTreeMap<&str, Times> = Default::default();
     for _ in 0..rounds {
         for s in samples {
@@ -404,14 +517,16 @@ fn direct(engine: &Engine, samples: &[Sample], rounds: usize) {
             e.1 += t.elapsed();
             e.2 += 1;
             e.3 += old;
+            e.4 += s.body.len();
             std::hint::black_box(answer);
         }
     }
     let us = |d: Duration, n: usize| d.as_secs_f64() * 1e6 / n.max(1) as f64;
     let (mut tp, mut te, mut tn, mut to) = (Duration::ZERO, Duration::ZERO, 0, Duration::ZERO);
-    for (what, (p, e, n, o)) in &by_kind {
+    for (what, (p, e, n, o, bytes)) in &by_kind {
         println!(
-            "  {what:32} kube parse {:6.1} us, + Engine::validate {:6.1} us | server path {:6.1} us",
+            "  {what:32} {:5.1} KB: kube parse {:6.1} us, + Engine::validate {:6.1} us | server path {:6.1} us",
+            *bytes as f64 / (*n).max(1) as f64 / 1e3,
             us(*p, *n),
             us(*o, *n),
             us(*e, *n)
@@ -422,7 +537,7 @@ fn direct(engine: &Engine, samples: &[Sample], rounds: usize) {
         tn += n;
     }
     println!(
-        "  {:32} kube parse {:6.1} us, + Engine::validate {:6.1} us | server path {:6.1} us  (one thread, {tn} calls)",
+        "  {:32}          kube parse {:6.1} us, + Engine::validate {:6.1} us | server path {:6.1} us  (one thread, {tn} calls)",
         "mix",
         us(tp, tn),
         us(to, tn),
@@ -501,6 +616,10 @@ struct Phase {
     latencies_us: Vec<u64>,
     errors: usize,
     elapsed: Duration,
+    /// CPU time of the server's and of the client's threads during the
+    /// phase (ns); zero when the server is another process.
+    cpu_server_ns: u64,
+    cpu_client_ns: u64,
 }
 
 #[derive(Clone, Copy, Default)]
@@ -511,9 +630,13 @@ struct Figures {
     p99: f64,
     p999: f64,
     max: f64,
+    /// Requests/s the server's threads alone would serve on every core of
+    /// the machine at the CPU time per request they spent (NaN when not
+    /// measured).
+    server_capacity: f64,
 }
 
-fn report(name: &str, p: &mut Phase) -> Figures {
+fn report(name: &str, p: &mut Phase, pinned: bool) -> Figures {
     p.latencies_us.sort_unstable();
     let n = p.latencies_us.len();
     let q = |x: f64| -> f64 {
@@ -523,18 +646,40 @@ fn report(name: &str, p: &mut Phase) -> Figures {
         let i = ((n as f64 * x).ceil() as usize).clamp(1, n) - 1;
         p.latencies_us[i] as f64 / 1000.0
     };
-    let f = Figures {
+    let mut f = Figures {
         rate: n as f64 / p.elapsed.as_secs_f64(),
         p50: q(0.50),
         p90: q(0.90),
         p99: q(0.99),
         p999: q(0.999),
         max: q(1.0),
+        server_capacity: f64::NAN,
     };
     println!(
         "  {name}: {n} ok, {} errors, {:.0} req/s | latency ms p50 {:.3} p90 {:.3} p99 {:.3} p99.9 {:.3} max {:.3} | load {}",
         p.errors, f.rate, f.p50, f.p90, f.p99, f.p999, f.max, loadavg()
     );
+    let requests = (n + p.errors).max(1) as f64;
+    if p.cpu_server_ns > 0 {
+        let server_us = p.cpu_server_ns as f64 / 1e3 / requests;
+        let cores = cpus() as f64;
+        let client_us = p.cpu_client_ns as f64 / 1e3 / requests;
+        if pinned {
+            // Measured on one core; the cores scale it (evaluation runs
+            // under a read lock, in parallel).
+            f.server_capacity = cores * f.rate;
+            println!(
+                "    CPU per request: server {server_us:.1} us, client {client_us:.1} us; the server pinned to 1 core served {:.0} req/s: on {cores} cores {:.0} req/s",
+                f.rate, f.server_capacity
+            );
+        } else {
+            f.server_capacity = cores * 1e6 / server_us;
+            println!(
+                "    CPU per request: server {server_us:.1} us (TLS, HTTP, parse, engine, encode), client {client_us:.1} us; the server alone on {cores} cores: {:.0} req/s",
+                f.server_capacity
+            );
+        }
+    }
     f
 }
 
@@ -652,6 +797,8 @@ async fn collect(tasks: Vec<tokio::task::JoinHandle<(Vec<u64>, usize)>>, start: 
         latencies_us: Vec::new(),
         errors: 0,
         elapsed: Duration::ZERO,
+        cpu_server_ns: 0,
+        cpu_client_ns: 0,
     };
     for t in tasks {
         if let Ok((lat, errors)) = t.await {
@@ -664,6 +811,8 @@ async fn collect(tasks: Vec<tokio::task::JoinHandle<(Vec<u64>, usize)>>, start: 
 }
 
 struct Settings {
+    /// `LOAD_PIN`: the server on one core, the client on the others.
+    pinned: bool,
     rate: f64,
     conns: usize,
     sat_conns: usize,
@@ -672,18 +821,29 @@ struct Settings {
 
 /// Both phases against one server; (fixed-rate, saturation, errors).
 async fn measure(run: Arc<Run>, s: &Settings) -> (Figures, Figures, usize) {
+    let before = thread_cpu();
     let mut p = fixed_rate(run.clone(), s.rate, s.conns, s.secs).await;
+    (p.cpu_server_ns, p.cpu_client_ns) = cpu_between(&before, &thread_cpu());
     let fixed = report(
         &format!("fixed rate {:.0}/s x {} conns", s.rate, s.conns),
         &mut p,
+        s.pinned,
     );
+    let before = thread_cpu();
     let mut q = saturation(run, s.sat_conns, s.secs).await;
-    let sat = report(&format!("saturation x {} conns", s.sat_conns), &mut q);
+    (q.cpu_server_ns, q.cpu_client_ns) = cpu_between(&before, &thread_cpu());
+    let sat = report(
+        &format!("saturation x {} conns", s.sat_conns),
+        &mut q,
+        s.pinned,
+    );
     (fixed, sat, p.errors + q.errors)
 }
 
-/// An in-process server for `reviewer`; the sender stops it.
+/// An in-process server for `reviewer` on the server's runtime `rt` (its
+/// threads are counted apart from the client's); the sender stops it.
 async fn start_server(
+    rt: &tokio::runtime::Handle,
     certs: &Path,
     reviewer: Arc<dyn Reviewer>,
 ) -> Result<(SocketAddr, tokio::sync::oneshot::Sender<()>), BoxError> {
@@ -692,10 +852,11 @@ async fn start_server(
     config.eval_threads = std::env::var("LOAD_EVAL_THREADS")
         .ok()
         .and_then(|v| v.parse().ok());
-    let server = Server::bind(config, reviewer).await?;
+    // Bound on the server's runtime, so that its sockets are driven there.
+    let server = rt.spawn(Server::bind(config, reviewer)).await??;
     let addr = server.local_addr();
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(server.serve(async move {
+    rt.spawn(server.serve(async move {
         let _ = rx.await;
     }));
     Ok((addr, tx))
@@ -748,8 +909,15 @@ fn main() -> Result<(), BoxError> {
     // `cargo test --benches` runs this with `--bench` absent: do a tiny smoke run.
     let smoke = !std::env::args().any(|a| a == "--bench");
     let rt = tokio::runtime::Builder::new_multi_thread()
+        .thread_name("client-io")
         .enable_all()
         .build()?;
+    // The in-process server's own runtime, told apart by its thread names.
+    let server_runtime = tokio::runtime::Builder::new_multi_thread()
+        .thread_name(SERVER_THREADS[0])
+        .enable_all()
+        .build()?;
+    let server_rt = server_runtime.handle().clone();
     rt.block_on(async move {
         let objects: usize = if smoke {
             400
@@ -757,6 +925,7 @@ fn main() -> Result<(), BoxError> {
             env("LOAD_OBJECTS", 50_000)
         };
         let settings = Settings {
+            pinned: std::env::var("LOAD_PIN").is_ok_and(|v| v == "1"),
             secs: if smoke { 0.3 } else { env("LOAD_SECS", 5.0) },
             // The smoke run (`cargo test --all-targets`, debug build) only
             // checks that the generator, the engine and the server work
@@ -843,7 +1012,8 @@ fn main() -> Result<(), BoxError> {
                 / samples.len().max(1) as f64
                 / 1e3
         );
-        if samples.len() < n_bodies * 9 / 10 || denied == 0 {
+        let whole_library = std::env::var("LOAD_POLICIES").is_err();
+        if whole_library && (samples.len() < n_bodies * 9 / 10 || denied == 0) {
             return Err(format!(
                 "the pre-flight kept {} of {n_bodies} bodies ({denied} denied): the generator or the policies changed",
                 samples.len()
@@ -887,7 +1057,10 @@ fn main() -> Result<(), BoxError> {
             let baseline = if std::env::var("LOAD_SKIP_BASELINE").is_ok() {
                 None
             } else {
-                let (addr, stop) = start_server(&certs, Arc::new(AllowAll)).await?;
+                let (addr, stop) = start_server(&server_rt, &certs, Arc::new(AllowAll)).await?;
+                if settings.pinned {
+                    pin_threads()?;
+                }
                 println!("baseline (allow-all reviewer):");
                 let run = Arc::new(Run {
                     addr,
@@ -902,7 +1075,10 @@ fn main() -> Result<(), BoxError> {
                 Some(m)
             };
             let peak_reset = reset_peak_rss();
-            let (addr, stop) = start_server(&certs, engine.clone()).await?;
+            let (addr, stop) = start_server(&server_rt, &certs, engine.clone()).await?;
+            if settings.pinned {
+                pin_threads()?;
+            }
             println!("engine (bundled policies, {inventory_len} objects):");
             let run = Arc::new(Run {
                 addr,
@@ -938,12 +1114,14 @@ fn main() -> Result<(), BoxError> {
             }
             if !smoke {
                 println!(
-                    "targets: p99 at {:.0}/s {:.3} ms (< 2 ms: {}), saturation {:.0} req/s (>= 10,000: {})",
+                    "targets: p99 at {:.0}/s {:.3} ms (< 2 ms: {}), saturation {:.0} req/s with the client on the same cores (>= 10,000: {}), the server alone {:.0} req/s (>= 10,000: {})",
                     settings.rate,
                     fixed.p99,
                     if fixed.p99 < 2.0 { "met" } else { "MISSED" },
                     sat.rate,
                     if sat.rate >= 10_000.0 { "met" } else { "MISSED" },
+                    sat.server_capacity,
+                    if sat.server_capacity >= 10_000.0 { "met" } else { "MISSED" },
                 );
             }
         }

@@ -5,6 +5,10 @@ use interlock::check::{self, OutputFormat};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+// See Cargo.toml and docs/PERFORMANCE.md for why not the system allocator.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser)]
 #[command(
     name = "interlock",

@@ -42,6 +42,8 @@ type Body = BoxBody<Bytes, Infallible>;
 #[derive(Default)]
 struct TestReviewer {
     calls: Mutex<Vec<(String, String)>>,
+    /// The name of the thread each request was evaluated on.
+    threads: Mutex<Vec<String>>,
     ready: AtomicBool,
     delay: Mutex<Duration>,
     evaluations: Counter,
@@ -55,6 +57,10 @@ impl TestReviewer {
     }
     fn record(&self, endpoint: &str, req: &AdmissionRequest<DynamicObject>) {
         self.evaluations.inc();
+        self.threads
+            .lock()
+            .expect("lock")
+            .push(std::thread::current().name().unwrap_or("").to_owned());
         self.calls
             .lock()
             .expect("lock")
@@ -171,6 +177,10 @@ fn config_for(dir: &Path) -> ServerConfig {
     c.listen = "127.0.0.1:0".parse().expect("addr");
     c.cert_poll_interval = Duration::from_millis(50);
     c.shutdown_timeout = Duration::from_secs(5);
+    // The deadline, limit and shutdown tests use a reviewer that sleeps:
+    // every request goes to the evaluation threads, as large bodies do.
+    // `small_bodies_are_evaluated_inline` covers the inline path.
+    c.inline_eval_max_bytes = 0;
     c
 }
 
@@ -692,6 +702,46 @@ async fn body_limits() {
         ),
         Some(3.0),
         "{text}"
+    );
+    s.shutdown().await;
+}
+
+/// A body up to `inline_eval_max_bytes` is evaluated on the async worker
+/// that read it; a larger one on an evaluation thread. Both are answered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn small_bodies_are_evaluated_inline() {
+    let b = bundle();
+    let reviewer = TestReviewer::ready();
+    let small = review_bytes("allow-small");
+    let mut large = review("allow-large");
+    large["request"]["object"]["data"]["padding"] = json!("x".repeat(4096));
+    let large = serde_json::to_vec(&large).expect("json");
+    let limit = small.len() + 100;
+    assert!(large.len() > limit);
+    let s = start_with(
+        &b,
+        reviewer.clone(),
+        |c| c.inline_eval_max_bytes = limit,
+        false,
+    )
+    .await;
+    let mut c = connect(s.addr, &ClientOpts::trusting(&[&b]))
+        .await
+        .expect("connect");
+    for body in [small, large] {
+        let (status, answer) = c.post("/validate", body).await.expect("validate");
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(response_of(&answer)["allowed"], true);
+    }
+    let threads = reviewer.threads.lock().expect("lock").clone();
+    assert_eq!(threads.len(), 2, "{threads:?}");
+    assert!(
+        !threads[0].starts_with("interlock-eval"),
+        "small body on {threads:?}"
+    );
+    assert!(
+        threads[1].starts_with("interlock-eval"),
+        "large body on {threads:?}"
     );
     s.shutdown().await;
 }

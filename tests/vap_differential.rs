@@ -799,7 +799,7 @@ fn engine(
     };
     if let Some(old) = old {
         req.operation = "UPDATE".into();
-        req.old_object = Some(old);
+        req.old_object = policy::OldObject::Json(old);
     }
     let (verdicts, annotations) = set.evaluate(&req, &inventory);
     let verdicts = verdicts

@@ -7,7 +7,7 @@ mod pending;
 pub mod serve;
 
 use crate::inventory::{Inventory, Source};
-use crate::policy::{Action, FailurePolicy, PolicySet, Request, Verdict};
+use crate::policy::{Action, FailurePolicy, OldObject, PolicySet, Request, Verdict};
 use crate::server::{ParsedReview, Reviewer};
 use kube::core::admission::{AdmissionRequest, AdmissionResponse, Operation};
 use kube::core::DynamicObject;
@@ -16,6 +16,7 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
+use serde_json::value::RawValue;
 use serde_json::Value as Json;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::RwLock;
@@ -145,7 +146,7 @@ impl Engine {
             to_json(req.object.as_ref()),
             to_json(req.old_object.as_ref()),
         ) {
-            (Ok(o), Ok(old)) => self.decide_json(req, o, old),
+            (Ok(o), Ok(old)) => self.decide_json(req, o, old.map(Old::Json)),
             (Err(e), _) | (_, Err(e)) => AdmissionResponse::from(req)
                 .deny(format!("interlock could not read the object: {e}")),
         }
@@ -157,7 +158,7 @@ impl Engine {
         &self,
         req: &AdmissionRequest<DynamicObject>,
         object: Option<Json>,
-        old_object: Option<Json>,
+        old_object: Option<Old>,
     ) -> AdmissionResponse {
         let resp = AdmissionResponse::from(req);
         let r = request(req, object.as_ref(), old_object.as_ref());
@@ -308,7 +309,7 @@ impl Engine {
             to_json(req.object.as_ref()),
             to_json(req.old_object.as_ref()),
         ) {
-            (Ok(o), Ok(old)) => self.patch_json(req, o, old),
+            (Ok(o), Ok(old)) => self.patch_json(req, o, old.map(Old::Json)),
             (Err(e), _) | (_, Err(e)) => AdmissionResponse::from(req)
                 .deny(format!("interlock could not read the object: {e}")),
         }
@@ -318,7 +319,7 @@ impl Engine {
         &self,
         req: &AdmissionRequest<DynamicObject>,
         object: Option<Json>,
-        old: Option<Json>,
+        old: Option<Old>,
     ) -> AdmissionResponse {
         let resp = AdmissionResponse::from(req);
         let Some(obj) = object.as_ref() else {
@@ -378,15 +379,26 @@ fn operation(op: &Operation) -> &'static str {
     }
 }
 
+/// `oldObject` as the engine gets it: from kube's parser, or as the
+/// server's text of it, parsed only if a policy reads it.
+enum Old {
+    Json(Json),
+    Text(Box<RawValue>),
+}
+
 fn request<'a>(
     req: &AdmissionRequest<DynamicObject>,
     object: Option<&'a Json>,
-    old: Option<&'a Json>,
+    old: Option<&'a Old>,
 ) -> Request<'a> {
     Request {
         operation: operation(&req.operation).into(),
         object,
-        old_object: old,
+        old_object: match old {
+            None => OldObject::None,
+            Some(Old::Json(j)) => OldObject::Json(j),
+            Some(Old::Text(t)) => OldObject::Text(t.get(), Default::default()),
+        },
         group: req.kind.group.clone(),
         version: req.kind.version.clone(),
         kind: req.kind.kind.clone(),
@@ -411,11 +423,19 @@ impl Reviewer for Engine {
     }
 
     fn validate_parsed(&self, review: ParsedReview) -> AdmissionResponse {
-        self.decide_json(&review.request, review.object, review.old_object)
+        self.decide_json(
+            &review.request,
+            review.object,
+            review.old_object.map(Old::Text),
+        )
     }
 
     fn mutate_parsed(&self, review: ParsedReview) -> AdmissionResponse {
-        self.patch_json(&review.request, review.object, review.old_object)
+        self.patch_json(
+            &review.request,
+            review.object,
+            review.old_object.map(Old::Text),
+        )
     }
 
     fn ready(&self) -> bool {
@@ -495,9 +515,13 @@ spec:
     }
 
     fn engine_with(ready: bool, options: EngineOptions) -> Engine {
+        engine_of(POLICY, ready, options)
+    }
+
+    fn engine_of(policies: &str, ready: bool, options: EngineOptions) -> Engine {
         let docs = crate::manifest::load_str(
             crate::manifest::Source::file("p.yaml"),
-            POLICY,
+            policies,
             crate::manifest::Format::Yaml,
             &Default::default(),
         );
@@ -509,6 +533,71 @@ spec:
         let e = Engine::new(set, inv, options);
         e.set_ready(ready);
         e
+    }
+
+    /// Through the server's parse (oldObject kept as text), a policy that
+    /// reads oldObject sees it, and an objectSelector matches the old
+    /// object's labels; a policy that does not read it decides the same.
+    #[test]
+    fn old_object_is_read_when_a_policy_reads_it() {
+        const POLICIES: &str = r#"
+apiVersion: interlock.dev/v1alpha1
+kind: InterlockPolicy
+metadata: {name: immutable-mode}
+spec:
+  validationActions: [Deny]
+  matchConstraints:
+    resourceRules:
+      - {apiGroups: [""], apiVersions: ["v1"], resources: ["configmaps"], operations: ["UPDATE"]}
+  validations:
+    - expression: "object.data.mode == oldObject.data.mode"
+      message: mode is immutable
+---
+apiVersion: interlock.dev/v1alpha1
+kind: InterlockPolicy
+metadata: {name: frozen-label}
+spec:
+  validationActions: [Deny]
+  matchConstraints:
+    objectSelector: {matchLabels: {frozen: "yes"}}
+    resourceRules:
+      - {apiGroups: [""], apiVersions: ["v1"], resources: ["configmaps"], operations: ["UPDATE"]}
+  validations:
+    - expression: "false"
+      message: frozen
+"#;
+        let e = engine_of(POLICIES, true, EngineOptions::default());
+        let answer = |old_labels: Json, old_mode: &str, mode: &str| {
+            let cm = |labels: Json, mode: &str| {
+                json!({"apiVersion": "v1", "kind": "ConfigMap",
+                       "metadata": {"name": "c", "namespace": "n", "labels": labels},
+                       "data": {"mode": mode}})
+            };
+            let body = json!({
+                "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+                "request": {
+                    "uid": "u", "operation": "UPDATE", "name": "c", "namespace": "n",
+                    "kind": {"group": "", "version": "v1", "kind": "ConfigMap"},
+                    "resource": {"group": "", "version": "v1", "resource": "configmaps"},
+                    "userInfo": {"username": "alice"},
+                    "object": cm(json!({}), mode),
+                    "oldObject": cm(old_labels, old_mode),
+                }
+            });
+            let (status, out) =
+                crate::server::answer_body(&e, false, &serde_json::to_vec(&body).unwrap());
+            assert_eq!(status, 200);
+            let out: Json = serde_json::from_slice(&out).unwrap();
+            let message = out["response"]["status"]["message"]
+                .as_str()
+                .map(str::to_owned);
+            (out["response"]["allowed"] == true, message)
+        };
+        assert_eq!(answer(json!({}), "a", "a"), (true, None));
+        let (allowed, message) = answer(json!({}), "a", "b");
+        assert!(!allowed && message.unwrap().contains("mode is immutable"));
+        let (allowed, message) = answer(json!({"frozen": "yes"}), "a", "a");
+        assert!(!allowed && message.unwrap().contains("frozen"));
     }
 
     #[test]

@@ -20,7 +20,7 @@ pub fn matches(m: &MatchResources, req: &Request, inv: &Inventory, binding: bool
         return false;
     }
     if let Some(sel) = &m.object_selector {
-        let ok = [req.object, req.old_object]
+        let ok = [req.object, req.old_object.get()]
             .into_iter()
             .flatten()
             .any(|o| sel.matches(labels(o)).unwrap_or(false));

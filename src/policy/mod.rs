@@ -86,6 +86,8 @@ pub struct CompiledPolicy {
     kinds_read: Vec<(String, String)>,
     /// Whether any expression reads `request` (building it is not free).
     reads_request: bool,
+    /// Whether any expression reads `oldObject` (it may not be parsed yet).
+    reads_old_object: bool,
 }
 
 #[derive(Clone, Copy)]
@@ -104,12 +106,40 @@ struct Binding {
     param_ref: Option<ParamRef>,
 }
 
+/// `oldObject`: parsed, or the request's text of it, parsed when first
+/// read. Most policies never read it, and it is as large as `object`.
+#[derive(Debug, Clone, Default)]
+pub enum OldObject<'a> {
+    #[default]
+    None,
+    Json(&'a Json),
+    /// Valid JSON text (the server parsed it as a raw value).
+    Text(&'a str, OnceCell<Json>),
+}
+
+impl OldObject<'_> {
+    pub fn get(&self) -> Option<&Json> {
+        match self {
+            OldObject::None => None,
+            OldObject::Json(j) => Some(j),
+            OldObject::Text(text, parsed) => Some(parsed.get_or_init(|| {
+                serde_json::from_str(text).unwrap_or_else(|e| {
+                    // Only nesting deeper than the server's parser allows
+                    // gets here; the object is then read as null.
+                    tracing::warn!(error = %e, "oldObject could not be parsed");
+                    Json::Null
+                })
+            })),
+        }
+    }
+}
+
 /// An admission request, or an object checked offline as one.
 #[derive(Debug, Clone)]
 pub struct Request<'a> {
     pub operation: String,
     pub object: Option<&'a Json>,
-    pub old_object: Option<&'a Json>,
+    pub old_object: OldObject<'a>,
     pub group: String,
     pub version: String,
     pub kind: String,
@@ -137,7 +167,7 @@ impl<'a> Request<'a> {
         Some(Request {
             operation: "CREATE".into(),
             object: Some(object),
-            old_object: None,
+            old_object: OldObject::None,
             group: key.group.to_string(),
             version: resources::version_of(api_version).to_string(),
             kind: key.kind.to_string(),
@@ -194,8 +224,8 @@ impl<'a> Request<'a> {
         r
     }
 
-    fn reviewed(&self) -> Option<&'a Json> {
-        self.object.or(self.old_object)
+    fn reviewed(&self) -> Option<&Json> {
+        self.object.or_else(|| self.old_object.get())
     }
 }
 
@@ -551,6 +581,7 @@ fn compile_policy(
         .chain(mutations.iter());
     let programs: Vec<&Program> = programs.collect();
     let reads_request = programs.iter().any(|p| p.uses_global(slots.request));
+    let reads_old_object = programs.iter().any(|p| p.uses_global(slots.old_object));
     for p in programs {
         for (id, args) in p.host_calls() {
             if matches!(id, host::GET | host::LIST) {
@@ -564,6 +595,7 @@ fn compile_policy(
     Ok(CompiledPolicy {
         kinds_read,
         reads_request,
+        reads_old_object,
         name: name.to_string(),
         kind,
         source: Source {
@@ -730,10 +762,12 @@ impl CompiledPolicy {
             .with_lazy(&self.variables)
             .with_cost_limit(POLICY_COST_BUDGET);
         act.set(s.object, Value::from_json(req.object.unwrap_or(&null)));
-        act.set(
-            s.old_object,
-            Value::from_json(req.old_object.unwrap_or(&null)),
-        );
+        if self.reads_old_object {
+            act.set(
+                s.old_object,
+                Value::from_json(req.old_object.get().unwrap_or(&null)),
+            );
+        }
         if self.reads_request {
             act.set(
                 s.request,

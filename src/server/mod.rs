@@ -10,15 +10,21 @@
 //!
 //! ## Design decisions
 //! - **Where evaluation runs.** Each body is read on the async side, then
-//!   parsed (once, straight into `AdmissionRequest<DynamicObject>`) and
-//!   evaluated on a dedicated fixed-size rayon pool (default: one thread per
-//!   CPU; `--eval-threads`). Not `spawn_blocking`: its pool grows to 512
-//!   threads, which for CPU-bound work on 2 cores means oversubscription and
-//!   unbounded queueing. A fixed pool bounds CPU parallelism, keeps the
-//!   tokio workers free for TLS, HTTP and probes, and costs one oneshot
-//!   hand-off per request. Parsing belongs there too: a 3 MiB UPDATE takes
-//!   milliseconds to parse. `--eval-threads 0` evaluates inline on the
-//!   tokio workers instead (for comparison in benchmarks).
+//!   parsed (once, straight into JSON) and evaluated. A body up to
+//!   `--inline-eval-max-bytes` (64 KiB) is evaluated on the tokio worker
+//!   that read it: a typical request parses and evaluates in 50-300 µs,
+//!   and handing it to another thread and back cost more than that (on
+//!   two cores, inline evaluation took 12% less CPU per request and served
+//!   10-15% more requests per second; docs/PERFORMANCE.md). Larger bodies
+//!   go to a dedicated fixed-size rayon pool (default: one thread per CPU;
+//!   `--eval-threads`): a 3 MiB UPDATE takes milliseconds to parse, too
+//!   long to keep a worker from its other connections. Not
+//!   `spawn_blocking`: its pool grows to 512 threads, which for CPU-bound
+//!   work on 2 cores means oversubscription and unbounded queueing. The
+//!   trade-off: the deadline cannot interrupt an inline evaluation (only
+//!   the cost budget bounds it); for policies that scan large parts of the
+//!   inventory, `--inline-eval-max-bytes 0` sends every request to the
+//!   pool, and `--eval-threads 0` evaluates every request inline.
 //! - **Limits.** A semaphore of `max_concurrent_requests` slots; a slot is
 //!   held until the evaluation finishes (even when the deadline has already
 //!   answered), so the pool never queues more than that. The per-request
@@ -72,9 +78,10 @@ pub use metrics::ServerMetrics;
 /// The policy engine as the server sees it.
 ///
 /// The server parses each body once into an `AdmissionRequest` and calls
-/// `validate` or `mutate` on a dedicated evaluation thread pool (not on the
-/// async workers; see [`ServerConfig::eval_threads`]), so these methods may
-/// do CPU work but should not block on I/O. Whatever `uid` the response
+/// `validate` or `mutate` on the async worker that read it (small bodies)
+/// or on a dedicated evaluation thread pool (see
+/// [`ServerConfig::inline_eval_max_bytes`]), so these methods may do short
+/// CPU work but must not block on I/O. Whatever `uid` the response
 /// carries, the server answers with the request's uid. A panic is caught
 /// and answered as HTTP 500, which makes the apiserver apply the webhook's
 /// failurePolicy.
@@ -128,17 +135,19 @@ pub fn answer_body(reviewer: &dyn Reviewer, mutate: bool, body: &[u8]) -> (u16, 
 }
 
 /// An admission request as the server parsed it: kube's `AdmissionRequest`
-/// with `object` and `old_object` left `None`, and those objects as JSON.
-/// The server has checked that each object is a valid `DynamicObject`
-/// (what kube's `AdmissionReview` parser requires).
+/// with `object` and `old_object` left `None`, `object` as JSON and
+/// `oldObject` as its text. The server has checked that `object` is a valid
+/// `DynamicObject` (what kube's `AdmissionReview` parser requires), and that
+/// `oldObject` is a JSON map: it is parsed only when something reads it
+/// (most policies do not, and it is as large as `object`).
 #[derive(Debug, Clone)]
 pub struct ParsedReview {
     /// The request without its objects.
     pub request: AdmissionRequest<DynamicObject>,
     /// `request.object`, if present and not null.
     pub object: Option<serde_json::Value>,
-    /// `request.oldObject`, if present and not null.
-    pub old_object: Option<serde_json::Value>,
+    /// `request.oldObject` as sent, if present and not null.
+    pub old_object: Option<Box<serde_json::value::RawValue>>,
 }
 
 impl ParsedReview {
@@ -147,7 +156,9 @@ impl ParsedReview {
     pub fn into_request(self) -> AdmissionRequest<DynamicObject> {
         let mut req = self.request;
         req.object = self.object.and_then(|o| serde_json::from_value(o).ok());
-        req.old_object = self.old_object.and_then(|o| serde_json::from_value(o).ok());
+        req.old_object = self
+            .old_object
+            .and_then(|o| serde_json::from_str(o.get()).ok());
         req
     }
 }
@@ -201,6 +212,9 @@ pub struct ServerConfig {
     /// Evaluation threads; `Some(0)` evaluates on the async workers, `None`
     /// uses one thread per CPU.
     pub eval_threads: Option<usize>,
+    /// Bodies up to this size are parsed and evaluated on the async worker
+    /// that read them, larger ones on the evaluation threads.
+    pub inline_eval_max_bytes: usize,
     /// Time allowed for the TLS handshake and for reading request headers.
     pub tls_handshake_timeout: Duration,
     /// How often the certificate files are re-read.
@@ -223,6 +237,7 @@ impl ServerConfig {
             request_timeout: Duration::from_secs(4),
             max_concurrent_requests: 1024,
             eval_threads: None,
+            inline_eval_max_bytes: cli::DEFAULT_INLINE_EVAL_MAX_BYTES,
             tls_handshake_timeout: Duration::from_secs(10),
             cert_poll_interval: Duration::from_secs(3),
             shutdown_delay: Duration::ZERO,
@@ -242,6 +257,7 @@ impl From<&ServeArgs> for ServerConfig {
             request_timeout: a.request_timeout,
             max_concurrent_requests: a.max_concurrent_requests,
             eval_threads: a.eval_threads,
+            inline_eval_max_bytes: a.inline_eval_max_bytes,
             tls_handshake_timeout: a.tls_handshake_timeout,
             cert_poll_interval: a.cert_poll_interval,
             shutdown_delay: a.shutdown_delay,
@@ -291,7 +307,7 @@ impl Server {
             reviewer,
             metrics: metrics.clone(),
             registry: Arc::new(registry),
-            executor: routes::Executor::new(config.eval_threads)?,
+            executor: routes::Executor::new(config.eval_threads, config.inline_eval_max_bytes)?,
             max_body_bytes: config.max_body_bytes,
             shutting_down: shutting_down.clone(),
             slots: Arc::new(tokio::sync::Semaphore::new(

@@ -14,8 +14,9 @@ use axum::routing::{get, post};
 use axum::{BoxError, Router};
 use bytes::Bytes;
 use kube::core::admission::{AdmissionRequest, AdmissionResponse, META_KIND};
-use kube::core::{DynamicObject, TypeMeta};
+use kube::core::{DynamicObject, ObjectMeta, TypeMeta};
 use prometheus_client::registry::Registry;
+use serde_json::value::RawValue;
 use tower::ServiceBuilder;
 
 use super::metrics::{Decision, Endpoint, InFlight, ServerMetrics};
@@ -26,12 +27,20 @@ use super::{ParsedReview, Reviewer};
 pub(crate) enum Executor {
     /// On the tokio worker that read the body.
     Inline,
-    /// On a dedicated, fixed-size rayon pool; the async side awaits a oneshot.
-    Pool(Arc<rayon::ThreadPool>),
+    /// Bodies up to `inline_max_bytes` inline (two thread hand-offs cost
+    /// more than their parse and evaluation), larger ones on a dedicated,
+    /// fixed-size rayon pool; the async side awaits a oneshot.
+    Pool {
+        pool: Arc<rayon::ThreadPool>,
+        inline_max_bytes: usize,
+    },
 }
 
 impl Executor {
-    pub(crate) fn new(threads: Option<usize>) -> Result<Self, rayon::ThreadPoolBuildError> {
+    pub(crate) fn new(
+        threads: Option<usize>,
+        inline_max_bytes: usize,
+    ) -> Result<Self, rayon::ThreadPoolBuildError> {
         let threads = threads.unwrap_or_else(|| {
             std::thread::available_parallelism()
                 .map(|n| n.get())
@@ -44,14 +53,24 @@ impl Executor {
             .num_threads(threads)
             .thread_name(|i| format!("interlock-eval-{i}"))
             .build()?;
-        Ok(Executor::Pool(Arc::new(pool)))
+        Ok(Executor::Pool {
+            pool: Arc::new(pool),
+            inline_max_bytes,
+        })
     }
 
-    /// Run `f`; `None` if it panicked (or the pool went away).
-    async fn run<R: Send + 'static>(&self, f: impl FnOnce() -> R + Send + 'static) -> Option<R> {
+    /// Run `f` for a body of `body_len` bytes; `None` if it panicked (or
+    /// the pool went away).
+    async fn run<R: Send + 'static>(
+        &self,
+        body_len: usize,
+        f: impl FnOnce() -> R + Send + 'static,
+    ) -> Option<R> {
         match self {
-            Executor::Inline => catch_unwind(AssertUnwindSafe(f)).ok(),
-            Executor::Pool(pool) => {
+            Executor::Pool {
+                pool,
+                inline_max_bytes,
+            } if body_len > *inline_max_bytes => {
                 let (tx, rx) = tokio::sync::oneshot::channel();
                 pool.spawn(move || {
                     // The receiver is gone when the request timed out: drop the answer.
@@ -59,6 +78,7 @@ impl Executor {
                 });
                 rx.await.ok().and_then(Result::ok)
             }
+            _ => catch_unwind(AssertUnwindSafe(f)).ok(),
         }
     }
 }
@@ -210,7 +230,7 @@ async fn admission(state: AppState, endpoint: Endpoint, req: Request) -> Respons
     let reviewer = state.reviewer.clone();
     match state
         .executor
-        .run(move || {
+        .run(body.len(), move || {
             let answer = review(&*reviewer, endpoint, body);
             drop(slot);
             answer
@@ -227,12 +247,12 @@ async fn admission(state: AppState, endpoint: Endpoint, req: Request) -> Respons
     }
 }
 
-/// The request side of an AdmissionReview. The request is kept as a JSON
-/// tree: kube's `AdmissionRequest<DynamicObject>` flattens the objects'
-/// fields, which makes serde buffer each object into an intermediate tree
-/// (and the policy engine then serialised it back to JSON). Here the body
-/// is parsed once into JSON, the objects are taken out as they are, and
-/// only the small remainder goes through kube's `AdmissionRequest`.
+/// The request side of an AdmissionReview. kube's
+/// `AdmissionRequest<DynamicObject>` flattens the objects' fields, which
+/// makes serde buffer each object into an intermediate tree (and the policy
+/// engine then serialised it back to JSON). Here `object` is parsed once
+/// into JSON, `oldObject` is kept as text until something reads it, and
+/// only the small rest goes through kube's `AdmissionRequest`.
 #[derive(serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct IncomingReview {
@@ -241,65 +261,65 @@ struct IncomingReview {
     #[serde(default)]
     kind: String,
     #[serde(default)]
-    request: Option<serde_json::Value>,
+    request: Option<IncomingRequest>,
 }
 
-/// Takes `object` or `oldObject` out of the request; `null` is absent.
-/// Checks that it is what kube's parser accepts as a `DynamicObject`: a
-/// map, whose `metadata` is an `ObjectMeta` and whose `apiVersion` and
-/// `kind` make a `TypeMeta` (or are absent). Only those fields are looked
-/// at (the rest of an object is free-form in a `DynamicObject`).
-fn take_object(
-    request: &mut serde_json::Value,
-    field: &str,
-) -> Result<Option<serde_json::Value>, String> {
-    let Some(map) = request.as_object_mut() else {
-        return Ok(None);
-    };
-    let object = match map.remove(field) {
-        None | Some(serde_json::Value::Null) => return Ok(None),
-        Some(o) => o,
-    };
+#[derive(serde::Deserialize)]
+struct IncomingRequest {
+    #[serde(default)]
+    object: Option<serde_json::Value>,
+    #[serde(default, rename = "oldObject")]
+    old_object: Option<Box<RawValue>>,
+    #[serde(flatten)]
+    rest: serde_json::Map<String, serde_json::Value>,
+}
+
+/// Checks that `object` is what kube's parser accepts as a `DynamicObject`:
+/// a map whose `metadata`, if present, is an `ObjectMeta`. That is the only
+/// way a map can fail to be one: `apiVersion` and `kind` are a flattened
+/// `Option<TypeMeta>` (a wrong type makes it `None`, not an error) and the
+/// rest of an object is free-form. The metadata is checked where it lies,
+/// without copying it (`object_check_matches_kube` holds the two together).
+fn check_object(object: &serde_json::Value) -> Result<(), String> {
     let Some(fields) = object.as_object() else {
-        return Err(format!("request.{field} is not an object"));
+        return Err("request.object is not an object".to_owned());
     };
-    let mut shape = serde_json::Map::new();
-    for key in ["apiVersion", "kind", "metadata"] {
-        if let Some(v) = fields.get(key) {
-            shape.insert(key.to_owned(), v.clone());
+    if let Some(metadata) = fields.get("metadata") {
+        if let Err(e) = <ObjectMeta as serde::Deserialize>::deserialize(metadata) {
+            return Err(format!("request.object.metadata: {e}"));
         }
     }
-    if let Err(e) =
-        <DynamicObject as serde::Deserialize>::deserialize(&serde_json::Value::Object(shape))
-    {
-        return Err(format!("request.{field}: {e}"));
-    }
-    Ok(Some(object))
+    Ok(())
 }
 
-/// Parses an AdmissionReview body: the request without its objects, the
-/// objects as JSON.
+/// Parses an AdmissionReview body: the request without its objects,
+/// `object` as JSON, `oldObject` as text.
 fn parse_review(body: &[u8]) -> Result<ParsedReview, String> {
-    let parsed: IncomingReview = serde_json::from_slice(body)
-        .map_err(|e| format!("request body is not an admission.k8s.io/v1 AdmissionReview: {e}"))?;
+    let not_review =
+        |e: String| format!("request body is not an admission.k8s.io/v1 AdmissionReview: {e}");
+    let parsed: IncomingReview =
+        serde_json::from_slice(body).map_err(|e| not_review(e.to_string()))?;
     if parsed.kind != META_KIND || !parsed.api_version.starts_with("admission.k8s.io/") {
         return Err(format!(
             "expected kind AdmissionReview in admission.k8s.io/v1, got kind {:?} apiVersion {:?}",
             parsed.kind, parsed.api_version
         ));
     }
-    let mut request = match parsed.request {
-        None | Some(serde_json::Value::Null) => {
-            return Err("AdmissionReview has no request".to_owned())
-        }
-        Some(r) => r,
+    let Some(request) = parsed.request else {
+        return Err("AdmissionReview has no request".to_owned());
     };
-    let not_review =
-        |e: String| format!("request body is not an admission.k8s.io/v1 AdmissionReview: {e}");
-    let object = take_object(&mut request, "object").map_err(not_review)?;
-    let old_object = take_object(&mut request, "oldObject").map_err(not_review)?;
+    if let Some(object) = &request.object {
+        check_object(object).map_err(not_review)?;
+    }
+    // A raw value is valid JSON with no leading whitespace.
+    if let Some(old) = &request.old_object {
+        if !old.get().starts_with('{') {
+            return Err(not_review("request.oldObject is not an object".to_owned()));
+        }
+    }
+    let rest = serde_json::Value::Object(request.rest);
     let mut req: AdmissionRequest<DynamicObject> =
-        <AdmissionRequest<DynamicObject> as serde::Deserialize>::deserialize(&request)
+        <AdmissionRequest<DynamicObject> as serde::Deserialize>::deserialize(&rest)
             .map_err(|e| not_review(format!("request: {e}")))?;
     req.types = TypeMeta {
         api_version: parsed.api_version,
@@ -307,8 +327,8 @@ fn parse_review(body: &[u8]) -> Result<ParsedReview, String> {
     };
     Ok(ParsedReview {
         request: req,
-        object,
-        old_object,
+        object: request.object,
+        old_object: request.old_object,
     })
 }
 
@@ -467,6 +487,40 @@ async fn metrics(State(state): State<AppState>) -> Response {
 mod tests {
     use super::*;
     use serde_json::{json, Value};
+
+    /// `check_object` refuses exactly the objects kube's `DynamicObject`
+    /// parser refuses, without running it.
+    #[test]
+    fn object_check_matches_kube() {
+        let objects = [
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}}),
+            json!({"metadata": {"name": "a", "labels": {"x": "y"}}, "data": {"k": 1}}),
+            json!({"apiVersion": 5, "kind": ["x"], "metadata": {"name": "a"}}),
+            json!({"apiVersion": "v1"}),
+            json!({}),
+            json!({"metadata": null}),
+            json!({"metadata": "x"}),
+            json!({"metadata": {"name": 5}}),
+            json!({"metadata": {"labels": {"x": 1}}}),
+            json!({"metadata": {"labels": ["x"]}}),
+            json!({"metadata": {"creationTimestamp": "yesterday"}}),
+            json!({"metadata": {"creationTimestamp": "2024-01-01T00:00:00Z"}}),
+            json!({"metadata": {"generation": "1"}}),
+            json!({"metadata": {"ownerReferences": [{"name": "x"}]}}),
+            json!({"metadata": {"finalizers": ["a", 1]}}),
+            json!({"metadata": {"unknownField": {"deep": [1, 2]}}}),
+            json!({"metadata": {"managedFields": [{"manager": "kubectl", "fieldsV1": {"f:data": {}}}]}}),
+        ];
+        for object in objects {
+            let kube = serde_json::from_value::<DynamicObject>(object.clone()).is_ok();
+            let ours = check_object(&object);
+            assert_eq!(
+                ours.is_ok(),
+                kube,
+                "{object}: ours {ours:?}, kube accepts: {kube}"
+            );
+        }
+    }
 
     /// Answers with a foreign uid and, on validate, a patch it should not send.
     struct Sloppy;

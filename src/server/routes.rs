@@ -292,6 +292,38 @@ fn check_object(object: &serde_json::Value) -> Result<(), String> {
     Ok(())
 }
 
+/// serde_json parses at most 127 levels of nesting (its recursion limit is
+/// 128); the review and its request are two of them.
+const MAX_OLD_OBJECT_DEPTH: usize = 125;
+
+/// The deepest nesting of maps and lists in valid JSON text.
+fn nesting_depth(json: &str) -> usize {
+    let (mut depth, mut deepest) = (0usize, 0usize);
+    let (mut in_string, mut escaped) = (false, false);
+    for b in json.bytes() {
+        if in_string {
+            if escaped {
+                escaped = false;
+            } else if b == b'\\' {
+                escaped = true;
+            } else if b == b'"' {
+                in_string = false;
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'{' | b'[' => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            b'}' | b']' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    deepest
+}
+
 /// Parses an AdmissionReview body: the request without its objects,
 /// `object` as JSON, `oldObject` as text.
 fn parse_review(body: &[u8]) -> Result<ParsedReview, String> {
@@ -311,10 +343,16 @@ fn parse_review(body: &[u8]) -> Result<ParsedReview, String> {
     if let Some(object) = &request.object {
         check_object(object).map_err(not_review)?;
     }
-    // A raw value is valid JSON with no leading whitespace.
+    // A raw value is valid JSON with no leading whitespace, but nested as
+    // deep as it likes: refuse what parsing the body as a tree would.
     if let Some(old) = &request.old_object {
         if !old.get().starts_with('{') {
             return Err(not_review("request.oldObject is not an object".to_owned()));
+        }
+        if nesting_depth(old.get()) > MAX_OLD_OBJECT_DEPTH {
+            return Err(not_review(
+                "recursion limit exceeded in request.oldObject".to_owned(),
+            ));
         }
     }
     let rest = serde_json::Value::Object(request.rest);
@@ -487,6 +525,39 @@ async fn metrics(State(state): State<AppState>) -> Response {
 mod tests {
     use super::*;
     use serde_json::{json, Value};
+
+    /// A body whose oldObject (kept as text) is nested deeper than a JSON
+    /// tree may be is refused, exactly where parsing it as a tree fails.
+    #[test]
+    fn old_object_nesting_is_limited_like_the_tree_parser() {
+        let mut outcomes = std::collections::BTreeSet::new();
+        for depth in 100..140 {
+            // Brackets inside strings (after an escaped quote) do not count.
+            let nested = format!(
+                "{}1{}",
+                r#"{"a":["x\"[{","#.repeat(depth / 2),
+                "]}".repeat(depth / 2)
+            );
+            let nested = if depth % 2 == 1 {
+                format!(r#"{{"b":{nested}}}"#)
+            } else {
+                nested
+            };
+            let body = format!(
+                r#"{{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{{"uid":"u","kind":{{"group":"","version":"v1","kind":"ConfigMap"}},"resource":{{"group":"","version":"v1","resource":"configmaps"}},"operation":"UPDATE","userInfo":{{}},"oldObject":{nested}}}}}"#
+            );
+            let tree = serde_json::from_str::<Value>(&body);
+            let ours = parse_review(body.as_bytes());
+            assert_eq!(
+                ours.is_ok(),
+                tree.is_ok(),
+                "depth {depth}: {:?}",
+                ours.err()
+            );
+            outcomes.insert(tree.is_ok());
+        }
+        assert_eq!(outcomes.len(), 2, "the depths cross the limit");
+    }
 
     /// `check_object` refuses exactly the objects kube's `DynamicObject`
     /// parser refuses, without running it.

@@ -537,7 +537,7 @@ spec:
 
     /// Through the server's parse (oldObject kept as text), a policy that
     /// reads oldObject sees it, and an objectSelector matches the old
-    /// object's labels; a policy that does not read it decides the same.
+    /// object's labels.
     #[test]
     fn old_object_is_read_when_a_policy_reads_it() {
         const POLICIES: &str = r#"

@@ -142,14 +142,7 @@ impl Engine {
     }
 
     fn decide(&self, req: &AdmissionRequest<DynamicObject>) -> AdmissionResponse {
-        match (
-            to_json(req.object.as_ref()),
-            to_json(req.old_object.as_ref()),
-        ) {
-            (Ok(o), Ok(old)) => self.decide_json(req, o, old.map(Old::Json)),
-            (Err(e), _) | (_, Err(e)) => AdmissionResponse::from(req)
-                .deny(format!("interlock could not read the object: {e}")),
-        }
+        with_json_objects(req, |o, old| self.decide_json(req, o, old))
     }
 
     /// The decision on `req` whose objects are `object` and `old_object`
@@ -305,14 +298,7 @@ impl Engine {
     }
 
     fn patch(&self, req: &AdmissionRequest<DynamicObject>) -> AdmissionResponse {
-        match (
-            to_json(req.object.as_ref()),
-            to_json(req.old_object.as_ref()),
-        ) {
-            (Ok(o), Ok(old)) => self.patch_json(req, o, old.map(Old::Json)),
-            (Err(e), _) | (_, Err(e)) => AdmissionResponse::from(req)
-                .deny(format!("interlock could not read the object: {e}")),
-        }
+        with_json_objects(req, |o, old| self.patch_json(req, o, old))
     }
 
     fn patch_json(
@@ -376,6 +362,23 @@ fn operation(op: &Operation) -> &'static str {
         Operation::Update => "UPDATE",
         Operation::Delete => "DELETE",
         Operation::Connect => "CONNECT",
+    }
+}
+
+/// Calls `f` with kube's parsed objects as JSON (the `validate`/`mutate`
+/// path); an object that does not serialise is denied.
+fn with_json_objects(
+    req: &AdmissionRequest<DynamicObject>,
+    f: impl FnOnce(Option<Json>, Option<Old>) -> AdmissionResponse,
+) -> AdmissionResponse {
+    match (
+        to_json(req.object.as_ref()),
+        to_json(req.old_object.as_ref()),
+    ) {
+        (Ok(o), Ok(old)) => f(o, old.map(Old::Json)),
+        (Err(e), _) | (_, Err(e)) => {
+            AdmissionResponse::from(req).deny(format!("interlock could not read the object: {e}"))
+        }
     }
 }
 

@@ -545,6 +545,47 @@ fn direct(engine: &Engine, samples: &[Sample], rounds: usize) {
     );
 }
 
+/// The server's path on one thread, then on one thread per CPU at once
+/// over the same engine: the mean CPU time per request of each. Threads
+/// that run slower together than alone share something they write (a lock,
+/// a reference count) or contend for a cache.
+fn direct_parallel(engine: &Engine, samples: &[Sample], rounds: usize) {
+    let run = || {
+        let start = thread_cpu_now();
+        for _ in 0..rounds {
+            for s in samples {
+                std::hint::black_box(interlock::server::answer_body(engine, false, &s.body));
+            }
+        }
+        (thread_cpu_now() - start).as_secs_f64() * 1e6 / (rounds * samples.len()).max(1) as f64
+    };
+    let alone = run();
+    let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let together: Vec<f64> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..threads).map(|_| scope.spawn(run)).collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or(f64::NAN))
+            .collect()
+    });
+    let mean = together.iter().sum::<f64>() / together.len() as f64;
+    println!(
+        "  server path, CPU per request: {alone:.1} us on one thread; {mean:.1} us on {threads} threads at once ({})",
+        ratio(mean, alone)
+    );
+}
+
+/// CPU time of the calling thread.
+fn thread_cpu_now() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid clock id and a valid pointer to a timespec.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
 // ---------------------------------------------------------------------------
 // Transport
 
@@ -1023,6 +1064,7 @@ fn main() -> Result<(), BoxError> {
         if !smoke {
             println!("direct engine calls, mean per request (load {}):", loadavg());
             direct(&engine, &samples, env("LOAD_DIRECT_ROUNDS", 2));
+            direct_parallel(&engine, &samples, env("LOAD_DIRECT_ROUNDS", 2));
             if std::env::var("LOAD_DIRECT_ONLY").is_ok() {
                 return Ok(());
             }

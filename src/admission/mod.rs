@@ -7,6 +7,7 @@ mod pending;
 pub mod serve;
 
 use crate::inventory::{Inventory, Source};
+use crate::policy::resources::group_of;
 use crate::policy::{Action, FailurePolicy, OldObject, PolicySet, Request, Verdict};
 use crate::server::{ParsedReview, Reviewer};
 use kube::core::admission::{AdmissionRequest, AdmissionResponse, Operation};
@@ -155,28 +156,30 @@ impl Engine {
     ) -> AdmissionResponse {
         let resp = AdmissionResponse::from(req);
         let r = request(req, object.as_ref(), old_object.as_ref());
-        let records = !req.dry_run
-            && matches!(req.operation, Operation::Create | Operation::Update)
-            && object.is_some();
+        let writes = !req.dry_run && matches!(req.operation, Operation::Create | Operation::Update);
         // Evaluate under the read lock, in parallel with other requests.
         // The readiness flag is read under the lock: a reload that needs a
         // re-list clears it in the same update that installs the policies.
-        let (readers, first, seen, due) = self.read(|st| {
+        let (readers, records, first, seen, due) = self.read(|st| {
             let readers = !st.policies.inventory_readers(&r, &st.inventory).is_empty();
+            // Only kinds that policies look up are worth a record: the
+            // inventory holds no others (a Pod, or the Scale of a
+            // deployments/scale request, would only wait there to expire).
+            let records = writes && object.as_ref().is_some_and(|o| read_kind(&st.policies, o));
             let out = if readers && !self.ready.load(Ordering::Acquire) {
                 (self.unready(st, &r), vec![])
             } else {
                 st.policies.evaluate(&r, &st.inventory)
             };
-            (readers, out, st.generation, st.pending.has_due())
+            (readers, records, out, st.generation, st.pending.has_due())
         });
         let denied = |out: &(Vec<Verdict>, _)| out.0.iter().any(|v| v.action == Action::Deny);
-        let (verdicts, annotations) = if readers && (due || (records && !denied(&first))) {
-            // An admitted write that inventory-reading policies saw is
-            // recorded under the write lock, in the same section as the
-            // decision on the state it records into: the one above if no
-            // write came in between, else a new one. So two requests never
-            // both pass a uniqueness rule. Expired records go first.
+        let (verdicts, annotations) = if (readers && due) || (records && !denied(&first)) {
+            // An admitted write of a kind that policies look up is recorded
+            // under the write lock, in the same section as the decision on
+            // the state it records into: the one above if no write came in
+            // between, else a new one. So two requests never both pass a
+            // uniqueness rule. Expired records go first.
             self.update(|st| {
                 let expired = st.pending.expire(&mut st.inventory);
                 let out = if st.generation == seen + 1 && !expired {
@@ -338,6 +341,15 @@ fn build_patch(object: &Json, ops: Vec<Json>) -> Result<json_patch::Patch, Strin
     json_patch::patch(&mut doc, &patch)
         .map_err(|e| format!("mutation patch does not apply to the object: {e}"))?;
     Ok(patch)
+}
+
+/// Is `object` of a kind that some policy looks up in the inventory?
+fn read_kind(policies: &PolicySet, object: &Json) -> bool {
+    let field = |name| object.get(name).and_then(Json::as_str);
+    match (field("apiVersion"), field("kind")) {
+        (Some(api_version), Some(kind)) => policies.reads_kind(group_of(api_version), kind),
+        _ => false,
+    }
 }
 
 /// HTTP code and reason for a validation's `reason`, as kube-apiserver
@@ -704,6 +716,50 @@ spec:
             .filter(|&a| a)
             .count();
         assert_eq!(admitted, 1, "admitted {admitted} of 50 creates of one host");
+    }
+
+    /// A write is recorded when its kind is one that policies look up,
+    /// whether or not a policy that reads the inventory matched it; the
+    /// inventory holds no other kinds, so a record of those would only wait
+    /// to expire.
+    #[test]
+    fn only_kinds_that_policies_look_up_are_recorded() {
+        const POLICIES: &str = r#"
+apiVersion: interlock.dev/v1alpha1
+kind: InterlockPolicy
+metadata: {name: config-exists}
+spec:
+  validationActions: [Deny]
+  matchConstraints:
+    resourceRules:
+      - {apiGroups: [""], apiVersions: ["v1"], resources: ["pods"], operations: ["CREATE"]}
+  validations:
+    - expression: "inventory.get('v1', 'ConfigMap', object.metadata.namespace, object.spec.config).hasValue()"
+      message: no such ConfigMap
+"#;
+        let e = engine_of(POLICIES, true, EngineOptions::default());
+        let create = |kind: &str, resource: &str, object: Json| {
+            let r: AdmissionReview<DynamicObject> = serde_json::from_value(json!({
+                "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+                "request": {"uid": "u", "kind": {"group": "", "version": "v1", "kind": kind},
+                    "resource": {"group": "", "version": "v1", "resource": resource},
+                    "name": object["metadata"]["name"], "namespace": "n", "operation": "CREATE",
+                    "userInfo": {"username": "alice"}, "object": object}
+            }))
+            .unwrap();
+            e.validate(&r.try_into().unwrap()).allowed
+        };
+        let pod = json!({"apiVersion": "v1", "kind": "Pod",
+                         "metadata": {"name": "p", "namespace": "n"}, "spec": {"config": "c"}});
+        let config = json!({"apiVersion": "v1", "kind": "ConfigMap",
+                            "metadata": {"name": "c", "namespace": "n"}});
+        let pending = || e.read(|st| (st.pending.len(), st.inventory.len()));
+        assert!(!create("Pod", "pods", pod.clone()));
+        // No policy matches ConfigMaps, but one looks them up.
+        assert!(create("ConfigMap", "configmaps", config));
+        assert_eq!(pending(), (1, 1));
+        assert!(create("Pod", "pods", pod), "the pending ConfigMap is seen");
+        assert_eq!(pending(), (1, 1), "no policy looks Pods up: not recorded");
     }
 
     #[test]

@@ -552,7 +552,7 @@ impl<'e> Compiler<'e> {
             if !allowed.contains(&&**f) {
                 return Err(self.err(e.pos, format!("undefined field '{f}'")));
             }
-            out.push((f.clone(), self.compile(e)?, *optional));
+            out.push((super::intern::literal(f), self.compile(e)?, *optional));
         }
         Ok(Node::Struct(out))
     }
@@ -565,7 +565,7 @@ fn literal(l: &Literal) -> Value<'static> {
         Literal::Int(i) => Value::Int(*i),
         Literal::Uint(u) => Value::Uint(*u),
         Literal::Double(d) => Value::Double(*d),
-        Literal::String(s) => Value::String(super::value::Str::Shared(s.clone())),
+        Literal::String(s) => Value::String(super::intern::literal(s)),
         Literal::Bytes(b) => Value::Bytes(b.clone()),
     }
 }

@@ -18,6 +18,7 @@ pub mod error;
 mod fidelity_tests;
 pub mod flow;
 pub mod functions;
+mod intern;
 pub mod k8s;
 mod k8s_bindings;
 mod lexer;

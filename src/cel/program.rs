@@ -48,7 +48,7 @@ pub enum Node {
     Host(usize, Vec<Node>),
     List(Vec<(Node, bool)>),
     Map(Vec<(Node, Node, bool)>),
-    Struct(Vec<(Arc<str>, Node, bool)>),
+    Struct(Vec<(Str<'static>, Node, bool)>),
     And(Box<Node>, Box<Node>),
     Or(Box<Node>, Box<Node>),
     Conditional(Box<Node>, Box<Node>, Box<Node>),
@@ -462,7 +462,7 @@ impl<'a, 'e> Ctx<'a, 'e> {
         Ok(Value::map(out))
     }
 
-    fn structure(&mut self, fields: &[(Arc<str>, Node, bool)]) -> EvalResult<Value<'a>> {
+    fn structure(&mut self, fields: &[(Str<'static>, Node, bool)]) -> EvalResult<Value<'a>> {
         let mut out = IndexMap::with_capacity(fields.len());
         for (name, n, optional) in fields {
             let mut v = self.eval(n)?;
@@ -473,7 +473,7 @@ impl<'a, 'e> Ctx<'a, 'e> {
                     _ => return Err(EvalError::new("optional field is not an optional")),
                 }
             }
-            out.insert(Key::String(Str::Shared(name.clone())), v);
+            out.insert(Key::String(name.clone()), v);
         }
         Ok(Value::map(out))
     }

@@ -5,6 +5,7 @@ use crate::cel::{Env, EvalError, EvalResult, Host, Map, Value};
 use crate::inventory::{Entry, IndexId, Inventory, ObjectKey};
 use crate::policy::model::LabelSelector;
 use crate::policy::resources::group_of;
+use serde_json::Value as Json;
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -32,6 +33,17 @@ pub struct SelfIdentity {
 }
 
 impl SelfIdentity {
+    pub fn of(req: &super::Request) -> SelfIdentity {
+        let reviewed = req.reviewed();
+        SelfIdentity {
+            uid: reviewed
+                .and_then(|o| o.pointer("/metadata/uid"))
+                .and_then(Json::as_str)
+                .map(Arc::from),
+            key: reviewed.and_then(ObjectKey::of),
+        }
+    }
+
     fn is(&self, e: &Entry) -> bool {
         match (&self.uid, &e.uid) {
             (Some(a), Some(b)) if a == b => true,

@@ -16,7 +16,6 @@ use model::{BindingSpec, MatchResources, ParamRef, PolicySpec};
 use serde_json::Value as Json;
 use std::cell::OnceCell;
 use std::collections::HashMap;
-use std::sync::Arc;
 
 /// What a failed validation does, as a binding's validationActions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
@@ -224,7 +223,7 @@ impl<'a> Request<'a> {
         r
     }
 
-    fn reviewed(&self) -> Option<&Json> {
+    pub(crate) fn reviewed(&self) -> Option<&Json> {
         self.object.or_else(|| self.old_object.get())
     }
 }
@@ -391,17 +390,9 @@ impl PolicySet {
     ) -> (Vec<Verdict>, AuditAnnotations) {
         let mut verdicts = Vec::new();
         let mut annotations = Vec::new();
-        // The `request` variable is the same for every policy: built once,
-        // when the first policy matches.
-        let request_json = OnceCell::new();
+        let shared = Shared::default();
         for p in &self.policies {
-            p.evaluate(
-                req,
-                &request_json,
-                inventory,
-                &mut verdicts,
-                &mut annotations,
-            );
+            p.evaluate(req, &shared, inventory, &mut verdicts, &mut annotations);
         }
         (verdicts, annotations)
     }
@@ -616,6 +607,18 @@ fn compile_policy(
     })
 }
 
+/// What every policy's evaluation of one request sees alike, computed when
+/// the first policy that matches needs it.
+#[derive(Default)]
+struct Shared<'i> {
+    /// The `request` variable.
+    request: OnceCell<Json>,
+    /// The `namespaceObject` variable (parsed from the inventory).
+    namespace_object: OnceCell<Option<std::borrow::Cow<'i, Json>>>,
+    /// The reviewed object, which lookups never return.
+    me: OnceCell<SelfIdentity>,
+}
+
 enum Params<'a> {
     /// No paramKind: evaluate once with `params` null.
     None,
@@ -631,11 +634,11 @@ impl CompiledPolicy {
         self.kind == PolicyKind::Interlock
     }
 
-    fn evaluate(
+    fn evaluate<'i>(
         &self,
         req: &Request,
-        request_json: &OnceCell<Json>,
-        inv: &Inventory,
+        shared: &Shared<'i>,
+        inv: &'i Inventory,
         out: &mut Vec<Verdict>,
         annotations: &mut AuditAnnotations,
     ) {
@@ -664,11 +667,11 @@ impl CompiledPolicy {
             };
             match self.params(b, req, inv) {
                 Params::None => {
-                    self.evaluate_with(req, request_json, inv, None, b, &verdict, out, &mut collected)
+                    self.evaluate_with(req, shared, inv, None, b, &verdict, out, &mut collected)
                 }
                 Params::Found(list) => {
                     for p in list {
-                        self.evaluate_with(req, request_json, inv, Some(&p), b, &verdict, out, &mut collected);
+                        self.evaluate_with(req, shared, inv, Some(&p), b, &verdict, out, &mut collected);
                     }
                 }
                 // A configuration error: under failurePolicy Fail it denies,
@@ -734,26 +737,21 @@ impl CompiledPolicy {
     }
 
     /// Builds the activation a policy's expressions see and runs `f` with it.
-    fn with_activation<R>(
+    fn with_activation<'i, R>(
         &self,
         req: &Request,
-        request_json: &OnceCell<Json>,
-        inv: &Inventory,
+        shared: &Shared<'i>,
+        inv: &'i Inventory,
         params: Option<&Json>,
         f: impl FnOnce(&Activation<'_, '_>, &InventoryHost<'_>) -> R,
     ) -> R {
-        let namespace_object = namespace_object(req, inv);
+        let namespace_object = shared
+            .namespace_object
+            .get_or_init(|| namespace_object(req, inv));
         let host = InventoryHost {
             inventory: inv,
             indexes: &self.indexes,
-            me: SelfIdentity {
-                uid: req
-                    .reviewed()
-                    .and_then(|o| o.pointer("/metadata/uid"))
-                    .and_then(Json::as_str)
-                    .map(Arc::from),
-                key: req.reviewed().and_then(ObjectKey::of),
-            },
+            me: shared.me.get_or_init(|| SelfIdentity::of(req)).clone(),
             related: Default::default(),
         };
         let null = Json::Null;
@@ -771,7 +769,7 @@ impl CompiledPolicy {
         if self.reads_request {
             act.set(
                 s.request,
-                Value::from_json(request_json.get_or_init(|| req.to_json())),
+                Value::from_json(shared.request.get_or_init(|| req.to_json())),
             );
         }
         act.set(s.params, Value::from_json(params.unwrap_or(&null)));
@@ -801,11 +799,11 @@ impl CompiledPolicy {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn evaluate_with<I>(
+    fn evaluate_with<'i, I>(
         &self,
         req: &Request,
-        request_json: &OnceCell<Json>,
-        inv: &Inventory,
+        shared: &Shared<'i>,
+        inv: &'i Inventory,
         params: Option<&Json>,
         binding: &Binding,
         verdict: &dyn Fn(String, Option<String>, Vec<ObjectKey>) -> I,
@@ -814,7 +812,7 @@ impl CompiledPolicy {
     ) where
         I: Iterator<Item = Verdict>,
     {
-        self.with_activation(req, request_json, inv, params, |act, host| {
+        self.with_activation(req, shared, inv, params, |act, host| {
             self.decide(act, host, binding, verdict, out, annotations)
         })
     }
@@ -1047,6 +1045,17 @@ impl PolicySet {
             .collect()
     }
 
+    /// Does some policy read objects of this kind from the inventory (see
+    /// [`PolicySet::kinds_read`])?
+    pub fn reads_kind(&self, group: &str, kind: &str) -> bool {
+        (group.is_empty() && kind == "Namespace")
+            || self
+                .policies
+                .iter()
+                .flat_map(|p| &p.kinds_read)
+                .any(|(v, k)| k == kind && resources::group_of(v) == group)
+    }
+
     /// Every (apiVersion, kind) the policies read from the inventory, when
     /// the calls name them with constants; Namespaces always.
     pub fn kinds_read(&self) -> Vec<(String, String)> {
@@ -1066,7 +1075,7 @@ impl CompiledPolicy {
     }
 
     fn mutation_ops(&self, req: &Request, inv: &Inventory) -> Result<Vec<Json>, String> {
-        self.with_activation(req, &OnceCell::new(), inv, None, |act, _| {
+        self.with_activation(req, &Shared::default(), inv, None, |act, _| {
             for (name, cond) in &self.match_conditions {
                 match cond.eval(act) {
                     Ok(Value::Bool(true)) => {}

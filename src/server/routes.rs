@@ -13,8 +13,10 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{BoxError, Router};
 use bytes::Bytes;
-use kube::core::admission::{AdmissionRequest, AdmissionResponse, META_KIND};
-use kube::core::{DynamicObject, ObjectMeta, TypeMeta};
+use k8s_openapi::api::authentication::v1::UserInfo;
+use k8s_openapi::apimachinery::pkg::runtime::RawExtension;
+use kube::core::admission::{AdmissionRequest, AdmissionResponse, Operation, META_KIND};
+use kube::core::{GroupVersionKind, GroupVersionResource, ObjectMeta, TypeMeta};
 use prometheus_client::registry::Registry;
 use serde_json::value::RawValue;
 use tower::ServiceBuilder;
@@ -251,8 +253,9 @@ async fn admission(state: AppState, endpoint: Endpoint, req: Request) -> Respons
 /// `AdmissionRequest<DynamicObject>` flattens the objects' fields, which
 /// makes serde buffer each object into an intermediate tree (and the policy
 /// engine then serialised it back to JSON). Here `object` is parsed once
-/// into JSON, `oldObject` is kept as text until something reads it, and
-/// only the small rest goes through kube's `AdmissionRequest`.
+/// into JSON, `oldObject` is kept as text until something reads it, and the
+/// other fields are read in the same pass into kube's types (a flattened
+/// catch-all would buffer them twice more).
 #[derive(serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct IncomingReview {
@@ -264,14 +267,35 @@ struct IncomingReview {
     request: Option<IncomingRequest>,
 }
 
+/// `AdmissionRequest`'s fields, types and defaults, but for the objects.
 #[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
 struct IncomingRequest {
+    uid: String,
+    kind: GroupVersionKind,
+    resource: GroupVersionResource,
+    #[serde(default)]
+    sub_resource: Option<String>,
+    #[serde(default)]
+    request_kind: Option<GroupVersionKind>,
+    #[serde(default)]
+    request_resource: Option<GroupVersionResource>,
+    #[serde(default)]
+    request_sub_resource: Option<String>,
+    #[serde(default)]
+    name: String,
+    #[serde(default)]
+    namespace: Option<String>,
+    operation: Operation,
+    user_info: UserInfo,
     #[serde(default)]
     object: Option<serde_json::Value>,
-    #[serde(default, rename = "oldObject")]
+    #[serde(default)]
     old_object: Option<Box<RawValue>>,
-    #[serde(flatten)]
-    rest: serde_json::Map<String, serde_json::Value>,
+    #[serde(default)]
+    dry_run: bool,
+    #[serde(default)]
+    options: Option<RawExtension>,
 }
 
 /// Checks that `object` is what kube's parser accepts as a `DynamicObject`:
@@ -296,23 +320,33 @@ fn check_object(object: &serde_json::Value) -> Result<(), String> {
 /// 128); the review and its request are two of them.
 const MAX_OLD_OBJECT_DEPTH: usize = 125;
 
+/// Whether valid JSON text nests maps and lists at most `limit` deep.
+fn nests_at_most(json: &str, limit: usize) -> bool {
+    // Each level opens with a bracket, so text with no more brackets than
+    // the limit (in strings or not) is within it: one vectorised pass that
+    // spares a small object the scan.
+    let brackets = json.bytes().filter(|b| matches!(b, b'{' | b'[')).count();
+    brackets <= limit || nesting_depth(json) <= limit
+}
+
 /// The deepest nesting of maps and lists in valid JSON text.
 fn nesting_depth(json: &str) -> usize {
-    let (mut depth, mut deepest) = (0usize, 0usize);
-    let (mut in_string, mut escaped) = (false, false);
-    for b in json.bytes() {
-        if in_string {
-            if escaped {
-                escaped = false;
-            } else if b == b'\\' {
-                escaped = true;
-            } else if b == b'"' {
-                in_string = false;
-            }
-            continue;
-        }
+    let bytes = json.as_bytes();
+    let (mut i, mut depth, mut deepest) = (0, 0usize, 0usize);
+    while let Some(&b) = bytes.get(i) {
+        i += 1;
         match b {
-            b'"' => in_string = true,
+            // Skip the string: to its closing quote, over escapes.
+            b'"' => loop {
+                match memchr::memchr2(b'"', b'\\', bytes.get(i..).unwrap_or_default()) {
+                    Some(j) if bytes[i + j] == b'\\' => i += j + 2,
+                    Some(j) => {
+                        i += j + 1;
+                        break;
+                    }
+                    None => return deepest,
+                }
+            },
             b'{' | b'[' => {
                 depth += 1;
                 deepest = deepest.max(depth);
@@ -349,19 +383,32 @@ fn parse_review(body: &[u8]) -> Result<ParsedReview, String> {
         if !old.get().starts_with('{') {
             return Err(not_review("request.oldObject is not an object".to_owned()));
         }
-        if nesting_depth(old.get()) > MAX_OLD_OBJECT_DEPTH {
+        if !nests_at_most(old.get(), MAX_OLD_OBJECT_DEPTH) {
             return Err(not_review(
                 "recursion limit exceeded in request.oldObject".to_owned(),
             ));
         }
     }
-    let rest = serde_json::Value::Object(request.rest);
-    let mut req: AdmissionRequest<DynamicObject> =
-        <AdmissionRequest<DynamicObject> as serde::Deserialize>::deserialize(&rest)
-            .map_err(|e| not_review(format!("request: {e}")))?;
-    req.types = TypeMeta {
-        api_version: parsed.api_version,
-        kind: parsed.kind,
+    let req = AdmissionRequest {
+        types: TypeMeta {
+            api_version: parsed.api_version,
+            kind: parsed.kind,
+        },
+        uid: request.uid,
+        kind: request.kind,
+        resource: request.resource,
+        sub_resource: request.sub_resource,
+        request_kind: request.request_kind,
+        request_resource: request.request_resource,
+        request_sub_resource: request.request_sub_resource,
+        name: request.name,
+        namespace: request.namespace,
+        operation: request.operation,
+        user_info: request.user_info,
+        object: None,
+        old_object: None,
+        dry_run: request.dry_run,
+        options: request.options,
     };
     Ok(ParsedReview {
         request: req,
@@ -524,6 +571,8 @@ async fn metrics(State(state): State<AppState>) -> Response {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use kube::core::admission::AdmissionReview;
+    use kube::core::DynamicObject;
     use serde_json::{json, Value};
 
     /// A body whose oldObject (kept as text) is nested deeper than a JSON
@@ -662,9 +711,9 @@ mod tests {
         assert_eq!(response(&a)["uid"], "u-2");
     }
 
-    #[test]
-    fn fuzzed_bodies_answer_200_or_400_without_panicking() {
-        let seed = body("fuzz").to_vec();
+    /// `n` variants of `seed`, each with one to four random byte-level edits
+    /// (a changed, inserted or deleted byte, a truncation, a JSON token).
+    fn mutations(seed: &[u8], n: usize) -> impl Iterator<Item = Vec<u8>> + '_ {
         let mut x: u64 = 0x2545_f491_4f6c_dd1d;
         let mut rnd = move || {
             x ^= x << 13;
@@ -672,9 +721,8 @@ mod tests {
             x ^= x << 17;
             x
         };
-        let mut invalid = 0;
-        for _ in 0..5000 {
-            let mut v = seed.clone();
+        (0..n).map(move |_| {
+            let mut v = seed.to_vec();
             for _ in 0..=(rnd() % 4) {
                 let len = v.len().max(1) as u64;
                 match rnd() % 4 {
@@ -696,6 +744,15 @@ mod tests {
                     _ => v.push(rnd() as u8),
                 }
             }
+            v
+        })
+    }
+
+    #[test]
+    fn fuzzed_bodies_answer_200_or_400_without_panicking() {
+        let seed = body("fuzz").to_vec();
+        let mut invalid = 0;
+        for v in mutations(&seed, 5000) {
             let a = review(&Sloppy, Endpoint::Validate, Bytes::from(v));
             assert!(
                 matches!(a.status, StatusCode::OK | StatusCode::BAD_REQUEST),
@@ -711,5 +768,89 @@ mod tests {
             }
         }
         assert!(invalid > 1000, "mutations too gentle: {invalid}");
+    }
+
+    /// kube's parse of a body, with the checks `parse_review` adds: the
+    /// review's kind and apiVersion.
+    fn kube_parse(body: &[u8]) -> Option<AdmissionRequest<DynamicObject>> {
+        let review: AdmissionReview<DynamicObject> = serde_json::from_slice(body).ok()?;
+        let req: AdmissionRequest<DynamicObject> = review.try_into().ok()?;
+        (req.types.kind == META_KIND && req.types.api_version.starts_with("admission.k8s.io/"))
+            .then_some(req)
+    }
+
+    /// The server reads the request's fields itself, in one pass; it must
+    /// accept exactly the bodies kube's `AdmissionReview` parser accepts,
+    /// and read the same request from them.
+    #[test]
+    fn request_parse_matches_kube() {
+        let seed = serde_json::to_vec(&json!({
+            "apiVersion": "admission.k8s.io/v1",
+            "kind": "AdmissionReview",
+            "request": {
+                "uid": "u-7",
+                "kind": {"group": "", "version": "v1", "kind": "ConfigMap"},
+                "resource": {"group": "", "version": "v1", "resource": "configmaps"},
+                "subResource": "status",
+                "requestKind": {"group": "", "version": "v1", "kind": "ConfigMap"},
+                "requestResource": {"group": "", "version": "v1", "resource": "configmaps"},
+                "requestSubResource": "status",
+                "name": "a",
+                "namespace": "team-a",
+                "operation": "UPDATE",
+                "userInfo": {"username": "bob", "groups": ["dev"], "extra": {"k": ["v"]}},
+                "object": {"apiVersion": "v1", "kind": "ConfigMap",
+                           "metadata": {"name": "a", "labels": {"x": "y"}}, "data": {"k": "1"}},
+                "oldObject": {"apiVersion": "v1", "kind": "ConfigMap",
+                              "metadata": {"name": "a"}, "data": {"k": "0"}},
+                "dryRun": false,
+                "options": {"kind": "UpdateOptions", "apiVersion": "meta.k8s.io/v1"},
+                "unknown": [1, {"two": 2}]
+            }
+        }))
+        .expect("json");
+        let (mut accepted, mut refused) = (0, 0);
+        for v in std::iter::once(seed.clone()).chain(mutations(&seed, 20_000)) {
+            let ours = parse_review(&v);
+            let Some(kube) = kube_parse(&v) else {
+                assert!(
+                    ours.is_err(),
+                    "accepted what kube refuses: {}",
+                    String::from_utf8_lossy(&v)
+                );
+                refused += 1;
+                continue;
+            };
+            let ours = ours.unwrap_or_else(|e| {
+                panic!(
+                    "refused what kube accepts ({e}): {}",
+                    String::from_utf8_lossy(&v)
+                )
+            });
+            accepted += 1;
+            // kube's view of an object is lossy (a `kind` without an
+            // `apiVersion` is dropped): compare what kube reads from ours.
+            let kube_view = |o: Option<Value>| {
+                o.map(|o| serde_json::from_value::<DynamicObject>(o).expect("kube reads it"))
+                    .map(|o| serde_json::to_value(o).expect("json"))
+            };
+            let as_json =
+                |o: Option<&DynamicObject>| o.map(|o| serde_json::to_value(o).expect("json"));
+            assert_eq!(kube_view(ours.object), as_json(kube.object.as_ref()));
+            let old = ours
+                .old_object
+                .map(|o| serde_json::from_str(o.get()).expect("json"));
+            assert_eq!(kube_view(old), as_json(kube.old_object.as_ref()));
+            let fields = |r: &AdmissionRequest<DynamicObject>| {
+                let mut r = r.clone();
+                (r.object, r.old_object) = (None, None);
+                (serde_json::to_value(&r).expect("json"), r.types)
+            };
+            assert_eq!(fields(&ours.request), fields(&kube));
+        }
+        assert!(
+            accepted > 1000 && refused > 1000,
+            "{accepted} accepted, {refused} refused"
+        );
     }
 }

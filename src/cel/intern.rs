@@ -3,11 +3,11 @@
 //!
 //! Every use of a literal clones its value. Were it an `Arc<str>`, each use
 //! would be an atomic increment, and each drop a decrement, of a count that
-//! every thread evaluating the same policy writes: its cache line moves
-//! between cores on each use. With two threads evaluating at once that made
-//! a request's server path about a fifth slower than with one
-//! (`benches/webhook_load.rs`, "server path ... on 2 threads at once"). A
-//! `&'static str` is a plain copy.
+//! every thread evaluating the same policy writes, so its cache line moves
+//! between cores on each use: with two threads evaluating at once that
+//! increment was the hottest instruction of `Value::clone` (`perf`, over
+//! `benches/webhook_load.rs`'s "on 2 threads at once" run). A `&'static str`
+//! is a plain copy.
 //!
 //! Memory: each distinct literal is stored once, whatever the number of
 //! policies and reloads that use it. Past [`BUDGET`] bytes in all, and for

@@ -44,6 +44,36 @@ fn every_cross_object_policy_has_allowed_and_denied_cases() {
     }
 }
 
+/// `serve` watches the kinds that lookups name with constants; a lookup that
+/// computes its kind finds only what is watched for other reasons. Before
+/// the library named every kind it looks up, `serve` on a cluster refused
+/// a Pod mounting an existing ConfigMap, and an HPA scaling an existing
+/// StatefulSet, as referring to objects that do not exist.
+#[test]
+fn serve_watches_every_kind_the_library_looks_up() {
+    let mut report = interlock::check::Report::default();
+    let docs = interlock::check::run::load_policy_documents(&[], &mut report);
+    let mut inventory = interlock::inventory::Inventory::new();
+    let (set, errors) = interlock::policy::PolicySet::compile_documents(docs, &mut inventory);
+    assert!(errors.is_empty(), "{errors:?}");
+    assert_eq!(set.with_computed_lookups(), Vec::<&str>::new());
+    let kinds = set.kinds_read();
+    for (api_version, kind) in [
+        ("apps/v1", "Deployment"),
+        ("apps/v1", "StatefulSet"),
+        ("apps/v1", "ReplicaSet"),
+        ("v1", "ConfigMap"),
+        ("v1", "Secret"),
+        ("v1", "ServiceAccount"),
+        ("v1", "PersistentVolumeClaim"),
+    ] {
+        assert!(
+            kinds.contains(&(api_version.to_owned(), kind.to_owned())),
+            "{api_version} {kind} is not watched: {kinds:?}"
+        );
+    }
+}
+
 fn interlock(args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_interlock"))
         .args(args)

@@ -10,10 +10,58 @@ use std::sync::OnceLock;
 use support::cluster::TestCluster;
 use support::webhook::{apply, ingress, namespace, Webhook};
 
-/// One webhook for this test binary, on the shared cluster.
+/// One webhook for this test binary, on the shared cluster, with
+/// pod-references-exist beside the support's policies.
 fn webhook() -> &'static Webhook {
     static HOOK: OnceLock<Webhook> = OnceLock::new();
-    HOOK.get_or_init(|| support::webhook::start(TestCluster::shared(), &[]))
+    HOOK.get_or_init(|| {
+        let policy = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("policies/pod-references-exist/policy.yaml");
+        support::webhook::start(
+            TestCluster::shared(),
+            &["-p", &policy.display().to_string()],
+        )
+    })
+}
+
+fn pod(ns: &str, name: &str, config_map: &str) -> serde_json::Value {
+    json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": ns},
+        "spec": {"containers": [{"name": "app", "image": "registry.example.com/app:1.0.0"}],
+                 "volumes": [{"name": "settings", "configMap": {"name": config_map}}]}})
+}
+
+/// A policy's lookups reach the kinds it names: `serve` watches ConfigMaps
+/// because pod-references-exist looks them up by a constant kind. (When the
+/// policy computed the kind, nothing watched ConfigMaps and this Pod was
+/// refused as mounting a ConfigMap that does not exist.)
+#[test]
+fn a_pod_may_mount_a_config_map_that_exists() {
+    let cluster = TestCluster::shared();
+    let _logs = cluster.logs_on_panic();
+    webhook();
+    let ns = namespace(cluster, "mounts");
+    let config = json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "settings", "namespace": ns}, "data": {"mode": "fast"}});
+    let out = apply(cluster, &config, &[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = apply(cluster, &pod(&ns, "reader", "settings"), &[]);
+    assert!(
+        out.status.success(),
+        "a Pod mounting an existing ConfigMap was refused: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = apply(cluster, &pod(&ns, "lost", "no-such-settings"), &[]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success(),
+        "a Pod mounting a missing ConfigMap was admitted"
+    );
+    assert!(err.contains("pod-references-exist"), "{err}");
+    assert!(err.contains("ConfigMap no-such-settings"), "{err}");
 }
 
 #[test]

@@ -83,6 +83,10 @@ pub struct CompiledPolicy {
     slots: Slots,
     /// (apiVersion, kind) pairs the policy reads from the inventory.
     kinds_read: Vec<(String, String)>,
+    /// Whether some lookup computes its apiVersion or kind: `serve` cannot
+    /// know to watch that kind, so the lookup finds only what is watched
+    /// for other reasons.
+    computed_lookup: bool,
     /// Whether any expression reads `request` (building it is not free).
     reads_request: bool,
     /// Whether any expression reads `oldObject` (it may not be parsed yet).
@@ -573,18 +577,26 @@ fn compile_policy(
     let programs: Vec<&Program> = programs.collect();
     let reads_request = programs.iter().any(|p| p.uses_global(slots.request));
     let reads_old_object = programs.iter().any(|p| p.uses_global(slots.old_object));
+    let mut computed_lookup = false;
     for p in programs {
         for (id, args) in p.host_calls() {
             if matches!(id, host::GET | host::LIST) {
-                match (args.first().cloned().flatten(), args.get(1).cloned().flatten()) {
+                match (
+                    args.first().cloned().flatten(),
+                    args.get(1).cloned().flatten(),
+                ) {
                     (Some(v), Some(k)) => kinds_read.push((v, k)),
-                    _ => tracing::warn!(policy = name, "an inventory lookup names its kind with a non-constant; that kind is not watched"),
+                    _ => {
+                        computed_lookup = true;
+                        tracing::warn!(policy = name, "an inventory lookup names its kind with a non-constant; that kind is not watched")
+                    }
                 }
             }
         }
     }
     Ok(CompiledPolicy {
         kinds_read,
+        computed_lookup,
         reads_request,
         reads_old_object,
         name: name.to_string(),
@@ -1054,6 +1066,16 @@ impl PolicySet {
                 .iter()
                 .flat_map(|p| &p.kinds_read)
                 .any(|(v, k)| k == kind && resources::group_of(v) == group)
+    }
+
+    /// Policies with a lookup whose apiVersion or kind is computed (see
+    /// [`PolicySet::kinds_read`]).
+    pub fn with_computed_lookups(&self) -> Vec<&str> {
+        self.policies
+            .iter()
+            .filter(|p| p.computed_lookup)
+            .map(|p| p.name.as_str())
+            .collect()
     }
 
     /// Every (apiVersion, kind) the policies read from the inventory, when

@@ -136,7 +136,7 @@ pub fn register(cluster: &TestCluster, port: u16, ca: &str) {
     };
     let configs = json!({"apiVersion": "v1", "kind": "List", "items": [
         {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
-         "metadata": {"name": "interlock-test"}, "webhooks": [hook("validate", json!(["ingresses", "configmaps"]))]},
+         "metadata": {"name": "interlock-test"}, "webhooks": [hook("validate", json!(["ingresses", "configmaps", "pods"]))]},
         {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
          "metadata": {"name": "interlock-test"}, "webhooks": [hook("mutate", json!(["configmaps"]))]},
     ]});

@@ -24,6 +24,15 @@ fn webhook() -> &'static Webhook {
     })
 }
 
+/// Fails with kubectl's stderr unless the command succeeded.
+fn assert_admitted(out: &std::process::Output, what: &str) {
+    assert!(
+        out.status.success(),
+        "{what}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 fn pod(ns: &str, name: &str, config_map: &str) -> serde_json::Value {
     json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": ns},
         "spec": {"containers": [{"name": "app", "image": "registry.example.com/app:1.0.0"}],
@@ -43,17 +52,9 @@ fn a_pod_may_mount_a_config_map_that_exists() {
     let config = json!({"apiVersion": "v1", "kind": "ConfigMap",
         "metadata": {"name": "settings", "namespace": ns}, "data": {"mode": "fast"}});
     let out = apply(cluster, &config, &[]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_admitted(&out, "the ConfigMap was refused");
     let out = apply(cluster, &pod(&ns, "reader", "settings"), &[]);
-    assert!(
-        out.status.success(),
-        "a Pod mounting an existing ConfigMap was refused: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_admitted(&out, "a Pod mounting an existing ConfigMap was refused");
     let out = apply(cluster, &pod(&ns, "lost", "no-such-settings"), &[]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -72,11 +73,7 @@ fn a_duplicate_host_is_refused_with_our_message_and_no_other_tenant_names() {
     let a = namespace(cluster, "tenant-a");
     let b = namespace(cluster, "tenant-b");
     let first = apply(cluster, &ingress(&a, "shop", "shop.e2e.example"), &[]);
-    assert!(
-        first.status.success(),
-        "{}",
-        String::from_utf8_lossy(&first.stderr)
-    );
+    assert_admitted(&first, "the first Ingress for the host was refused");
     let second = apply(cluster, &ingress(&b, "copycat", "shop.e2e.example"), &[]);
     let err = String::from_utf8_lossy(&second.stderr);
     assert!(!second.status.success(), "the duplicate host was admitted");
@@ -90,18 +87,10 @@ fn a_duplicate_host_is_refused_with_our_message_and_no_other_tenant_names() {
     let mut update = ingress(&a, "shop", "shop.e2e.example");
     update["metadata"]["labels"] = json!({"tier": "front"});
     let out = apply(cluster, &update, &[]);
-    assert!(
-        out.status.success(),
-        "an UPDATE was blocked by its own old version: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_admitted(&out, "an UPDATE was blocked by its own old version");
     // A distinct host passes.
     let out = apply(cluster, &ingress(&b, "own", "blog.e2e.example"), &[]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_admitted(&out, "an Ingress with a distinct host was refused");
 }
 
 #[test]
@@ -115,20 +104,12 @@ fn server_dry_run_is_evaluated_and_leaves_nothing_behind() {
         &ingress(&ns, "trial", "dry.e2e.example"),
         &["--dry-run=server"],
     );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_admitted(&out, "the dry run was refused");
     let get = cluster.kubectl(&["-n", &ns, "get", "ingress", "trial"]);
     assert!(!get.status.success(), "dry run stored the object");
     // Nothing was recorded either: the host is still free for a real create.
     let out = apply(cluster, &ingress(&ns, "real", "dry.e2e.example"), &[]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_admitted(&out, "a real create after the dry run was refused");
 }
 
 #[test]
@@ -144,11 +125,7 @@ fn a_mutation_is_visible_in_the_stored_object() {
         "settings",
         "--from-literal=a=b",
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_admitted(&out, "the ConfigMap create was refused");
     let out = cluster.kubectl(&[
         "-n",
         &ns,

@@ -40,7 +40,8 @@
 //! `LOAD_CONNS` (16), `LOAD_SAT_CONNS` (32), `LOAD_BODIES` (distinct
 //! request bodies, 4096), `LOAD_PROTO` (`h1` or `h2`, default h1),
 //! `LOAD_EVAL_THREADS` (server `--eval-threads`, default one per CPU),
-//! `LOAD_PATH` (/validate), `LOAD_SKIP_BASELINE=1`, `LOAD_POLICIES` (comma-separated names: load
+//! `LOAD_PATH` (/validate), `LOAD_SKIP_BASELINE=1`, `LOAD_PENDING_TTL` (seconds an admitted
+//! write stays recorded; long for repeatable callgrind counts), `LOAD_POLICIES` (comma-separated names: load
 //! only these policies of the library, to profile one).
 //! `LOAD_TARGET=127.0.0.1:8443`, `LOAD_CA=ca.crt` and `LOAD_CLUSTER=DIR`
 //! measure a separately started server instead (loopback addresses only):
@@ -449,7 +450,16 @@ fn build_engine(dir: &Path) -> Result<Engine, BoxError> {
     // As `serve` does: keep only what the policies read.
     inventory.set_projection(policies.projection(&inventory));
     inventory_from_files(&mut inventory, &[dir.to_path_buf()])?;
-    let engine = Engine::new(policies, inventory, EngineOptions::default());
+    let mut options = EngineOptions::default();
+    // Under callgrind, admitted writes would expire as the slowed clock
+    // passes the TTL, and instruction counts would vary from run to run.
+    if let Some(secs) = std::env::var("LOAD_PENDING_TTL")
+        .ok()
+        .and_then(|s| s.parse().ok())
+    {
+        options.pending_ttl = std::time::Duration::from_secs(secs);
+    }
+    let engine = Engine::new(policies, inventory, options);
     engine.set_ready(true);
     Ok(engine)
 }

@@ -93,7 +93,7 @@ fn value_from_proto(v: &Json) -> Result<Value<'static>, String> {
             )
         }
         "map_value" => {
-            let mut m = indexmap::IndexMap::new();
+            let mut m = interlock::cel::value::OwnedMap::default();
             for e in x
                 .get("entries")
                 .and_then(Json::as_array)

@@ -5,7 +5,7 @@ use super::ast::{Expr, ExprKind, Literal, Pos};
 use super::error::CompileError;
 use super::functions::{self, FnDecl, Lib, LibSet, Style};
 use super::parser::{self, qualified_name, ParseLimits, ACCU};
-use super::program::{Node, Program};
+use super::program::{Node, OptionalEnd, Program};
 use super::value::{Type, Value};
 use std::sync::Arc;
 
@@ -501,7 +501,7 @@ impl<'e> Compiler<'e> {
             }
         }
         let _ = pos;
-        Ok(Node::Call { decl, args })
+        Ok(fuse_optional_selects(decl, args))
     }
 
     /// Internal functions of macro expansions that need the accumulator.
@@ -585,5 +585,36 @@ fn literal_type(e: &Expr) -> Option<&'static str> {
         ExprKind::List { .. } => Some("list"),
         ExprKind::Map { .. } => Some("map"),
         _ => None,
+    }
+}
+
+/// `x.?a.?b.orValue(d)` and `x.?a.?b.hasValue()` as one
+/// [`Node::OptionalSelects`]; any other call as is.
+fn fuse_optional_selects(decl: &'static FnDecl, mut args: Vec<Node>) -> Node {
+    let fusable = matches!((decl.name, args.len()), ("orValue", 2) | ("hasValue", 1))
+        && matches!(args[0], Node::Select { optional: true, .. });
+    if !fusable {
+        return Node::Call { decl, args };
+    }
+    let end = match decl.name {
+        "orValue" => OptionalEnd::OrValue(Box::new(args.pop().expect("two arguments"))),
+        _ => OptionalEnd::HasValue,
+    };
+    let mut operand = args.pop().expect("an operand");
+    let mut fields = Vec::new();
+    while let Node::Select {
+        operand: inner,
+        field,
+        optional: true,
+    } = operand
+    {
+        fields.push(field);
+        operand = *inner;
+    }
+    fields.reverse();
+    Node::OptionalSelects {
+        operand: Box::new(operand),
+        fields: fields.into(),
+        end,
     }
 }

@@ -157,3 +157,50 @@ fn format_arguments_may_mix_types_other_lists_may_not() {
         "{err}"
     );
 }
+
+/// `x.?a.?b.orValue(d)` and `x.?a.?b.hasValue()` are evaluated as one
+/// node; `dyn(...)` around the selects keeps them apart, as they were
+/// before. Both forms give the same value, or the same error, for present,
+/// absent and mistyped fields, optionals as operands, and failing defaults.
+#[test]
+fn fused_optional_selects_answer_as_the_selects_and_the_call() {
+    let operands = [
+        "object",
+        "object.data",
+        "[1]",
+        "object.data.s",
+        "optional.none()",
+        "optional.of(object.data)",
+        "optional.of(optional.of(object.data))",
+        "optional.of('x')",
+        "{'s': {'t': 1}}",
+        "{'s': optional.none()}",
+        "object.?data",
+    ];
+    let chains = [
+        ".?data",
+        ".?data.?s",
+        ".?s",
+        ".?data.?missing.?deeper",
+        ".?list.?x",
+    ];
+    // The end of each expression: `orValue` with a default, or `hasValue`.
+    let ends = [
+        ".orValue('default')",
+        ".orValue(1 / 0)",
+        ".orValue(object.data)",
+        ".hasValue()",
+    ];
+    let mut compared = 0;
+    for operand in operands {
+        for chain in chains {
+            for end in ends {
+                let fused = format!("{operand}{chain}{end}");
+                let apart = format!("dyn({operand}{chain}){end}");
+                assert_eq!(kube(&fused), kube(&apart), "{fused}");
+                compared += 1;
+            }
+        }
+    }
+    assert_eq!(compared, 220);
+}

@@ -11,7 +11,7 @@
 //! or an optional whose elements sit at that path (a lookup's result),
 //! rather than the value at the path itself.
 
-use super::program::{Node, Program};
+use super::program::{Node, OptionalEnd, Program};
 use super::value::Value;
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -175,6 +175,32 @@ impl<'c> Flow<'c> {
                     })
                     .into_iter()
                     .collect()
+            }
+            // As the selects and the call it stands for: `hasValue` of an
+            // optional reads nothing; `orValue` unwraps it.
+            Node::OptionalSelects {
+                operand,
+                fields,
+                end,
+            } => {
+                let mut v = self.eval(operand);
+                for field in fields.iter() {
+                    v = self.select(v, field, true);
+                }
+                match end {
+                    OptionalEnd::HasValue => Abs::new(),
+                    OptionalEnd::OrValue(default) => {
+                        let mut out: Abs = v
+                            .into_iter()
+                            .map(|o| Origin {
+                                wrapped: false,
+                                ..o
+                            })
+                            .collect();
+                        out.extend(self.eval(default));
+                        out
+                    }
+                }
             }
             Node::List(items) => {
                 let mut out = Abs::new();

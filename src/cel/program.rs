@@ -2,8 +2,7 @@
 
 use super::error::{EvalError, EvalResult};
 use super::functions::FnDecl;
-use super::value::{Key, List, Map, Str, Value};
-use indexmap::IndexMap;
+use super::value::{Key, List, Map, OwnedMap, Str, Value};
 use smallvec::SmallVec;
 use std::any::Any;
 use std::cell::RefCell;
@@ -46,6 +45,14 @@ pub enum Node {
         prepared: Arc<dyn Any + Send + Sync>,
     },
     Host(usize, Vec<Node>),
+    /// `operand.?f1.?f2...orValue(default)` or `...hasValue()`: the
+    /// optional selects walked without building the optionals between them
+    /// (policies write this for every setting that may be absent).
+    OptionalSelects {
+        operand: Box<Node>,
+        fields: Box<[Arc<str>]>,
+        end: OptionalEnd,
+    },
     List(Vec<(Node, bool)>),
     Map(Vec<(Node, Node, bool)>),
     Struct(Vec<(Str<'static>, Node, bool)>),
@@ -83,6 +90,12 @@ impl Node {
                 a.visit(f);
                 b.visit(f);
             }
+            Node::OptionalSelects { operand, end, .. } => {
+                operand.visit(f);
+                if let OptionalEnd::OrValue(default) = end {
+                    default.visit(f);
+                }
+            }
             Node::Conditional(a, b, c) => {
                 a.visit(f);
                 b.visit(f);
@@ -100,6 +113,13 @@ impl Node {
             }
         }
     }
+}
+
+/// The call that ends [`Node::OptionalSelects`].
+#[derive(Debug)]
+pub enum OptionalEnd {
+    OrValue(Box<Node>),
+    HasValue,
 }
 
 #[derive(Debug)]
@@ -327,6 +347,11 @@ impl<'a, 'e> Ctx<'a, 'e> {
                     )),
                 }
             }
+            Node::OptionalSelects {
+                operand,
+                fields,
+                end,
+            } => self.optional_selects(operand, fields, end),
             Node::List(items) => self.list(items),
             Node::Map(items) => self.map(items),
             Node::Struct(fields) => self.structure(fields),
@@ -351,6 +376,43 @@ impl<'a, 'e> Ctx<'a, 'e> {
             Node::AccuAppend(slot, e) => self.accu_append(*slot, e),
             Node::AccuInsert(slot, k, v) => self.accu_insert(*slot, k, v),
             Node::AccuMerge(slot, e) => self.accu_merge(*slot, e),
+        }
+    }
+
+    /// As `orValue` or `hasValue` of the optional selects (`select` with
+    /// `optional`): same value, same errors, in the same order, same cost.
+    fn optional_selects(
+        &mut self,
+        operand: &Node,
+        fields: &[Arc<str>],
+        end: &OptionalEnd,
+    ) -> EvalResult<Value<'a>> {
+        // The optional's content, or `None` for `optional.none()`.
+        let mut present = match self.eval(operand)? {
+            Value::Optional(o) => o.map(|v| (*v).clone()),
+            v => Some(v),
+        };
+        for field in fields {
+            present = match present {
+                None => None,
+                Some(Value::Map(m)) => m.get_str(field),
+                // Not a map: the general path, which fails or unwraps.
+                Some(other) => match select(other, field, false)? {
+                    Value::Optional(o) => o.map(|v| (*v).clone()),
+                    v => Some(v),
+                },
+            };
+        }
+        match end {
+            OptionalEnd::OrValue(default) => {
+                let default = self.eval(default)?;
+                self.charge(1)?;
+                Ok(present.unwrap_or(default))
+            }
+            OptionalEnd::HasValue => {
+                self.charge(1)?;
+                Ok(Value::Bool(present.is_some()))
+            }
         }
     }
 
@@ -437,7 +499,7 @@ impl<'a, 'e> Ctx<'a, 'e> {
     }
 
     fn map(&mut self, items: &[(Node, Node, bool)]) -> EvalResult<Value<'a>> {
-        let mut out = IndexMap::with_capacity(items.len());
+        let mut out = OwnedMap::with_capacity_and_hasher(items.len(), Default::default());
         for (k, v, optional) in items {
             let key = Key::from_value(&self.eval(k)?)?;
             let mut value = self.eval(v)?;
@@ -453,17 +515,25 @@ impl<'a, 'e> Ctx<'a, 'e> {
                     }
                 }
             }
-            if out.contains_key(&key) || numeric_twin(&key).is_some_and(|k| out.contains_key(&k)) {
+            if numeric_twin(&key).is_some_and(|k| out.contains_key(&k)) {
                 return Err(EvalError::new(format!("Failed with repeated key: {key}")));
             }
-            out.insert(key, value);
+            match out.entry(key) {
+                indexmap::map::Entry::Vacant(slot) => {
+                    slot.insert(value);
+                }
+                indexmap::map::Entry::Occupied(slot) => {
+                    let key = slot.key();
+                    return Err(EvalError::new(format!("Failed with repeated key: {key}")));
+                }
+            }
         }
         self.charge(out.len() as u64)?;
         Ok(Value::map(out))
     }
 
     fn structure(&mut self, fields: &[(Str<'static>, Node, bool)]) -> EvalResult<Value<'a>> {
-        let mut out = IndexMap::with_capacity(fields.len());
+        let mut out = OwnedMap::with_capacity_and_hasher(fields.len(), Default::default());
         for (name, n, optional) in fields {
             let mut v = self.eval(n)?;
             if *optional {
@@ -625,14 +695,14 @@ impl<'a, 'e> Ctx<'a, 'e> {
     }
 
     #[allow(clippy::type_complexity)]
-    fn owned_accu_map(&mut self, slot: usize) -> EvalResult<Arc<IndexMap<Key<'a>, Value<'a>>>> {
+    fn owned_accu_map(&mut self, slot: usize) -> EvalResult<Arc<OwnedMap<'a>>> {
         match self.take_accu(slot)? {
             Value::Map(Map::Owned(m)) => Ok(m),
             Value::Map(m) => Ok(Arc::new(
                 m.entries()
                     .into_iter()
                     .map(|(k, v)| Ok((Key::from_value(&k)?, v)))
-                    .collect::<EvalResult<IndexMap<_, _>>>()?,
+                    .collect::<EvalResult<OwnedMap>>()?,
             )),
             other => Err(EvalError::new(format!(
                 "internal: accumulator is a {}",

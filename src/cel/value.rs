@@ -154,15 +154,39 @@ impl fmt::Display for Key<'_> {
     }
 }
 
-/// Maps up to this size are searched by comparing keys in order rather
-/// than by hashing the key: most Kubernetes objects' maps are this small,
-/// and hashing a key (SipHash) costs more than a few string comparisons.
-const LINEAR_LOOKUP_MAX: usize = 8;
+/// JSON maps up to this size are searched by comparing keys in order
+/// rather than by hashing the key: most Kubernetes objects' maps are this
+/// small (a container has about a dozen fields), and hashing a key with
+/// serde_json's SipHash costs more than that many string comparisons.
+const LINEAR_LOOKUP_MAX: usize = 16;
+/// The same for maps CEL built, whose hasher (aHash) is cheaper.
+const LINEAR_LOOKUP_MAX_OWNED: usize = 8;
+
+/// A map CEL built. Keyed per process at random, as std's hasher is (keys
+/// come from tenants' objects), but several times cheaper than SipHash on
+/// short keys: policies build many small maps per request.
+pub type OwnedMap<'a> = IndexMap<Key<'a>, Value<'a>, SeededAHash>;
+
+/// aHash with keys drawn at random once per process: for maps whose keys
+/// come from tenants' objects (CEL maps, the inventory's tables), several
+/// times cheaper than std's SipHash on short keys. A map gets its keys
+/// without the shared counter `ahash::RandomState::new` increments, which
+/// every evaluating thread would write.
+#[derive(Clone, Copy, Default, Debug)]
+pub struct SeededAHash;
+
+impl std::hash::BuildHasher for SeededAHash {
+    type Hasher = ahash::AHasher;
+    fn build_hasher(&self) -> ahash::AHasher {
+        static KEYS: std::sync::OnceLock<ahash::RandomState> = std::sync::OnceLock::new();
+        KEYS.get_or_init(ahash::RandomState::new).build_hasher()
+    }
+}
 
 #[derive(Clone, Debug)]
 pub enum Map<'a> {
     Json(&'a JsonMap),
-    Owned(Arc<IndexMap<Key<'a>, Value<'a>>>),
+    Owned(Arc<OwnedMap<'a>>),
 }
 
 impl<'a> Map<'a> {
@@ -183,7 +207,7 @@ impl<'a> Map<'a> {
                 .find(|(k, _)| k.as_str() == key)
                 .map(|(_, v)| Value::from_json(v)),
             Map::Json(m) => m.get(key).map(Value::from_json),
-            Map::Owned(m) if m.len() <= LINEAR_LOOKUP_MAX => m
+            Map::Owned(m) if m.len() <= LINEAR_LOOKUP_MAX_OWNED => m
                 .iter()
                 .find(|(k, _)| matches!(k, Key::String(s) if s.as_str() == key))
                 .map(|(_, v)| v.clone()),
@@ -407,30 +431,12 @@ impl<'a> Value<'a> {
         }
     }
 
-    /// The value of `j`, owning its strings, lists and maps: for JSON that
-    /// does not outlive the evaluation (parsed on demand).
-    pub fn from_json_owned(j: &Json) -> Value<'a> {
-        match j {
-            Json::String(s) => Value::string(s.as_str()),
-            Json::Array(a) => Value::list(a.iter().map(Value::from_json_owned).collect()),
-            Json::Object(m) => Value::map(
-                m.iter()
-                    .map(|(k, v)| {
-                        (
-                            Key::String(Str::Shared(k.as_str().into())),
-                            Value::from_json_owned(v),
-                        )
-                    })
-                    .collect(),
-            ),
-            Json::Null => Value::Null,
-            Json::Bool(b) => Value::Bool(*b),
-            Json::Number(n) => match (n.as_i64(), n.as_u64()) {
-                (Some(i), _) => Value::Int(i),
-                (None, Some(u)) => Value::Uint(u),
-                _ => Value::Double(n.as_f64().unwrap_or(f64::NAN)),
-            },
-        }
+    /// The value of JSON text, owning its strings, lists and maps: what
+    /// `Value::from_json` gives of the parsed text, but owned, and without
+    /// building the `serde_json::Value` in between (the inventory reads its
+    /// compact objects this way on every lookup).
+    pub fn from_json_slice(text: &[u8]) -> Result<Value<'static>, serde_json::Error> {
+        serde_json::from_slice::<OwnedJson>(text).map(|o| o.0)
     }
 
     pub fn string(s: impl Into<Arc<str>>) -> Value<'a> {
@@ -441,7 +447,7 @@ impl<'a> Value<'a> {
         Value::List(List::from_vec(v))
     }
 
-    pub fn map(m: IndexMap<Key<'a>, Value<'a>>) -> Value<'a> {
+    pub fn map(m: OwnedMap<'a>) -> Value<'a> {
         Value::Map(Map::Owned(Arc::new(m)))
     }
 
@@ -626,5 +632,143 @@ impl fmt::Display for Value<'_> {
             Value::Optional(Some(v)) => write!(f, "optional.of({v})"),
             other => write!(f, "{}", other.to_json()),
         }
+    }
+}
+
+/// A value parsed from JSON text by [`Value::from_json_slice`].
+struct OwnedJson(Value<'static>);
+
+impl<'de> serde::Deserialize<'de> for OwnedJson {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(OwnedJsonVisitor)
+    }
+}
+
+struct OwnedJsonVisitor;
+
+impl<'de> serde::de::Visitor<'de> for OwnedJsonVisitor {
+    type Value = OwnedJson;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_bool<E>(self, b: bool) -> Result<OwnedJson, E> {
+        Ok(OwnedJson(Value::Bool(b)))
+    }
+    fn visit_i64<E>(self, i: i64) -> Result<OwnedJson, E> {
+        Ok(OwnedJson(Value::Int(i)))
+    }
+    // An int when it fits one, as `Value::from_json` reads a number.
+    fn visit_u64<E>(self, u: u64) -> Result<OwnedJson, E> {
+        Ok(OwnedJson(
+            i64::try_from(u).map_or(Value::Uint(u), Value::Int),
+        ))
+    }
+    fn visit_f64<E>(self, d: f64) -> Result<OwnedJson, E> {
+        Ok(OwnedJson(Value::Double(d)))
+    }
+    fn visit_str<E>(self, s: &str) -> Result<OwnedJson, E> {
+        Ok(OwnedJson(Value::string(s)))
+    }
+    fn visit_unit<E>(self) -> Result<OwnedJson, E> {
+        Ok(OwnedJson(Value::Null))
+    }
+    fn visit_none<E>(self) -> Result<OwnedJson, E> {
+        Ok(OwnedJson(Value::Null))
+    }
+    fn visit_some<D: serde::Deserializer<'de>>(self, d: D) -> Result<OwnedJson, D::Error> {
+        <OwnedJson as serde::Deserialize>::deserialize(d)
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<OwnedJson, A::Error> {
+        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0));
+        while let Some(OwnedJson(v)) = seq.next_element()? {
+            items.push(v);
+        }
+        Ok(OwnedJson(Value::list(items)))
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<OwnedJson, A::Error> {
+        let mut out = OwnedMap::default();
+        while let Some((k, OwnedJson(v))) = map.next_entry::<std::borrow::Cow<str>, OwnedJson>()? {
+            out.insert(Key::String(Str::Shared(k.as_ref().into())), v);
+        }
+        Ok(OwnedJson(Value::map(out)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A small deterministic generator (xorshift) of JSON texts.
+    struct Rng(u64);
+    impl Rng {
+        fn below(&mut self, n: u64) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0 % n
+        }
+        fn json(&mut self, depth: u32) -> Json {
+            match self.below(if depth == 0 { 6 } else { 9 }) {
+                0 => Json::Null,
+                1 => Json::Bool(self.below(2) == 0),
+                2 => serde_json::json!(self.below(100) as f64 / 8.0 - 3.0),
+                3 => serde_json::json!([i64::MIN, -1, 0, 7, i64::MAX][self.below(5) as usize]),
+                4 => serde_json::json!(u64::MAX - self.below(2)),
+                5 => Json::String(format!("s\\\"{}é", self.below(10))),
+                6 | 7 => Json::Object(
+                    (0..self.below(5))
+                        .map(|_| {
+                            (
+                                ["a", "b", "c"][self.below(3) as usize].to_string(),
+                                self.json(depth - 1),
+                            )
+                        })
+                        .collect(),
+                ),
+                _ => Json::Array((0..self.below(4)).map(|_| self.json(depth - 1)).collect()),
+            }
+        }
+    }
+
+    /// The value of a tree, owned: what `from_json_slice` must give.
+    fn owned(j: &Json) -> Value<'static> {
+        match j {
+            Json::String(s) => Value::string(s.as_str()),
+            Json::Array(a) => Value::list(a.iter().map(owned).collect()),
+            Json::Object(m) => Value::map(
+                m.iter()
+                    .map(|(k, v)| (Key::String(Str::Shared(k.as_str().into())), owned(v)))
+                    .collect(),
+            ),
+            Json::Null => Value::Null,
+            Json::Bool(b) => Value::Bool(*b),
+            Json::Number(n) => match (n.as_i64(), n.as_u64()) {
+                (Some(i), _) => Value::Int(i),
+                (None, Some(u)) => Value::Uint(u),
+                _ => Value::Double(n.as_f64().unwrap_or(f64::NAN)),
+            },
+        }
+    }
+
+    #[test]
+    fn json_text_parses_to_the_value_of_its_tree() {
+        let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+        for _ in 0..20_000 {
+            let text = rng.json(4).to_string();
+            let tree: Json = serde_json::from_str(&text).expect("valid");
+            let direct = Value::from_json_slice(text.as_bytes()).expect("parses");
+            let via_tree = owned(&tree);
+            assert_eq!(format!("{direct:?}"), format!("{via_tree:?}"), "{text}");
+        }
+        // Duplicate keys: the last value, in the first one's place.
+        let dup = br#"{"a": 1, "b": 2, "a": 3}"#;
+        let tree: Json = serde_json::from_slice(dup).unwrap();
+        assert_eq!(
+            format!("{:?}", Value::from_json_slice(dup).unwrap()),
+            format!("{:?}", owned(&tree))
+        );
+        assert!(Value::from_json_slice(b"{\"a\": 1e999}").is_err());
+        assert!(Value::from_json_slice(b"[1,]").is_err());
     }
 }

@@ -7,11 +7,16 @@
 
 pub mod projection;
 
+use crate::cel::value::SeededAHash;
 use crate::cel::{Activation, Env, Program, Value};
 use crate::policy::resources::group_of;
 use projection::Projection;
 use serde_json::Value as Json;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+/// The inventory's hash tables: looked up on every request, keyed by
+/// tenants' names (see [`SeededAHash`]).
+type Table<K, V> = HashMap<K, V, SeededAHash>;
 use std::sync::Arc;
 
 /// Where an object came from (a manifest file and line), when known.
@@ -133,13 +138,14 @@ impl Entry {
     pub fn value(&self) -> Value<'_> {
         match &self.object {
             Stored::Tree(t) => Value::from_json(t),
-            Stored::Compact(_) => LOOKUP_CACHE.with(|cache| {
+            Stored::Compact(text) => LOOKUP_CACHE.with(|cache| {
                 let mut cache = cache.borrow_mut();
                 let slot = &mut cache[(self.seq % LOOKUP_CACHE_SLOTS as u64) as usize];
                 match slot {
                     Some((seq, v)) if *seq == self.seq => v.clone(),
                     _ => {
-                        let v: Value<'static> = Value::from_json_owned(&self.object.json());
+                        // Written by serde_json from a Value: it parses.
+                        let v = Value::from_json_slice(text).unwrap_or(Value::Null);
                         *slot = Some((self.seq, v.clone()));
                         v
                     }
@@ -183,8 +189,8 @@ struct IndexState {
     source: String,
     program: Program,
     env: Env,
-    keys: HashMap<String, BTreeSet<ObjectKey>>,
-    per_object: HashMap<ObjectKey, Vec<String>>,
+    keys: Table<String, BTreeSet<ObjectKey>>,
+    per_object: Table<ObjectKey, Vec<String>>,
 }
 
 pub type IndexId = usize;
@@ -193,9 +199,9 @@ type NamesByNamespace = BTreeMap<Arc<str>, BTreeSet<Arc<str>>>;
 
 #[derive(Default)]
 pub struct Inventory {
-    objects: HashMap<ObjectKey, Entry>,
+    objects: Table<ObjectKey, Entry>,
     /// (group, kind) → namespace → names.
-    by_kind: HashMap<(Arc<str>, Arc<str>), NamesByNamespace>,
+    by_kind: Table<(Arc<str>, Arc<str>), NamesByNamespace>,
     indexes: Vec<IndexState>,
     /// What is kept of each object (everything until a policy set says).
     projection: Arc<Projection>,
@@ -247,8 +253,8 @@ impl Inventory {
             source: keys.to_string(),
             program,
             env,
-            keys: HashMap::new(),
-            per_object: HashMap::new(),
+            keys: Table::default(),
+            per_object: Table::default(),
         };
         let mut errors = Vec::new();
         for e in self.objects.values() {

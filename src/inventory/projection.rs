@@ -154,7 +154,7 @@ impl FieldSet {
         }
         match value {
             Json::Object(m) => {
-                let mut out = Map::new();
+                let mut out = Map::with_capacity(m.len());
                 for (k, v) in m {
                     let kept = if self.whole && !self.except.contains(k.as_str()) {
                         Some(v.clone())

@@ -363,8 +363,15 @@ fn nesting_depth(json: &str) -> usize {
 fn parse_review(body: &[u8]) -> Result<ParsedReview, String> {
     let not_review =
         |e: String| format!("request body is not an admission.k8s.io/v1 AdmissionReview: {e}");
-    let parsed: IncomingReview =
-        serde_json::from_slice(body).map_err(|e| not_review(e.to_string()))?;
+    // Parsed from bytes, serde_json checks every string it reads for UTF-8
+    // on its own; one check of the whole body costs less. A body that
+    // fails it is parsed from bytes: strings serde_json skips (unknown
+    // fields) are not checked, and kube's parser accepts them.
+    let parsed: IncomingReview = match std::str::from_utf8(body) {
+        Ok(text) => serde_json::from_str(text),
+        Err(_) => serde_json::from_slice(body),
+    }
+    .map_err(|e| not_review(e.to_string()))?;
     if parsed.kind != META_KIND || !parsed.api_version.starts_with("admission.k8s.io/") {
         return Err(format!(
             "expected kind AdmissionReview in admission.k8s.io/v1, got kind {:?} apiVersion {:?}",

@@ -948,6 +948,19 @@ fn sample_documents(dir: &Path, files: usize) -> Vec<Json> {
         .collect()
 }
 
+/// The engine's count of decisions made again under the write lock, read
+/// from its metrics as the server's `/metrics` would show it.
+fn reevaluations(engine: &Engine) -> u64 {
+    let mut registry = prometheus_client::registry::Registry::default();
+    engine.register_metrics(&mut registry);
+    let mut text = String::new();
+    prometheus_client::encoding::text::encode(&mut text, &registry).expect("metrics encode");
+    text.lines()
+        .find_map(|l| l.strip_prefix("reevaluations_total "))
+        .and_then(|n| n.trim().parse().ok())
+        .expect("the engine counts re-evaluations")
+}
+
 fn ratio(a: f64, b: f64) -> String {
     if b > 0.0 && a.is_finite() && b.is_finite() {
         format!("{:.2}x", a / b)
@@ -1139,9 +1152,14 @@ fn main() -> Result<(), BoxError> {
                 samples,
                 engine: path == "/validate",
             });
+            let reevaluated = reevaluations(&engine);
             let (fixed, sat, e) = measure(run, &settings).await;
             let _ = stop.send(());
             errors += e;
+            println!(
+                "decisions evaluated twice (a write since changed a kind their policies read): {}",
+                reevaluations(&engine) - reevaluated
+            );
             let (rss2, hwm2) = rss_mib();
             let pending = engine
                 .read(|st| st.inventory.len())

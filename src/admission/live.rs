@@ -154,9 +154,9 @@ impl KindSync {
             }
             Event::Delete(o) => {
                 if let Some(k) = self.json(&o).as_ref().and_then(ObjectKey::of) {
-                    engine.update(|st| {
-                        st.pending.observed(&k);
-                        st.inventory.remove(&k)
+                    engine.update_inventory(|inventory, pending| {
+                        pending.observed(&k);
+                        inventory.remove(&k)
                     });
                 }
             }
@@ -167,9 +167,9 @@ impl KindSync {
 
 fn apply(engine: &Engine, json: Json) -> Option<ObjectKey> {
     let key = ObjectKey::of(&json)?;
-    engine.update(|st| {
-        st.pending.observed(&key);
-        if let Err(e) = st.inventory.upsert(&json, None) {
+    engine.update_inventory(|inventory, pending| {
+        pending.observed(&key);
+        if let Err(e) = inventory.upsert(&json, None) {
             tracing::warn!(object = %key, error = %e, "object not added to the inventory");
         }
     });
@@ -177,16 +177,15 @@ fn apply(engine: &Engine, json: Json) -> Option<ObjectKey> {
 }
 
 fn remove_unseen(engine: &Engine, group: &str, kind: &str, seen: &HashSet<ObjectKey>) {
-    engine.update(|st| {
-        let stale: Vec<ObjectKey> = st
-            .inventory
+    engine.update_inventory(|inventory, pending| {
+        let stale: Vec<ObjectKey> = inventory
             .list(group, kind, None)
             .into_iter()
             .map(|e| e.key.clone())
-            .filter(|k| !seen.contains(k) && !st.pending.contains(k))
+            .filter(|k| !seen.contains(k) && !pending.contains(k))
             .collect();
         for k in stale {
-            st.inventory.remove(&k);
+            inventory.remove(&k);
         }
     });
 }

@@ -53,9 +53,36 @@ pub struct State {
     pub policies: PolicySet,
     pub inventory: Inventory,
     pending: Pending,
-    /// Counts write-lock sections: an evaluation made under the read lock
-    /// still holds when this has not moved (see `decide_json`).
+    /// Counts [`Engine::update`]s (policy reloads): an evaluation made
+    /// under the read lock still holds when this has not moved and the
+    /// inventory has not changed in a kind it reads (see `decide_json`).
     generation: u64,
+}
+
+/// What an evaluation made under the read lock saw.
+#[derive(Clone, Copy)]
+struct Seen {
+    generation: u64,
+    inventory: u64,
+}
+
+impl State {
+    fn seen(&self) -> Seen {
+        Seen {
+            generation: self.generation,
+            inventory: self.inventory.version(),
+        }
+    }
+
+    /// Whether evaluating `r` now would give what it gave when the state
+    /// was `seen`: same policies, and no change since to a kind they read.
+    fn still_holds(&self, seen: Seen, r: &Request) -> bool {
+        self.generation == seen.generation
+            && (self.inventory.version() == seen.inventory
+                || !self
+                    .inventory
+                    .changed_since(seen.inventory, self.policies.kinds_read_by(r)))
+    }
 }
 
 #[derive(Clone, Default)]
@@ -63,6 +90,9 @@ struct Metrics {
     decisions: Family<Vec<(String, String)>, Counter>,
     eval_errors: Counter,
     pending: Gauge,
+    /// Decisions made again under the write lock because a write since
+    /// the first evaluation touched a kind it read: contention on one kind.
+    reevaluations: Counter,
 }
 
 pub struct Engine {
@@ -131,9 +161,23 @@ impl Engine {
 
     /// Runs `f` with write access to the state (watch events, reloads).
     pub fn update<R>(&self, f: impl FnOnce(&mut State) -> R) -> R {
-        let mut st = self.state.write().unwrap_or_else(|p| p.into_inner());
+        let mut st = self.write();
         st.generation += 1;
         f(&mut st)
+    }
+
+    /// Runs `f` on the inventory and the record of admitted writes (watch
+    /// events). Unlike [`Engine::update`], it leaves alone evaluations in
+    /// flight that read none of the kinds `f` changed: the inventory counts
+    /// its changes by kind.
+    fn update_inventory<R>(&self, f: impl FnOnce(&mut Inventory, &mut Pending) -> R) -> R {
+        let mut st = self.write();
+        let st = &mut *st;
+        f(&mut st.inventory, &mut st.pending)
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, State> {
+        self.state.write().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Runs `f` with read access to the state.
@@ -171,33 +215,37 @@ impl Engine {
             } else {
                 st.policies.evaluate(&r, &st.inventory)
             };
-            (readers, records, out, st.generation, st.pending.has_due())
+            (readers, records, out, st.seen(), st.pending.has_due())
         });
         let denied = |out: &(Vec<Verdict>, _)| out.0.iter().any(|v| v.action == Action::Deny);
         let (verdicts, annotations) = if (readers && due) || (records && !denied(&first)) {
             // An admitted write of a kind that policies look up is recorded
             // under the write lock, in the same section as the decision on
-            // the state it records into: the one above if no write came in
-            // between, else a new one. So two requests never both pass a
-            // uniqueness rule. Expired records go first.
-            self.update(|st| {
-                let expired = st.pending.expire(&mut st.inventory);
-                let out = if st.generation == seen + 1 && !expired {
-                    first
-                } else if !self.ready.load(Ordering::Acquire) {
+            // the state it records into: the one above if the policies are
+            // the same and no write since touched a kind they read, else a
+            // new one. So two requests never both pass a uniqueness rule.
+            // Expired records go first.
+            let mut st = self.write();
+            let st = &mut *st;
+            st.pending.expire(&mut st.inventory);
+            let out = if st.still_holds(seen, &r) {
+                first
+            } else {
+                self.metrics.reevaluations.inc();
+                if !self.ready.load(Ordering::Acquire) {
                     (self.unready(st, &r), vec![])
                 } else {
                     st.policies.evaluate(&r, &st.inventory)
-                };
-                if records && !denied(&out) {
-                    if let Some(o) = &object {
-                        st.pending
-                            .record(&mut st.inventory, o, self.options.pending_ttl);
-                    }
                 }
-                self.metrics.pending.set(st.pending.len() as i64);
-                out
-            })
+            };
+            if records && !denied(&out) {
+                if let Some(o) = &object {
+                    st.pending
+                        .record(&mut st.inventory, o, self.options.pending_ttl);
+                }
+            }
+            self.metrics.pending.set(st.pending.len() as i64);
+            out
         } else {
             first
         };
@@ -473,6 +521,11 @@ impl Reviewer for Engine {
             "Admitted writes not yet seen by the watch",
             self.metrics.pending.clone(),
         );
+        registry.register(
+            "reevaluations",
+            "Admission decisions evaluated again before recording the write, because a write since changed a kind their policies read",
+            self.metrics.reevaluations.clone(),
+        );
     }
 }
 
@@ -503,6 +556,7 @@ pub fn inventory_from_files(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::inventory::ObjectKey;
     use kube::core::admission::AdmissionReview;
     use serde_json::json;
 
@@ -716,6 +770,82 @@ spec:
             .filter(|&a| a)
             .count();
         assert_eq!(admitted, 1, "admitted {admitted} of 50 creates of one host");
+    }
+
+    /// A decision made under the read lock is made again before its write
+    /// is recorded only if a write since changed a kind its policies read,
+    /// or the policies changed.
+    #[test]
+    fn an_evaluation_holds_unless_a_write_since_changed_a_kind_it_reads() {
+        // One policy on Pods that looks up ConfigMaps, one on Services whose
+        // lookup computes its kind.
+        const LOOKUPS: &str = r#"
+---
+apiVersion: interlock.dev/v1alpha1
+kind: InterlockPolicy
+metadata: {name: config-exists}
+spec:
+  matchConstraints:
+    resourceRules:
+      - {apiGroups: [""], apiVersions: ["v1"], resources: ["pods"], operations: ["CREATE"]}
+  validations:
+    - expression: "inventory.get('v1', 'ConfigMap', object.metadata.namespace, object.spec.config).hasValue()"
+---
+apiVersion: interlock.dev/v1alpha1
+kind: InterlockPolicy
+metadata: {name: any-kind}
+spec:
+  matchConstraints: {resourceRules: [{apiGroups: [""], apiVersions: ["v1"], resources: ["services"], operations: ["CREATE"]}]}
+  validations: [{expression: "!inventory.get('v1', object.spec.kind, 'n', 'x').hasValue()"}]
+"#;
+        let e = engine_of(
+            &format!("{POLICY}{LOOKUPS}"),
+            true,
+            EngineOptions::default(),
+        );
+        let object = |kind: &str, api: &str, name: &str| {
+            json!({"apiVersion": api, "kind": kind, "metadata": {"name": name, "namespace": "n"},
+                   "spec": {"rules": [{"host": "h.example"}], "config": "c", "kind": "Secret"}})
+        };
+        let ingress = object("Ingress", "networking.k8s.io/v1", "i");
+        let pod = object("Pod", "v1", "p");
+        let service = object("Service", "v1", "s");
+        let holds = |seen: Seen, o: &Json| {
+            e.read(|st| st.still_holds(seen, &Request::create(o, "me").unwrap()))
+        };
+        let add = |o: Json| {
+            e.update_inventory(|inv, _| inv.upsert(&o, None).unwrap());
+        };
+
+        let seen = e.read(State::seen);
+        assert!(holds(seen, &ingress) && holds(seen, &pod) && holds(seen, &service));
+        add(object("ConfigMap", "v1", "c"));
+        assert!(
+            holds(seen, &ingress),
+            "no policy on Ingresses reads ConfigMaps"
+        );
+        assert!(!holds(seen, &pod), "the Pod's policy reads ConfigMaps");
+        assert!(!holds(seen, &service), "a computed kind may be any kind");
+
+        let seen = e.read(State::seen);
+        add(object("Ingress", "networking.k8s.io/v1", "other"));
+        assert!(!holds(seen, &ingress), "the host index is on Ingresses");
+        assert!(holds(seen, &pod));
+        add(object("Namespace", "v1", "n"));
+        assert!(
+            !holds(seen, &pod),
+            "selectors and namespaceObject read Namespaces"
+        );
+
+        let seen = e.read(State::seen);
+        e.update_inventory(|inv, _| {
+            inv.remove(&ObjectKey::of(&object("ConfigMap", "v1", "c")).unwrap())
+        });
+        assert!(!holds(seen, &pod), "a removal is a change");
+
+        let seen = e.read(State::seen);
+        e.update(|_| ());
+        assert!(!holds(seen, &ingress), "the policies may have changed");
     }
 
     /// A write is recorded when its kind is one that policies look up,

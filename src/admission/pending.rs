@@ -55,10 +55,8 @@ impl Pending {
             .is_some_and(|Reverse((due, _))| *due <= Instant::now())
     }
 
-    /// Removes expired records (restoring what they replaced); returns
-    /// whether the inventory changed.
-    pub fn expire(&mut self, inventory: &mut Inventory) -> bool {
-        let mut changed = false;
+    /// Removes expired records, restoring what they replaced.
+    pub fn expire(&mut self, inventory: &mut Inventory) {
         let now = Instant::now();
         while let Some(Reverse((due, _))) = self.queue.peek() {
             if *due > now {
@@ -72,7 +70,6 @@ impl Pending {
                 continue;
             }
             if let Some((_, original)) = self.entries.remove(&key) {
-                changed = true;
                 inventory.remove(&key);
                 if let Some(e) = original {
                     inventory.restore(e);
@@ -82,7 +79,6 @@ impl Pending {
         if self.entries.is_empty() {
             self.queue.clear();
         }
-        changed
     }
 }
 

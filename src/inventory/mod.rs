@@ -12,12 +12,13 @@ use crate::cel::{Activation, Env, Program, Value};
 use crate::policy::resources::group_of;
 use projection::Projection;
 use serde_json::Value as Json;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 /// The inventory's hash tables: looked up on every request, keyed by
-/// tenants' names (see [`SeededAHash`]).
-type Table<K, V> = HashMap<K, V, SeededAHash>;
-use std::sync::Arc;
+/// tenants' names (see [`SeededAHash`]). hashbrown's, for lookups by a
+/// borrowed key ([`ObjectKeyRef`]).
+type Table<K, V> = hashbrown::HashMap<K, V, SeededAHash>;
 
 /// Where an object came from (a manifest file and line), when known.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -56,6 +57,25 @@ impl Source {
             file: d.source.to_string(),
             line: d.line,
         }
+    }
+}
+
+/// An [`ObjectKey`] of borrowed names, to look an object up without
+/// allocating the key. Hashes as the `ObjectKey` of the same names.
+#[derive(Debug, Clone, Copy, Hash)]
+pub struct ObjectKeyRef<'k> {
+    pub group: &'k str,
+    pub kind: &'k str,
+    pub namespace: &'k str,
+    pub name: &'k str,
+}
+
+impl hashbrown::Equivalent<ObjectKey> for ObjectKeyRef<'_> {
+    fn equivalent(&self, key: &ObjectKey) -> bool {
+        self.name == &*key.name
+            && self.namespace == &*key.namespace
+            && self.kind == &*key.kind
+            && self.group == &*key.group
     }
 }
 
@@ -205,6 +225,40 @@ pub struct Inventory {
     indexes: Vec<IndexState>,
     /// What is kept of each object (everything until a policy set says).
     projection: Arc<Projection>,
+    changes: Changes,
+}
+
+/// When each kind last changed, counted in changes to this inventory: an
+/// evaluation made before some writes still holds after them when none of
+/// the writes touched a kind it reads (see [`Inventory::changed_since`]).
+#[derive(Default)]
+struct Changes {
+    /// Counts every change.
+    version: u64,
+    /// The last change that concerns every kind (an index declared).
+    all: u64,
+    /// (group, kind, last change): a handful of kinds, searched in order.
+    by_kind: Vec<(Arc<str>, Arc<str>, u64)>,
+}
+
+impl Changes {
+    fn kind(&mut self, group: &Arc<str>, kind: &Arc<str>) {
+        self.version += 1;
+        let at = self.version;
+        match self
+            .by_kind
+            .iter_mut()
+            .find(|(g, k, _)| g == group && k == kind)
+        {
+            Some((_, _, last)) => *last = at,
+            None => self.by_kind.push((group.clone(), kind.clone(), at)),
+        }
+    }
+
+    fn every_kind(&mut self) {
+        self.version += 1;
+        self.all = self.version;
+    }
 }
 
 /// Errors while maintaining an index (a key expression that fails on an
@@ -247,6 +301,7 @@ impl Inventory {
         }
         let env = Env::interlock().with_variables(&["object"]);
         let program = env.compile(keys)?;
+        self.changes.every_kind();
         let mut state = IndexState {
             group: group.to_string(),
             kind: kind.to_string(),
@@ -369,6 +424,7 @@ impl Inventory {
             object,
             source,
         };
+        self.changes.kind(&key.group, &key.kind);
         self.objects.insert(key, entry);
         errors
     }
@@ -394,6 +450,7 @@ impl Inventory {
 
     pub fn remove(&mut self, key: &ObjectKey) -> Option<Entry> {
         let entry = self.objects.remove(key)?;
+        self.changes.kind(&key.group, &key.kind);
         for idx in &mut self.indexes {
             idx.remove(key);
         }
@@ -409,6 +466,40 @@ impl Inventory {
         self.objects.get(key)
     }
 
+    /// [`Inventory::get`] by borrowed names.
+    pub fn find(&self, key: ObjectKeyRef) -> Option<&Entry> {
+        self.objects.get(&key)
+    }
+
+    /// Counts the changes made to this inventory: compare two readings with
+    /// [`Inventory::changed_since`].
+    pub fn version(&self) -> u64 {
+        self.changes.version
+    }
+
+    /// Whether, since `version` was read, an object of one of `kinds`
+    /// ((group, kind) pairs; `None`: any kind) was added, replaced or
+    /// removed, or an index was declared.
+    pub fn changed_since<'k>(
+        &self,
+        version: u64,
+        kinds: Option<impl IntoIterator<Item = (&'k str, &'k str)>>,
+    ) -> bool {
+        let c = &self.changes;
+        if c.version == version {
+            return false;
+        }
+        let Some(kinds) = kinds else {
+            return true;
+        };
+        c.all > version
+            || kinds.into_iter().any(|(group, kind)| {
+                c.by_kind
+                    .iter()
+                    .any(|(g, k, last)| *last > version && &**g == group && &**k == kind)
+            })
+    }
+
     pub fn entries(&self) -> impl Iterator<Item = &Entry> {
         self.objects.values()
     }
@@ -421,13 +512,13 @@ impl Inventory {
         let mut out = Vec::new();
         let mut push = |ns: &Arc<str>, names: &BTreeSet<Arc<str>>| {
             for n in names {
-                let key = ObjectKey {
-                    group: group.into(),
-                    kind: kind.into(),
-                    namespace: ns.clone(),
-                    name: n.clone(),
+                let key = ObjectKeyRef {
+                    group,
+                    kind,
+                    namespace: ns,
+                    name: n,
                 };
-                if let Some(e) = self.objects.get(&key) {
+                if let Some(e) = self.find(key) {
                     out.push(e);
                 }
             }
@@ -555,6 +646,76 @@ mod tests {
         assert!(inv
             .list("networking.k8s.io", "Ingress", Some("a"))
             .is_empty());
+    }
+
+    /// A borrowed key finds exactly what the owned key of the same names
+    /// finds, and nothing for names split differently between the fields.
+    #[test]
+    fn borrowed_keys_find_what_owned_keys_find() {
+        let mut inv = Inventory::new();
+        let names = [("a", "bc"), ("ab", "c"), ("", "abc"), ("abc", "")];
+        for (ns, name) in names {
+            let o = json!({"apiVersion": "v1", "kind": "ConfigMap",
+                           "metadata": {"namespace": ns, "name": name}});
+            if !name.is_empty() {
+                inv.upsert(&o, None).unwrap();
+            }
+        }
+        for (ns, name) in names {
+            let key = ObjectKeyRef {
+                group: "",
+                kind: "ConfigMap",
+                namespace: ns,
+                name,
+            };
+            let found = inv.find(key).map(|e| e.key.clone());
+            let owned = ObjectKey {
+                group: "".into(),
+                kind: "ConfigMap".into(),
+                namespace: ns.into(),
+                name: name.into(),
+            };
+            assert_eq!(
+                found.as_ref(),
+                inv.get(&owned).map(|e| &e.key),
+                "{ns}/{name}"
+            );
+            assert_eq!(found.is_some(), !name.is_empty(), "{ns}/{name}");
+        }
+        let other_kind = ObjectKeyRef {
+            group: "",
+            kind: "Secret",
+            namespace: "a",
+            name: "bc",
+        };
+        assert!(inv.find(other_kind).is_none());
+    }
+
+    /// Changes are counted by kind: what a reader of one kind saw still
+    /// holds after changes to others.
+    #[test]
+    fn changes_are_counted_by_kind() {
+        let mut inv = Inventory::new();
+        let seen = inv.version();
+        let kinds = |k: &'static str| Some([("networking.k8s.io", k)]);
+        assert!(!inv.changed_since(seen, kinds("Ingress")));
+        inv.upsert(&ingress("a", "one", &["x.example"]), None)
+            .unwrap();
+        assert!(inv.changed_since(seen, kinds("Ingress")));
+        assert!(!inv.changed_since(seen, kinds("IngressClass")));
+        assert!(inv.changed_since(seen, None::<[(&str, &str); 0]>));
+        let seen = inv.version();
+        inv.remove(&ObjectKey::of(&ingress("a", "gone", &[])).unwrap());
+        assert_eq!(inv.version(), seen, "removing nothing changes nothing");
+        inv.remove(&ObjectKey::of(&ingress("a", "one", &[])).unwrap());
+        assert!(inv.changed_since(seen, kinds("Ingress")));
+        let seen = inv.version();
+        inv.declare_index("v1", "Service", "[object.metadata.name]")
+            .unwrap();
+        assert!(
+            inv.changed_since(seen, kinds("IngressClass")),
+            "an index concerns every kind"
+        );
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! `labelSelector.matches`), answered from an [`Inventory`].
 
 use crate::cel::{Env, EvalError, EvalResult, Host, Map, Value};
-use crate::inventory::{Entry, IndexId, Inventory, ObjectKey};
+use crate::inventory::{Entry, IndexId, Inventory, ObjectKey, ObjectKeyRef};
 use crate::policy::model::LabelSelector;
 use crate::policy::resources::group_of;
 use serde_json::Value as Json;
@@ -71,13 +71,13 @@ fn str_arg<'v>(f: &str, a: &'v [Value], i: usize) -> EvalResult<&'v str> {
 impl<'a> InventoryHost<'a> {
     fn get(&self, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
         let f = "inventory.get";
-        let key = ObjectKey {
-            group: group_of(str_arg(f, a, 0)?).into(),
-            kind: str_arg(f, a, 1)?.into(),
-            namespace: str_arg(f, a, 2)?.into(),
-            name: str_arg(f, a, 3)?.into(),
+        let key = ObjectKeyRef {
+            group: group_of(str_arg(f, a, 0)?),
+            kind: str_arg(f, a, 1)?,
+            namespace: str_arg(f, a, 2)?,
+            name: str_arg(f, a, 3)?,
         };
-        match self.inventory.get(&key).filter(|e| !self.me.is(e)) {
+        match self.inventory.find(key).filter(|e| !self.me.is(e)) {
             Some(e) => Ok(Value::optional(Some(e.value()))),
             None => Ok(Value::Optional(None)),
         }

@@ -3,7 +3,7 @@
 use super::model::{MatchResources, ResourceRule};
 use super::selector::labels;
 use super::Request;
-use crate::inventory::{Inventory, ObjectKey};
+use crate::inventory::{Inventory, ObjectKeyRef};
 use serde_json::Value as Json;
 
 /// `binding`: a binding's matchResources, whose empty resourceRules do not
@@ -95,11 +95,11 @@ fn namespace_matches(sel: &super::model::LabelSelector, req: &Request, inv: &Inv
     } else {
         req.namespace.clone()
     };
-    let key = ObjectKey {
-        group: "".into(),
-        kind: "Namespace".into(),
-        namespace: "".into(),
-        name: ns_name.as_str().into(),
+    let key = ObjectKeyRef {
+        group: "",
+        kind: "Namespace",
+        namespace: "",
+        name: &ns_name,
     };
     let object_labels = if req.kind == "Namespace" && req.group.is_empty() {
         req.object.and_then(labels).cloned()
@@ -107,7 +107,7 @@ fn namespace_matches(sel: &super::model::LabelSelector, req: &Request, inv: &Inv
         None
     };
     let ns_labels = object_labels.or_else(|| {
-        inv.get(&key)
+        inv.find(key)
             .and_then(|e| labels(&e.object.json()).cloned())
     });
     let ns_labels = ns_labels.unwrap_or_else(|| {

@@ -9,8 +9,9 @@ mod projection;
 pub mod resources;
 pub mod selector;
 
+use crate::cel::value::{Key, Str};
 use crate::cel::{Activation, CompileError, Env, Program, Value};
-use crate::inventory::{IndexId, Inventory, ObjectKey, Source};
+use crate::inventory::{IndexId, Inventory, ObjectKey, ObjectKeyRef, Source};
 use host::{InventoryHost, SelfIdentity};
 use model::{BindingSpec, MatchResources, ParamRef, PolicySpec};
 use serde_json::Value as Json;
@@ -196,35 +197,57 @@ impl<'a> Request<'a> {
         !self.namespace.is_empty() && !self.is_namespace_request()
     }
 
-    /// The `request` variable, shaped like kube-apiserver's AdmissionRequest.
-    fn to_json(&self) -> Json {
-        let mut r = serde_json::json!({
-            "uid": self.uid,
-            "kind": {"group": self.group, "version": self.version, "kind": self.kind},
-            "resource": {"group": self.group, "version": self.version, "resource": self.resource},
-            "subResource": self.subresource,
-            "requestKind": {"group": self.group, "version": self.version, "kind": self.kind},
-            "requestResource": {"group": self.group, "version": self.version, "resource": self.resource},
-            "name": self.name,
-            "namespace": self.namespace,
-            "operation": self.operation,
-            "userInfo": {"username": self.username, "groups": self.groups},
-            "dryRun": self.dry_run,
-        });
-        // kube-apiserver leaves subResource out for the main resource, and
-        // name and namespace when empty: reading them is "no such key".
-        if let Some(m) = r.as_object_mut() {
-            for (key, value) in [
-                ("subResource", &self.subresource),
-                ("name", &self.name),
-                ("namespace", &self.namespace),
-            ] {
-                if value.is_empty() {
-                    m.remove(key);
-                }
-            }
+    /// The `request` variable, shaped like kube-apiserver's AdmissionRequest:
+    /// subResource is left out for the main resource, and name and namespace
+    /// when empty (reading them is "no such key"). Built as CEL values, not
+    /// JSON: policies read a field or two of it on every request.
+    fn to_value(&self) -> Value<'static> {
+        fn map(entries: Vec<(&'static str, Value<'static>)>) -> Value<'static> {
+            Value::map(
+                entries
+                    .into_iter()
+                    .map(|(k, v)| (Key::String(Str::Borrowed(k)), v))
+                    .collect(),
+            )
         }
-        r
+        let s = |v: &str| Value::string(v);
+        let gvk = |last: &'static str, value: &str| {
+            map(vec![
+                ("group", s(&self.group)),
+                ("version", s(&self.version)),
+                (last, s(value)),
+            ])
+        };
+        let kind = gvk("kind", &self.kind);
+        let resource = gvk("resource", &self.resource);
+        let mut entries = vec![
+            ("uid", s(&self.uid)),
+            ("kind", kind.clone()),
+            ("resource", resource.clone()),
+        ];
+        if !self.subresource.is_empty() {
+            entries.push(("subResource", s(&self.subresource)));
+        }
+        entries.extend([("requestKind", kind), ("requestResource", resource)]);
+        if !self.name.is_empty() {
+            entries.push(("name", s(&self.name)));
+        }
+        if !self.namespace.is_empty() {
+            entries.push(("namespace", s(&self.namespace)));
+        }
+        let groups = self.groups.iter().map(|g| s(g)).collect();
+        entries.extend([
+            ("operation", s(&self.operation)),
+            (
+                "userInfo",
+                map(vec![
+                    ("username", s(&self.username)),
+                    ("groups", Value::list(groups)),
+                ]),
+            ),
+            ("dryRun", Value::Bool(self.dry_run)),
+        ]);
+        map(entries)
     }
 
     pub(crate) fn reviewed(&self) -> Option<&Json> {
@@ -624,7 +647,7 @@ fn compile_policy(
 #[derive(Default)]
 struct Shared<'i> {
     /// The `request` variable.
-    request: OnceCell<Json>,
+    request: OnceCell<Value<'static>>,
     /// The `namespaceObject` variable (parsed from the inventory).
     namespace_object: OnceCell<Option<std::borrow::Cow<'i, Json>>>,
     /// The reviewed object, which lookups never return.
@@ -716,13 +739,13 @@ impl CompiledPolicy {
         let deny = r.parameter_not_found_action.as_deref() != Some("Allow");
         let found: Vec<std::borrow::Cow<Json>> = match (&r.name, &r.selector) {
             (Some(name), _) => {
-                let key = ObjectKey {
-                    group: group.as_str().into(),
-                    kind: kind.as_str().into(),
-                    namespace: ns.as_str().into(),
-                    name: name.as_str().into(),
+                let key = ObjectKeyRef {
+                    group,
+                    kind,
+                    namespace: &ns,
+                    name,
                 };
-                inv.get(&key).map(|e| e.object.json()).into_iter().collect()
+                inv.find(key).map(|e| e.object.json()).into_iter().collect()
             }
             (None, Some(sel)) => inv
                 .list(
@@ -781,7 +804,7 @@ impl CompiledPolicy {
         if self.reads_request {
             act.set(
                 s.request,
-                Value::from_json(shared.request.get_or_init(|| req.to_json())),
+                shared.request.get_or_init(|| req.to_value()).clone(),
             );
         }
         act.set(s.params, Value::from_json(params.unwrap_or(&null)));
@@ -988,13 +1011,13 @@ fn namespace_object<'i>(req: &Request, inv: &'i Inventory) -> Option<std::borrow
     if !req.is_namespaced() {
         return None;
     }
-    let key = ObjectKey {
-        group: "".into(),
-        kind: "Namespace".into(),
-        namespace: "".into(),
-        name: req.namespace.as_str().into(),
+    let key = ObjectKeyRef {
+        group: "",
+        kind: "Namespace",
+        namespace: "",
+        name: &req.namespace,
     };
-    Some(match inv.get(&key) {
+    Some(match inv.find(key) {
         Some(e) => e.object.json(),
         None => std::borrow::Cow::Owned(serde_json::json!({
             "apiVersion": "v1", "kind": "Namespace",
@@ -1055,6 +1078,28 @@ impl PolicySet {
             .iter()
             .filter(|p| p.reads_inventory() && matching::matches(&p.matcher, req, inv, false))
             .collect()
+    }
+
+    /// The (group, kind) pairs that evaluating `req` may read from the
+    /// inventory: those of every policy whose rules match it, and Namespaces
+    /// (namespace selectors, `namespaceObject`). `None` when one of those
+    /// policies computes a lookup's kind, which could then be any.
+    pub fn kinds_read_by(&self, req: &Request) -> Option<Vec<(&str, &str)>> {
+        let mut kinds = vec![("", "Namespace")];
+        for p in &self.policies {
+            if !matching::rules_match(&p.matcher, req) {
+                continue;
+            }
+            if p.computed_lookup {
+                return None;
+            }
+            kinds.extend(
+                p.kinds_read
+                    .iter()
+                    .map(|(v, k)| (resources::group_of(v), k.as_str())),
+            );
+        }
+        Some(kinds)
     }
 
     /// Does some policy read objects of this kind from the inventory (see

@@ -111,6 +111,53 @@ fn request_sub_resource_is_absent_for_the_main_resource() {
     );
 }
 
+/// `request` as kube-apiserver sends it, field for field; `name`,
+/// `namespace` and `subResource` only when set.
+#[test]
+fn the_request_variable_is_shaped_like_an_admission_request() {
+    let cm = configmap(json!({}));
+    let mut req = Request::create(&cm, "alice").expect("a request");
+    req.uid = "u-1".into();
+    req.groups = vec!["dev".into(), "system:authenticated".into()];
+    let whole = req.to_value().to_json();
+    let gv = json!({"group": "", "version": "v1"});
+    let with = |k: &str, v: &str| {
+        let mut m = gv.clone();
+        m[k] = v.into();
+        m
+    };
+    assert_eq!(
+        whole,
+        json!({"uid": "u-1", "kind": with("kind", "ConfigMap"), "resource": with("resource", "configmaps"),
+               "requestKind": with("kind", "ConfigMap"), "requestResource": with("resource", "configmaps"),
+               "name": "cm", "namespace": "ns", "operation": "CREATE",
+               "userInfo": {"username": "alice", "groups": ["dev", "system:authenticated"]},
+               "dryRun": false})
+    );
+    let keys: Vec<_> = whole.as_object().unwrap().keys().cloned().collect();
+    assert_eq!(
+        keys,
+        [
+            "uid",
+            "kind",
+            "resource",
+            "requestKind",
+            "requestResource",
+            "name",
+            "namespace",
+            "operation",
+            "userInfo",
+            "dryRun"
+        ]
+    );
+    req.subresource = "status".into();
+    req.name.clear();
+    req.namespace.clear();
+    let m = req.to_value().to_json();
+    assert_eq!(m["subResource"], "status");
+    assert!(m.get("name").is_none() && m.get("namespace").is_none());
+}
+
 #[test]
 fn a_false_match_condition_wins_over_a_failing_one() {
     let (set, inv) = compile(policy(

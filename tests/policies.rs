@@ -1,7 +1,11 @@
 //! The bundled policy library's own test cases (policies/NAME/tests/*.yaml)
 //! and `interlock check` over examples/, end to end through the binary.
 
+#[path = "support/rng.rs"]
+mod rng;
+
 use interlock::check::policy_test::{discover, run_case};
+use serde_json::{json, Value as Json};
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -195,4 +199,173 @@ fn eval_reads_objects_and_the_inventory() {
         .unwrap()
         .iter()
         .any(|n| n == "blog-promo"));
+}
+
+/// pod-references-exist decides with `allExist` (no lists built) and names
+/// what is missing with `missing`: both must read the same references. Over
+/// generated Pods and workloads (every reference kind, optional and empty
+/// names, some objects present), a copy of the policy whose validation is
+/// their agreement finds nothing, while the policy itself both admits and
+/// denies some of them.
+#[test]
+fn pod_references_exist_decides_as_its_message_lists() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let policy = std::fs::read_to_string(root().join("policies/pod-references-exist/policy.yaml"))
+        .expect("the policy");
+    let decision = "- expression: \"variables.allExist\"";
+    assert!(policy.contains(decision), "the policy decides by allExist");
+    let agreement = policy.replace(
+        decision,
+        "- expression: \"variables.allExist == (variables.missing.size() == 0)\"",
+    );
+    std::fs::write(dir.path().join("agreement.yaml"), agreement).expect("write");
+    let objects = dir.path().join("objects");
+    std::fs::create_dir(&objects).expect("mkdir");
+    let pods = 300;
+    std::fs::write(objects.join("all.yaml"), reference_objects(pods, 7)).expect("write");
+
+    let run = |policy: &std::path::Path| {
+        let out = interlock(&[
+            "check",
+            "-o",
+            "json",
+            "-p",
+            policy.to_str().unwrap(),
+            objects.to_str().unwrap(),
+        ]);
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!("{e}: {}", String::from_utf8_lossy(&out.stderr));
+        });
+        v["summary"]["violations"].as_u64().expect("a count")
+    };
+    assert_eq!(run(&dir.path().join("agreement.yaml")), 0);
+    let denied = run(&root().join("policies/pod-references-exist/policy.yaml"));
+    assert!(
+        denied > pods / 10 && denied < pods * 9 / 10,
+        "{denied} of {pods} denied: the generated objects should exercise both answers"
+    );
+}
+
+/// Generated Pod specs, reproducible from a seed.
+struct Gen(rng::Rng);
+
+impl Gen {
+    fn pick(&mut self, n: u64) -> u64 {
+        self.0.below(n as usize) as u64
+    }
+
+    /// Mostly names that exist (`a`, `b`), sometimes one that does not, or
+    /// none.
+    fn name(&mut self) -> &'static str {
+        ["a", "b", "a", "b", "a", "b", "c", ""][self.pick(8) as usize]
+    }
+
+    /// `{key: NAME}`, sometimes marked optional.
+    fn reference(&mut self, key: &str) -> Json {
+        let mut r = json!({ key: self.name() });
+        if self.pick(5) == 0 {
+            r["optional"] = (self.pick(2) == 0).into();
+        }
+        r
+    }
+
+    fn container(&mut self, c: u64) -> Json {
+        let env: Vec<Json> = (0..self.pick(4))
+            .map(|e| {
+                let mut var = json!({"name": format!("E{e}")});
+                match self.pick(4) {
+                    0 => var["valueFrom"] = json!({"configMapKeyRef": self.reference("name")}),
+                    1 => var["valueFrom"] = json!({"secretKeyRef": self.reference("name")}),
+                    2 => var["valueFrom"] = json!({"fieldRef": {"fieldPath": "metadata.name"}}),
+                    _ => var["value"] = "x".into(),
+                }
+                var
+            })
+            .collect();
+        let env_from: Vec<Json> = (0..self.pick(3))
+            .map(|_| match self.pick(2) {
+                0 => json!({"configMapRef": self.reference("name")}),
+                _ => json!({"secretRef": self.reference("name")}),
+            })
+            .collect();
+        json!({"name": format!("c{c}"), "image": "x:1", "env": env, "envFrom": env_from})
+    }
+
+    fn volume(&mut self, v: u64) -> Json {
+        let mut vol = json!({"name": format!("v{v}")});
+        match self.pick(5) {
+            0 => vol["configMap"] = self.reference("name"),
+            1 => vol["secret"] = self.reference("secretName"),
+            2 => vol["persistentVolumeClaim"] = json!({"claimName": self.name()}),
+            3 => {
+                let sources: Vec<Json> = (0..self.pick(3))
+                    .map(|_| match self.pick(3) {
+                        0 => json!({"configMap": self.reference("name")}),
+                        1 => json!({"secret": self.reference("name")}),
+                        _ => json!({"downwardAPI": {}}),
+                    })
+                    .collect();
+                vol["projected"] = json!({ "sources": sources });
+            }
+            _ => vol["emptyDir"] = json!({}),
+        }
+        vol
+    }
+
+    fn pod_spec(&mut self) -> Json {
+        let containers: Vec<Json> = (0..1 + self.pick(3)).map(|c| self.container(c)).collect();
+        let volumes: Vec<Json> = (0..self.pick(4)).map(|v| self.volume(v)).collect();
+        let mut spec = json!({"containers": containers, "volumes": volumes});
+        if self.pick(3) == 0 {
+            spec["initContainers"] = json!([self.container(9)]);
+        }
+        if self.pick(3) == 0 {
+            spec["imagePullSecrets"] = json!([{ "name": self.name() }]);
+        }
+        match self.pick(4) {
+            0 => {
+                spec["serviceAccountName"] = ["a", "c", "default", ""][self.pick(4) as usize].into()
+            }
+            1 => spec["serviceAccount"] = ["a", "c"][self.pick(2) as usize].into(),
+            _ => {}
+        }
+        spec
+    }
+}
+
+/// ConfigMaps, Secrets, ServiceAccounts and PVCs `a` and `b` in namespace
+/// `ns`, and `pods` Pods, Deployments, Jobs and CronJobs referencing them,
+/// `c` and `""` through every path pod-references-exist reads.
+fn reference_objects(pods: u64, seed: u64) -> String {
+    let mut rng = Gen(rng::Rng(seed));
+    let mut docs = Vec::new();
+    for kind in [
+        "ConfigMap",
+        "Secret",
+        "ServiceAccount",
+        "PersistentVolumeClaim",
+    ] {
+        for name in ["a", "b"] {
+            docs.push(json!({"apiVersion": "v1", "kind": kind,
+                             "metadata": {"name": name, "namespace": "ns"}}));
+        }
+    }
+    for i in 0..pods {
+        let spec = rng.pod_spec();
+        let meta = json!({"name": format!("p{i}"), "namespace": "ns"});
+        let template = json!({"metadata": {"labels": {"app": "x"}}, "spec": spec});
+        docs.push(match rng.pick(4) {
+            0 => json!({"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}),
+            1 => json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": meta,
+                        "spec": {"selector": {"matchLabels": {"app": "x"}}, "template": template}}),
+            2 => json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": meta,
+                        "spec": {"template": template}}),
+            _ => json!({"apiVersion": "batch/v1", "kind": "CronJob", "metadata": meta,
+                        "spec": {"schedule": "* * * * *", "jobTemplate": {"spec": {"template": template}}}}),
+        });
+    }
+    docs.iter()
+        .map(Json::to_string)
+        .collect::<Vec<_>>()
+        .join("\n---\n")
 }

@@ -159,7 +159,8 @@ impl Engine {
         self.ready.store(ready, Ordering::Release);
     }
 
-    /// Runs `f` with write access to the state (watch events, reloads).
+    /// Runs `f` with write access to the state (policy reloads): every
+    /// decision in flight is evaluated again before its write is recorded.
     pub fn update<R>(&self, f: impl FnOnce(&mut State) -> R) -> R {
         let mut st = self.write();
         st.generation += 1;

@@ -10,8 +10,13 @@ pub mod bundled;
 pub mod cel;
 pub mod certs;
 pub mod check;
+pub mod cluster;
 pub mod eval;
+#[cfg(test)]
+mod fixtures;
+pub mod group;
 pub mod inventory;
+pub mod k8s;
 pub mod manifest;
 pub mod policy;
 pub mod server;

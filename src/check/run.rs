@@ -12,7 +12,7 @@ use serde_json::Value as Json;
 use std::collections::HashMap;
 use std::path::PathBuf;
 
-/// The identity offline checks run as (DESIGN.md: a fixed auditor identity).
+/// The identity offline checks run as (docs/architecture.md: a fixed auditor identity).
 pub const DEFAULT_USER: &str = "system:serviceaccount:interlock-system:auditor";
 
 pub struct CheckOptions {

@@ -8,7 +8,15 @@ use tracing_subscriber::EnvFilter;
 /// [`LogFormat::is_json`](super::cli::LogFormat::is_json) to decide `json`.
 /// A second call is a no-op.
 pub fn init_tracing(json: bool) {
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    init_tracing_at(json, "info");
+}
+
+/// Logs to stderr at `default_level` unless `RUST_LOG` says otherwise: the
+/// offline commands use `warn`, so the engine's warnings reach the user
+/// without burying the report.
+pub fn init_tracing_at(json: bool, default_level: &str) {
+    let filter =
+        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default_level));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr);

@@ -48,6 +48,7 @@
 //! # }
 //! ```
 
+pub mod admin;
 pub mod cli;
 mod logging;
 pub mod metrics;
@@ -72,7 +73,7 @@ use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
 
 pub use cli::{CertsArgs, LogFormat, ServeArgs};
-pub use logging::init_tracing;
+pub use logging::{init_tracing, init_tracing_at};
 pub use metrics::ServerMetrics;
 
 /// The policy engine as the server sees it.

@@ -3,13 +3,14 @@
 //! One policy engine ([`policy`]) over one CEL dialect ([`cel`]) and one
 //! indexed snapshot of cluster state ([`inventory`]), with front-ends for
 //! offline checks ([`check`]) and the admission webhook ([`admission`],
-//! [`server`]).
+//! [`server`]), and the ResourceGroup controller ([`controller`]).
 
 pub mod admission;
 pub mod bundled;
 pub mod cel;
 pub mod certs;
 pub mod check;
+pub mod controller;
 pub mod eval;
 pub mod inventory;
 pub mod manifest;

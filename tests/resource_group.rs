@@ -95,8 +95,11 @@ fn a_member_out_of_scope_is_an_input_error_at_its_line() {
     .unwrap();
     let out = interlock(&["check", path.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2));
-    let text = String::from_utf8_lossy(&out.stdout).to_string()
-        + &String::from_utf8_lossy(&out.stderr);
+    let text =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
     assert!(text.contains("group.yaml:9"), "{text}");
-    assert!(text.contains("members live in the group's namespace a"), "{text}");
+    assert!(
+        text.contains("members live in the group's namespace a"),
+        "{text}"
+    );
 }

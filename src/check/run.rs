@@ -186,7 +186,10 @@ fn expanded_items(
     (items, e.errors)
 }
 
-fn flatten_items(per_document: Vec<(Vec<Item>, Vec<InputError>)>, report: &mut Report) -> Vec<Item> {
+fn flatten_items(
+    per_document: Vec<(Vec<Item>, Vec<InputError>)>,
+    report: &mut Report,
+) -> Vec<Item> {
     let mut items = Vec::with_capacity(per_document.len());
     for (mut its, errors) in per_document {
         items.append(&mut its);

@@ -30,6 +30,9 @@ pub const FIELD_MANAGER: &str = "interlock";
 pub const MAX_MEMBERS: usize = 100;
 
 /// A group of objects validated and applied as one unit.
+// Clippy reads the repeated `type_ = "string"` of the printer columns as
+// duplicated attributes.
+#[allow(clippy::duplicated_attributes)]
 #[derive(CustomResource, JsonSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[kube(
     group = "interlock.dev",
@@ -62,7 +65,11 @@ pub const MAX_MEMBERS: usize = 100;
         priority = 1,
         json_path = r#".status.conditions[?(@.type=="Ready")].reason"#
     ),
-    printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp")
+    printcolumn(
+        name = "Age",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp"
+    )
 )]
 #[serde(rename_all = "camelCase")]
 pub struct ResourceGroupSpec {

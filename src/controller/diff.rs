@@ -70,8 +70,15 @@ fn child_context(ctx: Context, key: &str) -> Context {
         // `capacity` and LimitRange's per-type maps.
         (
             _,
-            "limits" | "requests" | "hard" | "capacity" | "max" | "min" | "default"
-            | "defaultRequest" | "maxLimitRequestRatio",
+            "limits"
+            | "requests"
+            | "hard"
+            | "capacity"
+            | "max"
+            | "min"
+            | "default"
+            | "defaultRequest"
+            | "maxLimitRequestRatio",
         ) => Context::Quantities,
         _ => Context::Field,
     }
@@ -192,7 +199,10 @@ mod tests {
         meta.insert("generation".into(), json!(1));
         meta.insert("creationTimestamp".into(), json!("2026-01-01T00:00:00Z"));
         meta.insert("managedFields".into(), json!([{"manager": "interlock"}]));
-        meta.insert("annotations".into(), json!({"deployment.kubernetes.io/revision": "1"}));
+        meta.insert(
+            "annotations".into(),
+            json!({"deployment.kubernetes.io/revision": "1"}),
+        );
         let spec = v["spec"].as_object_mut().unwrap();
         spec.insert("revisionHistoryLimit".into(), json!(10));
         spec.insert("strategy".into(), json!({"type": "RollingUpdate"}));
@@ -220,14 +230,29 @@ mod tests {
     fn hand_edits_are_detected() {
         let edits: [(&str, Value); 9] = [
             ("/spec/replicas", json!(5)),
-            ("/spec/template/spec/containers/0/image", json!("nginx:latest")),
-            ("/spec/template/spec/containers/0/args/1", json!("daemon on;")),
-            ("/spec/template/spec/containers/0/resources/limits/cpu", json!("1")),
+            (
+                "/spec/template/spec/containers/0/image",
+                json!("nginx:latest"),
+            ),
+            (
+                "/spec/template/spec/containers/0/args/1",
+                json!("daemon on;"),
+            ),
+            (
+                "/spec/template/spec/containers/0/resources/limits/cpu",
+                json!("1"),
+            ),
             ("/metadata/labels/app", json!("other")),
-            ("/metadata/labels/applyset.kubernetes.io~1part-of", json!("applyset-y-v1")),
+            (
+                "/metadata/labels/applyset.kubernetes.io~1part-of",
+                json!("applyset-y-v1"),
+            ),
             ("/metadata/ownerReferences/0/uid", json!("u2")),
             ("/spec/selector/matchLabels", json!({})),
-            ("/spec/template/spec/containers/0/ports/0/containerPort", json!("80")),
+            (
+                "/spec/template/spec/containers/0/ports/0/containerPort",
+                json!("80"),
+            ),
         ];
         for (path, value) in edits {
             let mut live = stored();
@@ -238,17 +263,29 @@ mod tests {
 
     #[test]
     fn removed_fields_and_list_elements_are_detected() {
-        for path in ["/spec/replicas", "/metadata/labels", "/metadata/ownerReferences"] {
+        for path in [
+            "/spec/replicas",
+            "/metadata/labels",
+            "/metadata/ownerReferences",
+        ] {
             let mut live = stored();
             let (parent, key) = path.rsplit_once('/').unwrap();
-            live.pointer_mut(parent).unwrap().as_object_mut().unwrap().remove(key);
-            assert!(needs_apply(&deployment(), &live), "removal of {path} not seen");
+            live.pointer_mut(parent)
+                .unwrap()
+                .as_object_mut()
+                .unwrap()
+                .remove(key);
+            assert!(
+                needs_apply(&deployment(), &live),
+                "removal of {path} not seen"
+            );
         }
         let mut live = stored();
         live["spec"]["template"]["spec"]["containers"][0]["args"] = json!(["-g"]);
         assert!(needs_apply(&deployment(), &live), "shorter atomic list");
         live = stored();
-        live["spec"]["template"]["spec"]["containers"][0]["args"] = json!(["-g", "daemon off;", "x"]);
+        live["spec"]["template"]["spec"]["containers"][0]["args"] =
+            json!(["-g", "daemon off;", "x"]);
         assert!(needs_apply(&deployment(), &live), "longer atomic list");
         live = stored();
         live["spec"]["template"]["spec"]["containers"] = json!([]);
@@ -259,9 +296,14 @@ mod tests {
     fn named_lists_match_by_name_and_tolerate_extra_elements() {
         let mut live = stored();
         let sidecar = json!({"name": "proxy", "image": "envoy"});
-        let containers = live["spec"]["template"]["spec"]["containers"].as_array_mut().unwrap();
+        let containers = live["spec"]["template"]["spec"]["containers"]
+            .as_array_mut()
+            .unwrap();
         containers.insert(0, sidecar);
-        assert!(!needs_apply(&deployment(), &live), "another manager's container");
+        assert!(
+            !needs_apply(&deployment(), &live),
+            "another manager's container"
+        );
         live["spec"]["template"]["spec"]["containers"][1]["image"] = json!("nginx:1");
         assert!(needs_apply(&deployment(), &live), "our container edited");
     }
@@ -270,16 +312,28 @@ mod tests {
     fn other_owner_references_are_tolerated() {
         let mut live = stored();
         let other = json!({"apiVersion": "v1", "kind": "ConfigMap", "name": "x", "uid": "o"});
-        live["metadata"]["ownerReferences"].as_array_mut().unwrap().insert(0, other);
+        live["metadata"]["ownerReferences"]
+            .as_array_mut()
+            .unwrap()
+            .insert(0, other);
         assert!(!needs_apply(&deployment(), &live));
     }
 
     #[test]
     fn numbers_compare_by_value() {
         let d = json!({"spec": {"replicas": 1, "ratio": 0.5}});
-        assert!(!needs_apply(&d, &json!({"spec": {"replicas": 1.0, "ratio": 0.5}})));
-        assert!(needs_apply(&d, &json!({"spec": {"replicas": 1.5, "ratio": 0.5}})));
-        assert!(needs_apply(&d, &json!({"spec": {"replicas": "1", "ratio": 0.5}})));
+        assert!(!needs_apply(
+            &d,
+            &json!({"spec": {"replicas": 1.0, "ratio": 0.5}})
+        ));
+        assert!(needs_apply(
+            &d,
+            &json!({"spec": {"replicas": 1.5, "ratio": 0.5}})
+        ));
+        assert!(needs_apply(
+            &d,
+            &json!({"spec": {"replicas": "1", "ratio": 0.5}})
+        ));
         let big = json!({"n": u64::MAX});
         assert!(!needs_apply(&big, &json!({"n": u64::MAX})));
         assert!(needs_apply(&big, &json!({"n": -1})));

@@ -28,14 +28,20 @@ pub struct Expansion {
 
 /// Is `value` a ResourceGroup?
 pub fn is_group(value: &Value) -> bool {
-    let api_version = value.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+    let api_version = value
+        .get("apiVersion")
+        .and_then(Value::as_str)
+        .unwrap_or("");
     group_of(api_version) == GROUP && value.get("kind").and_then(Value::as_str) == Some(KIND)
 }
 
 /// `doc`, followed by its members when it is a ResourceGroup.
 pub fn expand(doc: Document) -> Expansion {
     if !is_group(&doc.value) {
-        return Expansion { documents: vec![(doc, None)], errors: vec![] };
+        return Expansion {
+            documents: vec![(doc, None)],
+            errors: vec![],
+        };
     }
     let mut out = Expansion::default();
     // Unset, the namespace is the one kubectl would use: `default`.
@@ -47,10 +53,15 @@ pub fn expand(doc: Document) -> Expansion {
         column: None,
         message: format!("ResourceGroup {namespace}/{group_name}: {message}"),
     };
-    let user = match doc.value.pointer("/spec/serviceAccountName").and_then(Value::as_str) {
+    let user = match doc
+        .value
+        .pointer("/spec/serviceAccountName")
+        .and_then(Value::as_str)
+    {
         Some(sa) if !sa.is_empty() => Some(format!("system:serviceaccount:{namespace}:{sa}")),
         _ => {
-            out.errors.push(error("/spec", "spec.serviceAccountName is required".into()));
+            out.errors
+                .push(error("/spec", "spec.serviceAccountName is required".into()));
             None
         }
     };
@@ -58,7 +69,10 @@ pub fn expand(doc: Document) -> Expansion {
         None | Some(Value::Null) => &[][..],
         Some(Value::Array(list)) => list.as_slice(),
         Some(_) => {
-            out.errors.push(error("/spec/resources", "spec.resources is not a list".into()));
+            out.errors.push(error(
+                "/spec/resources",
+                "spec.resources is not a list".into(),
+            ));
             &[][..]
         }
     };
@@ -73,9 +87,16 @@ pub fn expand(doc: Document) -> Expansion {
                 continue;
             }
         };
-        let key = (member.api_group().to_string(), member.kind.clone(), member.name.clone());
+        let key = (
+            member.api_group().to_string(),
+            member.kind.clone(),
+            member.name.clone(),
+        );
         if let Some(j) = seen.insert(key, i) {
-            let message = format!("member {i} ({}): listed twice (also member {j})", member.display());
+            let message = format!(
+                "member {i} ({}): listed twice (also member {j})",
+                member.display()
+            );
             out.errors.push(error(&pointer, message));
             continue;
         }
@@ -156,7 +177,10 @@ spec:
         let (member, user) = &e.documents[1];
         assert_eq!(member.display_name(), "ConfigMap team-a/conf");
         assert_eq!(member.line, 1);
-        assert_eq!(user.as_deref(), Some("system:serviceaccount:team-a:deployer"));
+        assert_eq!(
+            user.as_deref(),
+            Some("system:serviceaccount:team-a:deployer")
+        );
         let label = &member.value["metadata"]["labels"][PART_OF_LABEL];
         assert_eq!(label.as_str(), Some(applyset_id("team-a", "shop").as_str()));
     }
@@ -164,15 +188,20 @@ spec:
     #[test]
     fn unusable_members_are_input_errors_at_their_own_line() {
         let e = expand(load(GROUP_YAML));
-        let found: Vec<(Option<usize>, &str)> =
-            e.errors.iter().map(|x| (x.line, x.message.as_str())).collect();
+        let found: Vec<(Option<usize>, &str)> = e
+            .errors
+            .iter()
+            .map(|x| (x.line, x.message.as_str()))
+            .collect();
         assert_eq!(found.len(), 4, "{found:?}");
         assert_eq!(found[0].0, Some(15));
         assert!(found[0].1.contains("namespace team-b"), "{}", found[0].1);
         assert!(found[1].1.contains("cluster-scoped"), "{}", found[1].1);
         assert!(found[2].1.contains("no apiVersion"), "{}", found[2].1);
         assert!(found[3].1.contains("listed twice"), "{}", found[3].1);
-        assert!(found.iter().all(|(_, m)| m.starts_with("ResourceGroup team-a/shop: ")));
+        assert!(found
+            .iter()
+            .all(|(_, m)| m.starts_with("ResourceGroup team-a/shop: ")));
     }
 
     #[test]

@@ -175,7 +175,9 @@ pub fn parse_member(
 }
 
 fn non_empty<'a>(map: &'a Map<String, Value>, key: &str) -> Option<&'a str> {
-    map.get(key).and_then(Value::as_str).filter(|s| !s.is_empty())
+    map.get(key)
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
 }
 
 fn has_controller_owner(meta: &Map<String, Value>) -> bool {
@@ -224,22 +226,46 @@ mod tests {
             "metadata": {"name": "c", "uid": "x", "resourceVersion": "1", "creationTimestamp": null},
             "data": {"a": "b"}, "status": {"x": 1}}))
         .unwrap();
-        assert_eq!((m.index, m.name.as_str(), m.namespace.as_str()), (3, "c", "shop"));
-        assert_eq!(m.object, json!({"apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": "c", "namespace": "shop"}, "data": {"a": "b"}}));
+        assert_eq!(
+            (m.index, m.name.as_str(), m.namespace.as_str()),
+            (3, "c", "shop")
+        );
+        assert_eq!(
+            m.object,
+            json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "c", "namespace": "shop"}, "data": {"a": "b"}})
+        );
     }
 
     #[test]
     fn unusable_manifests_are_invalid() {
         let cases = [
             (json!("text"), "not an object"),
-            (json!({"kind": "ConfigMap", "metadata": {"name": "c"}}), "no apiVersion"),
-            (json!({"apiVersion": "v1", "metadata": {"name": "c"}}), "no kind"),
-            (json!({"apiVersion": "v1", "kind": "ConfigMap"}), "no metadata"),
-            (json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"generateName": "c-"}}), "no metadata.name"),
-            (json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": 5}}), "not a string"),
-            (json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c",
-                "ownerReferences": [{"uid": "o", "controller": true}]}}), "controller"),
+            (
+                json!({"kind": "ConfigMap", "metadata": {"name": "c"}}),
+                "no apiVersion",
+            ),
+            (
+                json!({"apiVersion": "v1", "metadata": {"name": "c"}}),
+                "no kind",
+            ),
+            (
+                json!({"apiVersion": "v1", "kind": "ConfigMap"}),
+                "no metadata",
+            ),
+            (
+                json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"generateName": "c-"}}),
+                "no metadata.name",
+            ),
+            (
+                json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": 5}}),
+                "not a string",
+            ),
+            (
+                json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c",
+                "ownerReferences": [{"uid": "o", "controller": true}]}}),
+                "controller",
+            ),
         ];
         for (raw, why) in cases {
             match parse(raw.clone()) {
@@ -261,19 +287,24 @@ mod tests {
             json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}}),
         ];
         for raw in cases {
-            assert!(matches!(parse(raw.clone()), Err(MemberError::OutOfScope { .. })), "{raw}");
+            assert!(
+                matches!(parse(raw.clone()), Err(MemberError::OutOfScope { .. })),
+                "{raw}"
+            );
         }
         // The same namespace, spelled out, is fine; offline, unknown kinds pass.
         let own = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "shop"}});
         assert!(parse(own).is_ok());
-        let widget = json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}});
+        let widget =
+            json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}});
         assert!(parse_member(0, &widget, "shop", &BuiltinScopes, true).is_ok());
     }
 
     #[test]
     fn closures_are_scope_oracles() {
         let only_widgets = |_: &str, kind: &str| (kind == "Widget").then_some(Scope::Namespaced);
-        let widget = json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}});
+        let widget =
+            json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}});
         assert!(parse_member(0, &widget, "shop", &only_widgets, false).is_ok());
     }
 }

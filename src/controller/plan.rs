@@ -7,8 +7,8 @@
 
 use super::crd::{
     applyset_id, Condition, ConditionStatus, DeletionPolicy, FindingAction, GroupFinding,
-    MemberState, MemberStatus, ResourceGroup, ResourceGroupSpec, ResourceGroupStatus,
-    API_VERSION, KIND, PART_OF_LABEL,
+    MemberState, MemberStatus, ResourceGroup, ResourceGroupSpec, ResourceGroupStatus, API_VERSION,
+    KIND, PART_OF_LABEL,
 };
 use super::diff::needs_apply;
 use super::member::{parse_member, Member, MemberError, ScopeOracle};
@@ -81,13 +81,21 @@ pub struct ObjectRef {
 
 impl ObjectRef {
     fn of(live: &Value) -> ObjectRef {
-        let s = |p: &str| live.pointer(p).and_then(Value::as_str).unwrap_or("").to_string();
+        let s = |p: &str| {
+            live.pointer(p)
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string()
+        };
         ObjectRef {
             api_version: s("/apiVersion"),
             kind: s("/kind"),
             namespace: s("/metadata/namespace"),
             name: s("/metadata/name"),
-            uid: live.pointer("/metadata/uid").and_then(Value::as_str).map(str::to_string),
+            uid: live
+                .pointer("/metadata/uid")
+                .and_then(Value::as_str)
+                .map(str::to_string),
         }
     }
 
@@ -159,13 +167,19 @@ impl Plan {
     ) {
         let text = format!("{} {}: {message}", target.kind, target.name);
         if let Some(m) = self.status.members.iter_mut().find(|m| {
-            m.kind == target.kind && m.name == target.name && group_of(&m.api_version) == target.api_group()
+            m.kind == target.kind
+                && m.name == target.name
+                && group_of(&m.api_version) == target.api_group()
         }) {
             m.state = MemberState::Failed;
             m.message = Some(message.to_string());
         }
         let generation = self.status.observed_generation.unwrap_or(0);
-        let stamp = Stamp { generation, previous, now };
+        let stamp = Stamp {
+            generation,
+            previous,
+            now,
+        };
         for type_ in [APPLIED, READY] {
             let c = stamp.condition(type_, ConditionStatus::False, reason, &text);
             set_condition(&mut self.status.conditions, c);
@@ -205,11 +219,18 @@ pub fn plan(input: &PlanInput<'_>) -> Plan {
     let entries = read_members(input, &live, &id);
     let mut problems = Problems::default();
     for e in &entries {
-        if let Entry::Refused { reason, message, .. } = e {
+        if let Entry::Refused {
+            reason, message, ..
+        } = e
+        {
             problems.add(reason, message.clone());
         }
     }
-    for f in input.findings.iter().filter(|f| f.action == FindingAction::Deny) {
+    for f in input
+        .findings
+        .iter()
+        .filter(|f| f.action == FindingAction::Deny)
+    {
         let o = &f.object;
         problems.add(
             reason::POLICY_VIOLATION,
@@ -241,7 +262,12 @@ pub fn plan(input: &PlanInput<'_>) -> Plan {
     };
     let status = build_status(input, &summary, &unlisted, writing);
     if !writing {
-        return Plan { apply: vec![], prune: vec![], status, finalize: None };
+        return Plan {
+            apply: vec![],
+            prune: vec![],
+            status,
+            finalize: None,
+        };
     }
     Plan {
         apply: apply.into_iter().filter_map(Entry::desired).collect(),
@@ -265,12 +291,20 @@ fn key_of(v: &Value) -> Option<Key> {
 }
 
 fn member_key(m: &Member) -> Key {
-    (m.api_group().to_string(), m.kind.clone(), m.namespace.clone(), m.name.clone())
+    (
+        m.api_group().to_string(),
+        m.kind.clone(),
+        m.namespace.clone(),
+        m.name.clone(),
+    )
 }
 
 /// Observed objects by key, in a stable order.
 fn index(observed: &[Value]) -> BTreeMap<Key, &Value> {
-    observed.iter().filter_map(|v| Some((key_of(v)?, v))).collect()
+    observed
+        .iter()
+        .filter_map(|v| Some((key_of(v)?, v)))
+        .collect()
 }
 
 /// One entry of `spec.resources`, decided.
@@ -307,13 +341,21 @@ impl Entry<'_> {
 
     fn sort_key(&self) -> (u8, &str, &str) {
         match self {
-            Entry::Usable { member, .. } => order::sort_key(member.api_group(), &member.kind, &member.name),
+            Entry::Usable { member, .. } => {
+                order::sort_key(member.api_group(), &member.kind, &member.name)
+            }
             Entry::Refused { .. } => (u8::MAX, "", ""),
         }
     }
 
     fn desired(&self) -> Option<DesiredObject> {
-        let Entry::Usable { member, desired, live, .. } = self else {
+        let Entry::Usable {
+            member,
+            desired,
+            live,
+            ..
+        } = self
+        else {
             return None;
         };
         Some(DesiredObject {
@@ -322,14 +364,21 @@ impl Entry<'_> {
                 kind: member.kind.clone(),
                 namespace: member.namespace.clone(),
                 name: member.name.clone(),
-                uid: live.and_then(|l| l.pointer("/metadata/uid")).and_then(Value::as_str).map(str::to_string),
+                uid: live
+                    .and_then(|l| l.pointer("/metadata/uid"))
+                    .and_then(Value::as_str)
+                    .map(str::to_string),
             },
             object: desired.clone(),
         })
     }
 }
 
-fn read_members<'a>(input: &PlanInput<'_>, live: &BTreeMap<Key, &'a Value>, id: &str) -> Vec<Entry<'a>> {
+fn read_members<'a>(
+    input: &PlanInput<'_>,
+    live: &BTreeMap<Key, &'a Value>,
+    id: &str,
+) -> Vec<Entry<'a>> {
     let g = input.group;
     let mut first: HashMap<Key, usize> = HashMap::new();
     let mut entries = Vec::with_capacity(input.spec.resources.len());
@@ -343,31 +392,62 @@ fn read_members<'a>(input: &PlanInput<'_>, live: &BTreeMap<Key, &'a Value>, id: 
         };
         let key = member_key(&member);
         if let Some(j) = first.get(&key) {
-            let message = format!("member {i} ({}): listed twice (also member {j})", member.display());
-            entries.push(refused(&member, None, reason::DUPLICATE_MEMBER, message, MemberState::Invalid));
+            let message = format!(
+                "member {i} ({}): listed twice (also member {j})",
+                member.display()
+            );
+            entries.push(refused(
+                &member,
+                None,
+                reason::DUPLICATE_MEMBER,
+                message,
+                MemberState::Invalid,
+            ));
             continue;
         }
         first.insert(key.clone(), i);
         let stored = live.get(&key).copied();
         if let Some(why) = stored.and_then(|l| conflict(l, g, id)) {
-            let message = format!("{} {} exists and {why}; it is never adopted", member.kind, member.name);
-            entries.push(refused(&member, stored, reason::CONFLICT, message, MemberState::Conflict));
+            let message = format!(
+                "{} {} exists and {why}; it is never adopted",
+                member.kind, member.name
+            );
+            entries.push(refused(
+                &member,
+                stored,
+                reason::CONFLICT,
+                message,
+                MemberState::Conflict,
+            ));
             continue;
         }
         let desired = with_ownership(&member.object, g, id);
         let stale = stored.is_none_or(|l| needs_apply(&desired, l));
-        entries.push(Entry::Usable { member, desired, live: stored, stale });
+        entries.push(Entry::Usable {
+            member,
+            desired,
+            live: stored,
+            stale,
+        });
     }
     entries
 }
 
 fn refused_member<'a>(raw: &Value, namespace: &str, e: &MemberError) -> Entry<'a> {
-    let s = |p: &str| raw.pointer(p).and_then(Value::as_str).unwrap_or("").to_string();
+    let s = |p: &str| {
+        raw.pointer(p)
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string()
+    };
     let (state, reason) = match e {
         MemberError::Invalid { .. } => (MemberState::Invalid, reason::INVALID_MEMBER),
         MemberError::OutOfScope { .. } => (MemberState::OutOfScope, reason::MEMBER_OUT_OF_SCOPE),
     };
-    let ns = raw.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or(namespace);
+    let ns = raw
+        .pointer("/metadata/namespace")
+        .and_then(Value::as_str)
+        .unwrap_or(namespace);
     Entry::Refused {
         status: MemberStatus {
             api_version: s("/apiVersion"),
@@ -385,7 +465,13 @@ fn refused_member<'a>(raw: &Value, namespace: &str, e: &MemberError) -> Entry<'a
     }
 }
 
-fn refused<'a>(m: &Member, live: Option<&Value>, reason: &'static str, message: String, state: MemberState) -> Entry<'a> {
+fn refused<'a>(
+    m: &Member,
+    live: Option<&Value>,
+    reason: &'static str,
+    message: String,
+    state: MemberState,
+) -> Entry<'a> {
     Entry::Refused {
         status: MemberStatus {
             api_version: m.api_version.clone(),
@@ -404,19 +490,26 @@ fn refused<'a>(m: &Member, live: Option<&Value>, reason: &'static str, message: 
 }
 
 fn uid_of(v: &Value) -> Option<String> {
-    v.pointer("/metadata/uid").and_then(Value::as_str).map(str::to_string)
+    v.pointer("/metadata/uid")
+        .and_then(Value::as_str)
+        .map(str::to_string)
 }
 
 fn terminating(v: &Value) -> bool {
-    v.pointer("/metadata/deletionTimestamp").is_some_and(|t| !t.is_null())
+    v.pointer("/metadata/deletionTimestamp")
+        .is_some_and(|t| !t.is_null())
 }
 
 fn owner_refs(v: &Value) -> &[Value] {
-    v.pointer("/metadata/ownerReferences").and_then(Value::as_array).map_or(&[], Vec::as_slice)
+    v.pointer("/metadata/ownerReferences")
+        .and_then(Value::as_array)
+        .map_or(&[], Vec::as_slice)
 }
 
 fn owned_by(v: &Value, uid: &str) -> bool {
-    owner_refs(v).iter().any(|r| r.get("uid").and_then(Value::as_str) == Some(uid))
+    owner_refs(v)
+        .iter()
+        .any(|r| r.get("uid").and_then(Value::as_str) == Some(uid))
 }
 
 fn part_of(v: &Value) -> Option<&str> {
@@ -463,7 +556,12 @@ fn with_ownership(object: &Value, g: &GroupRef, id: &str) -> Value {
     let mut refs: Vec<Value> = meta
         .get("ownerReferences")
         .and_then(Value::as_array)
-        .map(|a| a.iter().filter(|r| r.get("uid").and_then(Value::as_str) != Some(&g.uid)).cloned().collect())
+        .map(|a| {
+            a.iter()
+                .filter(|r| r.get("uid").and_then(Value::as_str) != Some(&g.uid))
+                .cloned()
+                .collect()
+        })
         .unwrap_or_default();
     refs.push(owner_reference(g));
     meta.insert("ownerReferences".into(), Value::Array(refs));
@@ -485,7 +583,11 @@ pub fn owner_reference(g: &GroupRef) -> Value {
 /// Objects the group owns (ownerReference by UID) that are not listed.
 /// The label alone is not ownership: anyone may write a label, and only
 /// what the group owns may be deleted in its name.
-fn owned_unlisted<'a>(live: &BTreeMap<Key, &'a Value>, listed: &[Key], uid: &str) -> Vec<&'a Value> {
+fn owned_unlisted<'a>(
+    live: &BTreeMap<Key, &'a Value>,
+    listed: &[Key],
+    uid: &str,
+) -> Vec<&'a Value> {
     live.iter()
         .filter(|(k, v)| owned_by(v, uid) && !listed.contains(k))
         .map(|(_, v)| *v)
@@ -512,7 +614,9 @@ impl Problems {
 
     /// The first of `reasons` present, and every message of all of them.
     fn summary(&self, reasons: &[&'static str]) -> Option<(&'static str, String)> {
-        let first = reasons.iter().find(|r| self.by_reason.iter().any(|(x, _)| x == *r))?;
+        let first = reasons
+            .iter()
+            .find(|r| self.by_reason.iter().any(|(x, _)| x == *r))?;
         let messages: Vec<&str> = reasons
             .iter()
             .filter_map(|r| self.by_reason.iter().find(|(x, _)| x == r))
@@ -534,7 +638,12 @@ const INVALID_REASONS: [&str; 4] = [
 const MESSAGE_ITEMS: usize = 10;
 
 fn join_limited(items: &[&str]) -> String {
-    let mut text = items.iter().take(MESSAGE_ITEMS).copied().collect::<Vec<_>>().join("; ");
+    let mut text = items
+        .iter()
+        .take(MESSAGE_ITEMS)
+        .copied()
+        .collect::<Vec<_>>()
+        .join("; ");
     if items.len() > MESSAGE_ITEMS {
         text.push_str(&format!("; and {} more", items.len() - MESSAGE_ITEMS));
     }
@@ -559,7 +668,13 @@ struct Stamp<'a> {
 }
 
 impl Stamp<'_> {
-    fn condition(&self, type_: &str, status: ConditionStatus, reason: &str, message: &str) -> Condition {
+    fn condition(
+        &self,
+        type_: &str,
+        status: ConditionStatus,
+        reason: &str,
+        message: &str,
+    ) -> Condition {
         let kept = self
             .previous
             .and_then(|p| p.conditions.iter().find(|c| c.type_ == type_))
@@ -587,15 +702,31 @@ fn set_condition(conditions: &mut Vec<Condition>, c: Condition) {
     }
 }
 
-fn build_status(input: &PlanInput<'_>, s: &Summary<'_, '_>, unlisted: &[&Value], writing: bool) -> ResourceGroupStatus {
-    let stamp = Stamp { generation: input.group.generation, previous: input.previous, now: input.now };
-    let blocked_by = s.problems.summary(&INVALID_REASONS).or_else(|| s.problems.summary(&[reason::CONFLICT]));
+fn build_status(
+    input: &PlanInput<'_>,
+    s: &Summary<'_, '_>,
+    unlisted: &[&Value],
+    writing: bool,
+) -> ResourceGroupStatus {
+    let stamp = Stamp {
+        generation: input.group.generation,
+        previous: input.previous,
+        now: input.now,
+    };
+    let blocked_by = s
+        .problems
+        .summary(&INVALID_REASONS)
+        .or_else(|| s.problems.summary(&[reason::CONFLICT]));
     let mut members: Vec<MemberStatus> = s
         .entries
         .iter()
         .map(|e| member_status(e, input.spec.suspend, blocked_by.as_ref().map(|b| b.0)))
         .collect();
-    members.extend(unlisted.iter().map(|l| unlisted_status(l, input.spec.prune, writing)));
+    members.extend(
+        unlisted
+            .iter()
+            .map(|l| unlisted_status(l, input.spec.prune, writing)),
+    );
     let (valid, applied, ready) = conditions(input, s, &members, &stamp);
     ResourceGroupStatus {
         observed_generation: Some(input.group.generation),
@@ -608,7 +739,12 @@ fn build_status(input: &PlanInput<'_>, s: &Summary<'_, '_>, unlisted: &[&Value],
 fn member_status(e: &Entry<'_>, suspended: bool, blocked_by: Option<&str>) -> MemberStatus {
     let (member, live, stale) = match e {
         Entry::Refused { status, .. } => return status.clone(),
-        Entry::Usable { member, live, stale, .. } => (member, *live, *stale),
+        Entry::Usable {
+            member,
+            live,
+            stale,
+            ..
+        } => (member, *live, *stale),
     };
     let mut status = MemberStatus {
         api_version: member.api_version.clone(),
@@ -621,7 +757,8 @@ fn member_status(e: &Entry<'_>, suspended: bool, blocked_by: Option<&str>) -> Me
         message: None,
     };
     let why_not = blocked_by.map(|r| format!("not written: the group is blocked ({r})"));
-    let why_not = why_not.or_else(|| suspended.then(|| "not written: the group is suspended".to_string()));
+    let why_not =
+        why_not.or_else(|| suspended.then(|| "not written: the group is suspended".to_string()));
     match (live, stale) {
         (Some(l), false) => {
             let r = member_ready(l);
@@ -635,8 +772,16 @@ fn member_status(e: &Entry<'_>, suspended: bool, blocked_by: Option<&str>) -> Me
             status.message = Some("waiting for the stored object to finish deleting".into());
         }
         (_, _) => {
-            status.state = if why_not.is_some() { MemberState::Blocked } else { MemberState::Pending };
-            let change = if live.is_some() { "differs from the spec" } else { "does not exist" };
+            status.state = if why_not.is_some() {
+                MemberState::Blocked
+            } else {
+                MemberState::Pending
+            };
+            let change = if live.is_some() {
+                "differs from the spec"
+            } else {
+                "does not exist"
+            };
             status.message = Some(match why_not {
                 Some(w) => format!("{change}; {w}"),
                 None => format!("{change}; applied on this pass"),
@@ -649,9 +794,18 @@ fn member_status(e: &Entry<'_>, suspended: bool, blocked_by: Option<&str>) -> Me
 fn unlisted_status(live: &Value, prune: bool, writing: bool) -> MemberStatus {
     let o = ObjectRef::of(live);
     let (state, message) = match (prune, writing) {
-        (true, true) => (MemberState::Pruning, "no longer listed; deleted once every listed member is applied"),
-        (true, false) => (MemberState::Pruning, "no longer listed; not deleted while the group is blocked or suspended"),
-        (false, _) => (MemberState::Unlisted, "no longer listed; kept because prune is false"),
+        (true, true) => (
+            MemberState::Pruning,
+            "no longer listed; deleted once every listed member is applied",
+        ),
+        (true, false) => (
+            MemberState::Pruning,
+            "no longer listed; not deleted while the group is blocked or suspended",
+        ),
+        (false, _) => (
+            MemberState::Unlisted,
+            "no longer listed; kept because prune is false",
+        ),
     };
     MemberStatus {
         api_version: o.api_version,
@@ -677,29 +831,62 @@ fn conditions(
         Some((r, m)) => stamp.condition(VALID, False, r, &m),
         None => {
             let warnings = input.findings.len();
-            let m = format!("{listed} members pass every policy ({warnings} warnings or audit findings)");
+            let m = format!(
+                "{listed} members pass every policy ({warnings} warnings or audit findings)"
+            );
             stamp.condition(VALID, True, reason::VALID, &m)
         }
     };
-    let waiting = members.iter().filter(|m| m.state == MemberState::Pending).count();
+    let waiting = members
+        .iter()
+        .filter(|m| m.state == MemberState::Pending)
+        .count();
     let pending = s.apply + s.prune + waiting;
     let applied = if valid.status == False {
-        stamp.condition(APPLIED, False, &valid.reason, "nothing written or pruned: the group is not valid")
+        stamp.condition(
+            APPLIED,
+            False,
+            &valid.reason,
+            "nothing written or pruned: the group is not valid",
+        )
     } else if let Some((r, m)) = s.problems.summary(&[reason::CONFLICT]) {
-        stamp.condition(APPLIED, False, r, &format!("nothing written or pruned: {m}"))
+        stamp.condition(
+            APPLIED,
+            False,
+            r,
+            &format!("nothing written or pruned: {m}"),
+        )
     } else if input.spec.suspend {
         let (st, m) = if pending == 0 {
             (True, "suspended; every member matches the spec".to_string())
         } else {
-            (False, format!("suspended; {} members differ from the spec, {} would be pruned", s.apply, s.prune))
+            (
+                False,
+                format!(
+                    "suspended; {} members differ from the spec, {} would be pruned",
+                    s.apply, s.prune
+                ),
+            )
         };
         stamp.condition(APPLIED, st, reason::SUSPENDED, &m)
     } else if pending > 0 {
-        let m = format!("applying {} of {listed} members, pruning {}", s.apply, s.prune);
+        let m = format!(
+            "applying {} of {listed} members, pruning {}",
+            s.apply, s.prune
+        );
         stamp.condition(APPLIED, False, reason::PROGRESSING, &m)
     } else {
-        let kept = if s.unlisted > 0 { format!("; {} unlisted members kept", s.unlisted) } else { String::new() };
-        stamp.condition(APPLIED, True, reason::APPLIED, &format!("all {listed} members applied{kept}"))
+        let kept = if s.unlisted > 0 {
+            format!("; {} unlisted members kept", s.unlisted)
+        } else {
+            String::new()
+        };
+        stamp.condition(
+            APPLIED,
+            True,
+            reason::APPLIED,
+            &format!("all {listed} members applied{kept}"),
+        )
     };
     let ready = ready_condition(&applied, members, stamp);
     (valid, applied, ready)
@@ -713,11 +900,23 @@ fn ready_condition(applied: &Condition, members: &[MemberStatus], stamp: &Stamp<
     let not_ready: Vec<String> = members
         .iter()
         .filter(|m| m.ready == Some(false))
-        .map(|m| format!("{} {}: {}", m.kind, m.name, m.message.as_deref().unwrap_or("not ready")))
+        .map(|m| {
+            format!(
+                "{} {}: {}",
+                m.kind,
+                m.name,
+                m.message.as_deref().unwrap_or("not ready")
+            )
+        })
         .collect();
     if not_ready.is_empty() {
         let n = members.iter().filter(|m| m.ready == Some(true)).count();
-        return stamp.condition(READY, True, reason::READY, &format!("all {n} members ready"));
+        return stamp.condition(
+            READY,
+            True,
+            reason::READY,
+            &format!("all {n} members ready"),
+        );
     }
     let refs: Vec<&str> = not_ready.iter().map(String::as_str).collect();
     stamp.condition(READY, False, reason::PROGRESSING, &join_limited(&refs))
@@ -740,11 +939,19 @@ fn plan_deletion(input: &PlanInput<'_>, live: &BTreeMap<Key, &Value>, id: &str) 
     } else {
         deletion_step(&mine)
     };
-    let stamp = Stamp { generation: g.generation, previous: input.previous, now: input.now };
+    let stamp = Stamp {
+        generation: g.generation,
+        previous: input.previous,
+        now: input.now,
+    };
     let members = mine.iter().map(|v| deletion_status(v, orphan)).collect();
     let message = match &finalize {
         Finalize::RemoveFinalizer => "every member is gone or released".to_string(),
-        _ => format!("{} members left to {}", mine.len(), if orphan { "release" } else { "delete" }),
+        _ => format!(
+            "{} members left to {}",
+            mine.len(),
+            if orphan { "release" } else { "delete" }
+        ),
     };
     let mut conditions: Vec<Condition> = input
         .previous
@@ -760,7 +967,12 @@ fn plan_deletion(input: &PlanInput<'_>, live: &BTreeMap<Key, &Value>, id: &str) 
         members,
         findings: vec![],
     };
-    Plan { apply: vec![], prune: vec![], status, finalize: Some(finalize) }
+    Plan {
+        apply: vec![],
+        prune: vec![],
+        status,
+        finalize: Some(finalize),
+    }
 }
 
 /// The members of the last rank still present: delete those not yet
@@ -771,8 +983,11 @@ fn deletion_step(mine: &[&Value]) -> Finalize {
         order::rank(o.api_group(), &o.kind)
     };
     let last = mine.iter().map(|v| rank(v)).max().unwrap_or(0);
-    let (gone, now): (Vec<&Value>, Vec<&Value>) =
-        mine.iter().copied().filter(|v| rank(v) == last).partition(|v| terminating(v));
+    let (gone, now): (Vec<&Value>, Vec<&Value>) = mine
+        .iter()
+        .copied()
+        .filter(|v| rank(v) == last)
+        .partition(|v| terminating(v));
     if now.is_empty() {
         Finalize::Wait(gone.iter().map(|v| ObjectRef::of(v)).collect())
     } else {
@@ -782,10 +997,16 @@ fn deletion_step(mine: &[&Value]) -> Finalize {
 
 fn deletion_status(v: &Value, orphan: bool) -> MemberStatus {
     let o = ObjectRef::of(v);
-    let finalizers = v.pointer("/metadata/finalizers").and_then(Value::as_array).filter(|f| !f.is_empty());
+    let finalizers = v
+        .pointer("/metadata/finalizers")
+        .and_then(Value::as_array)
+        .filter(|f| !f.is_empty());
     let message = match (orphan, terminating(v), finalizers) {
         (true, _, _) => "released: ownerReference and label removed, the object stays".to_string(),
-        (false, true, Some(f)) => format!("terminating; waiting for finalizers {}", Value::Array(f.clone())),
+        (false, true, Some(f)) => format!(
+            "terminating; waiting for finalizers {}",
+            Value::Array(f.clone())
+        ),
         (false, true, None) => "terminating".to_string(),
         (false, false, _) => "deleted in reverse apply order".to_string(),
     };
@@ -795,7 +1016,11 @@ fn deletion_status(v: &Value, orphan: bool) -> MemberStatus {
         namespace: o.namespace,
         name: o.name,
         uid: o.uid,
-        state: if orphan { MemberState::Orphaned } else { MemberState::Deleting },
+        state: if orphan {
+            MemberState::Orphaned
+        } else {
+            MemberState::Deleting
+        },
         ready: None,
         message: Some(message),
     }
@@ -805,17 +1030,26 @@ fn deletion_status(v: &Value, orphan: bool) -> MemberStatus {
 /// off `v`.
 fn release(v: &Value, uid: &str, id: &str) -> Release {
     let mut ops = Vec::new();
-    if let Some(i) = owner_refs(v).iter().position(|r| r.get("uid").and_then(Value::as_str) == Some(uid)) {
+    if let Some(i) = owner_refs(v)
+        .iter()
+        .position(|r| r.get("uid").and_then(Value::as_str) == Some(uid))
+    {
         let path = format!("/metadata/ownerReferences/{i}");
         ops.push(json!({"op": "test", "path": format!("{path}/uid"), "value": uid}));
         ops.push(json!({"op": "remove", "path": path}));
     }
     if part_of(v) == Some(id) {
-        let path = format!("/metadata/labels/{}", PART_OF_LABEL.replace('~', "~0").replace('/', "~1"));
+        let path = format!(
+            "/metadata/labels/{}",
+            PART_OF_LABEL.replace('~', "~0").replace('/', "~1")
+        );
         ops.push(json!({"op": "test", "path": path, "value": id}));
         ops.push(json!({"op": "remove", "path": path}));
     }
-    Release { target: ObjectRef::of(v), patch: Value::Array(ops) }
+    Release {
+        target: ObjectRef::of(v),
+        patch: Value::Array(ops),
+    }
 }
 
 #[cfg(test)]

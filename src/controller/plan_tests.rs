@@ -153,17 +153,44 @@ use ConditionStatus::{False, True};
 
 #[test]
 fn a_new_group_applies_every_member_in_dependency_order() {
-    let case = Case::new(vec![ingress("web"), deploy("web"), svc("web"), cm("web-config"), sa("web")]);
+    let case = Case::new(vec![
+        ingress("web"),
+        deploy("web"),
+        svc("web"),
+        cm("web-config"),
+        sa("web"),
+    ]);
     let p = case.plan();
     assert_eq!(
         names(&p.apply),
-        ["ServiceAccount/web", "ConfigMap/web-config", "Service/web", "Deployment/web", "Ingress/web"]
+        [
+            "ServiceAccount/web",
+            "ConfigMap/web-config",
+            "Service/web",
+            "Deployment/web",
+            "Ingress/web"
+        ]
     );
     assert!(p.prune.is_empty() && p.finalize.is_none());
-    expect(&p.status, [("Valid", True, "Valid"), ("Applied", False, "Progressing"), ("Ready", False, "Progressing")]);
+    expect(
+        &p.status,
+        [
+            ("Valid", True, "Valid"),
+            ("Applied", False, "Progressing"),
+            ("Ready", False, "Progressing"),
+        ],
+    );
     assert_eq!(p.status.observed_generation, Some(3));
-    assert!(p.status.conditions.iter().all(|c| c.observed_generation == Some(3)));
-    assert!(p.status.members.iter().all(|m| m.state == MemberState::Pending));
+    assert!(p
+        .status
+        .conditions
+        .iter()
+        .all(|c| c.observed_generation == Some(3)));
+    assert!(p
+        .status
+        .members
+        .iter()
+        .all(|m| m.state == MemberState::Pending));
 }
 
 #[test]
@@ -171,7 +198,10 @@ fn applied_members_carry_namespace_label_and_controller_owner_reference() {
     let p = Case::new(vec![cm("c")]).plan();
     let o = &p.apply[0].object;
     assert_eq!(o["metadata"]["namespace"], "shop");
-    assert_eq!(o["metadata"]["labels"][PART_OF_LABEL], json!(applyset_id("shop", "web")));
+    assert_eq!(
+        o["metadata"]["labels"][PART_OF_LABEL],
+        json!(applyset_id("shop", "web"))
+    );
     assert_eq!(
         o["metadata"]["ownerReferences"],
         json!([{"apiVersion": "interlock.dev/v1alpha1", "kind": "ResourceGroup", "name": "web",
@@ -187,9 +217,24 @@ fn a_converged_group_makes_no_write_and_keeps_its_status() {
     converge(&mut case);
     case.now = at(5);
     let p = case.plan();
-    assert!(p.apply.is_empty() && p.prune.is_empty(), "{:?}", names(&p.apply));
-    expect(&p.status, [("Valid", True, "Valid"), ("Applied", True, "Applied"), ("Ready", True, "Ready")]);
-    assert!(p.status.members.iter().all(|m| m.state == MemberState::Applied && m.ready == Some(true)));
+    assert!(
+        p.apply.is_empty() && p.prune.is_empty(),
+        "{:?}",
+        names(&p.apply)
+    );
+    expect(
+        &p.status,
+        [
+            ("Valid", True, "Valid"),
+            ("Applied", True, "Applied"),
+            ("Ready", True, "Ready"),
+        ],
+    );
+    assert!(p
+        .status
+        .members
+        .iter()
+        .all(|m| m.state == MemberState::Applied && m.ready == Some(true)));
     assert!(p.status.members.iter().all(|m| m.uid.is_some()));
     // The next pass (or a restarted controller) computes the same status:
     // the executor sees no change and writes nothing.
@@ -202,11 +247,19 @@ fn a_converged_group_makes_no_write_and_keeps_its_status() {
 fn last_transition_time_moves_only_when_status_changes() {
     let mut case = Case::new(vec![cm("c")]);
     converge(&mut case);
-    let valid_since = condition(case.previous.as_ref().unwrap(), "Valid").last_transition_time.clone();
+    let valid_since = condition(case.previous.as_ref().unwrap(), "Valid")
+        .last_transition_time
+        .clone();
     case.now = at(5);
     let p = case.plan();
-    assert_eq!(condition(&p.status, "Valid").last_transition_time, valid_since);
-    assert_eq!(condition(&p.status, "Applied").last_transition_time, "2026-12-01T12:05:00Z");
+    assert_eq!(
+        condition(&p.status, "Valid").last_transition_time,
+        valid_since
+    );
+    assert_eq!(
+        condition(&p.status, "Applied").last_transition_time,
+        "2026-12-01T12:05:00Z"
+    );
     assert_eq!(condition(&p.status, "Applied").status, True);
 }
 
@@ -214,14 +267,37 @@ fn last_transition_time_moves_only_when_status_changes() {
 fn a_hand_edit_is_reverted_and_only_that_member_written() {
     let mut case = Case::new(vec![deploy("web"), cm("c")]);
     converge(&mut case);
-    let d = case.observed.iter_mut().find(|o| o["kind"] == "Deployment").unwrap();
+    let d = case
+        .observed
+        .iter_mut()
+        .find(|o| o["kind"] == "Deployment")
+        .unwrap();
     d["spec"]["replicas"] = json!(9);
     let p = case.plan();
     assert_eq!(names(&p.apply), ["Deployment/web"]);
-    assert_eq!(p.apply[0].target.uid.as_deref().map(|u| u.starts_with("uid-")), Some(true));
-    let m = p.status.members.iter().find(|m| m.kind == "Deployment").unwrap();
+    assert_eq!(
+        p.apply[0]
+            .target
+            .uid
+            .as_deref()
+            .map(|u| u.starts_with("uid-")),
+        Some(true)
+    );
+    let m = p
+        .status
+        .members
+        .iter()
+        .find(|m| m.kind == "Deployment")
+        .unwrap();
     assert_eq!(m.state, MemberState::Pending);
-    expect(&p.status, [("Valid", True, "Valid"), ("Applied", False, "Progressing"), ("Ready", False, "Progressing")]);
+    expect(
+        &p.status,
+        [
+            ("Valid", True, "Valid"),
+            ("Applied", False, "Progressing"),
+            ("Ready", False, "Progressing"),
+        ],
+    );
 }
 
 #[test]
@@ -250,20 +326,40 @@ fn finding(action: FindingAction, kind: &str, name: &str) -> GroupFinding {
 #[test]
 fn a_deny_finding_blocks_every_write_and_prune() {
     let mut case = Case::new(vec![deploy("web"), cm("c")]);
-    case.observed = vec![stored(&with_ownership(&json!({"apiVersion": "v1", "kind": "ConfigMap",
-        "metadata": {"name": "old", "namespace": "shop"}}), &group(), &applyset_id("shop", "web")), "o")];
+    case.observed = vec![stored(
+        &with_ownership(
+            &json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "old", "namespace": "shop"}}),
+            &group(),
+            &applyset_id("shop", "web"),
+        ),
+        "o",
+    )];
     case.findings = vec![finding(FindingAction::Deny, "Deployment", "web")];
     let p = case.plan();
     assert!(p.apply.is_empty() && p.prune.is_empty());
-    expect(&p.status, [
-        ("Valid", False, "PolicyViolation"),
-        ("Applied", False, "PolicyViolation"),
-        ("Ready", False, "PolicyViolation"),
-    ]);
+    expect(
+        &p.status,
+        [
+            ("Valid", False, "PolicyViolation"),
+            ("Applied", False, "PolicyViolation"),
+            ("Ready", False, "PolicyViolation"),
+        ],
+    );
     let valid = condition(&p.status, "Valid");
-    assert!(valid.message.contains("Deployment web: no-latest: image tag latest"), "{}", valid.message);
+    assert!(
+        valid
+            .message
+            .contains("Deployment web: no-latest: image tag latest"),
+        "{}",
+        valid.message
+    );
     assert_eq!(p.status.findings, case.findings);
-    assert!(p.status.members.iter().any(|m| m.state == MemberState::Blocked));
+    assert!(p
+        .status
+        .members
+        .iter()
+        .any(|m| m.state == MemberState::Blocked));
     let old = p.status.members.iter().find(|m| m.name == "old").unwrap();
     assert_eq!(old.state, MemberState::Pruning);
 }
@@ -281,27 +377,44 @@ fn warnings_are_reported_but_do_not_block() {
 #[test]
 fn members_out_of_scope_are_refused_by_name() {
     for (member, needle) in [
-        (json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x", "namespace": "kube-system"}}), "namespace kube-system"),
-        (json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "x"}}), "cluster-scoped"),
-        (json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "x"}}), "does not serve Widget"),
+        (
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x", "namespace": "kube-system"}}),
+            "namespace kube-system",
+        ),
+        (
+            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "x"}}),
+            "cluster-scoped",
+        ),
+        (
+            json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "x"}}),
+            "does not serve Widget",
+        ),
     ] {
         let p = Case::new(vec![cm("c"), member.clone()]).plan();
         assert!(p.apply.is_empty(), "{member}");
-        expect(&p.status, [
-            ("Valid", False, "MemberOutOfScope"),
-            ("Applied", False, "MemberOutOfScope"),
-            ("Ready", False, "MemberOutOfScope"),
-        ]);
+        expect(
+            &p.status,
+            [
+                ("Valid", False, "MemberOutOfScope"),
+                ("Applied", False, "MemberOutOfScope"),
+                ("Ready", False, "MemberOutOfScope"),
+            ],
+        );
         let m = &p.status.members[1];
         assert_eq!(m.state, MemberState::OutOfScope);
         assert!(m.message.as_deref().unwrap_or("").contains(needle), "{m:?}");
-        assert!(condition(&p.status, "Valid").message.contains("member 1 ("), "names the member");
+        assert!(
+            condition(&p.status, "Valid").message.contains("member 1 ("),
+            "names the member"
+        );
     }
 }
 
 #[test]
 fn a_discovered_kind_is_accepted() {
-    let case = Case::new(vec![json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}})]);
+    let case = Case::new(vec![
+        json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}}),
+    ]);
     let scopes = |_: &str, kind: &str| (kind == "Widget").then_some(Scope::Namespaced);
     let p = plan(&PlanInput {
         group: &case.group,
@@ -317,29 +430,46 @@ fn a_discovered_kind_is_accepted() {
 
 #[test]
 fn invalid_and_duplicate_members_block_the_group() {
-    let p = Case::new(vec![cm("c"), json!({"kind": "Secret", "metadata": {"name": "s"}})]).plan();
+    let p = Case::new(vec![
+        cm("c"),
+        json!({"kind": "Secret", "metadata": {"name": "s"}}),
+    ])
+    .plan();
     assert!(p.apply.is_empty());
     assert_eq!(condition(&p.status, "Valid").reason, "InvalidMember");
-    assert!(condition(&p.status, "Valid").message.contains("member 1 (Secret s): no apiVersion"));
+    assert!(condition(&p.status, "Valid")
+        .message
+        .contains("member 1 (Secret s): no apiVersion"));
     assert_eq!(p.status.members[1].state, MemberState::Invalid);
 
     let p = Case::new(vec![cm("c"), json!(42)]).plan();
-    assert!(condition(&p.status, "Valid").message.contains("not an object"));
+    assert!(condition(&p.status, "Valid")
+        .message
+        .contains("not an object"));
 
     let p = Case::new(vec![cm("c"), cm("c")]).plan();
     assert!(p.apply.is_empty());
     assert_eq!(condition(&p.status, "Valid").reason, "DuplicateMember");
-    assert!(condition(&p.status, "Valid").message.contains("listed twice"));
+    assert!(condition(&p.status, "Valid")
+        .message
+        .contains("listed twice"));
 }
 
 #[test]
 fn the_most_basic_problem_gives_the_reason_and_every_problem_is_listed() {
-    let mut case = Case::new(vec![cm("c"), json!({"kind": "Secret", "metadata": {"name": "s"}})]);
+    let mut case = Case::new(vec![
+        cm("c"),
+        json!({"kind": "Secret", "metadata": {"name": "s"}}),
+    ]);
     case.findings = vec![finding(FindingAction::Deny, "ConfigMap", "c")];
     let p = case.plan();
     let valid = condition(&p.status, "Valid");
     assert_eq!(valid.reason, "InvalidMember");
-    assert!(valid.message.contains("no apiVersion") && valid.message.contains("no-latest"), "{}", valid.message);
+    assert!(
+        valid.message.contains("no apiVersion") && valid.message.contains("no-latest"),
+        "{}",
+        valid.message
+    );
 }
 
 fn other_owned(owner: Value, labels: Value) -> Value {
@@ -353,19 +483,40 @@ fn other_owned(owner: Value, labels: Value) -> Value {
 #[test]
 fn objects_of_someone_else_are_conflicts_never_adopted() {
     let cases = [
-        other_owned(json!({"apiVersion": "interlock.dev/v1alpha1", "kind": "ResourceGroup", "name": "other", "uid": "o"}), json!({})),
-        other_owned(json!({"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs", "uid": "r", "controller": true}), json!({})),
-        other_owned(json!({"apiVersion": "v1", "kind": "Pod", "name": "p", "uid": "p"}), json!({PART_OF_LABEL: "applyset-other-v1"})),
+        other_owned(
+            json!({"apiVersion": "interlock.dev/v1alpha1", "kind": "ResourceGroup", "name": "other", "uid": "o"}),
+            json!({}),
+        ),
+        other_owned(
+            json!({"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs", "uid": "r", "controller": true}),
+            json!({}),
+        ),
+        other_owned(
+            json!({"apiVersion": "v1", "kind": "Pod", "name": "p", "uid": "p"}),
+            json!({PART_OF_LABEL: "applyset-other-v1"}),
+        ),
     ];
     for live in cases {
         let mut case = Case::new(vec![cm("c"), cm("d")]);
         case.observed = vec![live.clone()];
         let p = case.plan();
         assert!(p.apply.is_empty(), "{live}");
-        expect(&p.status, [("Valid", True, "Valid"), ("Applied", False, "Conflict"), ("Ready", False, "Conflict")]);
+        expect(
+            &p.status,
+            [
+                ("Valid", True, "Valid"),
+                ("Applied", False, "Conflict"),
+                ("Ready", False, "Conflict"),
+            ],
+        );
         let m = &p.status.members[0];
-        assert_eq!((m.state, m.uid.as_deref()), (MemberState::Conflict, Some("x")));
-        assert!(condition(&p.status, "Applied").message.contains("ConfigMap c exists and"));
+        assert_eq!(
+            (m.state, m.uid.as_deref()),
+            (MemberState::Conflict, Some("x"))
+        );
+        assert!(condition(&p.status, "Applied")
+            .message
+            .contains("ConfigMap c exists and"));
     }
 }
 
@@ -392,18 +543,49 @@ fn owned_objects_no_longer_listed_are_pruned_in_reverse_order() {
     case.observed.push(foreign);
     let p = case.plan();
     assert!(p.apply.is_empty());
-    let pruned: Vec<String> = p.prune.iter().map(|o| format!("{}/{}", o.kind, o.name)).collect();
+    let pruned: Vec<String> = p
+        .prune
+        .iter()
+        .map(|o| format!("{}/{}", o.kind, o.name))
+        .collect();
     assert_eq!(pruned, ["Deployment/web", "Service/web", "ConfigMap/c"]);
     assert!(p.prune.iter().all(|o| o.uid.is_some()));
-    expect(&p.status, [("Valid", True, "Valid"), ("Applied", False, "Progressing"), ("Ready", False, "Progressing")]);
+    expect(
+        &p.status,
+        [
+            ("Valid", True, "Valid"),
+            ("Applied", False, "Progressing"),
+            ("Ready", False, "Progressing"),
+        ],
+    );
     let states: Vec<MemberState> = p.status.members.iter().map(|m| m.state).collect();
-    assert_eq!(states, [MemberState::Applied, MemberState::Pruning, MemberState::Pruning, MemberState::Pruning]);
+    assert_eq!(
+        states,
+        [
+            MemberState::Applied,
+            MemberState::Pruning,
+            MemberState::Pruning,
+            MemberState::Pruning
+        ]
+    );
 
     case.spec.prune = false;
     let p = case.plan();
     assert!(p.prune.is_empty());
-    assert!(p.status.members.iter().skip(1).all(|m| m.state == MemberState::Unlisted));
-    expect(&p.status, [("Valid", True, "Valid"), ("Applied", True, "Applied"), ("Ready", True, "Ready")]);
+    assert!(p
+        .status
+        .members
+        .iter()
+        .skip(1)
+        .all(|m| m.state == MemberState::Unlisted));
+    expect(
+        &p.status,
+        [
+            ("Valid", True, "Valid"),
+            ("Applied", True, "Applied"),
+            ("Ready", True, "Ready"),
+        ],
+    );
 }
 
 #[test]
@@ -412,7 +594,14 @@ fn a_suspended_group_writes_nothing_and_reports() {
     case.spec.suspend = true;
     let p = case.plan();
     assert!(p.apply.is_empty() && p.prune.is_empty());
-    expect(&p.status, [("Valid", True, "Valid"), ("Applied", False, "Suspended"), ("Ready", False, "Suspended")]);
+    expect(
+        &p.status,
+        [
+            ("Valid", True, "Valid"),
+            ("Applied", False, "Suspended"),
+            ("Ready", False, "Suspended"),
+        ],
+    );
     assert_eq!(p.status.members[0].state, MemberState::Blocked);
 
     case.spec.suspend = false;
@@ -430,20 +619,44 @@ fn a_suspended_converged_group_is_applied_and_ready() {
     converge(&mut case);
     case.spec.suspend = true;
     let p = case.plan();
-    expect(&p.status, [("Valid", True, "Valid"), ("Applied", True, "Suspended"), ("Ready", True, "Ready")]);
+    expect(
+        &p.status,
+        [
+            ("Valid", True, "Valid"),
+            ("Applied", True, "Suspended"),
+            ("Ready", True, "Ready"),
+        ],
+    );
 }
 
 #[test]
 fn ready_waits_for_every_member() {
     let mut case = Case::new(vec![deploy("web"), cm("c")]);
     converge(&mut case);
-    let d = case.observed.iter_mut().find(|o| o["kind"] == "Deployment").unwrap();
+    let d = case
+        .observed
+        .iter_mut()
+        .find(|o| o["kind"] == "Deployment")
+        .unwrap();
     d["status"]["availableReplicas"] = json!(1);
     let p = case.plan();
     assert!(p.apply.is_empty(), "status is not ours to write");
-    expect(&p.status, [("Valid", True, "Valid"), ("Applied", True, "Applied"), ("Ready", False, "Progressing")]);
+    expect(
+        &p.status,
+        [
+            ("Valid", True, "Valid"),
+            ("Applied", True, "Applied"),
+            ("Ready", False, "Progressing"),
+        ],
+    );
     let ready = condition(&p.status, "Ready");
-    assert!(ready.message.contains("Deployment web: 1 of 2 replicas available"), "{}", ready.message);
+    assert!(
+        ready
+            .message
+            .contains("Deployment web: 1 of 2 replicas available"),
+        "{}",
+        ready.message
+    );
 }
 
 #[test]
@@ -462,9 +675,13 @@ fn a_terminating_object_is_waited_for_not_written() {
 #[test]
 fn owner_references_of_the_manifest_are_kept() {
     let mut c = cm("c");
-    c["metadata"]["ownerReferences"] = json!([{"apiVersion": "v1", "kind": "ConfigMap", "name": "o", "uid": "o-uid"}]);
+    c["metadata"]["ownerReferences"] =
+        json!([{"apiVersion": "v1", "kind": "ConfigMap", "name": "o", "uid": "o-uid"}]);
     let p = Case::new(vec![c]).plan();
-    let refs = p.apply[0].object["metadata"]["ownerReferences"].as_array().unwrap().clone();
+    let refs = p.apply[0].object["metadata"]["ownerReferences"]
+        .as_array()
+        .unwrap()
+        .clone();
     assert_eq!(refs.len(), 2);
     assert_eq!(refs[0]["uid"], "o-uid");
     assert_eq!(refs[1]["uid"], "g-uid");
@@ -479,7 +696,9 @@ fn deleting(policy: DeletionPolicy) -> Case {
 }
 
 fn refs(list: &[ObjectRef]) -> Vec<String> {
-    list.iter().map(|o| format!("{}/{}", o.kind, o.name)).collect()
+    list.iter()
+        .map(|o| format!("{}/{}", o.kind, o.name))
+        .collect()
 }
 
 #[test]
@@ -491,19 +710,43 @@ fn deletion_goes_one_rank_at_a_time_in_reverse_order() {
         Some(Finalize::Delete(list)) => assert_eq!(refs(list), ["Deployment/web"]),
         other => panic!("{other:?}"),
     }
-    expect(&p.status, [("Valid", True, "Valid"), ("Applied", False, "Deleting"), ("Ready", False, "Deleting")]);
+    expect(
+        &p.status,
+        [
+            ("Valid", True, "Valid"),
+            ("Applied", False, "Deleting"),
+            ("Ready", False, "Deleting"),
+        ],
+    );
     // While the Deployment terminates, nothing else is deleted.
-    let d = case.observed.iter_mut().find(|o| o["kind"] == "Deployment").unwrap();
+    let d = case
+        .observed
+        .iter_mut()
+        .find(|o| o["kind"] == "Deployment")
+        .unwrap();
     d["metadata"]["deletionTimestamp"] = json!("2026-12-01T12:01:00Z");
     d["metadata"]["finalizers"] = json!(["foregroundDeletion"]);
     let p = case.plan();
     assert!(matches!(&p.finalize, Some(Finalize::Wait(list)) if refs(list) == ["Deployment/web"]));
-    let m = p.status.members.iter().find(|m| m.kind == "Deployment").unwrap();
-    assert!(m.message.as_deref().unwrap_or("").contains("foregroundDeletion"));
+    let m = p
+        .status
+        .members
+        .iter()
+        .find(|m| m.kind == "Deployment")
+        .unwrap();
+    assert!(m
+        .message
+        .as_deref()
+        .unwrap_or("")
+        .contains("foregroundDeletion"));
     case.observed.retain(|o| o["kind"] != "Deployment");
-    assert!(matches!(case.plan().finalize, Some(Finalize::Delete(list)) if refs(&list) == ["ConfigMap/c"]));
+    assert!(
+        matches!(case.plan().finalize, Some(Finalize::Delete(list)) if refs(&list) == ["ConfigMap/c"])
+    );
     case.observed.retain(|o| o["kind"] == "ServiceAccount");
-    assert!(matches!(case.plan().finalize, Some(Finalize::Delete(list)) if refs(&list) == ["ServiceAccount/web"]));
+    assert!(
+        matches!(case.plan().finalize, Some(Finalize::Delete(list)) if refs(&list) == ["ServiceAccount/web"])
+    );
     case.observed.clear();
     assert_eq!(case.plan().finalize, Some(Finalize::RemoveFinalizer));
 }
@@ -519,21 +762,35 @@ fn deletion_ignores_suspend_so_the_finalizer_never_strands_the_group() {
 fn orphan_releases_members_with_guarded_patches() {
     let mut case = deleting(DeletionPolicy::Orphan);
     // Another owner before ours: the patch must remove the right entry.
-    let c = case.observed.iter_mut().find(|o| o["kind"] == "ConfigMap").unwrap();
+    let c = case
+        .observed
+        .iter_mut()
+        .find(|o| o["kind"] == "ConfigMap")
+        .unwrap();
     let refs_ = c["metadata"]["ownerReferences"].as_array_mut().unwrap();
-    refs_.insert(0, json!({"apiVersion": "v1", "kind": "Pod", "name": "p", "uid": "p-uid"}));
+    refs_.insert(
+        0,
+        json!({"apiVersion": "v1", "kind": "Pod", "name": "p", "uid": "p-uid"}),
+    );
     c["metadata"]["labels"]["keep"] = json!("me");
     let p = case.plan();
     let Some(Finalize::Release(list)) = &p.finalize else {
         panic!("{:?}", p.finalize)
     };
     assert_eq!(list.len(), 3);
-    assert!(p.status.members.iter().all(|m| m.state == MemberState::Orphaned));
+    assert!(p
+        .status
+        .members
+        .iter()
+        .all(|m| m.state == MemberState::Orphaned));
     for r in list {
         let mut object = case
             .observed
             .iter()
-            .find(|o| o["metadata"]["name"] == r.target.name.as_str() && o["kind"] == r.target.kind.as_str())
+            .find(|o| {
+                o["metadata"]["name"] == r.target.name.as_str()
+                    && o["kind"] == r.target.kind.as_str()
+            })
             .unwrap()
             .clone();
         let patch: json_patch::Patch = serde_json::from_value(r.patch.clone()).unwrap();
@@ -564,11 +821,31 @@ fn a_refused_write_is_recorded_on_the_member_and_conditions() {
     let case = Case::new(vec![cm("c"), deploy("web")]);
     let mut p = case.plan();
     let target = p.apply[1].target.clone();
-    p.record_failure(None, &target, "Forbidden", "deployer cannot create deployments", at(1));
-    let m = p.status.members.iter().find(|m| m.kind == "Deployment").unwrap();
+    p.record_failure(
+        None,
+        &target,
+        "Forbidden",
+        "deployer cannot create deployments",
+        at(1),
+    );
+    let m = p
+        .status
+        .members
+        .iter()
+        .find(|m| m.kind == "Deployment")
+        .unwrap();
     assert_eq!(m.state, MemberState::Failed);
-    expect(&p.status, [("Valid", True, "Valid"), ("Applied", False, "Forbidden"), ("Ready", False, "Forbidden")]);
-    assert!(condition(&p.status, "Applied").message.contains("Deployment web: deployer cannot"));
+    expect(
+        &p.status,
+        [
+            ("Valid", True, "Valid"),
+            ("Applied", False, "Forbidden"),
+            ("Ready", False, "Forbidden"),
+        ],
+    );
+    assert!(condition(&p.status, "Applied")
+        .message
+        .contains("Deployment web: deployer cannot"));
 }
 
 #[test]

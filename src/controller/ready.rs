@@ -42,7 +42,9 @@ pub fn member_ready(live: &Value) -> Readiness {
 
 /// The status describes an older spec (the controller has not caught up).
 fn generation_lag(live: &Value) -> Option<String> {
-    let generation = live.pointer("/metadata/generation").and_then(Value::as_i64)?;
+    let generation = live
+        .pointer("/metadata/generation")
+        .and_then(Value::as_i64)?;
     let observed = live
         .pointer("/status/observedGeneration")
         .and_then(Value::as_i64);
@@ -126,7 +128,9 @@ fn deployment(live: &Value, status: &Value) -> Readiness {
 
 fn stateful_set(live: &Value, status: &Value) -> Readiness {
     let want = wanted(live);
-    let on_delete = live.pointer("/spec/updateStrategy/type").and_then(Value::as_str)
+    let on_delete = live
+        .pointer("/spec/updateStrategy/type")
+        .and_then(Value::as_str)
         == Some("OnDelete");
     // With OnDelete, Pods update only when someone deletes them: the set is
     // as ready as its Pods.
@@ -240,7 +244,10 @@ mod tests {
         v["conditions"] = json!([{"type": "Available", "status": "True"},
             {"type": "Progressing", "status": "False", "message": "deadline exceeded"}]);
         let r = member_ready(&deploy(3, v));
-        assert_eq!(r, Readiness::NotReady("rollout stalled: deadline exceeded".into()));
+        assert_eq!(
+            r,
+            Readiness::NotReady("rollout stalled: deadline exceeded".into())
+        );
     }
 
     #[test]
@@ -277,26 +284,46 @@ mod tests {
         assert!(ready(job("Complete")));
         assert!(!ready(job("Failed")));
         assert!(!ready(json!({"kind": "Job", "status": {"active": 1}})));
-        assert!(ready(json!({"kind": "PersistentVolumeClaim", "status": {"phase": "Bound"}})));
-        assert!(!ready(json!({"kind": "PersistentVolumeClaim", "status": {"phase": "Pending"}})));
+        assert!(ready(
+            json!({"kind": "PersistentVolumeClaim", "status": {"phase": "Bound"}})
+        ));
+        assert!(!ready(
+            json!({"kind": "PersistentVolumeClaim", "status": {"phase": "Pending"}})
+        ));
         let pod = json!({"kind": "Pod", "status": {"phase": "Running",
             "conditions": [{"type": "Ready", "status": "True"}]}});
         assert!(ready(pod));
         assert!(!ready(json!({"kind": "Pod", "status": {"phase": "Running",
             "conditions": [{"type": "Ready", "status": "False"}]}})));
-        assert!(ready(json!({"kind": "Pod", "status": {"phase": "Succeeded"}})));
+        assert!(ready(
+            json!({"kind": "Pod", "status": {"phase": "Succeeded"}})
+        ));
     }
 
     #[test]
     fn plain_objects_are_ready_once_they_exist() {
-        assert!(ready(json!({"kind": "ConfigMap", "metadata": {"name": "a"}})));
-        assert!(ready(json!({"kind": "Secret", "metadata": {"generation": 0}})));
-        assert!(ready(json!({"kind": "Service", "spec": {"type": "ClusterIP"}})));
-        assert!(!ready(json!({"kind": "Service", "spec": {"type": "LoadBalancer"}, "status": {}})));
-        assert!(ready(json!({"kind": "Service", "spec": {"type": "LoadBalancer"},
-            "status": {"loadBalancer": {"ingress": [{"ip": "10.0.0.1"}]}}})));
-        assert!(!ready(json!({"kind": "Widget", "status": {"conditions": [{"type": "Ready", "status": "False"}]}})));
-        assert!(!ready(json!({"kind": "Widget", "metadata": {"generation": 2},
-            "status": {"observedGeneration": 1}})));
+        assert!(ready(
+            json!({"kind": "ConfigMap", "metadata": {"name": "a"}})
+        ));
+        assert!(ready(
+            json!({"kind": "Secret", "metadata": {"generation": 0}})
+        ));
+        assert!(ready(
+            json!({"kind": "Service", "spec": {"type": "ClusterIP"}})
+        ));
+        assert!(!ready(
+            json!({"kind": "Service", "spec": {"type": "LoadBalancer"}, "status": {}})
+        ));
+        assert!(ready(
+            json!({"kind": "Service", "spec": {"type": "LoadBalancer"},
+            "status": {"loadBalancer": {"ingress": [{"ip": "10.0.0.1"}]}}})
+        ));
+        assert!(!ready(
+            json!({"kind": "Widget", "status": {"conditions": [{"type": "Ready", "status": "False"}]}})
+        ));
+        assert!(!ready(
+            json!({"kind": "Widget", "metadata": {"generation": 2},
+            "status": {"observedGeneration": 1}})
+        ));
     }
 }

@@ -117,9 +117,8 @@ fn is_plain_safe(s: &str) -> bool {
     if SPECIAL.iter().any(|w| s.eq_ignore_ascii_case(w)) {
         return false;
     }
-    let plain_char = |c: char| {
-        c.is_ascii_alphanumeric() || " _./-()',;=+<>!?@$%^&*".contains(c) || c == ':'
-    };
+    let plain_char =
+        |c: char| c.is_ascii_alphanumeric() || " _./-()',;=+<>!?@$%^&*".contains(c) || c == ':';
     s.chars().all(plain_char) && !s.contains(": ") && !s.ends_with(':') && !s.contains(" #")
 }
 

@@ -3,7 +3,7 @@
 //! One policy engine ([`policy`]) over one CEL dialect ([`cel`]) and one
 //! indexed snapshot of cluster state ([`inventory`]), with front-ends for
 //! offline checks ([`check`]) and the admission webhook ([`admission`],
-//! [`server`]).
+//! [`server`]), and the ResourceGroup controller ([`controller`]).
 
 pub mod admission;
 pub mod bundled;
@@ -11,6 +11,7 @@ pub mod cel;
 pub mod certs;
 pub mod check;
 pub mod cluster;
+pub mod controller;
 pub mod eval;
 #[cfg(test)]
 mod fixtures;

@@ -62,6 +62,8 @@ enum Command {
         #[command(flatten)]
         args: interlock::server::cli::CertsArgs,
     },
+    /// Print the CRDs of the project's kinds (ResourceGroup) as YAML.
+    Crd,
     /// Run policy test cases (policies/NAME/tests/*.yaml).
     Test {
         #[arg(default_value = "policies")]
@@ -153,6 +155,10 @@ fn main() -> ExitCode {
                 2
             }
         },
+        Command::Crd => {
+            print!("{}", interlock::controller::crd_yaml());
+            0
+        }
         Command::Test { paths } => {
             let cases = check::policy_test::discover(&paths);
             let mut failed = 0;

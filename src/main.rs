@@ -156,7 +156,7 @@ fn main() -> ExitCode {
             }
         },
         Command::Crd => {
-            print!("{}", interlock::controller::crd_yaml());
+            print!("{}", interlock::group::crd_yaml());
             0
         }
         Command::Test { paths } => {

@@ -29,7 +29,7 @@ fn the_api_server_accepts_the_crd_and_validates_groups() {
     let _logs = cluster.logs_on_panic();
     ok(cluster.kubectl_stdin(
         &["apply", "--server-side", "-f", "-"],
-        &interlock::controller::crd_yaml(),
+        &interlock::group::crd_yaml(),
     ));
     ok(cluster.kubectl(&[
         "wait",
@@ -53,7 +53,7 @@ fn the_api_server_accepts_the_crd_and_validates_groups() {
     assert_eq!(spec["suspend"], false);
     assert_eq!(spec["deletionPolicy"], "Delete");
     assert_eq!(spec["resources"][0]["data"]["a"], "b", "member fields kept");
-    let typed: interlock::controller::ResourceGroup = serde_json::from_value(stored).unwrap();
+    let typed: interlock::group::ResourceGroup = serde_json::from_value(stored).unwrap();
     assert_eq!(typed.spec.service_account_name, "deployer");
     let table = ok(cluster.kubectl(&["-n", &ns, "get", "rg"]));
     for column in ["NAME", "VALID", "APPLIED", "READY", "AGE", "shop"] {
@@ -84,7 +84,7 @@ fn the_api_server_accepts_the_crd_and_validates_groups() {
         assert!(!out.status.success(), "{name} was accepted");
         assert!(stderr.contains(field), "{name}: {stderr}");
     }
-    let many: String = (0..=interlock::controller::crd::MAX_MEMBERS)
+    let many: String = (0..=interlock::group::crd::MAX_MEMBERS)
         .map(|i| format!("  - {{apiVersion: v1, kind: ConfigMap, metadata: {{name: c{i}}}}}\n"))
         .collect();
     let out = cluster.kubectl_stdin(

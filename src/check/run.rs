@@ -177,7 +177,7 @@ fn expanded_items(
     policies: &PolicySet,
     user: &str,
 ) -> (Vec<Item>, Vec<InputError>) {
-    let e = crate::controller::expand::expand(d);
+    let e = crate::group::expand::expand(d);
     let items = e
         .documents
         .into_iter()

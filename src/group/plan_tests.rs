@@ -1,6 +1,6 @@
 use super::*;
-use crate::controller::crd::{FindingObject, APPLYSET_ID_LABEL};
-use crate::controller::member::{BuiltinScopes, Scope};
+use crate::group::crd::{FindingObject, APPLYSET_ID_LABEL};
+use crate::group::member::{BuiltinScopes, Scope};
 use chrono::TimeZone;
 use serde_json::json;
 

@@ -64,6 +64,33 @@ enum Command {
     },
     /// Print the CRDs of the project's kinds (ResourceGroup) as YAML.
     Crd,
+    /// Reconcile ResourceGroups against the cluster of the current kubeconfig.
+    Controller {
+        /// Policy file or folder (repeatable); default: the bundled library.
+        #[arg(short, long = "policy")]
+        policy: Vec<PathBuf>,
+        /// Groups reconciled at once.
+        #[arg(long, default_value_t = 4)]
+        concurrency: u16,
+        /// Plain-HTTP address of /metrics, /healthz and /readyz.
+        #[arg(long, default_value = "0.0.0.0:8080")]
+        admin_addr: std::net::SocketAddr,
+        /// Run without leader election (one replica only).
+        #[arg(long)]
+        no_leader_election: bool,
+        /// Namespace of the leader-election Lease.
+        #[arg(long, env = "POD_NAMESPACE", default_value = "interlock-system")]
+        lease_namespace: String,
+        /// Name of the leader-election Lease.
+        #[arg(long, default_value = "interlock-controller")]
+        lease_name: String,
+        /// This replica's identity in the Lease (default: POD_NAME, or host and pid).
+        #[arg(long, env = "POD_NAME")]
+        identity: Option<String>,
+        /// Log format.
+        #[arg(long, default_value = "text", value_parser = ["text", "json"])]
+        log_format: String,
+    },
     /// Run policy test cases (policies/NAME/tests/*.yaml).
     Test {
         #[arg(default_value = "policies")]
@@ -73,7 +100,7 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    if !matches!(cli.command, Command::Serve { .. }) {
+    if !matches!(cli.command, Command::Serve { .. } | Command::Controller { .. }) {
         interlock::server::init_tracing_at(false, "warn");
     }
     let code = match cli.command {
@@ -155,6 +182,51 @@ fn main() -> ExitCode {
                 2
             }
         },
+        Command::Controller {
+            policy,
+            concurrency,
+            admin_addr,
+            no_leader_election,
+            lease_namespace,
+            lease_name,
+            identity,
+            log_format,
+        } => {
+            interlock::server::init_tracing(log_format == "json");
+            let identity = identity.unwrap_or_else(|| {
+                let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+                    .map(|h| h.trim().to_string())
+                    .unwrap_or_else(|_| "interlock".into());
+                format!("{host}-{}", std::process::id())
+            });
+            let lease = (!no_leader_election).then(|| interlock::controller::lease::LeaseConfig {
+                namespace: lease_namespace,
+                name: lease_name,
+                identity,
+                duration: std::time::Duration::from_secs(15),
+                renew_every: std::time::Duration::from_secs(5),
+            });
+            let cfg = interlock::controller::run::ControllerConfig {
+                policies: policy,
+                concurrency: concurrency.max(1),
+                admin_addr,
+                lease,
+                watch_timeout: std::time::Duration::from_secs(290),
+            };
+            match tokio::runtime::Runtime::new() {
+                Ok(rt) => match rt.block_on(interlock::controller::run::run(cfg)) {
+                    Ok(()) => 0,
+                    Err(e) => {
+                        eprintln!("interlock controller: {e:#}");
+                        2
+                    }
+                },
+                Err(e) => {
+                    eprintln!("interlock: cannot start the runtime: {e}");
+                    2
+                }
+            }
+        }
         Command::Crd => {
             print!("{}", interlock::group::crd_yaml());
             0

@@ -121,7 +121,7 @@ pub(crate) fn backoff(attempt: u32, base: Duration, cap: Duration) -> Duration {
     Duration::from_nanos(nanos / 2 + jitter as u64)
 }
 
-fn jitter_fraction() -> f64 {
+pub(crate) fn jitter_fraction() -> f64 {
     use std::hash::{BuildHasher, Hasher};
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();
     h.write_u64(

@@ -24,3 +24,8 @@
 //!   while it holds the lease, and exits when it loses it.
 
 pub mod lease;
+pub mod error;
+pub mod members;
+pub mod metrics;
+pub mod reconcile;
+pub mod run;

@@ -1,0 +1,108 @@
+//! The controller's Prometheus metrics, served by the admin endpoint.
+
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::registry::Registry;
+use std::time::Instant;
+
+type Labels = Vec<(String, String)>;
+
+#[derive(Clone)]
+pub struct Metrics {
+    reconciles: Counter,
+    errors: Family<Labels, Counter>,
+    writes: Family<Labels, Counter>,
+    duration: Histogram,
+    in_flight: Gauge,
+    failing: Gauge,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics {
+            reconciles: Counter::default(),
+            errors: Family::default(),
+            writes: Family::default(),
+            duration: Histogram::new(exponential_buckets(0.001, 2.0, 16)),
+            in_flight: Gauge::default(),
+            failing: Gauge::default(),
+        }
+    }
+}
+
+/// Observes a reconcile's duration and in-flight count when dropped.
+pub struct Timer<'a> {
+    metrics: &'a Metrics,
+    start: Instant,
+}
+
+impl Drop for Timer<'_> {
+    fn drop(&mut self) {
+        self.metrics
+            .duration
+            .observe(self.start.elapsed().as_secs_f64());
+        self.metrics.in_flight.dec();
+    }
+}
+
+impl Metrics {
+    pub fn register(&self, registry: &mut Registry) {
+        let r = registry.sub_registry_with_prefix("controller");
+        r.register("reconciles", "Reconciles that succeeded", self.reconciles.clone());
+        r.register(
+            "reconcile_errors",
+            "Reconciles that failed, by reason",
+            self.errors.clone(),
+        );
+        r.register(
+            "writes",
+            "Writes to the API server, by verb (apply, prune, delete, release, status)",
+            self.writes.clone(),
+        );
+        r.register(
+            "reconcile_duration_seconds",
+            "Time one reconcile took",
+            self.duration.clone(),
+        );
+        r.register(
+            "reconciles_in_flight",
+            "Reconciles running now (the queue's busy workers)",
+            self.in_flight.clone(),
+        );
+        r.register(
+            "groups_backing_off",
+            "Groups whose last reconcile failed and that wait to be retried",
+            self.failing.clone(),
+        );
+    }
+
+    pub fn reconcile_timer(&self) -> Timer<'_> {
+        self.in_flight.inc();
+        Timer {
+            metrics: self,
+            start: Instant::now(),
+        }
+    }
+
+    pub fn reconciled(&self) {
+        self.reconciles.inc();
+    }
+
+    pub fn failed(&self, reason: &str) {
+        self.errors
+            .get_or_create(&vec![("reason".into(), reason.into())])
+            .inc();
+    }
+
+    pub fn wrote(&self, verb: &str) {
+        self.writes
+            .get_or_create(&vec![("verb".into(), verb.into())])
+            .inc();
+    }
+
+    pub fn set_backing_off(&self, n: usize) {
+        self.failing.set(n as i64);
+    }
+}

@@ -1,0 +1,474 @@
+//! One reconcile of one group: observe (caches), validate (the shared
+//! cluster state), plan (pure), act (server-side apply as the group's
+//! ServiceAccount, prune, status). Both arms of the finalizer go through
+//! the same observation and plan; only what is carried out differs.
+
+use super::error::{Error, Result};
+use super::members::{KindCache, Members};
+use super::metrics::Metrics;
+use crate::cluster::Cluster;
+use crate::group::crd::{
+    FindingAction, FindingObject, GroupFinding, ResourceGroup, ResourceGroupStatus, API_VERSION,
+    FIELD_MANAGER, FINALIZER, KIND,
+};
+use crate::group::member::{parse_member, Scope};
+use crate::group::plan::{plan, DesiredObject, Finalize, GroupRef, ObjectRef, Plan, PlanInput};
+use crate::group::validate::{validate, Writer};
+use crate::inventory::ObjectKey;
+use crate::k8s::kinds::group_of;
+use crate::policy::Action as Verdict;
+use kube::api::{
+    Api, DeleteParams, DynamicObject, Patch, PatchParams, Preconditions, PropagationPolicy,
+};
+use kube::runtime::controller::Action;
+use kube::runtime::finalizer::{finalizer, Event};
+use kube::{Client, ResourceExt};
+use serde_json::{json, Value};
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// What every reconcile shares.
+pub struct Context {
+    pub client: Client,
+    /// The controller's own configuration, from which impersonating
+    /// clients are made.
+    pub config: kube::Config,
+    pub cluster: Arc<Cluster>,
+    pub members: Members,
+    pub metrics: Metrics,
+    /// Consecutive failures per group, for backoff; reset on success.
+    pub failures: Mutex<HashMap<(String, String), u32>>,
+    /// How long an applied member stays in the inventory before a watch
+    /// shows it (so the next group's validation sees it).
+    pub pending_ttl: Duration,
+    impersonating: Mutex<HashMap<String, Client>>,
+}
+
+impl Context {
+    pub fn new(
+        client: Client,
+        config: kube::Config,
+        cluster: Arc<Cluster>,
+        members: Members,
+        metrics: Metrics,
+    ) -> Context {
+        Context {
+            client,
+            config,
+            cluster,
+            members,
+            metrics,
+            failures: Mutex::default(),
+            pending_ttl: Duration::from_secs(30),
+            impersonating: Mutex::default(),
+        }
+    }
+
+    /// A client that acts as `writer`'s ServiceAccount.
+    fn as_writer(&self, writer: &Writer) -> Result<Client> {
+        let user = writer.username();
+        let mut cache = self.impersonating.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(c) = cache.get(&user) {
+            return Ok(c.clone());
+        }
+        let mut config = self.config.clone();
+        config.auth_info.impersonate = Some(user.clone());
+        config.auth_info.impersonate_groups = Some(writer.groups());
+        let client = Client::try_from(config).map_err(|e| Error::Impersonation {
+            user: user.clone(),
+            message: e.to_string(),
+        })?;
+        cache.insert(user, client.clone());
+        Ok(client)
+    }
+
+    fn succeeded(&self, key: &(String, String)) {
+        self.failures
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(key);
+    }
+}
+
+/// The reconcile kube-runtime calls: the group's finalizer first, then the
+/// Apply or Cleanup arm.
+pub async fn reconcile(rg: Arc<ResourceGroup>, ctx: Arc<Context>) -> Result<Action> {
+    let ns = rg.namespace().ok_or(Error::Metadata("namespace"))?;
+    let key = (ns.clone(), rg.name_any());
+    let _timer = ctx.metrics.reconcile_timer();
+    let api: Api<ResourceGroup> = Api::namespaced(ctx.client.clone(), &ns);
+    let result = finalizer(&api, FINALIZER, rg, |event| async {
+        match event {
+            Event::Apply(rg) => apply(&rg, &ctx).await,
+            Event::Cleanup(rg) => cleanup(&rg, &ctx).await,
+        }
+    })
+    .await
+    .map_err(|e| match e {
+        kube::runtime::finalizer::Error::ApplyFailed(e)
+        | kube::runtime::finalizer::Error::CleanupFailed(e) => e,
+        other => Error::Finalizer(other.to_string()),
+    });
+    if result.is_ok() {
+        ctx.succeeded(&key);
+        ctx.metrics.reconciled();
+    }
+    result
+}
+
+/// What one pass saw: the member kinds' caches and the observed objects.
+struct Observed {
+    caches: HashMap<(String, String), Arc<KindCache>>,
+    scopes: HashMap<(String, String), Option<Scope>>,
+    objects: Vec<Value>,
+}
+
+impl Observed {
+    fn cache(&self, api_version: &str, kind: &str) -> Option<&Arc<KindCache>> {
+        self.caches
+            .get(&(group_of(api_version).to_string(), kind.to_string()))
+    }
+}
+
+/// Reads the caches of every kind the spec names or the status records.
+async fn observe(rg: &ResourceGroup, g: &GroupRef, ctx: &Context) -> Result<Observed> {
+    let mut kinds: BTreeSet<(String, String)> = BTreeSet::new();
+    for r in &rg.spec.resources {
+        let s = |p: &str| r.pointer(p).and_then(Value::as_str).map(str::to_string);
+        if let (Some(v), Some(k)) = (s("/apiVersion"), s("/kind")) {
+            kinds.insert((v, k));
+        }
+    }
+    for m in rg.status.iter().flat_map(|s| s.members.iter()) {
+        kinds.insert((m.api_version.clone(), m.kind.clone()));
+    }
+    let mut o = Observed {
+        caches: HashMap::new(),
+        scopes: HashMap::new(),
+        objects: Vec::new(),
+    };
+    for (api_version, kind) in kinds {
+        if api_version == API_VERSION && kind == KIND {
+            // A group of groups is refused by the plan; never watched.
+            o.scopes.insert((api_version, kind), Some(Scope::Namespaced));
+            continue;
+        }
+        let cache = ctx.members.kind(&api_version, &kind).await?;
+        let scope = cache.as_ref().map(|c| {
+            if c.namespaced {
+                Scope::Namespaced
+            } else {
+                Scope::Cluster
+            }
+        });
+        o.scopes.insert((api_version.clone(), kind.clone()), scope);
+        if let Some(c) = cache {
+            if !c.synced(Duration::from_secs(10)).await {
+                return Err(Error::CacheNotSynced(kind));
+            }
+            o.caches
+                .insert((group_of(&api_version).to_string(), kind), c);
+        }
+    }
+    for c in o.caches.values() {
+        if !c.namespaced {
+            continue;
+        }
+        for obj in c.store.state() {
+            if obj.metadata.namespace.as_deref() == Some(g.namespace.as_str()) {
+                o.objects.push(to_json(&obj, &c.resource));
+            }
+        }
+    }
+    Ok(o)
+}
+
+/// The object as JSON with apiVersion and kind (list items lack them).
+fn to_json(o: &DynamicObject, r: &kube::api::ApiResource) -> Value {
+    let mut v = serde_json::to_value(o).unwrap_or(Value::Null);
+    if let Some(m) = v.as_object_mut() {
+        m.insert("apiVersion".into(), r.api_version.clone().into());
+        m.insert("kind".into(), r.kind.clone().into());
+    }
+    v
+}
+
+/// For members the caches do not hold (not labelled: new, or someone
+/// else's), one read each: that decides between "create" and "conflict".
+async fn read_unlabelled(
+    rg: &ResourceGroup,
+    g: &GroupRef,
+    observed: &mut Observed,
+    ctx: &Context,
+) -> Result<()> {
+    let oracle = scope_oracle(&observed.scopes);
+    let known: BTreeSet<ObjectKey> = observed.objects.iter().filter_map(ObjectKey::of).collect();
+    let mut found = Vec::new();
+    for (i, raw) in rg.spec.resources.iter().enumerate() {
+        let Ok(m) = parse_member(i, raw, &g.namespace, &oracle, false) else {
+            continue;
+        };
+        let Some(c) = observed.cache(&m.api_version, &m.kind) else {
+            continue;
+        };
+        if ObjectKey::of(&m.object).is_some_and(|k| known.contains(&k)) {
+            continue;
+        }
+        let api: Api<DynamicObject> =
+            Api::namespaced_with(ctx.client.clone(), &g.namespace, &c.resource);
+        if let Some(obj) = api.get_opt(&m.name).await? {
+            found.push(to_json(&obj, &c.resource));
+        }
+    }
+    observed.objects.extend(found);
+    Ok(())
+}
+
+fn scope_oracle(
+    scopes: &HashMap<(String, String), Option<Scope>>,
+) -> impl Fn(&str, &str) -> Option<Scope> + '_ {
+    move |api_version: &str, kind: &str| {
+        scopes
+            .get(&(api_version.to_string(), kind.to_string()))
+            .copied()
+            .flatten()
+    }
+}
+
+/// Every policy on every usable member, as findings for the plan.
+fn findings(rg: &ResourceGroup, g: &GroupRef, observed: &Observed, ctx: &Context) -> Result<Vec<GroupFinding>> {
+    if !ctx.cluster.is_ready() {
+        return Err(Error::InventoryNotReady);
+    }
+    let oracle = scope_oracle(&observed.scopes);
+    let members: Vec<_> = rg
+        .spec
+        .resources
+        .iter()
+        .enumerate()
+        .filter_map(|(i, raw)| parse_member(i, raw, &g.namespace, &oracle, false).ok())
+        .collect();
+    let desired: Vec<Value> = members.iter().map(|m| m.object.clone()).collect();
+    let current: Vec<ObjectKey> = observed
+        .objects
+        .iter()
+        .filter(|o| owned_by(o, &g.uid))
+        .filter_map(ObjectKey::of)
+        .collect();
+    let writer = Writer {
+        namespace: &g.namespace,
+        service_account: &rg.spec.service_account_name,
+    };
+    let verdicts = ctx.cluster.read(|st| {
+        validate(&st.policies, &st.inventory, &writer, &current, &desired)
+    });
+    Ok(verdicts
+        .into_iter()
+        .map(|v| {
+            let m = &members[v.member];
+            GroupFinding {
+                policy: v.verdict.policy,
+                binding: v.verdict.binding,
+                action: match v.verdict.action {
+                    Verdict::Deny => FindingAction::Deny,
+                    Verdict::Warn => FindingAction::Warn,
+                    Verdict::Audit => FindingAction::Audit,
+                },
+                object: FindingObject {
+                    api_version: m.api_version.clone(),
+                    kind: m.kind.clone(),
+                    namespace: Some(m.namespace.clone()),
+                    name: m.name.clone(),
+                },
+                message: v.verdict.message,
+            }
+        })
+        .collect())
+}
+
+fn owned_by(o: &Value, uid: &str) -> bool {
+    o.pointer("/metadata/ownerReferences")
+        .and_then(Value::as_array)
+        .is_some_and(|refs| {
+            refs.iter()
+                .any(|r| r.get("uid").and_then(Value::as_str) == Some(uid))
+        })
+}
+
+/// Observes, validates and plans one pass.
+async fn decide(rg: &ResourceGroup, ctx: &Context) -> Result<(GroupRef, Observed, Plan)> {
+    let g = GroupRef::of(rg).map_err(|e| Error::Metadata(e.0))?;
+    let mut observed = observe(rg, &g, ctx).await?;
+    let findings = if g.deleting {
+        vec![]
+    } else {
+        read_unlabelled(rg, &g, &mut observed, ctx).await?;
+        findings(rg, &g, &observed, ctx)?
+    };
+    let p = {
+        let oracle = scope_oracle(&observed.scopes);
+        plan(&PlanInput {
+            group: &g,
+            spec: &rg.spec,
+            previous: rg.status.as_ref(),
+            observed: &observed.objects,
+            findings: &findings,
+            scopes: &oracle,
+            now: chrono::Utc::now(),
+        })
+    };
+    Ok((g, observed, p))
+}
+
+async fn apply(rg: &ResourceGroup, ctx: &Context) -> Result<Action> {
+    let (g, observed, mut p) = decide(rg, ctx).await?;
+    let writer = Writer {
+        namespace: &g.namespace,
+        service_account: &rg.spec.service_account_name,
+    };
+    let client = ctx.as_writer(&writer)?;
+    // Applies in order; the first refusal stops the pass (and the prune).
+    let mut refused = None;
+    for d in &p.apply {
+        if let Err(e) = server_side_apply(&client, &observed, d).await {
+            tracing::info!(group = %g.name, namespace = %g.namespace, member = %d.target.name, kind = %d.target.kind, error = %e, "member not applied");
+            refused = Some((d.target.clone(), e));
+            break;
+        }
+        ctx.metrics.wrote("apply");
+        record(ctx, &d.object);
+    }
+    if refused.is_none() {
+        for target in &p.prune {
+            if let Err(e) = delete(&client, &observed, target, false).await {
+                refused = Some((target.clone(), e));
+                break;
+            }
+            ctx.metrics.wrote("prune");
+        }
+    }
+    if let Some((target, e)) = refused {
+        let (reason, message) = refusal(&e);
+        p.record_failure(rg.status.as_ref(), &target, reason, &message, chrono::Utc::now());
+    }
+    write_status(rg, &g, &p.status, ctx).await?;
+    let ready = p
+        .status
+        .conditions
+        .iter()
+        .any(|c| c.type_ == "Ready" && c.status == crate::group::crd::ConditionStatus::True);
+    // Member watches wake the group on any change; the requeue is only a
+    // safety net, jittered so that groups do not come back together.
+    let base = if ready { 1800 } else { 300 };
+    Ok(Action::requeue(jittered(Duration::from_secs(base))))
+}
+
+async fn cleanup(rg: &ResourceGroup, ctx: &Context) -> Result<Action> {
+    let (g, observed, p) = decide(rg, ctx).await?;
+    write_status(rg, &g, &p.status, ctx).await?;
+    // Deletion is done as the controller: the members belong to the group
+    // being deleted (the garbage collector would remove them too), and the
+    // ServiceAccount may already be gone with its namespace.
+    match p.finalize {
+        Some(Finalize::Delete(targets)) => {
+            for t in &targets {
+                delete(&ctx.client, &observed, t, true).await?;
+                ctx.metrics.wrote("delete");
+            }
+            Err(Error::Waiting(targets.len()))
+        }
+        Some(Finalize::Wait(targets)) => Err(Error::Waiting(targets.len())),
+        Some(Finalize::Release(releases)) => {
+            for r in &releases {
+                let Some(c) = observed.cache(&r.target.api_version, &r.target.kind) else {
+                    continue;
+                };
+                let api: Api<DynamicObject> =
+                    Api::namespaced_with(ctx.client.clone(), &r.target.namespace, &c.resource);
+                let patch: json_patch::Patch = serde_json::from_value(r.patch.clone())
+                    .map_err(|e| Error::Finalizer(format!("release patch: {e}")))?;
+                api.patch(&r.target.name, &PatchParams::default(), &Patch::<()>::Json(patch))
+                    .await?;
+                ctx.metrics.wrote("release");
+            }
+            Err(Error::Waiting(releases.len()))
+        }
+        Some(Finalize::RemoveFinalizer) | None => Ok(Action::await_change()),
+    }
+}
+
+/// The admitted member goes into the shared inventory at once (as an
+/// admitted write does), so a group validated next sees it.
+fn record(ctx: &Context, object: &Value) {
+    let Some(key) = ObjectKey::of(object) else {
+        return;
+    };
+    let mut st = ctx.cluster.write();
+    let st = &mut *st;
+    if st.policies.reads_kind(&key.group, &key.kind) {
+        st.pending.record(&mut st.inventory, object, ctx.pending_ttl);
+    }
+}
+
+async fn server_side_apply(client: &Client, observed: &Observed, d: &DesiredObject) -> Result<()> {
+    let c = observed
+        .cache(&d.target.api_version, &d.target.kind)
+        .ok_or(Error::Metadata("kind in the cluster"))?;
+    let api: Api<DynamicObject> =
+        Api::namespaced_with(client.clone(), &d.target.namespace, &c.resource);
+    let params = PatchParams::apply(FIELD_MANAGER).force();
+    api.patch(&d.target.name, &params, &Patch::Apply(&d.object))
+        .await?;
+    Ok(())
+}
+
+/// Deletes an owned object; its UID is a precondition, so a new object of
+/// the same name is never deleted by mistake.
+async fn delete(client: &Client, observed: &Observed, t: &ObjectRef, foreground: bool) -> Result<()> {
+    let Some(c) = observed.cache(&t.api_version, &t.kind) else {
+        return Ok(());
+    };
+    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), &t.namespace, &c.resource);
+    let dp = DeleteParams {
+        preconditions: t.uid.clone().map(|uid| Preconditions {
+            uid: Some(uid),
+            resource_version: None,
+        }),
+        propagation_policy: foreground.then_some(PropagationPolicy::Foreground),
+        ..DeleteParams::default()
+    };
+    match api.delete(&t.name, &dp).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Status through the status subresource, only when it changed.
+async fn write_status(rg: &ResourceGroup, g: &GroupRef, status: &ResourceGroupStatus, ctx: &Context) -> Result<()> {
+    if rg.status.as_ref() == Some(status) {
+        return Ok(());
+    }
+    let api: Api<ResourceGroup> = Api::namespaced(ctx.client.clone(), &g.namespace);
+    let body = json!({"apiVersion": API_VERSION, "kind": KIND, "status": status});
+    api.patch_status(&g.name, &PatchParams::apply(FIELD_MANAGER).force(), &Patch::Apply(&body))
+        .await?;
+    ctx.metrics.wrote("status");
+    Ok(())
+}
+
+/// The reason and message a refused write leaves in status.
+fn refusal(e: &Error) -> (&'static str, String) {
+    match e {
+        Error::Kube(kube::Error::Api(s)) if s.code == 403 => ("Forbidden", s.message.clone()),
+        Error::Kube(kube::Error::Api(s)) => ("ApplyFailed", s.message.clone()),
+        other => ("ApplyFailed", other.to_string()),
+    }
+}
+
+/// `d` ± 20%, never in lockstep with other groups.
+pub fn jittered(d: Duration) -> Duration {
+    let f = 0.8 + 0.4 * crate::cluster::watch::jitter_fraction();
+    d.mul_f64(f)
+}

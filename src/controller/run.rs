@@ -1,0 +1,166 @@
+//! `interlock controller`: the shared cluster state (policies, watched
+//! inventory), leader election, the admin endpoint and kube-runtime's
+//! Controller over ResourceGroups, wired together and shut down together.
+
+use super::error::Error;
+use super::lease::{Elector, LeaseConfig};
+use super::members::Members;
+use super::metrics::Metrics;
+use super::reconcile::{jittered, reconcile, Context};
+use crate::cluster::reload::{self, Sources, Supervisor};
+use crate::cluster::{Cluster, ClusterOptions};
+use crate::group::crd::ResourceGroup;
+use futures::StreamExt;
+use kube::api::Api;
+use kube::runtime::controller::{self, Action, Controller};
+use kube::runtime::watcher;
+use kube::ResourceExt;
+use prometheus_client::registry::Registry;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The controller's settings (built from its command-line flags).
+#[derive(Debug, Clone)]
+pub struct ControllerConfig {
+    /// `-p` paths; empty: the bundled library.
+    pub policies: Vec<PathBuf>,
+    /// Groups reconciled at once.
+    pub concurrency: u16,
+    /// Where `/metrics`, `/healthz` and `/readyz` are served.
+    pub admin_addr: SocketAddr,
+    /// `None`: no leader election (a single replica, or tests).
+    pub lease: Option<LeaseConfig>,
+    pub watch_timeout: Duration,
+}
+
+struct Health(Arc<Cluster>);
+
+impl crate::server::admin::Health for Health {
+    fn ready(&self) -> bool {
+        self.0.is_ready()
+    }
+}
+
+pub async fn run(cfg: ControllerConfig) -> anyhow::Result<()> {
+    let kube_config = kube::Config::infer()
+        .await
+        .map_err(|e| anyhow::anyhow!("no cluster to reconcile against ({e})"))?;
+    let client = kube::Client::try_from(kube_config.clone())?;
+    let sources = Sources {
+        policies: cfg.policies.clone(),
+        inventory: vec![],
+    };
+    let options = ClusterOptions {
+        watch_timeout: cfg.watch_timeout,
+    };
+    let (cluster, kinds) = reload::initial(&sources, options)?;
+    let cluster = Arc::new(cluster);
+    let supervisor = Supervisor::start(cluster.clone(), Some(client.clone()), sources, kinds);
+
+    let metrics = Metrics::default();
+    let mut registry = Registry::default();
+    metrics.register(registry.sub_registry_with_prefix("interlock"));
+    let admin = tokio::spawn(crate::server::admin::serve(
+        cfg.admin_addr,
+        Arc::new(registry),
+        Arc::new(Health(cluster.clone())),
+        crate::server::shutdown_signal(),
+    ));
+
+    let elector = cfg.lease.clone().map(|l| Elector::new(client.clone(), l));
+    if let Some(e) = &elector {
+        tokio::select! {
+            r = e.acquire() => r?,
+            _ = crate::server::shutdown_signal() => return Ok(()),
+        }
+    }
+
+    let (wake, woken) = tokio::sync::mpsc::unbounded_channel();
+    let members = Members::new(client.clone(), wake);
+    let ctx = Arc::new(Context::new(
+        client.clone(),
+        kube_config,
+        cluster,
+        members,
+        metrics,
+    ));
+    let woken = futures::stream::unfold(woken, |mut rx| async move {
+        rx.recv().await.map(|r| (r, rx))
+    });
+    let groups: Api<ResourceGroup> = Api::all(client);
+    let controller = Controller::new(groups, watcher::Config::default())
+        .reconcile_on(woken)
+        .with_config(controller::Config::default().concurrency(cfg.concurrency))
+        .graceful_shutdown_on(crate::server::shutdown_signal())
+        .run(reconcile, error_policy, ctx)
+        .for_each(|r| async move {
+            if let Err(e) = r {
+                tracing::debug!(error = %e, "reconcile did not complete");
+            }
+        });
+    tracing::info!(concurrency = cfg.concurrency, "reconciling ResourceGroups");
+    let lost = async {
+        match &elector {
+            Some(e) => Some(e.keep().await),
+            None => std::future::pending().await,
+        }
+    };
+    let result = tokio::select! {
+        _ = controller => Ok(()),
+        Some(e) = lost => Err(anyhow::anyhow!(e)),
+    };
+    if let Some(e) = &elector {
+        e.release().await;
+    }
+    supervisor.shutdown().await;
+    admin.abort();
+    result
+}
+
+/// Requeues a failed group with its own exponential backoff (1 s doubling
+/// to 5 min, jittered), so one broken group never becomes a hot loop and
+/// never delays the others.
+pub fn error_policy(rg: Arc<ResourceGroup>, e: &Error, ctx: Arc<Context>) -> Action {
+    if let Error::Waiting(_) = e {
+        return Action::requeue(Duration::from_secs(2));
+    }
+    ctx.metrics.failed(e.metric_label());
+    let key = (rg.namespace().unwrap_or_default(), rg.name_any());
+    let (attempt, failing) = {
+        let mut failures = ctx.failures.lock().unwrap_or_else(|p| p.into_inner());
+        let n = failures.entry(key.clone()).or_insert(0);
+        *n = n.saturating_add(1);
+        (*n, failures.len())
+    };
+    ctx.metrics.set_backing_off(failing);
+    let wait = backoff(attempt);
+    tracing::warn!(group = %key.1, namespace = %key.0, error = %e, reason = e.metric_label(), attempt, retry_in = ?wait, "reconcile failed");
+    Action::requeue(wait)
+}
+
+/// The wait before retry number `attempt` (1-based).
+pub fn backoff(attempt: u32) -> Duration {
+    let exp = Duration::from_secs(1).saturating_mul(1u32 << attempt.saturating_sub(1).min(16));
+    jittered(exp.min(Duration::from_secs(300)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_to_a_cap_with_jitter() {
+        let secs = |n| backoff(n).as_secs_f64();
+        assert!((0.8..=1.2).contains(&secs(1)), "{}", secs(1));
+        assert!((3.2..=4.8).contains(&secs(3)), "{}", secs(3));
+        for n in [9, 10, 40, u32::MAX] {
+            assert!((240.0..=360.0).contains(&secs(n)), "attempt {n}: {}", secs(n));
+        }
+        // Jitter: a hundred groups failing together do not come back together.
+        let spread: std::collections::BTreeSet<u64> =
+            (0..100).map(|_| backoff(5).as_millis() as u64).collect();
+        assert!(spread.len() > 50, "only {} distinct waits", spread.len());
+    }
+}

@@ -23,6 +23,9 @@ pub const PART_OF_LABEL: &str = "applyset.kubernetes.io/part-of";
 pub const APPLYSET_ID_LABEL: &str = "applyset.kubernetes.io/id";
 /// KEP-3659 parent annotation naming the tool that manages the set.
 pub const APPLYSET_TOOLING_ANNOTATION: &str = "applyset.kubernetes.io/tooling";
+/// KEP-3659 parent annotation listing the group-kinds of the members
+/// (`Kind.group`, core kinds as `Kind`, sorted, comma-separated).
+pub const APPLYSET_GROUP_KINDS_ANNOTATION: &str = "applyset.kubernetes.io/contains-group-kinds";
 /// Server-side apply field manager of every member write.
 pub const FIELD_MANAGER: &str = "interlock";
 /// Most members one group may hold: the whole group is one object in etcd

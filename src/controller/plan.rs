@@ -8,7 +8,8 @@
 use super::crd::{
     applyset_id, Condition, ConditionStatus, DeletionPolicy, FindingAction, GroupFinding,
     MemberState, MemberStatus, ResourceGroup, ResourceGroupSpec, ResourceGroupStatus, API_VERSION,
-    KIND, PART_OF_LABEL,
+    APPLYSET_GROUP_KINDS_ANNOTATION, APPLYSET_ID_LABEL, APPLYSET_TOOLING_ANNOTATION, KIND,
+    PART_OF_LABEL,
 };
 use super::diff::needs_apply;
 use super::member::{parse_member, Member, MemberError, ScopeOracle};
@@ -184,6 +185,37 @@ impl Plan {
             let c = stamp.condition(type_, ConditionStatus::False, reason, &text);
             set_condition(&mut self.status.conditions, c);
         }
+    }
+}
+
+impl Plan {
+    /// The KEP-3659 parent metadata of the group, for a metadata patch of
+    /// the group itself (the executor writes it only when it differs): the
+    /// id label, the tooling annotation, and the group-kinds of every
+    /// member listed or still owned, which `kubectl` needs to see the
+    /// group as an ApplySet parent.
+    pub fn applyset_parent_metadata(&self, group: &GroupRef) -> Value {
+        let mut kinds: Vec<String> = self
+            .status
+            .members
+            .iter()
+            .filter(|m| !m.kind.is_empty())
+            .map(|m| match group_of(&m.api_version) {
+                "" => m.kind.clone(),
+                g => format!("{}.{g}", m.kind),
+            })
+            .collect();
+        kinds.sort();
+        kinds.dedup();
+        json!({
+            "metadata": {
+                "labels": {APPLYSET_ID_LABEL: applyset_id(&group.namespace, &group.name)},
+                "annotations": {
+                    APPLYSET_TOOLING_ANNOTATION: concat!("interlock/v", env!("CARGO_PKG_VERSION")),
+                    APPLYSET_GROUP_KINDS_ANNOTATION: kinds.join(","),
+                },
+            }
+        })
     }
 }
 

@@ -849,6 +849,26 @@ fn a_refused_write_is_recorded_on_the_member_and_conditions() {
 }
 
 #[test]
+fn the_group_is_marked_as_an_applyset_parent() {
+    let mut case = Case::new(vec![deploy("web"), cm("c"), sa("s")]);
+    converge(&mut case);
+    case.spec.resources.pop();
+    let p = case.plan();
+    let meta = p.applyset_parent_metadata(&case.group);
+    assert_eq!(
+        meta,
+        json!({"metadata": {
+            "labels": {APPLYSET_ID_LABEL: applyset_id("shop", "web")},
+            "annotations": {
+                "applyset.kubernetes.io/tooling": concat!("interlock/v", env!("CARGO_PKG_VERSION")),
+                // The pruned ServiceAccount is still a member until it is gone.
+                "applyset.kubernetes.io/contains-group-kinds": "ConfigMap,Deployment.apps,ServiceAccount",
+            }
+        }})
+    );
+}
+
+#[test]
 fn the_group_ref_comes_from_the_stored_group() {
     let mut rg = ResourceGroup::new("web", spec(vec![]));
     assert_eq!(GroupRef::of(&rg), Err(GroupRefError("namespace")));
@@ -856,5 +876,4 @@ fn the_group_ref_comes_from_the_stored_group() {
     rg.metadata.uid = Some("g-uid".into());
     rg.metadata.generation = Some(3);
     assert_eq!(GroupRef::of(&rg), Ok(group()));
-    let _ = APPLYSET_ID_LABEL;
 }

@@ -421,4 +421,98 @@ mod tests {
         assert!(!needs_apply(&d, &json!({"metadata": {}, "spec": {}})));
         assert!(needs_apply(&d, &json!({"metadata": {}, "spec": {"x": 1}})));
     }
+
+    /// A small deterministic generator (xorshift), for the property test.
+    struct Rng(u64);
+
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+
+        fn below(&mut self, n: u64) -> u64 {
+            self.next() % n
+        }
+    }
+
+    /// Objects without zero values, named lists or quantity maps: every
+    /// leaf is significant.
+    fn random_value(rng: &mut Rng, depth: u32) -> Value {
+        match (depth, rng.below(6)) {
+            (0, _) | (_, 0) => json!(format!("s{}", rng.below(1000))),
+            (_, 1) => json!(rng.below(1000) + 1),
+            (_, 2) => json!(true),
+            (_, 3) => Value::Array(
+                (0..1 + rng.below(3))
+                    .map(|_| random_value(rng, depth - 1))
+                    .collect(),
+            ),
+            _ => {
+                let mut m = Map::new();
+                for k in ["a", "b", "c", "d"] {
+                    if rng.below(2) == 0 {
+                        m.insert(k.into(), random_value(rng, depth - 1));
+                    }
+                }
+                m.insert("z".into(), random_value(rng, depth - 1));
+                Value::Object(m)
+            }
+        }
+    }
+
+    /// JSON pointers of every leaf of `v`.
+    fn leaves(v: &Value, at: String, out: &mut Vec<String>) {
+        match v {
+            Value::Object(m) => m
+                .iter()
+                .for_each(|(k, c)| leaves(c, format!("{at}/{k}"), out)),
+            Value::Array(a) => a
+                .iter()
+                .enumerate()
+                .for_each(|(i, c)| leaves(c, format!("{at}/{i}"), out)),
+            _ => out.push(at),
+        }
+    }
+
+    /// Adds fields the desired object does not have, as a server would.
+    fn add_server_fields(v: &mut Value, rng: &mut Rng) {
+        match v {
+            Value::Object(m) => {
+                m.values_mut().for_each(|c| add_server_fields(c, rng));
+                m.insert(format!("server{}", rng.below(5)), json!({"x": 1}));
+            }
+            Value::Array(a) => a.iter_mut().for_each(|c| add_server_fields(c, rng)),
+            _ => {}
+        }
+    }
+
+    #[test]
+    fn property_extra_fields_never_count_and_every_changed_leaf_does() {
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        for _ in 0..500 {
+            let desired = json!({"spec": random_value(&mut rng, 4)});
+            let mut live = desired.clone();
+            add_server_fields(&mut live, &mut rng);
+            assert!(!needs_apply(&desired, &live), "{desired}\n{live}");
+            let mut paths = Vec::new();
+            leaves(&desired, String::new(), &mut paths);
+            let path = &paths[rng.below(paths.len() as u64) as usize];
+            let mut changed = live.clone();
+            let leaf = changed.pointer_mut(path).unwrap();
+            *leaf = match leaf {
+                Value::String(s) => json!(format!("{s}!")),
+                Value::Number(n) => json!(n.as_u64().unwrap_or(0) + 1),
+                _ => json!(false),
+            };
+            assert!(needs_apply(&desired, &changed), "change at {path} not seen");
+            let (parent, key) = path.rsplit_once('/').unwrap();
+            if let Some(Value::Object(m)) = live.pointer_mut(parent) {
+                m.remove(key);
+                assert!(needs_apply(&desired, &live), "removal of {path} not seen");
+            }
+        }
+    }
 }

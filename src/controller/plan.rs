@@ -249,26 +249,7 @@ pub fn plan(input: &PlanInput<'_>) -> Plan {
         return plan_deletion(input, &live, &id);
     }
     let entries = read_members(input, &live, &id);
-    let mut problems = Problems::default();
-    for e in &entries {
-        if let Entry::Refused {
-            reason, message, ..
-        } = e
-        {
-            problems.add(reason, message.clone());
-        }
-    }
-    for f in input
-        .findings
-        .iter()
-        .filter(|f| f.action == FindingAction::Deny)
-    {
-        let o = &f.object;
-        problems.add(
-            reason::POLICY_VIOLATION,
-            format!("{} {}: {}: {}", o.kind, o.name, f.policy, f.message),
-        );
-    }
+    let problems = problems_of(&entries, input.findings);
     let listed: Vec<Key> = entries.iter().filter_map(Entry::key).collect();
     let unlisted = owned_unlisted(&live, &listed, &g.uid);
     let blocked = !problems.is_empty();
@@ -276,15 +257,11 @@ pub fn plan(input: &PlanInput<'_>) -> Plan {
 
     let mut apply: Vec<&Entry> = entries.iter().filter(|e| e.needs_write()).collect();
     apply.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
-    let mut prune: Vec<ObjectRef> = if input.spec.prune {
-        unlisted.iter().map(|l| ObjectRef::of(l)).collect()
+    let prune = if input.spec.prune {
+        reverse_order(&unlisted)
     } else {
         vec![]
     };
-    prune.sort_by(|a, b| {
-        let key = |o: &ObjectRef| order::sort_key(o.api_group(), &o.kind, &o.name).0;
-        (key(b), &b.name, &b.kind).cmp(&(key(a), &a.name, &a.kind))
-    });
     let summary = Summary {
         entries: &entries,
         apply: apply.len(),
@@ -307,6 +284,37 @@ pub fn plan(input: &PlanInput<'_>) -> Plan {
         status,
         finalize: None,
     }
+}
+
+/// Everything that blocks the group: refused members and Deny findings.
+fn problems_of(entries: &[Entry<'_>], findings: &[GroupFinding]) -> Problems {
+    let mut problems = Problems::default();
+    for e in entries {
+        if let Entry::Refused {
+            reason, message, ..
+        } = e
+        {
+            problems.add(reason, message.clone());
+        }
+    }
+    for f in findings.iter().filter(|f| f.action == FindingAction::Deny) {
+        let o = &f.object;
+        problems.add(
+            reason::POLICY_VIOLATION,
+            format!("{} {}: {}: {}", o.kind, o.name, f.policy, f.message),
+        );
+    }
+    problems
+}
+
+/// Stored objects in reverse apply order (for pruning).
+fn reverse_order(objects: &[&Value]) -> Vec<ObjectRef> {
+    let mut refs: Vec<ObjectRef> = objects.iter().map(|v| ObjectRef::of(v)).collect();
+    refs.sort_by(|a, b| {
+        let rank = |o: &ObjectRef| order::rank(o.api_group(), &o.kind);
+        (rank(b), &b.name, &b.kind).cmp(&(rank(a), &a.name, &a.kind))
+    });
+    refs
 }
 
 /// (API group, kind, namespace, name): one object whatever its version.
@@ -857,71 +865,68 @@ fn conditions(
     members: &[MemberStatus],
     stamp: &Stamp<'_>,
 ) -> (Condition, Condition, Condition) {
+    let valid = valid_condition(input, s, stamp);
+    let applied = applied_condition(input, s, &valid, members, stamp);
+    let ready = ready_condition(&applied, members, stamp);
+    (valid, applied, ready)
+}
+
+fn valid_condition(input: &PlanInput<'_>, s: &Summary<'_, '_>, stamp: &Stamp<'_>) -> Condition {
+    if let Some((r, m)) = s.problems.summary(&INVALID_REASONS) {
+        return stamp.condition(VALID, ConditionStatus::False, r, &m);
+    }
+    let m = format!(
+        "{} members pass every policy ({} warnings or audit findings)",
+        s.entries.len(),
+        input.findings.len()
+    );
+    stamp.condition(VALID, ConditionStatus::True, reason::VALID, &m)
+}
+
+fn applied_condition(
+    input: &PlanInput<'_>,
+    s: &Summary<'_, '_>,
+    valid: &Condition,
+    members: &[MemberStatus],
+    stamp: &Stamp<'_>,
+) -> Condition {
     use ConditionStatus::{False, True};
-    let listed = s.entries.len();
-    let valid = match s.problems.summary(&INVALID_REASONS) {
-        Some((r, m)) => stamp.condition(VALID, False, r, &m),
-        None => {
-            let warnings = input.findings.len();
-            let m = format!(
-                "{listed} members pass every policy ({warnings} warnings or audit findings)"
-            );
-            stamp.condition(VALID, True, reason::VALID, &m)
-        }
-    };
     let waiting = members
         .iter()
         .filter(|m| m.state == MemberState::Pending)
         .count();
     let pending = s.apply + s.prune + waiting;
-    let applied = if valid.status == False {
-        stamp.condition(
-            APPLIED,
-            False,
-            &valid.reason,
-            "nothing written or pruned: the group is not valid",
-        )
+    let (status, why, message) = if valid.status == False {
+        let m = "nothing written or pruned: the group is not valid".to_string();
+        (False, valid.reason.as_str(), m)
     } else if let Some((r, m)) = s.problems.summary(&[reason::CONFLICT]) {
-        stamp.condition(
-            APPLIED,
-            False,
-            r,
-            &format!("nothing written or pruned: {m}"),
-        )
+        (False, r, format!("nothing written or pruned: {m}"))
+    } else if input.spec.suspend && pending == 0 {
+        let m = "suspended; every member matches the spec".to_string();
+        (True, reason::SUSPENDED, m)
     } else if input.spec.suspend {
-        let (st, m) = if pending == 0 {
-            (True, "suspended; every member matches the spec".to_string())
-        } else {
-            (
-                False,
-                format!(
-                    "suspended; {} members differ from the spec, {} would be pruned",
-                    s.apply, s.prune
-                ),
-            )
-        };
-        stamp.condition(APPLIED, st, reason::SUSPENDED, &m)
-    } else if pending > 0 {
         let m = format!(
-            "applying {} of {listed} members, pruning {}",
+            "suspended; {} members differ from the spec, {} would be pruned",
             s.apply, s.prune
         );
-        stamp.condition(APPLIED, False, reason::PROGRESSING, &m)
+        (False, reason::SUSPENDED, m)
+    } else if pending > 0 {
+        let m = format!(
+            "applying {} of {} members, pruning {}",
+            s.apply,
+            s.entries.len(),
+            s.prune
+        );
+        (False, reason::PROGRESSING, m)
     } else {
-        let kept = if s.unlisted > 0 {
-            format!("; {} unlisted members kept", s.unlisted)
-        } else {
-            String::new()
+        let kept = match s.unlisted {
+            0 => String::new(),
+            n => format!("; {n} unlisted members kept"),
         };
-        stamp.condition(
-            APPLIED,
-            True,
-            reason::APPLIED,
-            &format!("all {listed} members applied{kept}"),
-        )
+        let m = format!("all {} members applied{kept}", s.entries.len());
+        (True, reason::APPLIED, m)
     };
-    let ready = ready_condition(&applied, members, stamp);
-    (valid, applied, ready)
+    stamp.condition(APPLIED, status, why, &message)
 }
 
 fn ready_condition(applied: &Condition, members: &[MemberStatus], stamp: &Stamp<'_>) -> Condition {
@@ -971,28 +976,13 @@ fn plan_deletion(input: &PlanInput<'_>, live: &BTreeMap<Key, &Value>, id: &str) 
     } else {
         deletion_step(&mine)
     };
-    let stamp = Stamp {
-        generation: g.generation,
-        previous: input.previous,
-        now: input.now,
-    };
     let members = mine.iter().map(|v| deletion_status(v, orphan)).collect();
     let message = match &finalize {
         Finalize::RemoveFinalizer => "every member is gone or released".to_string(),
-        _ => format!(
-            "{} members left to {}",
-            mine.len(),
-            if orphan { "release" } else { "delete" }
-        ),
+        _ if orphan => format!("{} members left to release", mine.len()),
+        _ => format!("{} members left to delete", mine.len()),
     };
-    let mut conditions: Vec<Condition> = input
-        .previous
-        .and_then(|p| p.conditions.iter().find(|c| c.type_ == VALID).cloned())
-        .into_iter()
-        .collect();
-    for type_ in [APPLIED, READY] {
-        conditions.push(stamp.condition(type_, ConditionStatus::False, reason::DELETING, &message));
-    }
+    let conditions = deletion_conditions(input, &message);
     let status = ResourceGroupStatus {
         observed_generation: Some(g.generation),
         conditions,
@@ -1005,6 +995,26 @@ fn plan_deletion(input: &PlanInput<'_>, live: &BTreeMap<Key, &Value>, id: &str) 
         status,
         finalize: Some(finalize),
     }
+}
+
+/// `Valid` as last computed (a deleted group is not validated again);
+/// `Applied` and `Ready` False with reason `Deleting`.
+fn deletion_conditions(input: &PlanInput<'_>, message: &str) -> Vec<Condition> {
+    let stamp = Stamp {
+        generation: input.group.generation,
+        previous: input.previous,
+        now: input.now,
+    };
+    let mut conditions: Vec<Condition> = input
+        .previous
+        .and_then(|p| p.conditions.iter().find(|c| c.type_ == VALID).cloned())
+        .into_iter()
+        .collect();
+    for type_ in [APPLIED, READY] {
+        let c = stamp.condition(type_, ConditionStatus::False, reason::DELETING, message);
+        conditions.push(c);
+    }
+    conditions
 }
 
 /// The members of the last rank still present: delete those not yet

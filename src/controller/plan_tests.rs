@@ -877,3 +877,25 @@ fn the_group_ref_comes_from_the_stored_group() {
     rg.metadata.generation = Some(3);
     assert_eq!(GroupRef::of(&rg), Ok(group()));
 }
+
+#[test]
+fn the_status_serialises_in_the_contracted_shape() {
+    let mut case = Case::new(vec![cm("c")]);
+    converge(&mut case);
+    let status = serde_json::to_value(case.plan().status).unwrap();
+    assert_eq!(status["observedGeneration"], 3);
+    assert_eq!(
+        status["conditions"][0],
+        json!({"type": "Valid", "status": "True", "reason": "Valid",
+            "message": "1 members pass every policy (0 warnings or audit findings)",
+            "observedGeneration": 3, "lastTransitionTime": "2026-12-01T12:00:00Z"})
+    );
+    assert_eq!(
+        status["members"][0],
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "namespace": "shop", "name": "c",
+            "uid": "uid-0", "state": "Applied", "ready": true})
+    );
+    assert_eq!(status["findings"], json!([]));
+    let back: ResourceGroupStatus = serde_json::from_value(status).unwrap();
+    assert_eq!(back, case.plan().status);
+}

@@ -431,6 +431,20 @@ fn read_members<'a>(
             }
         };
         let key = member_key(&member);
+        if is_the_group(&key, g) {
+            let message = format!(
+                "member {i} ({}): a group cannot hold itself",
+                member.display()
+            );
+            entries.push(refused(
+                &member,
+                None,
+                reason::INVALID_MEMBER,
+                message,
+                MemberState::Invalid,
+            ));
+            continue;
+        }
         if let Some(j) = first.get(&key) {
             let message = format!(
                 "member {i} ({}): listed twice (also member {j})",
@@ -471,6 +485,12 @@ fn read_members<'a>(
         });
     }
     entries
+}
+
+/// Applying the group onto itself would overwrite its own spec.
+fn is_the_group(key: &Key, g: &GroupRef) -> bool {
+    let (group, kind, namespace, name) = key;
+    group == super::crd::GROUP && kind == KIND && *namespace == g.namespace && *name == g.name
 }
 
 fn refused_member<'a>(raw: &Value, namespace: &str, e: &MemberError) -> Entry<'a> {

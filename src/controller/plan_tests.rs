@@ -447,6 +447,14 @@ fn invalid_and_duplicate_members_block_the_group() {
         .message
         .contains("not an object"));
 
+    let itself = json!({"apiVersion": "interlock.dev/v1alpha1", "kind": "ResourceGroup",
+        "metadata": {"name": "web"}, "spec": {"serviceAccountName": "x"}});
+    let p = Case::new(vec![cm("c"), itself]).plan();
+    assert!(p.apply.is_empty());
+    assert!(condition(&p.status, "Valid")
+        .message
+        .contains("a group cannot hold itself"));
+
     let p = Case::new(vec![cm("c"), cm("c")]).plan();
     assert!(p.apply.is_empty());
     assert_eq!(condition(&p.status, "Valid").reason, "DuplicateMember");

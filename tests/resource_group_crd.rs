@@ -195,15 +195,11 @@ fn members_applied_server_side_converge_with_zero_writes() {
             ],
             &member.object.to_string(),
         ));
-        let kind = format!(
-            "{}.{}",
-            member.target.kind,
-            member.target.api_version.split('/').next().unwrap_or("")
-        );
-        let kind = if member.target.api_version.contains('/') {
-            kind
-        } else {
-            member.target.kind.clone()
+        // `kubectl get Kind.group`, or `Kind` for the core group.
+        let t = &member.target;
+        let kind = match t.api_version.split_once('/') {
+            Some((group, _)) => format!("{}.{group}", t.kind),
+            None => t.kind.clone(),
         };
         let live =
             ok(cluster.kubectl(&["-n", &ns, "get", &kind, &member.target.name, "-o", "json"]));

@@ -59,7 +59,9 @@ pub struct PlanInput<'a> {
     pub previous: Option<&'a ResourceGroupStatus>,
     /// From the caches: for each member the stored object if any, plus
     /// every object carrying this group's part-of label or an
-    /// ownerReference to its UID. Extra objects are ignored.
+    /// ownerReference to its UID. Extra objects are ignored. Whole objects
+    /// (managedFields may be dropped): a projection missing a field the
+    /// group sets would make the member look changed on every pass.
     pub observed: &'a [Value],
     /// Every policy on every member (computed by the policy engine).
     pub findings: &'a [GroupFinding],

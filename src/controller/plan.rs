@@ -421,72 +421,70 @@ fn read_members<'a>(
     live: &BTreeMap<Key, &'a Value>,
     id: &str,
 ) -> Vec<Entry<'a>> {
-    let g = input.group;
     let mut first: HashMap<Key, usize> = HashMap::new();
-    let mut entries = Vec::with_capacity(input.spec.resources.len());
-    for (i, raw) in input.spec.resources.iter().enumerate() {
-        let member = match parse_member(i, raw, &g.namespace, input.scopes, false) {
-            Ok(m) => m,
-            Err(e) => {
-                entries.push(refused_member(raw, &g.namespace, &e));
-                continue;
-            }
-        };
-        let key = member_key(&member);
-        if is_the_group(&key, g) {
-            let message = format!(
-                "member {i} ({}): a group cannot hold itself",
-                member.display()
-            );
-            entries.push(refused(
-                &member,
-                None,
-                reason::INVALID_MEMBER,
-                message,
-                MemberState::Invalid,
-            ));
-            continue;
-        }
-        if let Some(j) = first.get(&key) {
-            let message = format!(
-                "member {i} ({}): listed twice (also member {j})",
-                member.display()
-            );
-            entries.push(refused(
-                &member,
-                None,
-                reason::DUPLICATE_MEMBER,
-                message,
-                MemberState::Invalid,
-            ));
-            continue;
-        }
-        first.insert(key.clone(), i);
-        let stored = live.get(&key).copied();
-        if let Some(why) = stored.and_then(|l| conflict(l, g, id)) {
-            let message = format!(
-                "{} {} exists and {why}; it is never adopted",
-                member.kind, member.name
-            );
-            entries.push(refused(
-                &member,
-                stored,
-                reason::CONFLICT,
-                message,
-                MemberState::Conflict,
-            ));
-            continue;
-        }
-        let desired = with_ownership(&member.object, g, id);
-        let stale = stored.is_none_or(|l| needs_apply(&desired, l));
-        entries.push(Entry::Usable {
-            member,
-            desired,
-            live: stored,
-            stale,
-        });
+    let resources = input.spec.resources.iter().enumerate();
+    resources
+        .map(|(i, raw)| read_member(input, live, id, &mut first, i, raw))
+        .collect()
+}
+
+/// Entry `i` of `spec.resources`; `first` maps the keys seen so far to
+/// their entries (the first of two entries with one key is kept).
+fn read_member<'a>(
+    input: &PlanInput<'_>,
+    live: &BTreeMap<Key, &'a Value>,
+    id: &str,
+    first: &mut HashMap<Key, usize>,
+    i: usize,
+    raw: &Value,
+) -> Entry<'a> {
+    let g = input.group;
+    let member = match parse_member(i, raw, &g.namespace, input.scopes, false) {
+        Ok(m) => m,
+        Err(e) => return refused_member(raw, &g.namespace, &e),
+    };
+    let key = member_key(&member);
+    let what = format!("member {i} ({})", member.display());
+    if is_the_group(&key, g) {
+        let message = format!("{what}: a group cannot hold itself");
+        return refused(
+            &member,
+            None,
+            reason::INVALID_MEMBER,
+            message,
+            MemberState::Invalid,
+        );
     }
-    entries
+    if let Some(j) = first.get(&key) {
+        let message = format!("{what}: listed twice (also member {j})");
+        return refused(
+            &member,
+            None,
+            reason::DUPLICATE_MEMBER,
+            message,
+            MemberState::Invalid,
+        );
+    }
+    first.insert(key.clone(), i);
+    let stored = live.get(&key).copied();
+    if let Some(why) = stored.and_then(|l| conflict(l, g, id)) {
+        let message = format!("{} exists and {why}; it is never adopted", member.display());
+        return refused(
+            &member,
+            stored,
+            reason::CONFLICT,
+            message,
+            MemberState::Conflict,
+        );
+    }
+    let desired = with_ownership(&member.object, g, id);
+    let stale = stored.is_none_or(|l| needs_apply(&desired, l));
+    Entry::Usable {
+        member,
+        desired,
+        live: stored,
+        stale,
+    }
 }
 
 /// Applying the group onto itself would overwrite its own spec.

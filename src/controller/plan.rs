@@ -259,15 +259,22 @@ pub fn plan(input: &PlanInput<'_>) -> Plan {
 
     let mut apply: Vec<&Entry> = entries.iter().filter(|e| e.needs_write()).collect();
     apply.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
+    // An object already terminating is waited for, not deleted again: a
+    // second delete is a request for nothing.
     let prune = if input.spec.prune {
-        reverse_order(&unlisted)
+        let deletable: Vec<&Value> = unlisted
+            .iter()
+            .copied()
+            .filter(|v| !terminating(v))
+            .collect();
+        reverse_order(&deletable)
     } else {
         vec![]
     };
     let summary = Summary {
         entries: &entries,
         apply: apply.len(),
-        prune: prune.len(),
+        prune: if input.spec.prune { unlisted.len() } else { 0 },
         unlisted: unlisted.len(),
         problems: &problems,
     };

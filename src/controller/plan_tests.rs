@@ -577,6 +577,19 @@ fn owned_objects_no_longer_listed_are_pruned_in_reverse_order() {
         ]
     );
 
+    // A pruned object that is terminating is not deleted again, and the
+    // group stays Progressing until it is gone.
+    let d = case
+        .observed
+        .iter_mut()
+        .find(|o| o["kind"] == "Deployment")
+        .unwrap();
+    d["metadata"]["deletionTimestamp"] = json!("2026-12-01T12:01:00Z");
+    let p = case.plan();
+    assert_eq!(refs(&p.prune), ["Service/web", "ConfigMap/c"]);
+    assert_eq!(condition(&p.status, "Applied").reason, "Progressing");
+    case.observed.retain(|o| o["kind"] != "Deployment");
+
     case.spec.prune = false;
     let p = case.plan();
     assert!(p.prune.is_empty());

@@ -188,9 +188,7 @@ impl Plan {
             set_condition(&mut self.status.conditions, c);
         }
     }
-}
 
-impl Plan {
     /// The KEP-3659 parent metadata of the group, for a metadata patch of
     /// the group itself (the executor writes it only when it differs): the
     /// id label, the tooling annotation, and the group-kinds of every

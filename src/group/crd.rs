@@ -23,6 +23,9 @@ pub const PART_OF_LABEL: &str = "applyset.kubernetes.io/part-of";
 pub const APPLYSET_ID_LABEL: &str = "applyset.kubernetes.io/id";
 /// KEP-3659 parent annotation naming the tool that manages the set.
 pub const APPLYSET_TOOLING_ANNOTATION: &str = "applyset.kubernetes.io/tooling";
+/// KEP-3659 parent annotation listing the group-kinds of the members
+/// (`Kind.group`, core kinds as `Kind`, sorted, comma-separated).
+pub const APPLYSET_GROUP_KINDS_ANNOTATION: &str = "applyset.kubernetes.io/contains-group-kinds";
 /// Server-side apply field manager of every member write.
 pub const FIELD_MANAGER: &str = "interlock";
 /// Most members one group may hold: the whole group is one object in etcd
@@ -269,4 +272,54 @@ pub fn crds() -> Vec<serde_json::Value> {
     use kube::CustomResourceExt as _;
     // A generated CRD always serialises (string keys, no floats out of range).
     vec![serde_json::to_value(ResourceGroup::crd()).unwrap_or_default()]
+}
+
+impl GroupFinding {
+    /// A policy engine verdict about `member` (the object as evaluated), in
+    /// the status's shape.
+    pub fn from_verdict(verdict: &crate::policy::Verdict, member: &serde_json::Value) -> Self {
+        let s = |p: &str| member.pointer(p).and_then(serde_json::Value::as_str);
+        GroupFinding {
+            policy: verdict.policy.clone(),
+            binding: verdict.binding.clone(),
+            action: match verdict.action {
+                crate::policy::Action::Deny => FindingAction::Deny,
+                crate::policy::Action::Warn => FindingAction::Warn,
+                crate::policy::Action::Audit => FindingAction::Audit,
+            },
+            object: FindingObject {
+                api_version: s("/apiVersion").unwrap_or_default().to_string(),
+                kind: s("/kind").unwrap_or_default().to_string(),
+                namespace: s("/metadata/namespace").map(str::to_string),
+                name: s("/metadata/name").unwrap_or_default().to_string(),
+            },
+            message: verdict.message.clone(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_verdict_becomes_a_status_finding() {
+        let verdict = crate::policy::Verdict {
+            policy: "p".into(),
+            binding: None,
+            action: crate::policy::Action::Warn,
+            message: "m".into(),
+            reason: None,
+            related: vec![],
+        };
+        let member = serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "c", "namespace": "shop"}});
+        let f = GroupFinding::from_verdict(&verdict, &member);
+        assert_eq!(f.action, FindingAction::Warn);
+        assert_eq!(
+            serde_json::to_value(&f).unwrap(),
+            serde_json::json!({"policy": "p", "binding": null, "action": "Warn", "message": "m",
+                "object": {"apiVersion": "v1", "kind": "ConfigMap", "namespace": "shop", "name": "c"}})
+        );
+    }
 }

@@ -22,10 +22,40 @@ use serde_json::{Map, Value};
 /// other managers' elements, so re-applying would not remove them anyway);
 /// scalars are equal when equal as JSON, as numbers (`1 == 1.0`), or, under
 /// `resources`-like maps, as Kubernetes quantities (`500m == 0.5`), since
-/// the server stores quantities in canonical form. A desired `null`, `{}`
-/// or `[]` is matched by an absent field.
+/// the server stores quantities in canonical form. A desired zero value
+/// (`null`, `false`, `0`, `""`, `{}`, `[]`) is matched by an absent field,
+/// and a Secret's `stringData` is compared as the `data` it is stored as.
 pub fn needs_apply(desired: &Value, live: &Value) -> bool {
-    !holds(live, desired, Context::Root)
+    match secret_string_data(desired) {
+        Some(stored_form) => !holds(live, &stored_form, Context::Root),
+        None => !holds(live, desired, Context::Root),
+    }
+}
+
+/// A Secret's `stringData` as the server stores it: merged into `data`,
+/// base64-encoded (the stored object never has `stringData`, so comparing
+/// it as written would make the Secret look changed on every pass).
+fn secret_string_data(desired: &Value) -> Option<Value> {
+    use base64::Engine as _;
+    let string_data = desired.get("stringData")?.as_object()?;
+    if desired.get("kind").and_then(Value::as_str) != Some("Secret")
+        || desired.get("apiVersion").and_then(Value::as_str) != Some("v1")
+    {
+        return None;
+    }
+    let mut stored = desired.clone();
+    let object = stored.as_object_mut()?;
+    object.remove("stringData");
+    let data = object
+        .entry("data")
+        .or_insert_with(|| Value::Object(Map::new()));
+    let data = data.as_object_mut()?;
+    for (key, value) in string_data {
+        let text = value.as_str().unwrap_or_default();
+        let encoded = base64::engine::general_purpose::STANDARD.encode(text);
+        data.insert(key.clone(), Value::String(encoded));
+    }
+    Some(stored)
 }
 
 /// Where in the object a comparison is, for the few places with rules of
@@ -124,12 +154,18 @@ fn merge_key(desired: &[Value]) -> Option<&'static str> {
     (!desired.is_empty() && distinct).then_some("name")
 }
 
+/// Values an absent field matches: the API server drops zero values of
+/// `omitempty` fields (`hostNetwork: false`, `workingDir: ""`), and a
+/// field it does not drop is defaulted, so a hand edit that removes a
+/// field shows as a different value, not as an absence.
 fn is_empty(v: &Value) -> bool {
     match v {
         Value::Null => true,
+        Value::Bool(b) => !b,
+        Value::Number(n) => n.as_f64() == Some(0.0),
+        Value::String(s) => s.is_empty(),
         Value::Object(m) => m.is_empty(),
         Value::Array(a) => a.is_empty(),
-        _ => false,
     }
 }
 
@@ -352,9 +388,131 @@ mod tests {
     }
 
     #[test]
+    fn secret_string_data_compares_as_stored_data() {
+        let d = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"},
+            "data": {"a": "eA=="}, "stringData": {"b": "hello"}});
+        let live = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"},
+            "type": "Opaque", "data": {"a": "eA==", "b": "aGVsbG8="}});
+        assert!(!needs_apply(&d, &live));
+        let mut edited = live.clone();
+        edited["data"]["b"] = json!("aGVsbG8h");
+        assert!(needs_apply(&d, &edited));
+        // Only Secrets: elsewhere stringData is an ordinary field.
+        let widget = json!({"apiVersion": "x/v1", "kind": "Widget", "stringData": {"b": "hello"}});
+        assert!(needs_apply(
+            &widget,
+            &json!({"apiVersion": "x/v1", "kind": "Widget"})
+        ));
+    }
+
+    #[test]
+    fn zero_values_match_absent_fields() {
+        let d = json!({"spec": {"hostNetwork": false, "workingDir": "", "priority": 0}});
+        assert!(!needs_apply(&d, &json!({"spec": {}})));
+        assert!(needs_apply(&d, &json!({"spec": {"hostNetwork": true}})));
+        // A removed field that the server defaults comes back as another value.
+        let replicas = json!({"spec": {"replicas": 0}});
+        assert!(needs_apply(&replicas, &json!({"spec": {"replicas": 1}})));
+    }
+
+    #[test]
     fn desired_empty_values_match_absent_fields() {
         let d = json!({"metadata": {"annotations": {}}, "spec": {"args": [], "x": null}});
         assert!(!needs_apply(&d, &json!({"metadata": {}, "spec": {}})));
         assert!(needs_apply(&d, &json!({"metadata": {}, "spec": {"x": 1}})));
+    }
+
+    /// A small deterministic generator (xorshift), for the property test.
+    struct Rng(u64);
+
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+
+        fn below(&mut self, n: u64) -> u64 {
+            self.next() % n
+        }
+    }
+
+    /// Objects without zero values, named lists or quantity maps: every
+    /// leaf is significant.
+    fn random_value(rng: &mut Rng, depth: u32) -> Value {
+        match (depth, rng.below(6)) {
+            (0, _) | (_, 0) => json!(format!("s{}", rng.below(1000))),
+            (_, 1) => json!(rng.below(1000) + 1),
+            (_, 2) => json!(true),
+            (_, 3) => Value::Array(
+                (0..1 + rng.below(3))
+                    .map(|_| random_value(rng, depth - 1))
+                    .collect(),
+            ),
+            _ => {
+                let mut m = Map::new();
+                for k in ["a", "b", "c", "d"] {
+                    if rng.below(2) == 0 {
+                        m.insert(k.into(), random_value(rng, depth - 1));
+                    }
+                }
+                m.insert("z".into(), random_value(rng, depth - 1));
+                Value::Object(m)
+            }
+        }
+    }
+
+    /// JSON pointers of every leaf of `v`.
+    fn leaves(v: &Value, at: String, out: &mut Vec<String>) {
+        match v {
+            Value::Object(m) => m
+                .iter()
+                .for_each(|(k, c)| leaves(c, format!("{at}/{k}"), out)),
+            Value::Array(a) => a
+                .iter()
+                .enumerate()
+                .for_each(|(i, c)| leaves(c, format!("{at}/{i}"), out)),
+            _ => out.push(at),
+        }
+    }
+
+    /// Adds fields the desired object does not have, as a server would.
+    fn add_server_fields(v: &mut Value, rng: &mut Rng) {
+        match v {
+            Value::Object(m) => {
+                m.values_mut().for_each(|c| add_server_fields(c, rng));
+                m.insert(format!("server{}", rng.below(5)), json!({"x": 1}));
+            }
+            Value::Array(a) => a.iter_mut().for_each(|c| add_server_fields(c, rng)),
+            _ => {}
+        }
+    }
+
+    #[test]
+    fn property_extra_fields_never_count_and_every_changed_leaf_does() {
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        for _ in 0..500 {
+            let desired = json!({"spec": random_value(&mut rng, 4)});
+            let mut live = desired.clone();
+            add_server_fields(&mut live, &mut rng);
+            assert!(!needs_apply(&desired, &live), "{desired}\n{live}");
+            let mut paths = Vec::new();
+            leaves(&desired, String::new(), &mut paths);
+            let path = &paths[rng.below(paths.len() as u64) as usize];
+            let mut changed = live.clone();
+            let leaf = changed.pointer_mut(path).unwrap();
+            *leaf = match leaf {
+                Value::String(s) => json!(format!("{s}!")),
+                Value::Number(n) => json!(n.as_u64().unwrap_or(0) + 1),
+                _ => json!(false),
+            };
+            assert!(needs_apply(&desired, &changed), "change at {path} not seen");
+            let (parent, key) = path.rsplit_once('/').unwrap();
+            if let Some(Value::Object(m)) = live.pointer_mut(parent) {
+                m.remove(key);
+                assert!(needs_apply(&desired, &live), "removal of {path} not seen");
+            }
+        }
     }
 }

@@ -205,6 +205,22 @@ spec:
     }
 
     #[test]
+    fn a_group_without_service_account_or_list_is_an_error() {
+        let doc = load("apiVersion: interlock.dev/v1alpha1\nkind: ResourceGroup\nmetadata:\n  name: g\nspec:\n  resources: {a: 1}\n");
+        let e = expand(doc);
+        let messages: Vec<&str> = e.errors.iter().map(|x| x.message.as_str()).collect();
+        assert_eq!(
+            messages,
+            [
+                "ResourceGroup default/g: spec.serviceAccountName is required",
+                "ResourceGroup default/g: spec.resources is not a list",
+            ]
+        );
+        assert_eq!(e.errors[1].line, Some(6));
+        assert_eq!(e.documents.len(), 1, "the group itself is still checked");
+    }
+
+    #[test]
     fn other_documents_pass_through() {
         let doc = load("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n");
         let e = expand(doc);

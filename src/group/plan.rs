@@ -8,7 +8,8 @@
 use super::crd::{
     applyset_id, Condition, ConditionStatus, DeletionPolicy, FindingAction, GroupFinding,
     MemberState, MemberStatus, ResourceGroup, ResourceGroupSpec, ResourceGroupStatus, API_VERSION,
-    KIND, PART_OF_LABEL,
+    APPLYSET_GROUP_KINDS_ANNOTATION, APPLYSET_ID_LABEL, APPLYSET_TOOLING_ANNOTATION, KIND,
+    PART_OF_LABEL,
 };
 use super::diff::needs_apply;
 use super::member::{parse_member, Member, MemberError, ScopeOracle};
@@ -58,7 +59,9 @@ pub struct PlanInput<'a> {
     pub previous: Option<&'a ResourceGroupStatus>,
     /// From the caches: for each member the stored object if any, plus
     /// every object carrying this group's part-of label or an
-    /// ownerReference to its UID. Extra objects are ignored.
+    /// ownerReference to its UID. Extra objects are ignored. Whole objects
+    /// (managedFields may be dropped): a projection missing a field the
+    /// group sets would make the member look changed on every pass.
     pub observed: &'a [Value],
     /// Every policy on every member (computed by the policy engine).
     pub findings: &'a [GroupFinding],
@@ -185,6 +188,35 @@ impl Plan {
             set_condition(&mut self.status.conditions, c);
         }
     }
+
+    /// The KEP-3659 parent metadata of the group, for a metadata patch of
+    /// the group itself (the executor writes it only when it differs): the
+    /// id label, the tooling annotation, and the group-kinds of every
+    /// member listed or still owned, which `kubectl` needs to see the
+    /// group as an ApplySet parent.
+    pub fn applyset_parent_metadata(&self, group: &GroupRef) -> Value {
+        let mut kinds: Vec<String> = self
+            .status
+            .members
+            .iter()
+            .filter(|m| !m.kind.is_empty())
+            .map(|m| match group_of(&m.api_version) {
+                "" => m.kind.clone(),
+                g => format!("{}.{g}", m.kind),
+            })
+            .collect();
+        kinds.sort();
+        kinds.dedup();
+        json!({
+            "metadata": {
+                "labels": {APPLYSET_ID_LABEL: applyset_id(&group.namespace, &group.name)},
+                "annotations": {
+                    APPLYSET_TOOLING_ANNOTATION: concat!("interlock/v", env!("CARGO_PKG_VERSION")),
+                    APPLYSET_GROUP_KINDS_ANNOTATION: kinds.join(","),
+                },
+            }
+        })
+    }
 }
 
 /// Condition types.
@@ -217,26 +249,7 @@ pub fn plan(input: &PlanInput<'_>) -> Plan {
         return plan_deletion(input, &live, &id);
     }
     let entries = read_members(input, &live, &id);
-    let mut problems = Problems::default();
-    for e in &entries {
-        if let Entry::Refused {
-            reason, message, ..
-        } = e
-        {
-            problems.add(reason, message.clone());
-        }
-    }
-    for f in input
-        .findings
-        .iter()
-        .filter(|f| f.action == FindingAction::Deny)
-    {
-        let o = &f.object;
-        problems.add(
-            reason::POLICY_VIOLATION,
-            format!("{} {}: {}: {}", o.kind, o.name, f.policy, f.message),
-        );
-    }
+    let problems = problems_of(&entries, input.findings);
     let listed: Vec<Key> = entries.iter().filter_map(Entry::key).collect();
     let unlisted = owned_unlisted(&live, &listed, &g.uid);
     let blocked = !problems.is_empty();
@@ -244,19 +257,22 @@ pub fn plan(input: &PlanInput<'_>) -> Plan {
 
     let mut apply: Vec<&Entry> = entries.iter().filter(|e| e.needs_write()).collect();
     apply.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
-    let mut prune: Vec<ObjectRef> = if input.spec.prune {
-        unlisted.iter().map(|l| ObjectRef::of(l)).collect()
+    // An object already terminating is waited for, not deleted again: a
+    // second delete is a request for nothing.
+    let prune = if input.spec.prune {
+        let deletable: Vec<&Value> = unlisted
+            .iter()
+            .copied()
+            .filter(|v| !terminating(v))
+            .collect();
+        reverse_order(&deletable)
     } else {
         vec![]
     };
-    prune.sort_by(|a, b| {
-        let key = |o: &ObjectRef| order::sort_key(o.api_group(), &o.kind, &o.name).0;
-        (key(b), &b.name, &b.kind).cmp(&(key(a), &a.name, &a.kind))
-    });
     let summary = Summary {
         entries: &entries,
         apply: apply.len(),
-        prune: prune.len(),
+        prune: if input.spec.prune { unlisted.len() } else { 0 },
         unlisted: unlisted.len(),
         problems: &problems,
     };
@@ -275,6 +291,37 @@ pub fn plan(input: &PlanInput<'_>) -> Plan {
         status,
         finalize: None,
     }
+}
+
+/// Everything that blocks the group: refused members and Deny findings.
+fn problems_of(entries: &[Entry<'_>], findings: &[GroupFinding]) -> Problems {
+    let mut problems = Problems::default();
+    for e in entries {
+        if let Entry::Refused {
+            reason, message, ..
+        } = e
+        {
+            problems.add(reason, message.clone());
+        }
+    }
+    for f in findings.iter().filter(|f| f.action == FindingAction::Deny) {
+        let o = &f.object;
+        problems.add(
+            reason::POLICY_VIOLATION,
+            format!("{} {}: {}: {}", o.kind, o.name, f.policy, f.message),
+        );
+    }
+    problems
+}
+
+/// Stored objects in reverse apply order (for pruning).
+fn reverse_order(objects: &[&Value]) -> Vec<ObjectRef> {
+    let mut refs: Vec<ObjectRef> = objects.iter().map(|v| ObjectRef::of(v)).collect();
+    refs.sort_by(|a, b| {
+        let rank = |o: &ObjectRef| order::rank(o.api_group(), &o.kind);
+        (rank(b), &b.name, &b.kind).cmp(&(rank(a), &a.name, &a.kind))
+    });
+    refs
 }
 
 /// (API group, kind, namespace, name): one object whatever its version.
@@ -379,58 +426,76 @@ fn read_members<'a>(
     live: &BTreeMap<Key, &'a Value>,
     id: &str,
 ) -> Vec<Entry<'a>> {
-    let g = input.group;
     let mut first: HashMap<Key, usize> = HashMap::new();
-    let mut entries = Vec::with_capacity(input.spec.resources.len());
-    for (i, raw) in input.spec.resources.iter().enumerate() {
-        let member = match parse_member(i, raw, &g.namespace, input.scopes, false) {
-            Ok(m) => m,
-            Err(e) => {
-                entries.push(refused_member(raw, &g.namespace, &e));
-                continue;
-            }
-        };
-        let key = member_key(&member);
-        if let Some(j) = first.get(&key) {
-            let message = format!(
-                "member {i} ({}): listed twice (also member {j})",
-                member.display()
-            );
-            entries.push(refused(
-                &member,
-                None,
-                reason::DUPLICATE_MEMBER,
-                message,
-                MemberState::Invalid,
-            ));
-            continue;
-        }
-        first.insert(key.clone(), i);
-        let stored = live.get(&key).copied();
-        if let Some(why) = stored.and_then(|l| conflict(l, g, id)) {
-            let message = format!(
-                "{} {} exists and {why}; it is never adopted",
-                member.kind, member.name
-            );
-            entries.push(refused(
-                &member,
-                stored,
-                reason::CONFLICT,
-                message,
-                MemberState::Conflict,
-            ));
-            continue;
-        }
-        let desired = with_ownership(&member.object, g, id);
-        let stale = stored.is_none_or(|l| needs_apply(&desired, l));
-        entries.push(Entry::Usable {
-            member,
-            desired,
-            live: stored,
-            stale,
-        });
+    let resources = input.spec.resources.iter().enumerate();
+    resources
+        .map(|(i, raw)| read_member(input, live, id, &mut first, i, raw))
+        .collect()
+}
+
+/// Entry `i` of `spec.resources`; `first` maps the keys seen so far to
+/// their entries (the first of two entries with one key is kept).
+fn read_member<'a>(
+    input: &PlanInput<'_>,
+    live: &BTreeMap<Key, &'a Value>,
+    id: &str,
+    first: &mut HashMap<Key, usize>,
+    i: usize,
+    raw: &Value,
+) -> Entry<'a> {
+    let g = input.group;
+    let member = match parse_member(i, raw, &g.namespace, input.scopes, false) {
+        Ok(m) => m,
+        Err(e) => return refused_member(raw, &g.namespace, &e),
+    };
+    let key = member_key(&member);
+    let what = format!("member {i} ({})", member.display());
+    if is_the_group(&key, g) {
+        let message = format!("{what}: a group cannot hold itself");
+        return refused(
+            &member,
+            None,
+            reason::INVALID_MEMBER,
+            message,
+            MemberState::Invalid,
+        );
     }
-    entries
+    if let Some(j) = first.get(&key) {
+        let message = format!("{what}: listed twice (also member {j})");
+        return refused(
+            &member,
+            None,
+            reason::DUPLICATE_MEMBER,
+            message,
+            MemberState::Invalid,
+        );
+    }
+    first.insert(key.clone(), i);
+    let stored = live.get(&key).copied();
+    if let Some(why) = stored.and_then(|l| conflict(l, g, id)) {
+        let message = format!("{} exists and {why}; it is never adopted", member.display());
+        return refused(
+            &member,
+            stored,
+            reason::CONFLICT,
+            message,
+            MemberState::Conflict,
+        );
+    }
+    let desired = with_ownership(&member.object, g, id);
+    let stale = stored.is_none_or(|l| needs_apply(&desired, l));
+    Entry::Usable {
+        member,
+        desired,
+        live: stored,
+        stale,
+    }
+}
+
+/// Applying the group onto itself would overwrite its own spec.
+fn is_the_group(key: &Key, g: &GroupRef) -> bool {
+    let (group, kind, namespace, name) = key;
+    group == super::crd::GROUP && kind == KIND && *namespace == g.namespace && *name == g.name
 }
 
 fn refused_member<'a>(raw: &Value, namespace: &str, e: &MemberError) -> Entry<'a> {
@@ -825,71 +890,68 @@ fn conditions(
     members: &[MemberStatus],
     stamp: &Stamp<'_>,
 ) -> (Condition, Condition, Condition) {
+    let valid = valid_condition(input, s, stamp);
+    let applied = applied_condition(input, s, &valid, members, stamp);
+    let ready = ready_condition(&applied, members, stamp);
+    (valid, applied, ready)
+}
+
+fn valid_condition(input: &PlanInput<'_>, s: &Summary<'_, '_>, stamp: &Stamp<'_>) -> Condition {
+    if let Some((r, m)) = s.problems.summary(&INVALID_REASONS) {
+        return stamp.condition(VALID, ConditionStatus::False, r, &m);
+    }
+    let m = format!(
+        "{} members pass every policy ({} warnings or audit findings)",
+        s.entries.len(),
+        input.findings.len()
+    );
+    stamp.condition(VALID, ConditionStatus::True, reason::VALID, &m)
+}
+
+fn applied_condition(
+    input: &PlanInput<'_>,
+    s: &Summary<'_, '_>,
+    valid: &Condition,
+    members: &[MemberStatus],
+    stamp: &Stamp<'_>,
+) -> Condition {
     use ConditionStatus::{False, True};
-    let listed = s.entries.len();
-    let valid = match s.problems.summary(&INVALID_REASONS) {
-        Some((r, m)) => stamp.condition(VALID, False, r, &m),
-        None => {
-            let warnings = input.findings.len();
-            let m = format!(
-                "{listed} members pass every policy ({warnings} warnings or audit findings)"
-            );
-            stamp.condition(VALID, True, reason::VALID, &m)
-        }
-    };
     let waiting = members
         .iter()
         .filter(|m| m.state == MemberState::Pending)
         .count();
     let pending = s.apply + s.prune + waiting;
-    let applied = if valid.status == False {
-        stamp.condition(
-            APPLIED,
-            False,
-            &valid.reason,
-            "nothing written or pruned: the group is not valid",
-        )
+    let (status, why, message) = if valid.status == False {
+        let m = "nothing written or pruned: the group is not valid".to_string();
+        (False, valid.reason.as_str(), m)
     } else if let Some((r, m)) = s.problems.summary(&[reason::CONFLICT]) {
-        stamp.condition(
-            APPLIED,
-            False,
-            r,
-            &format!("nothing written or pruned: {m}"),
-        )
+        (False, r, format!("nothing written or pruned: {m}"))
+    } else if input.spec.suspend && pending == 0 {
+        let m = "suspended; every member matches the spec".to_string();
+        (True, reason::SUSPENDED, m)
     } else if input.spec.suspend {
-        let (st, m) = if pending == 0 {
-            (True, "suspended; every member matches the spec".to_string())
-        } else {
-            (
-                False,
-                format!(
-                    "suspended; {} members differ from the spec, {} would be pruned",
-                    s.apply, s.prune
-                ),
-            )
-        };
-        stamp.condition(APPLIED, st, reason::SUSPENDED, &m)
-    } else if pending > 0 {
         let m = format!(
-            "applying {} of {listed} members, pruning {}",
+            "suspended; {} members differ from the spec, {} would be pruned",
             s.apply, s.prune
         );
-        stamp.condition(APPLIED, False, reason::PROGRESSING, &m)
+        (False, reason::SUSPENDED, m)
+    } else if pending > 0 {
+        let m = format!(
+            "applying {} of {} members, pruning {}",
+            s.apply,
+            s.entries.len(),
+            s.prune
+        );
+        (False, reason::PROGRESSING, m)
     } else {
-        let kept = if s.unlisted > 0 {
-            format!("; {} unlisted members kept", s.unlisted)
-        } else {
-            String::new()
+        let kept = match s.unlisted {
+            0 => String::new(),
+            n => format!("; {n} unlisted members kept"),
         };
-        stamp.condition(
-            APPLIED,
-            True,
-            reason::APPLIED,
-            &format!("all {listed} members applied{kept}"),
-        )
+        let m = format!("all {} members applied{kept}", s.entries.len());
+        (True, reason::APPLIED, m)
     };
-    let ready = ready_condition(&applied, members, stamp);
-    (valid, applied, ready)
+    stamp.condition(APPLIED, status, why, &message)
 }
 
 fn ready_condition(applied: &Condition, members: &[MemberStatus], stamp: &Stamp<'_>) -> Condition {
@@ -939,28 +1001,13 @@ fn plan_deletion(input: &PlanInput<'_>, live: &BTreeMap<Key, &Value>, id: &str) 
     } else {
         deletion_step(&mine)
     };
-    let stamp = Stamp {
-        generation: g.generation,
-        previous: input.previous,
-        now: input.now,
-    };
     let members = mine.iter().map(|v| deletion_status(v, orphan)).collect();
     let message = match &finalize {
         Finalize::RemoveFinalizer => "every member is gone or released".to_string(),
-        _ => format!(
-            "{} members left to {}",
-            mine.len(),
-            if orphan { "release" } else { "delete" }
-        ),
+        _ if orphan => format!("{} members left to release", mine.len()),
+        _ => format!("{} members left to delete", mine.len()),
     };
-    let mut conditions: Vec<Condition> = input
-        .previous
-        .and_then(|p| p.conditions.iter().find(|c| c.type_ == VALID).cloned())
-        .into_iter()
-        .collect();
-    for type_ in [APPLIED, READY] {
-        conditions.push(stamp.condition(type_, ConditionStatus::False, reason::DELETING, &message));
-    }
+    let conditions = deletion_conditions(input, &message);
     let status = ResourceGroupStatus {
         observed_generation: Some(g.generation),
         conditions,
@@ -973,6 +1020,26 @@ fn plan_deletion(input: &PlanInput<'_>, live: &BTreeMap<Key, &Value>, id: &str) 
         status,
         finalize: Some(finalize),
     }
+}
+
+/// `Valid` as last computed (a deleted group is not validated again);
+/// `Applied` and `Ready` False with reason `Deleting`.
+fn deletion_conditions(input: &PlanInput<'_>, message: &str) -> Vec<Condition> {
+    let stamp = Stamp {
+        generation: input.group.generation,
+        previous: input.previous,
+        now: input.now,
+    };
+    let mut conditions: Vec<Condition> = input
+        .previous
+        .and_then(|p| p.conditions.iter().find(|c| c.type_ == VALID).cloned())
+        .into_iter()
+        .collect();
+    for type_ in [APPLIED, READY] {
+        let c = stamp.condition(type_, ConditionStatus::False, reason::DELETING, message);
+        conditions.push(c);
+    }
+    conditions
 }
 
 /// The members of the last rank still present: delete those not yet

@@ -447,6 +447,14 @@ fn invalid_and_duplicate_members_block_the_group() {
         .message
         .contains("not an object"));
 
+    let itself = json!({"apiVersion": "interlock.dev/v1alpha1", "kind": "ResourceGroup",
+        "metadata": {"name": "web"}, "spec": {"serviceAccountName": "x"}});
+    let p = Case::new(vec![cm("c"), itself]).plan();
+    assert!(p.apply.is_empty());
+    assert!(condition(&p.status, "Valid")
+        .message
+        .contains("a group cannot hold itself"));
+
     let p = Case::new(vec![cm("c"), cm("c")]).plan();
     assert!(p.apply.is_empty());
     assert_eq!(condition(&p.status, "Valid").reason, "DuplicateMember");
@@ -568,6 +576,19 @@ fn owned_objects_no_longer_listed_are_pruned_in_reverse_order() {
             MemberState::Pruning
         ]
     );
+
+    // A pruned object that is terminating is not deleted again, and the
+    // group stays Progressing until it is gone.
+    let d = case
+        .observed
+        .iter_mut()
+        .find(|o| o["kind"] == "Deployment")
+        .unwrap();
+    d["metadata"]["deletionTimestamp"] = json!("2026-12-01T12:01:00Z");
+    let p = case.plan();
+    assert_eq!(refs(&p.prune), ["Service/web", "ConfigMap/c"]);
+    assert_eq!(condition(&p.status, "Applied").reason, "Progressing");
+    case.observed.retain(|o| o["kind"] != "Deployment");
 
     case.spec.prune = false;
     let p = case.plan();
@@ -849,6 +870,26 @@ fn a_refused_write_is_recorded_on_the_member_and_conditions() {
 }
 
 #[test]
+fn the_group_is_marked_as_an_applyset_parent() {
+    let mut case = Case::new(vec![deploy("web"), cm("c"), sa("s")]);
+    converge(&mut case);
+    case.spec.resources.pop();
+    let p = case.plan();
+    let meta = p.applyset_parent_metadata(&case.group);
+    assert_eq!(
+        meta,
+        json!({"metadata": {
+            "labels": {APPLYSET_ID_LABEL: applyset_id("shop", "web")},
+            "annotations": {
+                "applyset.kubernetes.io/tooling": concat!("interlock/v", env!("CARGO_PKG_VERSION")),
+                // The pruned ServiceAccount is still a member until it is gone.
+                "applyset.kubernetes.io/contains-group-kinds": "ConfigMap,Deployment.apps,ServiceAccount",
+            }
+        }})
+    );
+}
+
+#[test]
 fn the_group_ref_comes_from_the_stored_group() {
     let mut rg = ResourceGroup::new("web", spec(vec![]));
     assert_eq!(GroupRef::of(&rg), Err(GroupRefError("namespace")));
@@ -856,5 +897,26 @@ fn the_group_ref_comes_from_the_stored_group() {
     rg.metadata.uid = Some("g-uid".into());
     rg.metadata.generation = Some(3);
     assert_eq!(GroupRef::of(&rg), Ok(group()));
-    let _ = APPLYSET_ID_LABEL;
+}
+
+#[test]
+fn the_status_serialises_in_the_contracted_shape() {
+    let mut case = Case::new(vec![cm("c")]);
+    converge(&mut case);
+    let status = serde_json::to_value(case.plan().status).unwrap();
+    assert_eq!(status["observedGeneration"], 3);
+    assert_eq!(
+        status["conditions"][0],
+        json!({"type": "Valid", "status": "True", "reason": "Valid",
+            "message": "1 members pass every policy (0 warnings or audit findings)",
+            "observedGeneration": 3, "lastTransitionTime": "2026-12-01T12:00:00Z"})
+    );
+    assert_eq!(
+        status["members"][0],
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "namespace": "shop", "name": "c",
+            "uid": "uid-0", "state": "Applied", "ready": true})
+    );
+    assert_eq!(status["findings"], json!([]));
+    let back: ResourceGroupStatus = serde_json::from_value(status).unwrap();
+    assert_eq!(back, case.plan().status);
 }

@@ -111,7 +111,11 @@ impl Elector {
     /// first: not ours this round.
     pub async fn try_hold(&self) -> Result<bool, LeaseError> {
         let now = Timestamp::now();
-        let current = self.api.get_opt(&self.cfg.name).await.map_err(|e| self.err(e))?;
+        let current = self
+            .api
+            .get_opt(&self.cfg.name)
+            .await
+            .map_err(|e| self.err(e))?;
         let spec = current.as_ref().and_then(|l| l.spec.as_ref());
         if decide(spec, &self.cfg.identity, now) == Decision::Wait {
             return Ok(false);
@@ -214,10 +218,22 @@ mod tests {
         let now = Timestamp::now();
         let ago = |s: i64| now - SignedDuration::from_secs(s);
         assert_eq!(decide(None, "a", now), Decision::Acquire);
-        assert_eq!(decide(Some(&held("a", ago(1), 15)), "a", now), Decision::Renew);
-        assert_eq!(decide(Some(&held("b", ago(5), 15)), "a", now), Decision::Wait);
-        assert_eq!(decide(Some(&held("b", ago(16), 15)), "a", now), Decision::Acquire);
-        assert_eq!(decide(Some(&held("", ago(1), 15)), "a", now), Decision::Acquire);
+        assert_eq!(
+            decide(Some(&held("a", ago(1), 15)), "a", now),
+            Decision::Renew
+        );
+        assert_eq!(
+            decide(Some(&held("b", ago(5), 15)), "a", now),
+            Decision::Wait
+        );
+        assert_eq!(
+            decide(Some(&held("b", ago(16), 15)), "a", now),
+            Decision::Acquire
+        );
+        assert_eq!(
+            decide(Some(&held("", ago(1), 15)), "a", now),
+            Decision::Acquire
+        );
         let never_renewed = LeaseSpec {
             holder_identity: Some("b".into()),
             ..LeaseSpec::default()

@@ -107,7 +107,9 @@ impl Members {
                         }
                     }
                     // The watcher re-lists by itself (410 Gone included).
-                    Err(e) => tracing::warn!(kind = %kind, error = %e, "member watch error; re-listing"),
+                    Err(e) => {
+                        tracing::warn!(kind = %kind, error = %e, "member watch error; re-listing")
+                    }
                 }
             }
         });

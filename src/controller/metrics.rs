@@ -50,7 +50,11 @@ impl Drop for Timer<'_> {
 impl Metrics {
     pub fn register(&self, registry: &mut Registry) {
         let r = registry.sub_registry_with_prefix("controller");
-        r.register("reconciles", "Reconciles that succeeded", self.reconciles.clone());
+        r.register(
+            "reconciles",
+            "Reconciles that succeeded",
+            self.reconciles.clone(),
+        );
         r.register(
             "reconcile_errors",
             "Reconciles that failed, by reason",

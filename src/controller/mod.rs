@@ -23,8 +23,8 @@
 //! - **Leader election** on a Lease ([`lease`]): a replica reconciles only
 //!   while it holds the lease, and exits when it loses it.
 
-pub mod lease;
 pub mod error;
+pub mod lease;
 pub mod members;
 pub mod metrics;
 pub mod reconcile;

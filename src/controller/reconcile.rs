@@ -105,10 +105,14 @@ pub async fn reconcile(rg: Arc<ResourceGroup>, ctx: Arc<Context>) -> Result<Acti
         }
     })
     .await
-    .map_err(|e| match e {
+    .or_else(|e| match e {
         kube::runtime::finalizer::Error::ApplyFailed(e)
-        | kube::runtime::finalizer::Error::CleanupFailed(e) => e,
-        other => Error::Finalizer(other.to_string()),
+        | kube::runtime::finalizer::Error::CleanupFailed(e) => Err(e),
+        // A queued pass for a group already gone: nothing left to do.
+        kube::runtime::finalizer::Error::RemoveFinalizer(kube::Error::Api(s)) if s.code == 404 => {
+            Ok(Action::await_change())
+        }
+        other => Err(Error::Finalizer(other.to_string())),
     });
     if result.is_ok() {
         ctx.succeeded(&key);
@@ -151,7 +155,8 @@ async fn observe(rg: &ResourceGroup, g: &GroupRef, ctx: &Context) -> Result<Obse
     for (api_version, kind) in kinds {
         if api_version == API_VERSION && kind == KIND {
             // A group of groups is refused by the plan; never watched.
-            o.scopes.insert((api_version, kind), Some(Scope::Namespaced));
+            o.scopes
+                .insert((api_version, kind), Some(Scope::Namespaced));
             continue;
         }
         let cache = ctx.members.kind(&api_version, &kind).await?;
@@ -237,7 +242,12 @@ fn scope_oracle(
 }
 
 /// Every policy on every usable member, as findings for the plan.
-fn findings(rg: &ResourceGroup, g: &GroupRef, observed: &Observed, ctx: &Context) -> Result<Vec<GroupFinding>> {
+fn findings(
+    rg: &ResourceGroup,
+    g: &GroupRef,
+    observed: &Observed,
+    ctx: &Context,
+) -> Result<Vec<GroupFinding>> {
     if !ctx.cluster.is_ready() {
         return Err(Error::InventoryNotReady);
     }
@@ -260,9 +270,9 @@ fn findings(rg: &ResourceGroup, g: &GroupRef, observed: &Observed, ctx: &Context
         namespace: &g.namespace,
         service_account: &rg.spec.service_account_name,
     };
-    let verdicts = ctx.cluster.read(|st| {
-        validate(&st.policies, &st.inventory, &writer, &current, &desired)
-    });
+    let verdicts = ctx
+        .cluster
+        .read(|st| validate(&st.policies, &st.inventory, &writer, &current, &desired));
     Ok(verdicts
         .into_iter()
         .map(|v| {
@@ -323,15 +333,27 @@ async fn decide(rg: &ResourceGroup, ctx: &Context) -> Result<(GroupRef, Observed
 
 async fn apply(rg: &ResourceGroup, ctx: &Context) -> Result<Action> {
     let (g, observed, mut p) = decide(rg, ctx).await?;
+    tracing::debug!(group = %g.name, namespace = %g.namespace, generation = g.generation,
+        apply = p.apply.len(), prune = p.prune.len(), "planned");
     let writer = Writer {
         namespace: &g.namespace,
         service_account: &rg.spec.service_account_name,
     };
     let client = ctx.as_writer(&writer)?;
-    // Applies in order; the first refusal stops the pass (and the prune).
+    // Every apply is first tried as a server-side dry run (schema, RBAC of
+    // the ServiceAccount, other admission webhooks): a group the API server
+    // would refuse in part is not written at all. Then the applies, in
+    // order; a refusal stops the pass (and the prune).
     let mut refused = None;
     for d in &p.apply {
-        if let Err(e) = server_side_apply(&client, &observed, d).await {
+        if let Err(e) = server_side_apply(&client, &observed, d, true).await {
+            refused = Some((d.target.clone(), e));
+            break;
+        }
+    }
+    let dry_run_refused = refused.is_some();
+    for d in p.apply.iter().filter(|_| !dry_run_refused) {
+        if let Err(e) = server_side_apply(&client, &observed, d, false).await {
             tracing::info!(group = %g.name, namespace = %g.namespace, member = %d.target.name, kind = %d.target.kind, error = %e, "member not applied");
             refused = Some((d.target.clone(), e));
             break;
@@ -350,7 +372,13 @@ async fn apply(rg: &ResourceGroup, ctx: &Context) -> Result<Action> {
     }
     if let Some((target, e)) = refused {
         let (reason, message) = refusal(&e);
-        p.record_failure(rg.status.as_ref(), &target, reason, &message, chrono::Utc::now());
+        p.record_failure(
+            rg.status.as_ref(),
+            &target,
+            reason,
+            &message,
+            chrono::Utc::now(),
+        );
     }
     write_status(rg, &g, &p.status, ctx).await?;
     let ready = p
@@ -388,8 +416,12 @@ async fn cleanup(rg: &ResourceGroup, ctx: &Context) -> Result<Action> {
                     Api::namespaced_with(ctx.client.clone(), &r.target.namespace, &c.resource);
                 let patch: json_patch::Patch = serde_json::from_value(r.patch.clone())
                     .map_err(|e| Error::Finalizer(format!("release patch: {e}")))?;
-                api.patch(&r.target.name, &PatchParams::default(), &Patch::<()>::Json(patch))
-                    .await?;
+                api.patch(
+                    &r.target.name,
+                    &PatchParams::default(),
+                    &Patch::<()>::Json(patch),
+                )
+                .await?;
                 ctx.metrics.wrote("release");
             }
             Err(Error::Waiting(releases.len()))
@@ -407,17 +439,24 @@ fn record(ctx: &Context, object: &Value) {
     let mut st = ctx.cluster.write();
     let st = &mut *st;
     if st.policies.reads_kind(&key.group, &key.kind) {
-        st.pending.record(&mut st.inventory, object, ctx.pending_ttl);
+        st.pending
+            .record(&mut st.inventory, object, ctx.pending_ttl);
     }
 }
 
-async fn server_side_apply(client: &Client, observed: &Observed, d: &DesiredObject) -> Result<()> {
+async fn server_side_apply(
+    client: &Client,
+    observed: &Observed,
+    d: &DesiredObject,
+    dry_run: bool,
+) -> Result<()> {
     let c = observed
         .cache(&d.target.api_version, &d.target.kind)
         .ok_or(Error::Metadata("kind in the cluster"))?;
     let api: Api<DynamicObject> =
         Api::namespaced_with(client.clone(), &d.target.namespace, &c.resource);
-    let params = PatchParams::apply(FIELD_MANAGER).force();
+    let mut params = PatchParams::apply(FIELD_MANAGER).force();
+    params.dry_run = dry_run;
     api.patch(&d.target.name, &params, &Patch::Apply(&d.object))
         .await?;
     Ok(())
@@ -425,7 +464,12 @@ async fn server_side_apply(client: &Client, observed: &Observed, d: &DesiredObje
 
 /// Deletes an owned object; its UID is a precondition, so a new object of
 /// the same name is never deleted by mistake.
-async fn delete(client: &Client, observed: &Observed, t: &ObjectRef, foreground: bool) -> Result<()> {
+async fn delete(
+    client: &Client,
+    observed: &Observed,
+    t: &ObjectRef,
+    foreground: bool,
+) -> Result<()> {
     let Some(c) = observed.cache(&t.api_version, &t.kind) else {
         return Ok(());
     };
@@ -446,14 +490,23 @@ async fn delete(client: &Client, observed: &Observed, t: &ObjectRef, foreground:
 }
 
 /// Status through the status subresource, only when it changed.
-async fn write_status(rg: &ResourceGroup, g: &GroupRef, status: &ResourceGroupStatus, ctx: &Context) -> Result<()> {
+async fn write_status(
+    rg: &ResourceGroup,
+    g: &GroupRef,
+    status: &ResourceGroupStatus,
+    ctx: &Context,
+) -> Result<()> {
     if rg.status.as_ref() == Some(status) {
         return Ok(());
     }
     let api: Api<ResourceGroup> = Api::namespaced(ctx.client.clone(), &g.namespace);
     let body = json!({"apiVersion": API_VERSION, "kind": KIND, "status": status});
-    api.patch_status(&g.name, &PatchParams::apply(FIELD_MANAGER).force(), &Patch::Apply(&body))
-        .await?;
+    api.patch_status(
+        &g.name,
+        &PatchParams::apply(FIELD_MANAGER).force(),
+        &Patch::Apply(&body),
+    )
+    .await?;
     ctx.metrics.wrote("status");
     Ok(())
 }

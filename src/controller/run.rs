@@ -86,9 +86,10 @@ pub async fn run(cfg: ControllerConfig) -> anyhow::Result<()> {
         members,
         metrics,
     ));
-    let woken = futures::stream::unfold(woken, |mut rx| async move {
-        rx.recv().await.map(|r| (r, rx))
-    });
+    let woken = futures::stream::unfold(
+        woken,
+        |mut rx| async move { rx.recv().await.map(|r| (r, rx)) },
+    );
     let groups: Api<ResourceGroup> = Api::all(client);
     let controller = Controller::new(groups, watcher::Config::default())
         .reconcile_on(woken)
@@ -156,7 +157,11 @@ mod tests {
         assert!((0.8..=1.2).contains(&secs(1)), "{}", secs(1));
         assert!((3.2..=4.8).contains(&secs(3)), "{}", secs(3));
         for n in [9, 10, 40, u32::MAX] {
-            assert!((240.0..=360.0).contains(&secs(n)), "attempt {n}: {}", secs(n));
+            assert!(
+                (240.0..=360.0).contains(&secs(n)),
+                "attempt {n}: {}",
+                secs(n)
+            );
         }
         // Jitter: a hundred groups failing together do not come back together.
         let spread: std::collections::BTreeSet<u64> =

@@ -177,10 +177,6 @@ fn config_for(dir: &Path) -> ServerConfig {
     c.listen = "127.0.0.1:0".parse().expect("addr");
     c.cert_poll_interval = Duration::from_millis(50);
     c.shutdown_timeout = Duration::from_secs(5);
-    // The deadline, limit and shutdown tests use a reviewer that sleeps:
-    // every request goes to the evaluation threads, as large bodies do.
-    // `small_bodies_are_evaluated_inline` covers the inline path.
-    c.inline_eval_max_bytes = 0;
     c
 }
 
@@ -706,25 +702,18 @@ async fn body_limits() {
     s.shutdown().await;
 }
 
-/// A body up to `inline_eval_max_bytes` is evaluated on the async worker
-/// that read it; a larger one on an evaluation thread. Both are answered.
+/// Every body, small or large, is evaluated on an evaluation thread, never
+/// on the async worker that read it (issue 17: an evaluation blocked on the
+/// engine's lock froze the workers, `/healthz` included).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn small_bodies_are_evaluated_inline() {
+async fn every_body_is_evaluated_off_the_async_workers() {
     let b = bundle();
     let reviewer = TestReviewer::ready();
     let small = review_bytes("allow-small");
     let mut large = review("allow-large");
-    large["request"]["object"]["data"]["padding"] = json!("x".repeat(4096));
+    large["request"]["object"]["data"]["padding"] = json!("x".repeat(100_000));
     let large = serde_json::to_vec(&large).expect("json");
-    let limit = small.len() + 100;
-    assert!(large.len() > limit);
-    let s = start_with(
-        &b,
-        reviewer.clone(),
-        |c| c.inline_eval_max_bytes = limit,
-        false,
-    )
-    .await;
+    let s = start_with(&b, reviewer.clone(), |_| {}, false).await;
     let mut c = connect(s.addr, &ClientOpts::trusting(&[&b]))
         .await
         .expect("connect");
@@ -736,12 +725,8 @@ async fn small_bodies_are_evaluated_inline() {
     let threads = reviewer.threads.lock().expect("lock").clone();
     assert_eq!(threads.len(), 2, "{threads:?}");
     assert!(
-        !threads[0].starts_with("interlock-eval"),
-        "small body on {threads:?}"
-    );
-    assert!(
-        threads[1].starts_with("interlock-eval"),
-        "large body on {threads:?}"
+        threads.iter().all(|t| t.starts_with("interlock-eval")),
+        "{threads:?}"
     );
     s.shutdown().await;
 }
@@ -1473,4 +1458,309 @@ async fn shutdown_delay_reports_not_ready_while_still_serving() {
         .expect("join")
         .expect("ok");
     assert!(TcpStream::connect(s.addr).await.is_err());
+}
+
+// ------------------------------------------- issue 17: freezes, idling, caps
+
+/// What the server logged at WARN and above, once `capture_logs` ran (the
+/// subscriber is process-wide: other tests' lines land here too).
+static LOGS: Mutex<Vec<u8>> = Mutex::new(Vec::new());
+
+struct LogSink;
+
+impl std::io::Write for LogSink {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        LOGS.lock().expect("logs").extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+fn capture_logs() {
+    let _ = tracing_subscriber::fmt()
+        .with_max_level(tracing_subscriber::filter::LevelFilter::WARN)
+        .with_ansi(false)
+        .with_writer(|| LogSink)
+        .try_init();
+}
+
+/// Polls `f` every 50 ms until it is true or `within` passed.
+async fn eventually(within: Duration, mut f: impl FnMut() -> bool) -> bool {
+    let until = Instant::now() + within;
+    while Instant::now() < until {
+        if f() {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    f()
+}
+
+/// One policy that runs for minutes within its cost budget on a ConfigMap
+/// named `slow` (two million `size()`s of a 1 MiB string), and one that
+/// looks ConfigMaps up, so an admitted ConfigMap is recorded under the
+/// engine's write lock.
+const FREEZE_POLICIES: &str = r#"
+apiVersion: interlock.dev/v1alpha1
+kind: InterlockPolicy
+metadata: {name: slow}
+spec:
+  failurePolicy: Fail
+  matchConstraints:
+    resourceRules:
+      - {apiGroups: [""], apiVersions: ["v1"], resources: ["configmaps"], operations: ["CREATE"]}
+  validations:
+    - expression: "object.metadata.name != 'slow' || cel.bind(r, lists.range(2000000), r.all(i, object.data.big.size() > 0))"
+---
+apiVersion: interlock.dev/v1alpha1
+kind: InterlockPolicy
+metadata: {name: config-exists}
+spec:
+  matchConstraints:
+    resourceRules:
+      - {apiGroups: [""], apiVersions: ["v1"], resources: ["pods"], operations: ["CREATE"]}
+  validations:
+    - expression: "inventory.get('v1', 'ConfigMap', object.metadata.namespace, object.spec.config).hasValue()"
+"#;
+
+fn freeze_engine() -> Arc<interlock::admission::Engine> {
+    use interlock::manifest::{load_str, Format, Source};
+    let docs = load_str(
+        Source::file("freeze.yaml"),
+        FREEZE_POLICIES,
+        Format::Yaml,
+        &Default::default(),
+    );
+    assert!(docs.errors.is_empty(), "{:?}", docs.errors);
+    let mut inv = interlock::inventory::Inventory::new();
+    let (set, errors) = interlock::policy::PolicySet::compile_documents(docs.documents, &mut inv);
+    assert!(errors.is_empty(), "{errors:?}");
+    inv.set_projection(set.projection(&inv));
+    let engine = interlock::admission::Engine::new(set, inv, Default::default());
+    engine.set_ready(true);
+    Arc::new(engine)
+}
+
+/// Issue 17, item 1: one evaluation running for minutes plus one admitted
+/// write of a kind a policy looks up (which waits for the engine's write
+/// lock) froze every request, `/healthz` included. Now `/healthz` answers
+/// while both are in flight, the deadline interrupts the long evaluation
+/// (so the write lock is granted and the write answered long before the
+/// minutes the evaluation would take), and the interruption is counted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn healthz_answers_while_an_evaluation_runs_and_the_deadline_stops_it() {
+    let b = bundle();
+    let tmp = tempfile::tempdir().expect("tempdir");
+    write_plain(tmp.path(), &b);
+    let mut config = config_for(tmp.path());
+    config.request_timeout = Duration::from_secs(3);
+    let server = Server::bind(config, freeze_engine()).await.expect("bind");
+    let addr = server.local_addr();
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(server.serve(async move {
+        let _ = stop_rx.await;
+    }));
+    let opts = ClientOpts::trusting(&[&b]);
+    let configmap = |uid: &str, name: &str, big: usize| {
+        let mut r = review(uid);
+        r["request"]["name"] = json!(name);
+        r["request"]["object"]["metadata"]["name"] = json!(name);
+        r["request"]["object"]["data"]["big"] = json!("x".repeat(big));
+        serde_json::to_vec(&r).expect("json")
+    };
+    let post = |body: Vec<u8>| {
+        let opts = ClientOpts::trusting(&[&b]);
+        tokio::spawn(async move {
+            let mut c = connect(addr, &opts).await.expect("connect");
+            let started = Instant::now();
+            let answer = c.post("/validate", body).await.expect("answer");
+            (answer, started.elapsed())
+        })
+    };
+
+    let slow = post(configmap("slow-1", "slow", 1 << 20));
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let write = post(configmap("write-1", "fast", 10));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    let mut c = connect(addr, &opts).await.expect("connect");
+    let health = tokio::time::timeout(Duration::from_secs(2), c.get("/healthz"))
+        .await
+        .expect("/healthz answers while the evaluation runs")
+        .expect("healthz");
+    assert_eq!(health.0, StatusCode::OK);
+
+    let ((status, body), _) = tokio::time::timeout(Duration::from_secs(30), slow)
+        .await
+        .expect("the slow request is answered")
+        .expect("join");
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body:?}");
+    let ((status, body), took) = tokio::time::timeout(Duration::from_secs(30), write)
+        .await
+        .expect("the write is answered once the evaluation is interrupted")
+        .expect("join");
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(response_of(&body)["allowed"], true, "{body:?}");
+    // Generous: the evaluation alone would take minutes.
+    assert!(took < Duration::from_secs(20), "{took:?}");
+
+    let interrupted = "interlock_expression_deadline_interrupted_total";
+    // Counted as the interrupted evaluation returns, which may be just
+    // after the write it held up was answered.
+    let mut text = scrape(addr, &b).await;
+    for _ in 0..100 {
+        if metric(&text, interrupted).is_some_and(|n| n >= 1.0) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        text = scrape(addr, &b).await;
+    }
+    assert!(
+        metric(&text, interrupted).is_some_and(|n| n >= 1.0),
+        "{text}"
+    );
+    assert!(
+        metric(&text, "interlock_expression_errors_total").is_some_and(|n| n >= 1.0),
+        "{text}"
+    );
+    let _ = stop_tx.send(());
+    let _ = tokio::time::timeout(Duration::from_secs(10), task).await;
+}
+
+/// Issue 17, item 3: a connection with no request in flight for the idle
+/// timeout is closed, whether it never sent a request (HTTP/1.1 or HTTP/2)
+/// or went quiet after one; a request that takes longer than the idle
+/// timeout is not cut.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_connections_are_closed() {
+    let b = bundle();
+    let reviewer = TestReviewer::ready();
+    *reviewer.delay.lock().expect("lock") = Duration::from_millis(900);
+    let s = start_with(
+        &b,
+        reviewer,
+        |c| c.idle_timeout = Duration::from_millis(300),
+        false,
+    )
+    .await;
+
+    // A TLS connection that sends nothing after its handshake.
+    for alpn in [b"http/1.1".to_vec(), b"h2".to_vec()] {
+        let mut opts = ClientOpts::trusting(&[&b]);
+        opts.alpn = vec![alpn.clone()];
+        let tcp = TcpStream::connect(s.addr).await.expect("tcp");
+        let mut tls = TlsConnector::from(opts.tls_config())
+            .connect(ServerName::IpAddress(s.addr.ip().into()), tcp)
+            .await
+            .expect("handshake");
+        let mut buf = vec![0u8; 1024];
+        let closed = tokio::time::timeout(Duration::from_secs(5), async {
+            // An HTTP/2 server speaks first (SETTINGS, then GOAWAY): read
+            // until the end of the stream.
+            loop {
+                match tls.read(&mut buf).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => {}
+                }
+            }
+        })
+        .await;
+        assert!(
+            closed.is_ok(),
+            "{}: a silent connection stayed open",
+            String::from_utf8_lossy(&alpn)
+        );
+    }
+
+    // Connections that went quiet after a request.
+    for alpn in [b"http/1.1".to_vec(), b"h2".to_vec()] {
+        let mut opts = ClientOpts::trusting(&[&b]);
+        opts.alpn = vec![alpn.clone()];
+        let mut c = connect(s.addr, &opts).await.expect("connect");
+        assert_eq!(c.get("/healthz").await.expect("healthz").0, StatusCode::OK);
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        assert!(
+            c.get("/healthz").await.is_err(),
+            "{}: an idle connection stayed open",
+            String::from_utf8_lossy(&alpn)
+        );
+    }
+
+    // A request in flight for three idle timeouts is answered.
+    let mut c = connect(s.addr, &ClientOpts::trusting(&[&b]))
+        .await
+        .expect("connect");
+    let (status, _) = c
+        .post("/validate", review_bytes("slow-in-flight"))
+        .await
+        .expect("answered");
+    assert_eq!(status, StatusCode::OK);
+    drop(c);
+
+    let text = scrape(s.addr, &b).await;
+    assert!(
+        metric(&text, "interlock_idle_connections_closed_total").is_some_and(|n| n >= 4.0),
+        "{text}"
+    );
+    s.shutdown().await;
+}
+
+/// Issue 17, item 3: past `max_connections`, a connection is closed as it
+/// is accepted, with a log line and a count; once a connection closes, new
+/// ones are served again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_past_the_cap_are_refused_with_a_log_line() {
+    capture_logs();
+    let b = bundle();
+    let s = start_with(&b, TestReviewer::ready(), |c| c.max_connections = 2, false).await;
+    let opts = ClientOpts::trusting(&[&b]);
+    let mut first = connect(s.addr, &opts).await.expect("first");
+    let mut second = connect(s.addr, &opts).await.expect("second");
+    assert_eq!(first.get("/healthz").await.expect("ok").0, StatusCode::OK);
+    assert_eq!(second.get("/healthz").await.expect("ok").0, StatusCode::OK);
+
+    let third = tokio::time::timeout(Duration::from_secs(5), connect(s.addr, &opts))
+        .await
+        .expect("refused at once, not queued");
+    assert!(third.is_err(), "a third connection was served");
+    let logged = eventually(Duration::from_secs(5), || {
+        String::from_utf8_lossy(&LOGS.lock().expect("logs"))
+            .contains("connection refused: --max-connections connections are open")
+    })
+    .await;
+    assert!(
+        logged,
+        "{}",
+        String::from_utf8_lossy(&LOGS.lock().expect("logs"))
+    );
+
+    // A slot frees when a connection closes.
+    drop(first);
+    let mut again = None;
+    for _ in 0..100 {
+        if let Ok(mut c) = connect(s.addr, &opts).await {
+            if c.get("/healthz").await.is_ok() {
+                again = Some(c);
+                break;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let mut again = again.expect("served again once a connection closed");
+    let (status, text) = again.get("/metrics").await.expect("metrics");
+    assert_eq!(status, StatusCode::OK);
+    let text = String::from_utf8_lossy(&text);
+    assert!(
+        metric(&text, "interlock_refused_connections_total").is_some_and(|n| n >= 1.0),
+        "{text}"
+    );
+    assert_eq!(
+        metric(&text, "interlock_open_connections"),
+        Some(2.0),
+        "{text}"
+    );
+    drop(second);
+    s.shutdown().await;
 }

@@ -239,7 +239,10 @@ impl Engine {
                     st.policies.evaluate(&r, &st.inventory)
                 }
             };
-            if records && !denied(&out) {
+            // A decision whose deadline passed is answered 503 and the
+            // apiserver applies the webhook's failurePolicy: recording the
+            // write would only make it block others until it expires.
+            if records && !denied(&out) && !crate::cel::interrupt::cancelled() {
                 if let Some(o) = &object {
                     st.pending
                         .record(&mut st.inventory, o, self.options.pending_ttl);

@@ -1549,6 +1549,10 @@ fn freeze_engine() -> Arc<interlock::admission::Engine> {
 /// while both are in flight, the deadline interrupts the long evaluation
 /// (so the write lock is granted and the write answered long before the
 /// minutes the evaluation would take), and the interruption is counted.
+///
+/// The server runs on a runtime of its own with one worker, so that a
+/// blocked worker is a frozen server whatever the scheduling; the clients
+/// (and their timeouts) run on the test's runtime.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn healthz_answers_while_an_evaluation_runs_and_the_deadline_stops_it() {
     let b = bundle();
@@ -1556,12 +1560,23 @@ async fn healthz_answers_while_an_evaluation_runs_and_the_deadline_stops_it() {
     write_plain(tmp.path(), &b);
     let mut config = config_for(tmp.path());
     config.request_timeout = Duration::from_secs(3);
-    let server = Server::bind(config, freeze_engine()).await.expect("bind");
-    let addr = server.local_addr();
+    let server_rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .expect("server runtime");
+    let (addr_tx, addr_rx) = tokio::sync::oneshot::channel();
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let task = tokio::spawn(server.serve(async move {
-        let _ = stop_rx.await;
-    }));
+    let task = server_rt.spawn(async move {
+        let server = Server::bind(config, freeze_engine()).await.expect("bind");
+        let _ = addr_tx.send(server.local_addr());
+        server
+            .serve(async move {
+                let _ = stop_rx.await;
+            })
+            .await
+    });
+    let addr = addr_rx.await.expect("bound");
     let opts = ClientOpts::trusting(&[&b]);
     let configmap = |uid: &str, name: &str, big: usize| {
         let mut r = review(uid);
@@ -1570,22 +1585,34 @@ async fn healthz_answers_while_an_evaluation_runs_and_the_deadline_stops_it() {
         r["request"]["object"]["data"]["big"] = json!("x".repeat(big));
         serde_json::to_vec(&r).expect("json")
     };
-    let post = |body: Vec<u8>| {
-        let opts = ClientOpts::trusting(&[&b]);
+    // Every connection is made first: handshakes are slow in a debug
+    // build, and the point is where the requests are when /healthz asks.
+    let mut slow_conn = connect(addr, &opts).await.expect("connect");
+    let mut write_conn = connect(addr, &opts).await.expect("connect");
+    let mut c = connect(addr, &opts).await.expect("connect");
+    let post = |mut conn: Conn, body: Vec<u8>| {
         tokio::spawn(async move {
-            let mut c = connect(addr, &opts).await.expect("connect");
             let started = Instant::now();
-            let answer = c.post("/validate", body).await.expect("answer");
+            let answer = conn.post("/validate", body).await.expect("answer");
             (answer, started.elapsed())
         })
     };
+    assert_eq!(c.get("/healthz").await.expect("healthz").0, StatusCode::OK);
+    assert_eq!(
+        slow_conn.get("/healthz").await.expect("healthz").0,
+        StatusCode::OK
+    );
+    assert_eq!(
+        write_conn.get("/healthz").await.expect("healthz").0,
+        StatusCode::OK
+    );
 
-    let slow = post(configmap("slow-1", "slow", 1 << 20));
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    let write = post(configmap("write-1", "fast", 10));
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    let slow = post(slow_conn, configmap("slow-1", "slow", 1 << 20));
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    // Waits for the engine's write lock, behind the slow evaluation's read.
+    let write = post(write_conn, configmap("write-1", "fast", 10));
+    tokio::time::sleep(Duration::from_millis(800)).await;
 
-    let mut c = connect(addr, &opts).await.expect("connect");
     let health = tokio::time::timeout(Duration::from_secs(2), c.get("/healthz"))
         .await
         .expect("/healthz answers while the evaluation runs")
@@ -1627,6 +1654,7 @@ async fn healthz_answers_while_an_evaluation_runs_and_the_deadline_stops_it() {
     );
     let _ = stop_tx.send(());
     let _ = tokio::time::timeout(Duration::from_secs(10), task).await;
+    server_rt.shutdown_background();
 }
 
 /// Issue 17, item 3: a connection with no request in flight for the idle

@@ -1792,3 +1792,130 @@ async fn connections_past_the_cap_are_refused_with_a_log_line() {
     drop(second);
     s.shutdown().await;
 }
+
+const ACCEPT_CHILD_ENV: &str = "INTERLOCK_TEST_ACCEPT_CHILD";
+
+/// Runs only as a child process of `accept_failures_back_off_and_log_once`:
+/// serves with logging to stderr and a file-descriptor limit a few dozen
+/// above what it has open, and prints its address.
+#[cfg(unix)]
+#[test]
+fn accept_child() {
+    let Ok(dir) = std::env::var(ACCEPT_CHILD_ENV) else {
+        return; // not the child: nothing to do
+    };
+    interlock::server::init_tracing(false);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    rt.block_on(async move {
+        let mut config = config_for(Path::new(&dir));
+        // Certificates are read once: a poll would fail for want of fds too.
+        config.cert_poll_interval = Duration::from_secs(3600);
+        let server = Server::bind(config, TestReviewer::ready())
+            .await
+            .expect("bind");
+        let open = std::fs::read_dir("/proc/self/fd").map_or(64, |d| d.count() as u64);
+        let limit = libc::rlimit {
+            rlim_cur: open + 24,
+            rlim_max: open + 24,
+        };
+        // SAFETY: setrlimit reads the struct it is given; no memory is shared.
+        assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &limit) }, 0);
+        println!("LISTENING {}", server.local_addr());
+        server
+            .serve(interlock::server::shutdown_signal())
+            .await
+            .expect("serve");
+    });
+}
+
+/// Issue 17, item 7: when file descriptors run out, `accept` fails until
+/// connections close. The loop backs off instead of spinning, logs that
+/// once per interval (it logged every 50 ms), counts every failure, and
+/// serves again once descriptors are free.
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn accept_failures_back_off_and_log_once() {
+    use tokio::io::AsyncBufReadExt;
+    let b = bundle();
+    let dir = tempfile::tempdir().expect("tempdir");
+    write_plain(dir.path(), &b);
+    let mut child = tokio::process::Command::new(std::env::current_exe().expect("exe"))
+        .args(["--exact", "accept_child", "--nocapture", "--test-threads=1"])
+        .env(ACCEPT_CHILD_ENV, dir.path())
+        .env("RUST_LOG", "warn")
+        .env("NO_COLOR", "1")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn child");
+    let mut lines = tokio::io::BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let addr: SocketAddr = tokio::time::timeout(Duration::from_secs(20), async {
+        while let Some(line) = lines.next_line().await.expect("read") {
+            if let Some((_, a)) = line.split_once("LISTENING ") {
+                return a.trim().parse().expect("addr");
+            }
+        }
+        panic!("child exited before listening");
+    })
+    .await
+    .expect("child listens");
+    let stderr = Arc::new(Mutex::new(Vec::<String>::new()));
+    let mut errors = tokio::io::BufReader::new(child.stderr.take().expect("stderr")).lines();
+    let collected = stderr.clone();
+    tokio::spawn(async move {
+        while let Ok(Some(line)) = errors.next_line().await {
+            // Poisoned only when the test already failed.
+            if let Ok(mut lines) = collected.lock() {
+                lines.push(line);
+            }
+        }
+    });
+
+    // Plain TCP connections that never handshake hold the child's fds.
+    let mut held = Vec::new();
+    for _ in 0..80 {
+        if let Ok(Ok(c)) =
+            tokio::time::timeout(Duration::from_secs(1), TcpStream::connect(addr)).await
+        {
+            held.push(c);
+        }
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let accept_lines = || {
+        stderr
+            .lock()
+            .expect("lines")
+            .iter()
+            .filter(|l| l.contains("accept failed"))
+            .count()
+    };
+    let logged = accept_lines();
+    assert!(
+        (1..=2).contains(&logged),
+        "{logged} accept-failure lines in 2 s: {:?}",
+        stderr.lock().expect("lines")
+    );
+
+    drop(held);
+    let mut served = None;
+    for _ in 0..100 {
+        if let Ok(mut c) = connect(addr, &ClientOpts::trusting(&[&b])).await {
+            if let Ok((StatusCode::OK, text)) = c.get("/metrics").await {
+                served = Some(String::from_utf8_lossy(&text).into_owned());
+                break;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let text = served.expect("served again once descriptors were free");
+    assert!(
+        metric(&text, "interlock_accept_errors_total").is_some_and(|n| n >= 1.0),
+        "{text}"
+    );
+    let _ = child.start_kill();
+}

@@ -23,7 +23,7 @@ fn run(src: &str, limit: Option<u64>) -> EvalResult<bool> {
     let mut env = Env::interlock();
     let slot = env.add_variable("object");
     let program = env.compile(src).expect("compiles");
-    let mut act = Activation::new(&env);
+    let mut act = Activation::new(&env).with_current_interrupt();
     if let Some(limit) = limit {
         act = act.with_cost_limit(limit);
     }
@@ -162,6 +162,14 @@ fn an_interrupt_stops_a_running_evaluation() {
     );
     // Outside the scope, activations carry no interrupt.
     assert_eq!(run("[1, 2].all(x, x > 0)", None), Ok(true));
+    // Nor do activations that do not ask for the current one.
+    interrupt::scope(&interrupt, || {
+        let env = Env::interlock();
+        let program = env.compile("[1, 2].all(x, x > 0)").expect("compiles");
+        assert!(program
+            .eval(&Activation::new(&env))
+            .is_ok_and(|v| v.equals(&Value::Bool(true))));
+    });
 }
 
 /// Budget failures are counted on the interrupt as such.

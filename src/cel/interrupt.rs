@@ -2,9 +2,11 @@
 //!
 //! An [`Interrupt`] is a flag plus counters. [`scope`] makes it the current
 //! one on this thread for the length of a call: every [`Activation`] built
-//! in that call (however deep in the policy engine) picks it up, every
-//! charge of cost checks the flag, and every top-level evaluation that
-//! fails is counted on it. The server wraps each admission request's
+//! in that call with [`Activation::with_current_interrupt`] (the policy
+//! engine's, however deep) picks it up, every charge of cost checks the
+//! flag, and every top-level evaluation that fails is counted on it. The
+//! inventory's index keys are computed without it: they are shared state,
+//! not the request's. The server wraps each admission request's
 //! evaluation in a scope and sets the flag when the request's deadline
 //! passes, so the evaluation stops at its next charge and frees what it
 //! built, instead of running on after its answer was given up.
@@ -15,6 +17,7 @@
 //! one request runs on one thread from start to end.
 //!
 //! [`Activation`]: super::Activation
+//! [`Activation::with_current_interrupt`]: super::Activation::with_current_interrupt
 
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

@@ -222,7 +222,7 @@ pub struct Activation<'a, 'p> {
     /// `join` may be gigabytes).
     built: std::cell::Cell<u64>,
     memory_limit: u64,
-    /// The thread's current [`Interrupt`] when the activation was built.
+    /// Stops the evaluations once set, and counts their errors.
     interrupt: Option<Arc<Interrupt>>,
 }
 
@@ -255,7 +255,7 @@ impl<'a, 'p> Activation<'a, 'p> {
             spent: std::cell::Cell::new(0),
             built: std::cell::Cell::new(0),
             memory_limit: DEFAULT_MEMORY_LIMIT,
-            interrupt: interrupt::current(),
+            interrupt: None,
         }
     }
 
@@ -270,7 +270,7 @@ impl<'a, 'p> Activation<'a, 'p> {
             spent: std::cell::Cell::new(0),
             built: std::cell::Cell::new(0),
             memory_limit: DEFAULT_MEMORY_LIMIT,
-            interrupt: interrupt::current(),
+            interrupt: None,
         }
     }
 
@@ -305,9 +305,19 @@ impl<'a, 'p> Activation<'a, 'p> {
     }
 
     /// Evaluations stop (failing with "operation interrupted") once
-    /// `interrupt` is set, instead of the thread's current one.
+    /// `interrupt` is set, and count their errors on it.
     pub fn with_interrupt(mut self, interrupt: Arc<Interrupt>) -> Self {
         self.interrupt = Some(interrupt);
+        self
+    }
+
+    /// [`Activation::with_interrupt`] with this thread's current interrupt
+    /// (see [`interrupt::scope`]), if any. Opt-in: for evaluations that
+    /// belong to the request being answered (policy expressions), not for
+    /// those that maintain shared state (the inventory's index keys, which
+    /// must be computed whatever becomes of the request that wrote them).
+    pub fn with_current_interrupt(mut self) -> Self {
+        self.interrupt = interrupt::current();
         self
     }
 

@@ -4,7 +4,12 @@ use std::fs;
 use std::path::Path;
 
 fn main() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("policies");
+    // Read at run time, not compile time (`env!`): a build script binary
+    // shared through one target directory by two checkouts must bundle the
+    // library of the checkout it runs for.
+    let manifest_dir =
+        std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
+    let root = Path::new(&manifest_dir).join("policies");
     println!("cargo:rerun-if-changed={}", root.display());
     let mut entries = Vec::new();
     if let Ok(dirs) = fs::read_dir(&root) {

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 #[derive(Debug, Default, clap::Args)]
 pub struct EvalOptions {
     /// The CEL expression.
-    #[arg(short, long)]
+    #[arg(short, long, allow_hyphen_values = true)]
     pub expr: String,
     /// The `object` variable (JSON or YAML file).
     #[arg(long)]

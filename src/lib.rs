@@ -3,15 +3,21 @@
 //! One policy engine ([`policy`]) over one CEL dialect ([`cel`]) and one
 //! indexed snapshot of cluster state ([`inventory`]), with front-ends for
 //! offline checks ([`check`]) and the admission webhook ([`admission`],
-//! [`server`]).
+//! [`server`]), and the ResourceGroup controller ([`controller`]).
 
 pub mod admission;
 pub mod bundled;
 pub mod cel;
 pub mod certs;
 pub mod check;
+pub mod cluster;
+pub mod controller;
 pub mod eval;
+#[cfg(test)]
+mod fixtures;
+pub mod group;
 pub mod inventory;
+pub mod k8s;
 pub mod manifest;
 pub mod policy;
 pub mod server;

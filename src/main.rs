@@ -62,6 +62,8 @@ enum Command {
         #[command(flatten)]
         args: interlock::server::cli::CertsArgs,
     },
+    /// Print the CRDs of the project's kinds (ResourceGroup) as YAML.
+    Crd,
     /// Run policy test cases (policies/NAME/tests/*.yaml).
     Test {
         #[arg(default_value = "policies")]
@@ -71,6 +73,9 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if !matches!(cli.command, Command::Serve { .. }) {
+        interlock::server::init_tracing_at(false, "warn");
+    }
     let code = match cli.command {
         Command::Check {
             policy,
@@ -119,8 +124,10 @@ fn main() -> ExitCode {
             interlock::server::init_tracing(args.log_format.is_json());
             let options = interlock::admission::EngineOptions {
                 redact_other_namespaces: !reveal_other_namespaces,
-                watch_timeout: std::time::Duration::from_secs(watch_timeout),
                 ..Default::default()
+            };
+            let cluster_options = interlock::cluster::ClusterOptions {
+                watch_timeout: std::time::Duration::from_secs(watch_timeout),
             };
             let rt = match tokio::runtime::Runtime::new() {
                 Ok(rt) => rt,
@@ -129,7 +136,11 @@ fn main() -> ExitCode {
                     return ExitCode::from(2);
                 }
             };
-            match rt.block_on(interlock::admission::serve::run(args, options)) {
+            match rt.block_on(interlock::admission::serve::run(
+                args,
+                options,
+                cluster_options,
+            )) {
                 Ok(()) => 0,
                 Err(e) => {
                     eprintln!("interlock serve: {e:#}");
@@ -144,6 +155,10 @@ fn main() -> ExitCode {
                 2
             }
         },
+        Command::Crd => {
+            print!("{}", interlock::group::crd_yaml());
+            0
+        }
         Command::Test { paths } => {
             let cases = check::policy_test::discover(&paths);
             let mut failed = 0;

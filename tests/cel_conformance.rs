@@ -1,4 +1,4 @@
-//! Runs the CEL specification's conformance cases (../shared/conformance/cel-spec)
+//! Runs the CEL specification's conformance cases (tests/data/cel-spec, vendored)
 //! through our engine, prints the pass rate per file and in total, and fails
 //! when the total drops below the ratchet in tests/cel-conformance-ratchet.txt.
 
@@ -24,9 +24,7 @@ const SKIP_FILES: &[(&str, &str)] = &[
 fn spec_dir() -> PathBuf {
     std::env::var_os("INTERLOCK_CEL_SPEC_DIR")
         .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/conformance/cel-spec")
-        })
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/cel-spec"))
 }
 
 /// Why a case does not apply to a Kubernetes-dialect engine, if it doesn't.

@@ -102,9 +102,7 @@ fn compile_errors_show_position_and_caret() {
 fn conformance_expressions() -> Vec<String> {
     let dir = std::env::var_os("INTERLOCK_CEL_SPEC_DIR")
         .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/conformance/cel-spec")
-        });
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/cel-spec"));
     let mut out = Vec::new();
     for e in std::fs::read_dir(&dir).expect("conformance data").flatten() {
         let Ok(text) = std::fs::read_to_string(e.path()) else {

@@ -1,4 +1,4 @@
-//! The inventory keeps only the fields policies read (DESIGN.md:
+//! The inventory keeps only the fields policies read (docs/architecture.md:
 //! projection). These tests hold the two halves of that promise: little is
 //! kept, and nothing a policy reads is lost (the same report with whole
 //! objects and with projected ones).

@@ -2,25 +2,22 @@
 //! out, over the shared policy engine and a live (or file) inventory.
 //! It implements [`crate::server::Reviewer`].
 
-pub mod live;
-mod pending;
 pub mod serve;
 
-use crate::inventory::{Inventory, Source};
-use crate::policy::resources::group_of;
+use crate::cluster::{Cluster, ClusterOptions, State};
+use crate::inventory::Inventory;
+use crate::k8s::kinds::group_of;
 use crate::policy::{Action, FailurePolicy, OldObject, PolicySet, Request, Verdict};
 use crate::server::{ParsedReview, Reviewer};
 use kube::core::admission::{AdmissionRequest, AdmissionResponse, Operation};
 use kube::core::DynamicObject;
-use pending::Pending;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 use serde_json::value::RawValue;
 use serde_json::Value as Json;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::RwLock;
+use std::sync::Arc;
 use std::time::Duration;
 
 #[derive(Debug, Clone)]
@@ -31,9 +28,6 @@ pub struct EngineOptions {
     /// How long an admitted write the watch has not shown yet stays in the
     /// inventory (so concurrent requests see it).
     pub pending_ttl: Duration,
-    /// How long one watch request lasts before it is re-established (from
-    /// the last resourceVersion, or by a re-list after 410 Gone).
-    pub watch_timeout: Duration,
 }
 
 impl Default for EngineOptions {
@@ -41,47 +35,7 @@ impl Default for EngineOptions {
         EngineOptions {
             redact_other_namespaces: true,
             pending_ttl: Duration::from_secs(30),
-            watch_timeout: Duration::from_secs(290),
         }
-    }
-}
-
-/// Policies, inventory and the record of admitted, not-yet-observed writes:
-/// one lock, so that checking a uniqueness rule and recording the admitted
-/// object are one step.
-pub struct State {
-    pub policies: PolicySet,
-    pub inventory: Inventory,
-    pending: Pending,
-    /// Counts [`Engine::update`]s (policy reloads): an evaluation made
-    /// under the read lock still holds when this has not moved and the
-    /// inventory has not changed in a kind it reads (see `decide_json`).
-    generation: u64,
-}
-
-/// What an evaluation made under the read lock saw.
-#[derive(Clone, Copy)]
-struct Seen {
-    generation: u64,
-    inventory: u64,
-}
-
-impl State {
-    fn seen(&self) -> Seen {
-        Seen {
-            generation: self.generation,
-            inventory: self.inventory.version(),
-        }
-    }
-
-    /// Whether evaluating `r` now would give what it gave when the state
-    /// was `seen`: same policies, and no change since to a kind they read.
-    fn still_holds(&self, seen: Seen, r: &Request) -> bool {
-        self.generation == seen.generation
-            && (self.inventory.version() == seen.inventory
-                || !self
-                    .inventory
-                    .changed_since(seen.inventory, self.policies.kinds_read_by(r)))
     }
 }
 
@@ -95,96 +49,45 @@ struct Metrics {
     reevaluations: Counter,
 }
 
+/// Admission over the shared cluster state.
 pub struct Engine {
-    state: RwLock<State>,
-    ready: AtomicBool,
+    cluster: Arc<Cluster>,
     options: EngineOptions,
     metrics: Metrics,
-    /// Bumped when stored objects must be listed again (the policies now
-    /// read fields the inventory did not keep).
-    relist: tokio::sync::watch::Sender<u64>,
-    /// Running kind watchers, and how many have yet to finish a requested
-    /// re-list (the engine is not ready until they have).
-    watchers: AtomicUsize,
-    relisting: AtomicUsize,
 }
 
 impl Engine {
+    /// An engine over its own cluster state (tests, `--inventory` files).
     pub fn new(policies: PolicySet, inventory: Inventory, options: EngineOptions) -> Engine {
+        let cluster = Cluster::new(policies, inventory, ClusterOptions::default());
+        Engine::over(Arc::new(cluster), options)
+    }
+
+    /// An engine over cluster state shared with other front-ends.
+    pub fn over(cluster: Arc<Cluster>, options: EngineOptions) -> Engine {
         Engine {
-            state: RwLock::new(State {
-                policies,
-                inventory,
-                pending: Pending::default(),
-                generation: 0,
-            }),
-            ready: AtomicBool::new(false),
+            cluster,
             options,
             metrics: Metrics::default(),
-            relist: tokio::sync::watch::channel(0).0,
-            watchers: AtomicUsize::new(0),
-            relisting: AtomicUsize::new(0),
         }
     }
 
-    /// Asks every watcher to list its kind again; inventory-reading
-    /// policies answer by their failurePolicy until all have. Call it in the
-    /// same [`Engine::update`] that installs the policies needing the re-list.
-    pub fn relist_all(&self) {
-        let n = self.watchers.load(Ordering::Acquire);
-        if n == 0 {
-            return;
-        }
-        self.relisting.store(n, Ordering::Release);
-        self.set_ready(false);
-        self.relist.send_modify(|n| *n += 1);
-    }
-
-    fn watcher_started(&self) {
-        self.watchers.fetch_add(1, Ordering::AcqRel);
-    }
-
-    fn relist_done(&self) {
-        if self.relisting.fetch_sub(1, Ordering::AcqRel) == 1 {
-            self.set_ready(true);
-            tracing::info!("re-list complete; ready");
-        }
-    }
-
-    fn relist_requests(&self) -> tokio::sync::watch::Receiver<u64> {
-        self.relist.subscribe()
+    pub fn cluster(&self) -> &Arc<Cluster> {
+        &self.cluster
     }
 
     pub fn set_ready(&self, ready: bool) {
-        self.ready.store(ready, Ordering::Release);
+        self.cluster.set_ready(ready);
     }
 
-    /// Runs `f` with write access to the state (policy reloads): every
-    /// decision in flight is evaluated again before its write is recorded.
+    /// Runs `f` with write access to the state (policy reloads).
     pub fn update<R>(&self, f: impl FnOnce(&mut State) -> R) -> R {
-        let mut st = self.write();
-        st.generation += 1;
-        f(&mut st)
-    }
-
-    /// Runs `f` on the inventory and the record of admitted writes (watch
-    /// events). Unlike [`Engine::update`], it leaves alone evaluations in
-    /// flight that read none of the kinds `f` changed: the inventory counts
-    /// its changes by kind.
-    fn update_inventory<R>(&self, f: impl FnOnce(&mut Inventory, &mut Pending) -> R) -> R {
-        let mut st = self.write();
-        let st = &mut *st;
-        f(&mut st.inventory, &mut st.pending)
-    }
-
-    fn write(&self) -> std::sync::RwLockWriteGuard<'_, State> {
-        self.state.write().unwrap_or_else(|p| p.into_inner())
+        self.cluster.update(f)
     }
 
     /// Runs `f` with read access to the state.
     pub fn read<R>(&self, f: impl FnOnce(&State) -> R) -> R {
-        let st = self.state.read().unwrap_or_else(|p| p.into_inner());
-        f(&st)
+        self.cluster.read(f)
     }
 
     fn decide(&self, req: &AdmissionRequest<DynamicObject>) -> AdmissionResponse {
@@ -211,7 +114,7 @@ impl Engine {
             // inventory holds no others (a Pod, or the Scale of a
             // deployments/scale request, would only wait there to expire).
             let records = writes && object.as_ref().is_some_and(|o| read_kind(&st.policies, o));
-            let out = if readers && !self.ready.load(Ordering::Acquire) {
+            let out = if readers && !self.cluster.is_ready() {
                 (self.unready(st, &r), vec![])
             } else {
                 st.policies.evaluate(&r, &st.inventory)
@@ -226,14 +129,14 @@ impl Engine {
             // the same and no write since touched a kind they read, else a
             // new one. So two requests never both pass a uniqueness rule.
             // Expired records go first.
-            let mut st = self.write();
+            let mut st = self.cluster.write();
             let st = &mut *st;
             st.pending.expire(&mut st.inventory);
             let out = if st.still_holds(seen, &r) {
                 first
             } else {
                 self.metrics.reevaluations.inc();
-                if !self.ready.load(Ordering::Acquire) {
+                if !self.cluster.is_ready() {
                     (self.unready(st, &r), vec![])
                 } else {
                     st.policies.evaluate(&r, &st.inventory)
@@ -506,7 +409,7 @@ impl Reviewer for Engine {
     }
 
     fn ready(&self) -> bool {
-        self.ready.load(Ordering::Acquire)
+        self.cluster.is_ready()
     }
 
     fn register_metrics(&self, registry: &mut Registry) {
@@ -533,30 +436,6 @@ impl Reviewer for Engine {
     }
 }
 
-/// Loads objects from files into an inventory (`serve --inventory`). Each
-/// file's objects are projected on the thread that parsed it, so the parsed
-/// files are never all in memory at once.
-pub fn inventory_from_files(
-    inventory: &mut Inventory,
-    paths: &[std::path::PathBuf],
-) -> Result<(), String> {
-    let (prepared, errors) =
-        crate::manifest::load_paths_map(paths, &crate::manifest::LoadOptions::default(), |d| {
-            let source = Source {
-                file: d.source.to_string(),
-                line: d.line,
-            };
-            (inventory.prepare(&d.value), source)
-        });
-    if let Some(e) = errors.first() {
-        return Err(e.to_string());
-    }
-    for (p, source) in prepared {
-        inventory.insert(p?, Some(source));
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -564,31 +443,25 @@ mod tests {
     use kube::core::admission::AdmissionReview;
     use serde_json::json;
 
-    const POLICY: &str = "
-apiVersion: interlock.dev/v1alpha1
-kind: InterlockPolicy
-metadata: {name: unique-host}
-spec:
-  matchConstraints:
-    resourceRules:
-      - {apiGroups: [networking.k8s.io], apiVersions: [v1], resources: [ingresses], operations: [CREATE, UPDATE]}
-  indexes:
-    - {name: hosts, apiVersion: networking.k8s.io/v1, kind: Ingress, keys: 'object.spec.rules.map(r, r.host)'}
-  validations:
-    - expression: \"object.spec.rules.all(r, inventory.index('hosts', r.host).size() == 0)\"
-      messageExpression: \"'host taken by ' + object.spec.rules.map(r, inventory.index('hosts', r.host).map(o, o.metadata.namespace + '/' + o.metadata.name)).flatten().join(', ')\"
-  mutations:
+    /// The shared unique-host policy, plus a mutation.
+    fn policy() -> String {
+        format!(
+            "{}{}",
+            crate::fixtures::UNIQUE_HOST,
+            "  mutations:
     - patchType: JSONPatch
       jsonPatch:
         expression: \"[JSONPatch{op: 'add', path: '/metadata/annotations', value: {'checked': 'yes'}}]\"
-";
+"
+        )
+    }
 
     fn engine(ready: bool) -> Engine {
         engine_with(ready, EngineOptions::default())
     }
 
     fn engine_with(ready: bool, options: EngineOptions) -> Engine {
-        engine_of(POLICY, ready, options)
+        engine_of(&policy(), ready, options)
     }
 
     fn engine_of(policies: &str, ready: bool, options: EngineOptions) -> Engine {
@@ -678,7 +551,7 @@ spec:
         let e = engine_with(
             true,
             EngineOptions {
-                pending_ttl: Duration::from_millis(20),
+                pending_ttl: Duration::from_millis(300),
                 ..EngineOptions::default()
             },
         );
@@ -686,7 +559,7 @@ spec:
         // never shows it, and its record expires.
         assert!(e.validate(&review("a", "one", "x.example", false)).allowed);
         assert!(!e.validate(&review("b", "two", "x.example", true)).allowed);
-        std::thread::sleep(Duration::from_millis(40));
+        std::thread::sleep(Duration::from_millis(400));
         // A dry run records nothing, yet it must not see the expired record.
         assert!(e.validate(&review("b", "two", "x.example", true)).allowed);
     }
@@ -803,7 +676,7 @@ spec:
   validations: [{expression: "!inventory.get('v1', object.spec.kind, 'n', 'x').hasValue()"}]
 "#;
         let e = engine_of(
-            &format!("{POLICY}{LOOKUPS}"),
+            &format!("{}{LOOKUPS}", policy()),
             true,
             EngineOptions::default(),
         );
@@ -814,11 +687,12 @@ spec:
         let ingress = object("Ingress", "networking.k8s.io/v1", "i");
         let pod = object("Pod", "v1", "p");
         let service = object("Service", "v1", "s");
-        let holds = |seen: Seen, o: &Json| {
+        let holds = |seen: crate::cluster::Seen, o: &Json| {
             e.read(|st| st.still_holds(seen, &Request::create(o, "me").unwrap()))
         };
         let add = |o: Json| {
-            e.update_inventory(|inv, _| inv.upsert(&o, None).unwrap());
+            e.cluster
+                .update_inventory(|inv, _| inv.upsert(&o, None).unwrap());
         };
 
         let seen = e.read(State::seen);
@@ -842,7 +716,7 @@ spec:
         );
 
         let seen = e.read(State::seen);
-        e.update_inventory(|inv, _| {
+        e.cluster.update_inventory(|inv, _| {
             inv.remove(&ObjectKey::of(&object("ConfigMap", "v1", "c")).unwrap())
         });
         assert!(!holds(seen, &pod), "a removal is a change");
@@ -903,11 +777,11 @@ spec:
     /// allows, which without the check would have recorded the host.
     #[test]
     fn an_interrupted_decision_records_no_pending_write() {
-        let ignoring = POLICY.replace(
+        let ignoring = policy().replace(
             "spec:\n  matchConstraints:",
             "spec:\n  failurePolicy: Ignore\n  matchConstraints:",
         );
-        assert_ne!(ignoring, POLICY);
+        assert_ne!(ignoring, policy());
         let e = engine_of(&ignoring, true, EngineOptions::default());
         let interrupt = crate::cel::Interrupt::new();
         interrupt.cancel();

@@ -1,6 +1,6 @@
 //! Which fields of the values that host functions return can a program read?
 //!
-//! The inventory keeps only those fields of each object (DESIGN.md:
+//! The inventory keeps only those fields of each object (docs/architecture.md:
 //! projection), so this analysis must never under-approximate: any use it
 //! does not understand marks the whole value as read. It follows values
 //! through variables, comprehensions, `cel.bind`, optionals and list

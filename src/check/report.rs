@@ -225,7 +225,7 @@ pub enum OutputFormat {
     /// Grouped by file, one line per finding, for people.
     #[default]
     Human,
-    /// The JSON document described in DESIGN.md.
+    /// The JSON document of the command-line contract (docs/usage.md).
     Json,
     /// SARIF 2.1.0, for GitHub code scanning and other SARIF viewers.
     Sarif,
@@ -448,7 +448,7 @@ impl Report {
         writeln!(out, "{}", paint(code, &summary))
     }
 
-    /// The JSON document of DESIGN.md, with extra fields: `summary.denied`,
+    /// The JSON document of docs/usage.md, with extra fields: `summary.denied`,
     /// `summary.warned`, `summary.audited`, `summary.errors`, per result
     /// `reason` and `related`, and a top-level `errors` list.
     pub fn to_json(&self) -> Value {

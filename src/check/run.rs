@@ -12,7 +12,7 @@ use serde_json::Value as Json;
 use std::collections::HashMap;
 use std::path::PathBuf;
 
-/// The identity offline checks run as (DESIGN.md: a fixed auditor identity).
+/// The identity offline checks run as (docs/architecture.md: a fixed auditor identity).
 pub const DEFAULT_USER: &str = "system:serviceaccount:interlock-system:auditor";
 
 pub struct CheckOptions {
@@ -89,9 +89,10 @@ pub fn run(opts: &CheckOptions) -> Report {
     // JSON (parsed again when it is checked), so no more than a file's worth
     // of parsed objects per thread is alive at once.
     let (items, errors) = manifest::load_paths_map(&opts.inputs, &LoadOptions::default(), |d| {
-        Item::from_document(d, &inventory, &policies, &opts.user)
+        expanded_items(d, &inventory, &policies, &opts.user)
     });
     report.add_load_errors(&errors);
+    let items = flatten_items(items, &mut report);
     let inventory = check_items(items, &policies, inventory, opts, &mut report);
     // Freeing a large inventory takes a noticeable fraction of the run on
     // one core, and the report does not need it: free it on a thread of
@@ -168,6 +169,35 @@ impl Item {
     }
 }
 
+/// The items of a document: itself, and the members of a ResourceGroup
+/// (checked as written by the group's ServiceAccount).
+fn expanded_items(
+    d: Document,
+    inventory: &Inventory,
+    policies: &PolicySet,
+    user: &str,
+) -> (Vec<Item>, Vec<InputError>) {
+    let e = crate::group::expand::expand(d);
+    let items = e
+        .documents
+        .into_iter()
+        .map(|(d, u)| Item::from_document(d, inventory, policies, u.as_deref().unwrap_or(user)))
+        .collect();
+    (items, e.errors)
+}
+
+fn flatten_items(
+    per_document: Vec<(Vec<Item>, Vec<InputError>)>,
+    report: &mut Report,
+) -> Vec<Item> {
+    let mut items = Vec::with_capacity(per_document.len());
+    for (mut its, errors) in per_document {
+        items.append(&mut its);
+        report.errors.extend(errors);
+    }
+    items
+}
+
 /// Checks `resources` against the policies in `policy_docs`.
 pub fn check_documents(
     policy_docs: &[Document],
@@ -182,8 +212,9 @@ pub fn check_documents(
     }
     let items = resources
         .iter()
-        .map(|d| Item::from_document(d.clone(), &inventory, &policies, &opts.user))
+        .map(|d| expanded_items(d.clone(), &inventory, &policies, &opts.user))
         .collect();
+    let items = flatten_items(items, report);
     check_items(items, &policies, inventory, opts, report);
 }
 

@@ -5,11 +5,16 @@
 //! indexes map keys to objects. All of it is updated incrementally per
 //! object, never rebuilt.
 
+pub mod overlay;
 pub mod projection;
+pub mod view;
+
+pub use overlay::Overlay;
+pub use view::Lookup;
 
 use crate::cel::value::SeededAHash;
 use crate::cel::{Activation, Env, Program, Value};
-use crate::policy::resources::group_of;
+use crate::k8s::kinds::group_of;
 use projection::Projection;
 use serde_json::Value as Json;
 use std::collections::{BTreeMap, BTreeSet};
@@ -215,6 +220,15 @@ struct IndexState {
 
 pub type IndexId = usize;
 
+/// An index as policies declare it: objects of (group, kind), keyed by the
+/// strings the CEL expression `keys` yields for each.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IndexDecl {
+    pub group: String,
+    pub kind: String,
+    pub keys: String,
+}
+
 type NamesByNamespace = BTreeMap<Arc<str>, BTreeSet<Arc<str>>>;
 
 #[derive(Default)]
@@ -291,21 +305,103 @@ impl Inventory {
         kind: &str,
         keys: &str,
     ) -> Result<IndexId, crate::cel::CompileError> {
-        let group = group_of(api_version);
-        if let Some(i) = self
-            .indexes
-            .iter()
-            .position(|x| x.group == group && x.kind == kind && x.source == keys)
-        {
+        let decl = IndexDecl {
+            group: group_of(api_version).to_string(),
+            kind: kind.to_string(),
+            keys: keys.to_string(),
+        };
+        if let Some(i) = self.indexes.iter().position(|x| x.declares(&decl)) {
             return Ok(i);
         }
-        let env = Env::interlock().with_variables(&["object"]);
-        let program = env.compile(keys)?;
+        let state = self.build_index(&decl)?;
         self.changes.every_kind();
+        self.indexes.push(state);
+        Ok(self.indexes.len() - 1)
+    }
+
+    /// The declared indexes, in [`IndexId`] order.
+    pub fn index_decls(&self) -> Vec<IndexDecl> {
+        self.indexes
+            .iter()
+            .map(|i| IndexDecl {
+                group: i.group.clone(),
+                kind: i.kind.clone(),
+                keys: i.source.clone(),
+            })
+            .collect()
+    }
+
+    /// Makes the declared indexes exactly `decls`, in that order, so that an
+    /// [`IndexId`] compiled against another inventory with these
+    /// declarations means the same index here. An index declared before
+    /// keeps its keys; a new one is built over the stored objects; one no
+    /// longer declared is dropped (a reload that removes a policy stops
+    /// maintaining its index).
+    pub fn set_indexes(&mut self, decls: &[IndexDecl]) -> Result<(), crate::cel::CompileError> {
+        if self.index_decls() == decls {
+            return Ok(());
+        }
+        let mut old: Vec<Option<IndexState>> = std::mem::take(&mut self.indexes)
+            .into_iter()
+            .map(Some)
+            .collect();
+        let mut next = Vec::with_capacity(decls.len());
+        for d in decls {
+            let kept = old
+                .iter_mut()
+                .find(|o| o.as_ref().is_some_and(|o| o.declares(d)))
+                .and_then(Option::take);
+            match kept {
+                Some(state) => next.push(state),
+                None => match self.build_index(d) {
+                    Ok(state) => next.push(state),
+                    Err(e) => {
+                        // Leave the inventory as it was: the caller keeps
+                        // serving the policies that match it.
+                        next.extend(old.into_iter().flatten());
+                        self.indexes = next;
+                        return Err(e);
+                    }
+                },
+            }
+        }
+        self.indexes = next;
+        self.changes.every_kind();
+        Ok(())
+    }
+
+    /// An empty inventory with this one's projection and index
+    /// declarations: compile policies or prepare objects against it without
+    /// touching (or locking) this one.
+    pub fn shell(&self) -> Inventory {
+        let mut out = Inventory {
+            projection: self.projection.clone(),
+            ..Inventory::default()
+        };
+        out.indexes = self
+            .indexes
+            .iter()
+            .map(|i| IndexState {
+                group: i.group.clone(),
+                kind: i.kind.clone(),
+                source: i.source.clone(),
+                program: i.program.clone(),
+                env: i.env.clone(),
+                keys: Table::default(),
+                per_object: Table::default(),
+            })
+            .collect();
+        out
+    }
+
+    /// A new index of `decl` over the stored objects.
+    fn build_index(&self, decl: &IndexDecl) -> Result<IndexState, crate::cel::CompileError> {
+        let env = Env::interlock().with_variables(&["object"]);
+        let program = env.compile(&decl.keys)?;
         let mut state = IndexState {
-            group: group.to_string(),
-            kind: kind.to_string(),
-            source: keys.to_string(),
+            group: decl.group.clone(),
+            kind: decl.kind.clone(),
+            source: decl.keys.clone(),
             program,
             env,
             keys: Table::default(),
@@ -321,8 +417,7 @@ impl Inventory {
         for e in errors {
             tracing::warn!(error = %e, "index key expression failed");
         }
-        self.indexes.push(state);
-        Ok(self.indexes.len() - 1)
+        Ok(state)
     }
 
     /// What this inventory keeps of each object.
@@ -545,6 +640,10 @@ impl Inventory {
 }
 
 impl IndexState {
+    fn declares(&self, d: &IndexDecl) -> bool {
+        self.group == d.group && self.kind == d.kind && self.source == d.keys
+    }
+
     /// The keys this index yields for an object (none for other kinds).
     fn keys_of(&self, key: &ObjectKey, object: &Json) -> Result<Vec<String>, IndexError> {
         if *key.kind != *self.kind || *key.group != *self.group {

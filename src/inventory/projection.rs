@@ -1,5 +1,5 @@
 //! Projection: the inventory keeps, per kind, only the fields that the
-//! loaded policies can read (DESIGN.md), so a policy about Secret names
+//! loaded policies can read (docs/architecture.md), so a policy about Secret names
 //! never puts Secret data in memory and a cluster's worth of objects fits
 //! in a fraction of its size. The field sets come from
 //! `crate::policy::projection`, which analyses the policies' expressions.
@@ -211,7 +211,7 @@ impl Projection {
     }
 
     pub fn apply(&self, value: &Json) -> Json {
-        let (group, kind) = crate::policy::resources::group_kind(value);
+        let (group, kind) = crate::k8s::kinds::group_kind(value);
         self.for_kind(group, kind).apply(value)
     }
 }

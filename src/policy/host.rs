@@ -2,9 +2,9 @@
 //! `labelSelector.matches`), answered from an [`Inventory`].
 
 use crate::cel::{Env, EvalError, EvalResult, Host, Map, Value};
-use crate::inventory::{Entry, IndexId, Inventory, ObjectKey, ObjectKeyRef};
+use crate::inventory::{Entry, IndexId, Lookup, ObjectKey, ObjectKeyRef};
+use crate::k8s::kinds::group_of;
 use crate::policy::model::LabelSelector;
-use crate::policy::resources::group_of;
 use serde_json::Value as Json;
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -53,7 +53,7 @@ impl SelfIdentity {
 }
 
 pub struct InventoryHost<'a> {
-    pub inventory: &'a Inventory,
+    pub inventory: &'a dyn Lookup,
     pub indexes: &'a HashMap<String, IndexId>,
     pub me: SelfIdentity,
     /// Objects returned by index lookups: the related objects of a finding

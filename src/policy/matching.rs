@@ -3,12 +3,12 @@
 use super::model::{MatchResources, ResourceRule};
 use super::selector::labels;
 use super::Request;
-use crate::inventory::{Inventory, ObjectKeyRef};
+use crate::inventory::{Lookup, ObjectKeyRef};
 use serde_json::Value as Json;
 
 /// `binding`: a binding's matchResources, whose empty resourceRules do not
 /// constrain (a policy's matchConstraints must name its resources).
-pub fn matches(m: &MatchResources, req: &Request, inv: &Inventory, binding: bool) -> bool {
+pub fn matches(m: &MatchResources, req: &Request, inv: &dyn Lookup, binding: bool) -> bool {
     let unconstrained = binding && m.resource_rules.is_empty();
     if !unconstrained && !m.resource_rules.iter().any(|r| rule_matches(r, req)) {
         return false;
@@ -84,7 +84,7 @@ fn scope_matches(scope: Option<&str>, namespaced: bool) -> bool {
     }
 }
 
-fn namespace_matches(sel: &super::model::LabelSelector, req: &Request, inv: &Inventory) -> bool {
+fn namespace_matches(sel: &super::model::LabelSelector, req: &Request, inv: &dyn Lookup) -> bool {
     // Cluster-scoped objects other than Namespaces ignore namespaceSelector.
     let ns_name = if req.namespace.is_empty() {
         if req.kind == "Namespace" && req.group.is_empty() {

@@ -6,12 +6,13 @@ pub mod host;
 mod matching;
 pub mod model;
 mod projection;
-pub mod resources;
+/// The kinds table lives in [`crate::k8s::kinds`]; this name stays for callers.
+pub use crate::k8s::kinds as resources;
 pub mod selector;
 
 use crate::cel::value::{Key, Str};
 use crate::cel::{Activation, CompileError, Env, Program, Value};
-use crate::inventory::{IndexId, Inventory, ObjectKey, ObjectKeyRef, Source};
+use crate::inventory::{IndexId, Inventory, Lookup, ObjectKey, ObjectKeyRef, Source};
 use host::{InventoryHost, SelfIdentity};
 use model::{BindingSpec, MatchResources, ParamRef, PolicySpec};
 use serde_json::Value as Json;
@@ -413,7 +414,7 @@ impl PolicySet {
     pub fn evaluate(
         &self,
         req: &Request,
-        inventory: &Inventory,
+        inventory: &dyn Lookup,
     ) -> (Vec<Verdict>, AuditAnnotations) {
         let mut verdicts = Vec::new();
         let mut annotations = Vec::new();
@@ -673,7 +674,7 @@ impl CompiledPolicy {
         &self,
         req: &Request,
         shared: &Shared<'i>,
-        inv: &'i Inventory,
+        inv: &'i dyn Lookup,
         out: &mut Vec<Verdict>,
         annotations: &mut AuditAnnotations,
     ) {
@@ -723,7 +724,7 @@ impl CompiledPolicy {
         }
     }
 
-    fn params<'i>(&self, b: &Binding, req: &Request, inv: &'i Inventory) -> Params<'i> {
+    fn params<'i>(&self, b: &Binding, req: &Request, inv: &'i dyn Lookup) -> Params<'i> {
         let Some((group, kind)) = &self.param_kind else {
             return Params::None;
         };
@@ -776,7 +777,7 @@ impl CompiledPolicy {
         &self,
         req: &Request,
         shared: &Shared<'i>,
-        inv: &'i Inventory,
+        inv: &'i dyn Lookup,
         params: Option<&Json>,
         f: impl FnOnce(&Activation<'_, '_>, &InventoryHost<'_>) -> R,
     ) -> R {
@@ -841,7 +842,7 @@ impl CompiledPolicy {
         &self,
         req: &Request,
         shared: &Shared<'i>,
-        inv: &'i Inventory,
+        inv: &'i dyn Lookup,
         params: Option<&Json>,
         binding: &Binding,
         verdict: &dyn Fn(String, Option<String>, Vec<ObjectKey>) -> I,
@@ -1010,7 +1011,7 @@ fn truncate(s: &str, max: usize) -> &str {
 
 /// The Namespace of a namespaced request, from the inventory; offline a
 /// namespace not given as a file is assumed to exist with only its name label.
-fn namespace_object<'i>(req: &Request, inv: &'i Inventory) -> Option<std::borrow::Cow<'i, Json>> {
+fn namespace_object<'i>(req: &Request, inv: &'i dyn Lookup) -> Option<std::borrow::Cow<'i, Json>> {
     if !req.is_namespaced() {
         return None;
     }
@@ -1040,7 +1041,7 @@ pub struct MutationError {
 impl PolicySet {
     /// The JSON patch operations (RFC 6902, as JSON) that matching
     /// InterlockPolicies' mutations yield, in policy order.
-    pub fn mutate(&self, req: &Request, inv: &Inventory) -> Result<Vec<Json>, MutationError> {
+    pub fn mutate(&self, req: &Request, inv: &dyn Lookup) -> Result<Vec<Json>, MutationError> {
         let mut ops = Vec::new();
         for p in self.policies.iter().filter(|p| !p.mutations.is_empty()) {
             if !matching::matches(&p.matcher, req, inv, false) {
@@ -1075,7 +1076,7 @@ impl PolicySet {
     pub fn inventory_readers<'s>(
         &'s self,
         req: &Request,
-        inv: &Inventory,
+        inv: &dyn Lookup,
     ) -> Vec<&'s CompiledPolicy> {
         self.policies
             .iter()
@@ -1144,7 +1145,7 @@ impl CompiledPolicy {
         self.failure_policy
     }
 
-    fn mutation_ops(&self, req: &Request, inv: &Inventory) -> Result<Vec<Json>, String> {
+    fn mutation_ops(&self, req: &Request, inv: &dyn Lookup) -> Result<Vec<Json>, String> {
         self.with_activation(req, &Shared::default(), inv, None, |act, _| {
             for (name, cond) in &self.match_conditions {
                 match cond.eval(act) {

@@ -1,5 +1,5 @@
 //! The fields of inventory objects that a policy set can read, per kind:
-//! the [`Projection`] the inventory keeps (DESIGN.md). Built from a flow
+//! the [`Projection`] the inventory keeps (docs/architecture.md). Built from a flow
 //! analysis of every expression ([`crate::cel::flow`]), so it holds for
 //! expressions nobody has written yet: a use the analysis does not follow
 //! keeps the whole value.
@@ -9,7 +9,7 @@ use crate::cel::flow::{Flow, Reads, Tag};
 use crate::cel::Program;
 use crate::inventory::projection::{FieldSet, Projection};
 use crate::inventory::Inventory;
-use crate::policy::resources::group_of;
+use crate::k8s::kinds::group_of;
 use std::cell::RefCell;
 use std::collections::HashMap;
 

@@ -15,10 +15,19 @@ use tracing_subscriber::EnvFilter;
 /// rate-limited "TLS handshake failed" line counting the rest. A second
 /// call is a no-op.
 pub fn init_tracing(json: bool) {
+    init_tracing_at(json, "info");
+}
+
+/// Logs to stderr at `default_level` unless `RUST_LOG` says otherwise: the
+/// offline commands use `warn`, so the engine's warnings reach the user
+/// without burying the report. rustls's warnings are rate-limited as in
+/// [`init_tracing`].
+pub fn init_tracing_at(json: bool, default_level: &str) {
     use tracing_subscriber::layer::SubscriberExt;
     use tracing_subscriber::util::SubscriberInitExt;
     static RUSTLS: RateLimit = RateLimit::new();
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let filter =
+        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default_level));
     // Consulted after the level filter, so debug lines that would not be
     // written do not use up the allowance.
     let rustls = tracing_subscriber::filter::filter_fn(|meta| {

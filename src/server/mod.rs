@@ -65,6 +65,7 @@
 //! # }
 //! ```
 
+pub mod admin;
 pub mod cli;
 mod logging;
 pub mod metrics;
@@ -87,8 +88,8 @@ use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
 
 pub use cli::{CertsArgs, LogFormat, ServeArgs};
-pub use logging::init_tracing;
 use logging::RateLimit;
+pub use logging::{init_tracing, init_tracing_at};
 pub use metrics::ServerMetrics;
 
 /// The policy engine as the server sees it.

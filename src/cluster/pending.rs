@@ -23,6 +23,10 @@ impl Pending {
         self.entries.len()
     }
 
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
     pub fn record(&mut self, inventory: &mut Inventory, object: &Json, ttl: Duration) {
         let Some(key) = ObjectKey::of(object) else {
             return;

@@ -5,66 +5,172 @@
 //! it sees and only at its end removes the objects it did not see, so the
 //! indexes are never empty in between.
 
-use super::Engine;
+//! The live inventory: one kube-runtime watcher per kind some policy reads
+//! (plus Namespaces), applied to the cluster state event by event.
+//!
+//! A re-list (after 410 Gone or a restart of the watch) upserts every object
+//! it sees and only at its end removes the objects it did not see, so the
+//! indexes are never empty in between.
+//!
+//! [`Watchers`] is level-triggered over the set of kinds: `set_kinds` starts
+//! what is newly read and stops what no longer is. Each kind's task finds its
+//! kind by discovery and retries with capped, jittered backoff while it
+//! cannot (a CRD not installed yet), so the process stays unready, never
+//! wedged. Tasks are owned (aborted on `shutdown` or drop), never detached.
+
+use super::{Cluster, KindName};
 use crate::inventory::ObjectKey;
-use crate::policy::resources::{group_of, version_of};
+use crate::k8s::kinds::{group_of, version_of};
 use futures::StreamExt;
 use kube::api::{Api, DynamicObject, GroupVersionKind};
 use kube::runtime::watcher::{self, Event};
 use kube::runtime::WatchStreamExt;
 use kube::Client;
 use serde_json::Value as Json;
-use std::collections::HashSet;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
+use std::time::Duration;
+use tokio::task::JoinHandle;
 
-/// Starts a watcher per kind; marks the engine ready once every kind has
-/// been listed once. Returns when every watcher has failed to start.
-pub async fn run(
+/// The running watchers, one per kind.
+pub struct Watchers {
     client: Client,
-    engine: Arc<Engine>,
-    kinds: Vec<(String, String)>,
-) -> anyhow::Result<()> {
-    let pending = Arc::new(AtomicUsize::new(kinds.len()));
-    let mut tasks = Vec::new();
-    for (api_version, kind) in kinds {
-        let gvk = GroupVersionKind::gvk(group_of(&api_version), version_of(&api_version), &kind);
-        let (ar, _caps) = kube::discovery::pinned_kind(&client, &gvk)
-            .await
-            .map_err(|e| {
-                anyhow::anyhow!("cannot find {kind} ({api_version}) in the cluster: {e}")
-            })?;
-        let api: Api<DynamicObject> = Api::all_with(client.clone(), &ar);
-        let engine = engine.clone();
-        let pending = pending.clone();
-        tasks.push(tokio::spawn(async move {
-            watch_kind(api, engine, pending, api_version, kind).await;
-        }));
-    }
-    futures::future::join_all(tasks).await;
-    Ok(())
+    cluster: Arc<Cluster>,
+    running: HashMap<KindName, JoinHandle<()>>,
 }
 
-async fn watch_kind(
-    api: Api<DynamicObject>,
-    engine: Arc<Engine>,
-    pending: Arc<AtomicUsize>,
-    api_version: String,
-    kind: String,
-) {
+impl Watchers {
+    pub fn new(client: Client, cluster: Arc<Cluster>) -> Self {
+        Watchers {
+            client,
+            cluster,
+            running: HashMap::new(),
+        }
+    }
+
+    /// Watches exactly `kinds`: starts the new ones, stops the others.
+    pub fn set_kinds(&mut self, kinds: &[KindName]) {
+        let wanted: HashSet<&KindName> = kinds.iter().collect();
+        self.running.retain(|k, task| {
+            let keep = wanted.contains(k);
+            if !keep {
+                tracing::info!(api_version = %k.0, kind = %k.1, "no policy reads this kind now; watch stopped");
+                task.abort();
+            }
+            keep
+        });
+        for k in kinds {
+            if !self.running.contains_key(k) {
+                let task = tokio::spawn(watch_kind(
+                    self.client.clone(),
+                    self.cluster.clone(),
+                    k.clone(),
+                ));
+                self.running.insert(k.clone(), task);
+            }
+        }
+        if kinds.is_empty() {
+            self.cluster.settle(&self.cluster.syncing());
+        }
+    }
+
+    pub fn kinds(&self) -> Vec<KindName> {
+        let mut v: Vec<KindName> = self.running.keys().cloned().collect();
+        v.sort();
+        v
+    }
+
+    /// Stops every watcher and waits for them to end.
+    pub async fn shutdown(mut self) {
+        let tasks: Vec<JoinHandle<()>> = self.running.drain().map(|(_, t)| t).collect();
+        for t in &tasks {
+            t.abort();
+        }
+        futures::future::join_all(tasks).await;
+    }
+}
+
+impl Drop for Watchers {
+    fn drop(&mut self) {
+        for t in self.running.values() {
+            t.abort();
+        }
+    }
+}
+
+/// Registers a kind's watcher with the cluster's readiness for as long as
+/// the task lives (dropped on abort too).
+struct Registration {
+    cluster: Arc<Cluster>,
+    kind: KindName,
+    relisting: bool,
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        self.cluster.watch_stopped(&self.kind, self.relisting);
+    }
+}
+
+/// Capped exponential backoff with jitter, for discovery retries.
+pub(crate) fn backoff(attempt: u32, base: Duration, cap: Duration) -> Duration {
+    let exp = base.saturating_mul(1u32 << attempt.min(16)).min(cap);
+    // Full jitter over the upper half: never zero, never in lockstep.
+    let nanos = exp.as_nanos() as u64;
+    let jitter = jitter_fraction() * (nanos / 2) as f64;
+    Duration::from_nanos(nanos / 2 + jitter as u64)
+}
+
+fn jitter_fraction() -> f64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(0),
+    );
+    (h.finish() % 10_000) as f64 / 10_000.0
+}
+
+/// Finds the kind by discovery, retrying while the cluster does not serve it.
+async fn discover(client: &Client, kind: &KindName) -> Api<DynamicObject> {
+    let (api_version, name) = kind;
+    let gvk = GroupVersionKind::gvk(group_of(api_version), version_of(api_version), name);
+    let mut attempt = 0;
+    loop {
+        match kube::discovery::pinned_kind(client, &gvk).await {
+            Ok((ar, _caps)) => return Api::all_with(client.clone(), &ar),
+            Err(e) => {
+                let wait = backoff(attempt, Duration::from_millis(500), Duration::from_secs(30));
+                tracing::warn!(api_version = %api_version, kind = %name, error = %e, retry_in = ?wait,
+                    "cannot find this kind in the cluster; not ready until it is served");
+                attempt += 1;
+                tokio::time::sleep(wait).await;
+            }
+        }
+    }
+}
+
+async fn watch_kind(client: Client, cluster: Arc<Cluster>, kind: KindName) {
+    cluster.watch_started(&kind);
+    let mut reg = Registration {
+        cluster: cluster.clone(),
+        kind: kind.clone(),
+        relisting: false,
+    };
+    let api = discover(&client, &kind).await;
     let config =
-        watcher::Config::default().timeout(engine.options.watch_timeout.as_secs().max(1) as u32);
+        watcher::Config::default().timeout(cluster.options.watch_timeout.as_secs().max(1) as u32);
     let start = || {
         watcher::watcher(api.clone(), config.clone())
             .default_backoff()
             .boxed()
     };
     let mut stream = start();
-    let mut relist = engine.relist_requests();
+    let mut relist = cluster.relist_requests();
     relist.mark_unchanged();
-    engine.watcher_started();
-    let mut sync = KindSync::new(&api_version, &kind);
-    let mut relisting = false;
+    let mut sync = KindSync::new(&kind.0, &kind.1);
     loop {
         let event = tokio::select! {
             event = stream.next() => event,
@@ -72,9 +178,9 @@ async fn watch_kind(
                 relist.mark_unchanged();
                 // A new stream starts with a list; KindSync reconciles it
                 // without emptying the indexes.
-                tracing::info!(kind = %kind, "re-listing: the policies read more of this kind");
+                tracing::info!(kind = %kind.1, "re-listing: the policies read more of this kind");
                 stream = start();
-                relisting = true;
+                reg.relisting = true;
                 continue;
             }
         };
@@ -82,17 +188,16 @@ async fn watch_kind(
             None => break,
             Some(Ok(e)) => {
                 let list_done = matches!(e, Event::InitDone);
-                if sync.on_event(&engine, e) && pending.fetch_sub(1, Ordering::AcqRel) == 1 {
-                    engine.set_ready(true);
-                    tracing::info!("inventory synced; ready");
+                if sync.on_event(&cluster, e) {
+                    cluster.synced(&kind);
                 }
-                if list_done && relisting {
-                    relisting = false;
-                    engine.relist_done();
+                if list_done && reg.relisting {
+                    reg.relisting = false;
+                    cluster.relist_done();
                 }
             }
             // The watcher re-lists by itself (410 Gone included).
-            Some(Err(e)) => tracing::warn!(kind = %kind, error = %e, "watch error; re-listing"),
+            Some(Err(e)) => tracing::warn!(kind = %kind.1, error = %e, "watch error; re-listing"),
         }
     }
 }
@@ -132,16 +237,16 @@ impl KindSync {
     }
 
     /// Applies one watch event; returns true on the first completed list.
-    pub fn on_event(&mut self, engine: &Engine, event: Event<DynamicObject>) -> bool {
+    pub fn on_event(&mut self, cluster: &Cluster, event: Event<DynamicObject>) -> bool {
         match event {
             Event::Init => self.seen.clear(),
             Event::InitApply(o) => {
-                if let Some(k) = self.json(&o).and_then(|j| apply(engine, j)) {
+                if let Some(k) = self.json(&o).and_then(|j| apply(cluster, j)) {
                     self.seen.insert(k);
                 }
             }
             Event::InitDone => {
-                remove_unseen(engine, &self.group, &self.kind, &self.seen);
+                remove_unseen(cluster, &self.group, &self.kind, &self.seen);
                 self.seen.clear();
                 let first = !self.synced;
                 self.synced = true;
@@ -149,12 +254,12 @@ impl KindSync {
             }
             Event::Apply(o) => {
                 if let Some(j) = self.json(&o) {
-                    apply(engine, j);
+                    apply(cluster, j);
                 }
             }
             Event::Delete(o) => {
                 if let Some(k) = self.json(&o).as_ref().and_then(ObjectKey::of) {
-                    engine.update_inventory(|inventory, pending| {
+                    cluster.update_inventory(|inventory, pending| {
                         pending.observed(&k);
                         inventory.remove(&k)
                     });
@@ -165,9 +270,9 @@ impl KindSync {
     }
 }
 
-fn apply(engine: &Engine, json: Json) -> Option<ObjectKey> {
+fn apply(cluster: &Cluster, json: Json) -> Option<ObjectKey> {
     let key = ObjectKey::of(&json)?;
-    engine.update_inventory(|inventory, pending| {
+    cluster.update_inventory(|inventory, pending| {
         pending.observed(&key);
         if let Err(e) = inventory.upsert(&json, None) {
             tracing::warn!(object = %key, error = %e, "object not added to the inventory");
@@ -176,8 +281,8 @@ fn apply(engine: &Engine, json: Json) -> Option<ObjectKey> {
     Some(key)
 }
 
-fn remove_unseen(engine: &Engine, group: &str, kind: &str, seen: &HashSet<ObjectKey>) {
-    engine.update_inventory(|inventory, pending| {
+fn remove_unseen(cluster: &Cluster, group: &str, kind: &str, seen: &HashSet<ObjectKey>) {
+    cluster.update_inventory(|inventory, pending| {
         let stale: Vec<ObjectKey> = inventory
             .list(group, kind, None)
             .into_iter()
@@ -193,7 +298,7 @@ fn remove_unseen(engine: &Engine, group: &str, kind: &str, seen: &HashSet<Object
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::admission::EngineOptions;
+    use crate::cluster::ClusterOptions;
     use crate::inventory::Inventory;
     use crate::policy::PolicySet;
 
@@ -222,28 +327,28 @@ mod tests {
                 "object.spec.rules.map(r, r.host)",
             )
             .unwrap();
-        let engine = Engine::new(PolicySet::default(), inv, EngineOptions::default());
+        let cluster = Cluster::new(PolicySet::default(), inv, ClusterOptions::default());
         let mut sync = KindSync::new("networking.k8s.io/v1", "Ingress");
-        assert!(!sync.on_event(&engine, Event::Init));
+        assert!(!sync.on_event(&cluster, Event::Init));
         sync.on_event(
-            &engine,
+            &cluster,
             Event::InitApply(listed(ingress("a", "one", "a.example"))),
         );
         sync.on_event(
-            &engine,
+            &cluster,
             Event::InitApply(listed(ingress("b", "two", "b.example"))),
         );
         assert!(
-            sync.on_event(&engine, Event::InitDone),
+            sync.on_event(&cluster, Event::InitDone),
             "first list completes the sync"
         );
         // A re-list (after 410 Gone) that no longer contains `two`.
-        sync.on_event(&engine, Event::Init);
+        sync.on_event(&cluster, Event::Init);
         sync.on_event(
-            &engine,
+            &cluster,
             Event::InitApply(listed(ingress("a", "one", "a.example"))),
         );
-        engine.read(|st| {
+        cluster.read(|st| {
             assert_eq!(
                 st.inventory.lookup_index(id, "b.example").len(),
                 1,
@@ -251,10 +356,10 @@ mod tests {
             );
         });
         assert!(
-            !sync.on_event(&engine, Event::InitDone),
+            !sync.on_event(&cluster, Event::InitDone),
             "only the first list counts for readiness"
         );
-        engine.read(|st| {
+        cluster.read(|st| {
             assert!(st.inventory.lookup_index(id, "b.example").is_empty());
             assert_eq!(st.inventory.lookup_index(id, "a.example").len(), 1);
             let e = st.inventory.list("networking.k8s.io", "Ingress", Some("a"))[0];
@@ -263,62 +368,19 @@ mod tests {
                 "managed fields are not kept"
             );
         });
-        sync.on_event(&engine, Event::Delete(ingress("a", "one", "a.example")));
-        engine.read(|st| assert!(st.inventory.lookup_index(id, "a.example").is_empty()));
+        sync.on_event(&cluster, Event::Delete(ingress("a", "one", "a.example")));
+        cluster.read(|st| assert!(st.inventory.lookup_index(id, "a.example").is_empty()));
     }
 }
 
 #[cfg(test)]
 mod reload_tests {
     use super::*;
-    use crate::admission::EngineOptions;
+    use crate::cluster::ClusterOptions;
     use crate::inventory::Inventory;
-    use crate::policy::{PolicySet, Request};
+    use crate::policy::Request;
 
-    const HOSTS: &str = "
-apiVersion: interlock.dev/v1alpha1
-kind: InterlockPolicy
-metadata: {name: unique-host}
-spec:
-  matchConstraints:
-    resourceRules:
-      - {apiGroups: [networking.k8s.io], apiVersions: [v1], resources: [ingresses], operations: [CREATE]}
-  indexes:
-    - {name: hosts, apiVersion: networking.k8s.io/v1, kind: Ingress, keys: 'object.spec.rules.map(r, r.host)'}
-  validations:
-    - expression: \"object.spec.rules.all(r, inventory.index('hosts', r.host).size() == 0)\"
-";
-    const TLS: &str = "
-apiVersion: interlock.dev/v1alpha1
-kind: InterlockPolicy
-metadata: {name: unique-tls}
-spec:
-  matchConstraints:
-    resourceRules:
-      - {apiGroups: [networking.k8s.io], apiVersions: [v1], resources: [ingresses], operations: [CREATE]}
-  indexes:
-    - {name: tls, apiVersion: networking.k8s.io/v1, kind: Ingress, keys: \"object.spec.?tls.orValue([]).map(t, t.secretName)\"}
-  validations:
-    - expression: \"object.spec.?tls.orValue([]).all(t, inventory.index('tls', t.secretName).size() == 0)\"
-";
-
-    fn compile(texts: &[&str], inventory: &mut Inventory) -> PolicySet {
-        let docs: Vec<_> = texts
-            .iter()
-            .flat_map(|t| {
-                crate::manifest::load_str(
-                    crate::manifest::Source::file("p.yaml"),
-                    t,
-                    crate::manifest::Format::Yaml,
-                    &Default::default(),
-                )
-                .documents
-            })
-            .collect();
-        let (set, errors) = PolicySet::compile_documents(docs, inventory);
-        assert!(errors.is_empty(), "{errors:?}");
-        set
-    }
+    use crate::fixtures::{compile, UNIQUE_HOST as HOSTS, UNIQUE_TLS as TLS};
 
     fn ingress(name: &str, uid: &str, secret: &str) -> serde_json::Value {
         serde_json::json!({
@@ -333,16 +395,16 @@ spec:
         let mut inv = Inventory::new();
         let set = compile(&[HOSTS], &mut inv);
         inv.set_projection(set.projection(&inv));
-        let engine = Engine::new(set, inv, EngineOptions::default());
+        let cluster = Cluster::new(set, inv, ClusterOptions::default());
         let mut sync = KindSync::new("networking.k8s.io/v1", "Ingress");
         let one = ingress("one", "u1", "cert");
-        sync.on_event(&engine, Event::Init);
+        sync.on_event(&cluster, Event::Init);
         sync.on_event(
-            &engine,
+            &cluster,
             Event::InitApply(super::tests::listed(serde_json::from_value(one).unwrap())),
         );
-        sync.on_event(&engine, Event::InitDone);
-        engine.update(|st| {
+        sync.on_event(&cluster, Event::InitDone);
+        cluster.update(|st| {
             let set = compile(&[HOSTS, TLS], &mut st.inventory);
             let p = set.projection(&st.inventory);
             assert!(*st.inventory.projection() != p);
@@ -350,24 +412,24 @@ spec:
             st.policies = set;
         });
         let two = ingress("two", "u2", "cert");
-        let denied = |engine: &Engine| {
-            engine.read(|st| {
+        let denied = |cluster: &Cluster| {
+            cluster.read(|st| {
                 let r = Request::create(&two, "me").unwrap();
                 !st.policies.evaluate(&r, &st.inventory).0.is_empty()
             })
         };
         assert!(
-            !denied(&engine),
+            !denied(&cluster),
             "before the re-list the inventory lacks tls"
         );
-        sync.on_event(&engine, Event::Init);
+        sync.on_event(&cluster, Event::Init);
         sync.on_event(
-            &engine,
+            &cluster,
             Event::InitApply(super::tests::listed(
                 serde_json::from_value(ingress("one", "u1", "cert")).unwrap(),
             )),
         );
-        sync.on_event(&engine, Event::InitDone);
-        assert!(denied(&engine), "after the re-list the new rule sees tls");
+        sync.on_event(&cluster, Event::InitDone);
+        assert!(denied(&cluster), "after the re-list the new rule sees tls");
     }
 }

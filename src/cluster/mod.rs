@@ -1,0 +1,219 @@
+//! The live cluster state that `serve`, the controller and audit share:
+//! policies, the inventory, the writes made but not yet seen by a watch,
+//! and readiness, behind one lock. Watchers feed it ([`watch`]), policy
+//! files reload into it ([`reload`]); front-ends read it and record their
+//! writes in it. It imports no front-end.
+//!
+//! Decisions:
+//! - One `RwLock` over policies, inventory and pending writes, so that a
+//!   uniqueness check and the record of the write it admitted are one step.
+//! - A policy reload is compiled outside the lock against an empty
+//!   [`Inventory::shell`] and swapped in inside it; the indexes are then
+//!   reconciled to exactly the new declarations ([`Inventory::set_indexes`]).
+//! - Readiness is level-triggered: ready when every kind that is watched
+//!   has completed its first list and no requested re-list is running. A
+//!   kind whose discovery fails keeps the process unready and is retried
+//!   with backoff; it never wedges readiness for good.
+
+pub mod pending;
+pub mod reload;
+pub mod watch;
+
+use crate::inventory::Inventory;
+use crate::policy::{PolicySet, Request};
+use pending::Pending;
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Mutex, RwLock, RwLockWriteGuard};
+use std::time::Duration;
+
+/// A kind as policies name it: (apiVersion, kind).
+pub type KindName = (String, String);
+
+#[derive(Debug, Clone)]
+pub struct ClusterOptions {
+    /// How long one watch request lasts before it is re-established (from
+    /// the last resourceVersion, or by a re-list after 410 Gone).
+    pub watch_timeout: Duration,
+}
+
+impl Default for ClusterOptions {
+    fn default() -> Self {
+        ClusterOptions {
+            watch_timeout: Duration::from_secs(290),
+        }
+    }
+}
+
+/// Policies, inventory and the record of writes made, not yet observed.
+pub struct State {
+    pub policies: PolicySet,
+    pub inventory: Inventory,
+    pub pending: Pending,
+    /// Counts [`Cluster::update`]s (policy reloads): an evaluation made
+    /// under the read lock still holds when this has not moved and the
+    /// inventory has not changed in a kind it reads.
+    generation: u64,
+}
+
+/// What an evaluation made under the read lock saw.
+#[derive(Clone, Copy)]
+pub struct Seen {
+    generation: u64,
+    inventory: u64,
+}
+
+impl State {
+    pub fn seen(&self) -> Seen {
+        Seen {
+            generation: self.generation,
+            inventory: self.inventory.version(),
+        }
+    }
+
+    /// Whether evaluating `r` now would give what it gave when the state
+    /// was `seen`: same policies, and no change since to a kind they read.
+    pub fn still_holds(&self, seen: Seen, r: &Request) -> bool {
+        self.generation == seen.generation
+            && (self.inventory.version() == seen.inventory
+                || !self
+                    .inventory
+                    .changed_since(seen.inventory, self.policies.kinds_read_by(r)))
+    }
+}
+
+pub struct Cluster {
+    state: RwLock<State>,
+    ready: AtomicBool,
+    pub options: ClusterOptions,
+    /// Bumped when stored objects must be listed again (the policies now
+    /// read fields the inventory did not keep).
+    relist: tokio::sync::watch::Sender<u64>,
+    /// Running kind watchers, and how many have yet to finish a requested
+    /// re-list.
+    watchers: AtomicUsize,
+    relisting: AtomicUsize,
+    /// Kinds watched whose first list has not completed.
+    syncing: Mutex<HashSet<KindName>>,
+}
+
+impl Cluster {
+    pub fn new(policies: PolicySet, inventory: Inventory, options: ClusterOptions) -> Cluster {
+        Cluster {
+            state: RwLock::new(State {
+                policies,
+                inventory,
+                pending: Pending::default(),
+                generation: 0,
+            }),
+            ready: AtomicBool::new(false),
+            options,
+            relist: tokio::sync::watch::channel(0).0,
+            watchers: AtomicUsize::new(0),
+            relisting: AtomicUsize::new(0),
+            syncing: Mutex::new(HashSet::new()),
+        }
+    }
+
+    /// Runs `f` with read access to the state.
+    pub fn read<R>(&self, f: impl FnOnce(&State) -> R) -> R {
+        let st = self.state.read().unwrap_or_else(|p| p.into_inner());
+        f(&st)
+    }
+
+    /// Write access for a front-end that records a write it decided on
+    /// under this same guard.
+    pub fn write(&self) -> RwLockWriteGuard<'_, State> {
+        self.state.write().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Runs `f` with write access to the state (policy reloads): every
+    /// decision in flight is evaluated again before its write is recorded.
+    pub fn update<R>(&self, f: impl FnOnce(&mut State) -> R) -> R {
+        let mut st = self.write();
+        st.generation += 1;
+        f(&mut st)
+    }
+
+    /// Runs `f` on the inventory and the record of pending writes (watch
+    /// events). Unlike [`Cluster::update`], it leaves alone evaluations in
+    /// flight that read none of the kinds `f` changed: the inventory counts
+    /// its changes by kind.
+    pub fn update_inventory<R>(&self, f: impl FnOnce(&mut Inventory, &mut Pending) -> R) -> R {
+        let mut st = self.write();
+        let st = &mut *st;
+        f(&mut st.inventory, &mut st.pending)
+    }
+
+    pub fn is_ready(&self) -> bool {
+        self.ready.load(Ordering::Acquire)
+    }
+
+    /// Sets readiness by hand (a fixed file inventory is ready at once).
+    pub fn set_ready(&self, ready: bool) {
+        self.ready.store(ready, Ordering::Release);
+    }
+
+    /// Asks every watcher to list its kind again; inventory-reading
+    /// policies answer by their failurePolicy until all have. Call it in the
+    /// same [`Cluster::update`] that installs the policies needing the re-list.
+    pub fn relist_all(&self) {
+        let n = self.watchers.load(Ordering::Acquire);
+        if n == 0 {
+            return;
+        }
+        self.relisting.store(n, Ordering::Release);
+        self.set_ready(false);
+        self.relist.send_modify(|n| *n += 1);
+    }
+
+    fn relist_requests(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.relist.subscribe()
+    }
+
+    fn syncing(&self) -> std::sync::MutexGuard<'_, HashSet<KindName>> {
+        self.syncing.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A watcher for `kind` starts: not ready until it has listed.
+    fn watch_started(&self, kind: &KindName) {
+        self.watchers.fetch_add(1, Ordering::AcqRel);
+        self.syncing().insert(kind.clone());
+        self.set_ready(false);
+    }
+
+    /// A watcher for `kind` stopped (its kind is no longer read).
+    fn watch_stopped(&self, kind: &KindName, relisting: bool) {
+        self.watchers.fetch_sub(1, Ordering::AcqRel);
+        if relisting {
+            self.relisting.fetch_sub(1, Ordering::AcqRel);
+        }
+        let mut syncing = self.syncing();
+        syncing.remove(kind);
+        self.settle(&syncing);
+    }
+
+    /// `kind` completed its first list.
+    fn synced(&self, kind: &KindName) {
+        let mut syncing = self.syncing();
+        if syncing.remove(kind) {
+            self.settle(&syncing);
+            if self.is_ready() {
+                tracing::info!("inventory synced; ready");
+            }
+        }
+    }
+
+    fn relist_done(&self) {
+        if self.relisting.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.settle(&self.syncing());
+            tracing::info!("re-list complete");
+        }
+    }
+
+    /// Ready when nothing is syncing or re-listing.
+    fn settle(&self, syncing: &HashSet<KindName>) {
+        let ready = syncing.is_empty() && self.relisting.load(Ordering::Acquire) == 0;
+        self.set_ready(ready);
+    }
+}

@@ -1,0 +1,322 @@
+//! Policies and `--inventory` files into the cluster state: loaded and
+//! compiled outside the lock, swapped in inside it, and reloaded when the
+//! files change. [`Supervisor`] owns the watchers and the reload loop of a
+//! long-running process and shuts them down.
+
+use super::watch::Watchers;
+use super::{Cluster, KindName};
+use crate::inventory::projection::Projection;
+use crate::inventory::{IndexDecl, Inventory, Prepared, Source};
+use crate::manifest::{self, LoadOptions};
+use crate::policy::PolicySet;
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::task::JoinHandle;
+
+/// Why policies or inventory files did not load; the whole set is refused.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("policies do not load:\n{}", join(.0))]
+    Policies(Vec<String>),
+    #[error("an index declared by the policies does not compile: {0}")]
+    Index(#[from] crate::cel::CompileError),
+    #[error("--inventory: {0}")]
+    Inventory(String),
+}
+
+fn join(v: &[String]) -> String {
+    v.join("\n")
+}
+
+/// A compiled policy set with what the inventory must keep and index for
+/// it, built without touching any live inventory.
+pub struct Loaded {
+    pub policies: PolicySet,
+    pub projection: Projection,
+    pub indexes: Vec<IndexDecl>,
+}
+
+impl Loaded {
+    /// The policies of `-p` paths, or the bundled library when none.
+    pub fn from_paths(paths: &[PathBuf]) -> Result<Loaded, LoadError> {
+        let docs = if paths.is_empty() {
+            crate::bundled::documents()
+        } else {
+            manifest::load_paths(paths, &LoadOptions::default())
+        };
+        if !docs.errors.is_empty() {
+            return Err(LoadError::Policies(
+                docs.errors.iter().map(|e| e.to_string()).collect(),
+            ));
+        }
+        // Index ids are positions in the scratch inventory's declarations;
+        // `install` makes the live inventory's declarations the same list.
+        let mut scratch = Inventory::new();
+        let (policies, errors) = PolicySet::compile_documents(docs.documents, &mut scratch);
+        if !errors.is_empty() {
+            return Err(LoadError::Policies(
+                errors.iter().map(|e| e.to_string()).collect(),
+            ));
+        }
+        let projection = policies.projection(&scratch);
+        Ok(Loaded {
+            policies,
+            projection,
+            indexes: scratch.index_decls(),
+        })
+    }
+
+    /// An empty inventory that stores and indexes objects as these
+    /// policies need.
+    pub fn inventory(&self) -> Result<Inventory, LoadError> {
+        let mut inv = Inventory::new();
+        inv.set_indexes(&self.indexes)?;
+        inv.set_projection(self.projection.clone());
+        Ok(inv)
+    }
+
+    /// The kinds watchers must keep in the inventory.
+    pub fn kinds(&self) -> Vec<KindName> {
+        self.policies.kinds_read()
+    }
+}
+
+impl Cluster {
+    /// Swaps in `loaded` (and `objects`, prepared for it, when given):
+    /// indexes reconciled to its declarations, the projection changed, a
+    /// re-list requested when the policies read more than is kept. Returns
+    /// whether the projection changed.
+    pub fn install(
+        &self,
+        loaded: Loaded,
+        objects: Option<Vec<(Prepared, Source)>>,
+    ) -> Result<bool, LoadError> {
+        self.update(|st| {
+            st.inventory.set_indexes(&loaded.indexes)?;
+            let changed = *st.inventory.projection() != loaded.projection;
+            st.inventory.set_projection(loaded.projection);
+            st.policies = loaded.policies;
+            if changed {
+                self.relist_all();
+            }
+            for (p, source) in objects.into_iter().flatten() {
+                st.inventory.insert(p, Some(source));
+            }
+            Ok(changed)
+        })
+    }
+}
+
+/// Reads objects from files, each projected for `shape` on the thread that
+/// parsed it (`serve --inventory`), so the parsed files are never all in
+/// memory at once.
+pub fn prepare_files(
+    shape: &Inventory,
+    paths: &[PathBuf],
+) -> Result<Vec<(Prepared, Source)>, LoadError> {
+    let (prepared, errors) = manifest::load_paths_map(paths, &LoadOptions::default(), |d| {
+        (shape.prepare(&d.value), Source::of(&d))
+    });
+    if let Some(e) = errors.first() {
+        return Err(LoadError::Inventory(e.to_string()));
+    }
+    prepared
+        .into_iter()
+        .map(|(p, s)| p.map(|p| (p, s)).map_err(LoadError::Inventory))
+        .collect()
+}
+
+/// Loads objects from files into an inventory.
+pub fn inventory_from_files(inventory: &mut Inventory, paths: &[PathBuf]) -> Result<(), LoadError> {
+    for (p, source) in prepare_files(inventory, paths)? {
+        inventory.insert(p, Some(source));
+    }
+    Ok(())
+}
+
+/// Where a long-running process takes its policies and inventory from.
+#[derive(Debug, Clone, Default)]
+pub struct Sources {
+    /// `-p` paths; empty: the bundled library (never reloaded).
+    pub policies: Vec<PathBuf>,
+    /// `--inventory` paths; empty: watch the cluster.
+    pub inventory: Vec<PathBuf>,
+}
+
+/// Builds the cluster state from `sources`: policies loaded, `--inventory`
+/// files read (then ready at once) or nothing yet (ready once watched).
+pub fn initial(
+    sources: &Sources,
+    options: super::ClusterOptions,
+) -> Result<(Cluster, Vec<KindName>), LoadError> {
+    let loaded = Loaded::from_paths(&sources.policies)?;
+    tracing::info!(policies = loaded.policies.len(), "policies loaded");
+    let kinds = loaded.kinds();
+    let mut inventory = loaded.inventory()?;
+    if !sources.inventory.is_empty() {
+        inventory_from_files(&mut inventory, &sources.inventory)?;
+    }
+    let cluster = Cluster::new(loaded.policies, inventory, options);
+    if !sources.inventory.is_empty() {
+        cluster.set_ready(true);
+    }
+    Ok((cluster, kinds))
+}
+
+/// The watchers and the policy reload loop of one process.
+pub struct Supervisor {
+    task: Option<JoinHandle<()>>,
+}
+
+impl Supervisor {
+    /// Starts watching `kinds` (when there is a client) and reloading the
+    /// policy files of `sources`.
+    pub fn start(
+        cluster: Arc<Cluster>,
+        client: Option<kube::Client>,
+        sources: Sources,
+        kinds: Vec<KindName>,
+    ) -> Supervisor {
+        let mut watchers = client.map(|c| Watchers::new(c, cluster.clone()));
+        if let Some(w) = &mut watchers {
+            w.set_kinds(&kinds);
+        }
+        let task = tokio::spawn(reload_loop(cluster, sources, watchers));
+        Supervisor { task: Some(task) }
+    }
+
+    /// Stops the reload loop and every watcher.
+    pub async fn shutdown(mut self) {
+        if let Some(task) = self.task.take() {
+            task.abort();
+            let _ = task.await;
+        }
+    }
+}
+
+impl Drop for Supervisor {
+    fn drop(&mut self) {
+        if let Some(task) = &self.task {
+            task.abort();
+        }
+    }
+}
+
+fn fingerprint(paths: &[PathBuf]) -> HashMap<PathBuf, Vec<u8>> {
+    let mut out = HashMap::new();
+    let mut stack: Vec<PathBuf> = paths.to_vec();
+    while let Some(p) = stack.pop() {
+        if p.is_dir() {
+            if let Ok(rd) = std::fs::read_dir(&p) {
+                stack.extend(rd.flatten().map(|e| e.path()));
+            }
+        } else if let Ok(b) = std::fs::read(&p) {
+            out.insert(p, b);
+        }
+    }
+    out
+}
+
+/// Polls the policy files (kubelet swaps ConfigMap files through a symlink,
+/// so contents are compared, not events watched). A set that does not
+/// compile is rejected and the previous one keeps serving.
+async fn reload_loop(cluster: Arc<Cluster>, sources: Sources, mut watchers: Option<Watchers>) {
+    if sources.policies.is_empty() {
+        // Nothing to reload; keep the watchers alive with the task.
+        std::future::pending::<()>().await;
+    }
+    let mut last = fingerprint(&sources.policies);
+    loop {
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        let now = fingerprint(&sources.policies);
+        if now == last {
+            continue;
+        }
+        last = now;
+        match reload(&cluster, &sources) {
+            Ok((kinds, changed)) => {
+                tracing::info!(projection_changed = changed, "policies reloaded");
+                if let Some(w) = &mut watchers {
+                    w.set_kinds(&kinds);
+                }
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "policy change rejected; the previous policies keep serving")
+            }
+        }
+    }
+}
+
+/// One reload: everything slow happens before the swap.
+fn reload(cluster: &Cluster, sources: &Sources) -> Result<(Vec<KindName>, bool), LoadError> {
+    let loaded = Loaded::from_paths(&sources.policies)?;
+    let kinds = loaded.kinds();
+    let projection_changed = cluster.read(|st| *st.inventory.projection() != loaded.projection);
+    // Stored file objects lack what the new policies read: read them again
+    // (watched kinds re-list instead).
+    let objects = if projection_changed && !sources.inventory.is_empty() {
+        Some(prepare_files(&loaded.inventory()?, &sources.inventory)?)
+    } else {
+        None
+    };
+    let changed = cluster.install(loaded, objects)?;
+    Ok((kinds, changed))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::Request;
+
+    fn write(dir: &std::path::Path, name: &str, text: &str) {
+        std::fs::write(dir.join(name), text).expect("write policy");
+    }
+
+    use crate::fixtures::{ingress, UNIQUE_HOST as HOSTS, UNIQUE_TLS as TLS};
+
+    #[test]
+    fn a_reload_that_removes_a_policy_removes_its_index() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        write(dir.path(), "hosts.yaml", HOSTS);
+        write(dir.path(), "tls.yaml", TLS);
+        let sources = Sources {
+            policies: vec![dir.path().to_path_buf()],
+            inventory: vec![],
+        };
+        let (cluster, _) = initial(&sources, Default::default()).expect("load");
+        cluster
+            .update_inventory(|inv, _| {
+                inv.upsert(&ingress("a", "one", "a.example", "cert"), None)
+                    .map(|_| ())
+            })
+            .expect("store");
+        let decls = cluster.read(|st| st.inventory.index_decls());
+        assert_eq!(decls.len(), 2, "{decls:?}");
+
+        std::fs::remove_file(dir.path().join("hosts.yaml")).expect("rm");
+        reload(&cluster, &sources).expect("reload");
+        cluster.read(|st| {
+            let decls = st.inventory.index_decls();
+            assert_eq!(decls.len(), 1, "the hosts index is gone: {decls:?}");
+            assert!(decls[0].keys.contains("secretName"));
+            // The kept index kept its keys, under its new id.
+            assert_eq!(st.inventory.lookup_index(0, "cert").len(), 1);
+            let two = ingress("a", "two", "a.example", "cert");
+            let r = Request::create(&two, "me").expect("request");
+            let (verdicts, _) = st.policies.evaluate(&r, &st.inventory);
+            assert_eq!(
+                verdicts.len(),
+                1,
+                "the tls rule still sees the stored Ingress"
+            );
+            assert_eq!(verdicts[0].policy, "unique-tls");
+        });
+
+        // A set that does not compile is refused and the old one stays.
+        write(dir.path(), "bad.yaml", "apiVersion: interlock.dev/v1alpha1\nkind: InterlockPolicy\nmetadata: {name: bad}\nspec:\n  validations:\n    - expression: 'object.('\n");
+        assert!(reload(&cluster, &sources).is_err());
+        assert_eq!(cluster.read(|st| st.policies.len()), 1);
+    }
+}

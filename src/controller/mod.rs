@@ -1,0 +1,26 @@
+//! `interlock controller`: the executor of ResourceGroups. It reconciles
+//! each group level-triggered, from (spec, what the caches hold) only: the
+//! group is validated as a whole against the shared cluster state
+//! ([`crate::group::validate`]), planned by the pure
+//! [`crate::group::plan::plan`], and the plan is carried out by server-side
+//! apply as the group's ServiceAccount.
+//!
+//! Decisions, and why:
+//! - **kube-runtime's `Controller`**, with the members' watches feeding it
+//!   through `reconcile_on`: member kinds are only known from the groups'
+//!   specs, so their caches start on demand ([`members`]), one reflector
+//!   per kind, filtered by the ApplySet part-of label.
+//! - **Reads from caches.** Observed members come from those reflectors; an
+//!   object at a member's name that the cache lacks (not labelled: new, or
+//!   someone else's) is read once with a GET, only when the plan is about to
+//!   create it: that read decides "conflict" versus "create".
+//! - **Writes as the group's ServiceAccount** (impersonation), so a group
+//!   can create only what its ServiceAccount may. Status is written as the
+//!   controller, through the status subresource, only when it changed.
+//! - **Backoff per group**: exponential from 1 s, capped at 5 min, with
+//!   jitter, reset on success; a permanently broken group is retried at the
+//!   cap, never in a hot loop. Reconciles are bounded (`--concurrency`).
+//! - **Leader election** on a Lease ([`lease`]): a replica reconciles only
+//!   while it holds the lease, and exits when it loses it.
+
+pub mod lease;

@@ -1,0 +1,61 @@
+//! Policy texts and helpers shared by the unit tests of several modules.
+
+use crate::inventory::Inventory;
+use crate::policy::PolicySet;
+
+/// Ingress hosts unique in the cluster, through a declared index.
+pub const UNIQUE_HOST: &str = "
+apiVersion: interlock.dev/v1alpha1
+kind: InterlockPolicy
+metadata: {name: unique-host}
+spec:
+  matchConstraints:
+    resourceRules:
+      - {apiGroups: [networking.k8s.io], apiVersions: [v1], resources: [ingresses], operations: [CREATE, UPDATE]}
+  indexes:
+    - {name: hosts, apiVersion: networking.k8s.io/v1, kind: Ingress, keys: 'object.spec.rules.map(r, r.host)'}
+  validations:
+    - expression: \"object.spec.rules.all(r, inventory.index('hosts', r.host).size() == 0)\"
+      messageExpression: \"'host taken by ' + object.spec.rules.map(r, inventory.index('hosts', r.host).map(o, o.metadata.namespace + '/' + o.metadata.name)).flatten().join(', ')\"
+";
+
+/// Ingress TLS secrets unique in the cluster, through a second index.
+pub const UNIQUE_TLS: &str = "
+apiVersion: interlock.dev/v1alpha1
+kind: InterlockPolicy
+metadata: {name: unique-tls}
+spec:
+  matchConstraints:
+    resourceRules:
+      - {apiGroups: [networking.k8s.io], apiVersions: [v1], resources: [ingresses], operations: [CREATE]}
+  indexes:
+    - {name: tls, apiVersion: networking.k8s.io/v1, kind: Ingress, keys: \"object.spec.?tls.orValue([]).map(t, t.secretName)\"}
+  validations:
+    - expression: \"object.spec.?tls.orValue([]).all(t, inventory.index('tls', t.secretName).size() == 0)\"
+";
+
+/// Compiles policy texts, declaring their indexes in `inventory`.
+pub fn compile(texts: &[&str], inventory: &mut Inventory) -> PolicySet {
+    let docs: Vec<_> = texts
+        .iter()
+        .flat_map(|t| {
+            crate::manifest::load_str(
+                crate::manifest::Source::file("p.yaml"),
+                t,
+                crate::manifest::Format::Yaml,
+                &Default::default(),
+            )
+            .documents
+        })
+        .collect();
+    let (set, errors) = PolicySet::compile_documents(docs, inventory);
+    assert!(errors.is_empty(), "{errors:?}");
+    set
+}
+
+/// An Ingress with one host and one TLS secret.
+pub fn ingress(ns: &str, name: &str, host: &str, secret: &str) -> serde_json::Value {
+    serde_json::json!({"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+        "metadata": {"namespace": ns, "name": name},
+        "spec": {"tls": [{"secretName": secret}], "rules": [{"host": host}]}})
+}

@@ -1,0 +1,329 @@
+//! Whether a stored member reports ready, from its own status. The group's
+//! `Ready` condition is True only when every member is applied and ready.
+
+use serde_json::Value;
+
+/// A stored member's readiness.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Readiness {
+    Ready,
+    /// Not yet (or no longer) ready, and why, for the member's message.
+    NotReady(String),
+}
+
+impl Readiness {
+    pub fn is_ready(&self) -> bool {
+        matches!(self, Readiness::Ready)
+    }
+}
+
+/// Readiness of a stored object: workloads by their status (rollout done,
+/// replicas available), Jobs complete, PVCs bound, Pods ready, LoadBalancer
+/// Services with an address; anything else once it exists, unless its status
+/// lags its generation or it has a `Ready` condition that is not True.
+pub fn member_ready(live: &Value) -> Readiness {
+    if let Some(lag) = generation_lag(live) {
+        return Readiness::NotReady(lag);
+    }
+    let kind = live.get("kind").and_then(Value::as_str).unwrap_or("");
+    let status = live.get("status").unwrap_or(&Value::Null);
+    match kind {
+        "Deployment" => deployment(live, status),
+        "StatefulSet" => stateful_set(live, status),
+        "DaemonSet" => daemon_set(status),
+        "ReplicaSet" => replicas_at_least(status, "availableReplicas", wanted(live)),
+        "Job" => job(status),
+        "PersistentVolumeClaim" => phase_is(status, "Bound"),
+        "Pod" => pod(status),
+        "Service" => service(live, status),
+        _ => generic(status),
+    }
+}
+
+/// The status describes an older spec (the controller has not caught up).
+fn generation_lag(live: &Value) -> Option<String> {
+    let generation = live
+        .pointer("/metadata/generation")
+        .and_then(Value::as_i64)?;
+    let observed = live
+        .pointer("/status/observedGeneration")
+        .and_then(Value::as_i64);
+    match observed {
+        Some(o) if o >= generation => None,
+        // Kinds without observedGeneration (ConfigMap, Service, ...) are
+        // not behind anything.
+        None if !expects_observed_generation(live) => None,
+        o => Some(format!(
+            "status describes generation {} of {generation}",
+            o.unwrap_or(0)
+        )),
+    }
+}
+
+fn expects_observed_generation(live: &Value) -> bool {
+    matches!(
+        live.get("kind").and_then(Value::as_str),
+        Some("Deployment" | "StatefulSet" | "DaemonSet" | "ReplicaSet")
+    )
+}
+
+/// `spec.replicas`, 1 when unset (the API default).
+fn wanted(live: &Value) -> i64 {
+    live.pointer("/spec/replicas")
+        .and_then(Value::as_i64)
+        .unwrap_or(1)
+}
+
+fn count(status: &Value, field: &str) -> i64 {
+    status.get(field).and_then(Value::as_i64).unwrap_or(0)
+}
+
+fn replicas_at_least(status: &Value, field: &str, want: i64) -> Readiness {
+    let have = count(status, field);
+    if have >= want {
+        Readiness::Ready
+    } else {
+        Readiness::NotReady(format!("{have} of {want} replicas {}", field_words(field)))
+    }
+}
+
+fn field_words(field: &str) -> &'static str {
+    match field {
+        "updatedReplicas" => "updated",
+        "readyReplicas" => "ready",
+        _ => "available",
+    }
+}
+
+/// The condition of `type_` in `status.conditions`: its status and message.
+fn condition<'a>(status: &'a Value, type_: &str) -> Option<(&'a str, &'a str)> {
+    status
+        .get("conditions")?
+        .as_array()?
+        .iter()
+        .find(|c| c.get("type").and_then(Value::as_str) == Some(type_))
+        .map(|c| {
+            let s = c.get("status").and_then(Value::as_str).unwrap_or("");
+            let m = c.get("message").and_then(Value::as_str).unwrap_or("");
+            (s, m)
+        })
+}
+
+fn deployment(live: &Value, status: &Value) -> Readiness {
+    if let Some(("False", message)) = condition(status, "Progressing") {
+        return Readiness::NotReady(format!("rollout stalled: {message}"));
+    }
+    let want = wanted(live);
+    for field in ["updatedReplicas", "availableReplicas"] {
+        let r = replicas_at_least(status, field, want);
+        if !r.is_ready() {
+            return r;
+        }
+    }
+    match condition(status, "Available") {
+        Some(("True", _)) => Readiness::Ready,
+        _ => Readiness::NotReady("not Available".into()),
+    }
+}
+
+fn stateful_set(live: &Value, status: &Value) -> Readiness {
+    let want = wanted(live);
+    let on_delete = live
+        .pointer("/spec/updateStrategy/type")
+        .and_then(Value::as_str)
+        == Some("OnDelete");
+    // With OnDelete, Pods update only when someone deletes them: the set is
+    // as ready as its Pods.
+    let fields: &[&str] = if on_delete {
+        &["readyReplicas"]
+    } else {
+        &["readyReplicas", "updatedReplicas"]
+    };
+    for field in fields {
+        let r = replicas_at_least(status, field, want);
+        if !r.is_ready() {
+            return r;
+        }
+    }
+    Readiness::Ready
+}
+
+fn daemon_set(status: &Value) -> Readiness {
+    let want = count(status, "desiredNumberScheduled");
+    for field in ["updatedNumberScheduled", "numberAvailable"] {
+        let have = count(status, field);
+        if have < want {
+            return Readiness::NotReady(format!("{have} of {want} nodes {field}"));
+        }
+    }
+    Readiness::Ready
+}
+
+fn job(status: &Value) -> Readiness {
+    if let Some(("True", message)) = condition(status, "Failed") {
+        return Readiness::NotReady(format!("failed: {message}"));
+    }
+    match condition(status, "Complete") {
+        Some(("True", _)) => Readiness::Ready,
+        _ => Readiness::NotReady("not Complete".into()),
+    }
+}
+
+fn phase_is(status: &Value, phase: &str) -> Readiness {
+    match status.get("phase").and_then(Value::as_str) {
+        Some(p) if p == phase => Readiness::Ready,
+        Some(p) => Readiness::NotReady(format!("phase {p}, not {phase}")),
+        None => Readiness::NotReady(format!("not {phase}")),
+    }
+}
+
+fn pod(status: &Value) -> Readiness {
+    // A Pod that ran to completion did its job.
+    if status.get("phase").and_then(Value::as_str) == Some("Succeeded") {
+        return Readiness::Ready;
+    }
+    match condition(status, "Ready") {
+        Some(("True", _)) => Readiness::Ready,
+        _ => Readiness::NotReady("not Ready".into()),
+    }
+}
+
+fn service(live: &Value, status: &Value) -> Readiness {
+    if live.pointer("/spec/type").and_then(Value::as_str) != Some("LoadBalancer") {
+        return Readiness::Ready;
+    }
+    let has_address = status
+        .pointer("/loadBalancer/ingress")
+        .and_then(Value::as_array)
+        .is_some_and(|a| !a.is_empty());
+    if has_address {
+        Readiness::Ready
+    } else {
+        Readiness::NotReady("no load-balancer address yet".into())
+    }
+}
+
+fn generic(status: &Value) -> Readiness {
+    match condition(status, "Ready") {
+        Some(("True", _)) | None => Readiness::Ready,
+        Some((s, m)) => Readiness::NotReady(format!("Ready is {s}: {m}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn ready(v: Value) -> bool {
+        member_ready(&v).is_ready()
+    }
+
+    fn deploy(generation: i64, status: Value) -> Value {
+        json!({"kind": "Deployment", "metadata": {"generation": generation},
+               "spec": {"replicas": 2}, "status": status})
+    }
+
+    #[test]
+    fn deployment_needs_rollout_availability_and_current_generation() {
+        let done = json!({"observedGeneration": 3, "updatedReplicas": 2, "availableReplicas": 2,
+            "conditions": [{"type": "Available", "status": "True"}]});
+        assert!(ready(deploy(3, done.clone())));
+        assert!(!ready(deploy(4, done.clone())), "status of an older spec");
+        let mut v = done.clone();
+        v["availableReplicas"] = json!(1);
+        assert!(!ready(deploy(3, v)));
+        let mut v = done.clone();
+        v["updatedReplicas"] = json!(1);
+        assert!(!ready(deploy(3, v)));
+        let mut v = done.clone();
+        v["conditions"][0]["status"] = json!("False");
+        assert!(!ready(deploy(3, v)));
+        assert!(!ready(deploy(3, json!({}))), "no status yet");
+        let mut v = done;
+        v["conditions"] = json!([{"type": "Available", "status": "True"},
+            {"type": "Progressing", "status": "False", "message": "deadline exceeded"}]);
+        let r = member_ready(&deploy(3, v));
+        assert_eq!(
+            r,
+            Readiness::NotReady("rollout stalled: deadline exceeded".into())
+        );
+    }
+
+    #[test]
+    fn deployment_replicas_default_to_one() {
+        let v = json!({"kind": "Deployment", "metadata": {"generation": 1}, "spec": {},
+            "status": {"observedGeneration": 1, "updatedReplicas": 1, "availableReplicas": 1,
+            "conditions": [{"type": "Available", "status": "True"}]}});
+        assert!(ready(v));
+    }
+
+    #[test]
+    fn stateful_set_and_daemon_set() {
+        let ss = |ready_n: i64, updated: i64, strategy: &str| {
+            json!({"kind": "StatefulSet", "metadata": {"generation": 1},
+                "spec": {"replicas": 3, "updateStrategy": {"type": strategy}},
+                "status": {"observedGeneration": 1, "readyReplicas": ready_n, "updatedReplicas": updated}})
+        };
+        assert!(ready(ss(3, 3, "RollingUpdate")));
+        assert!(!ready(ss(2, 3, "RollingUpdate")));
+        assert!(!ready(ss(3, 1, "RollingUpdate")));
+        assert!(ready(ss(3, 1, "OnDelete")));
+        let ds = |avail: i64| {
+            json!({"kind": "DaemonSet", "metadata": {"generation": 2},
+                "status": {"observedGeneration": 2, "desiredNumberScheduled": 3,
+                "updatedNumberScheduled": 3, "numberAvailable": avail}})
+        };
+        assert!(ready(ds(3)));
+        assert!(!ready(ds(2)));
+    }
+
+    #[test]
+    fn jobs_pvcs_pods() {
+        let job = |t: &str| json!({"kind": "Job", "status": {"conditions": [{"type": t, "status": "True"}]}});
+        assert!(ready(job("Complete")));
+        assert!(!ready(job("Failed")));
+        assert!(!ready(json!({"kind": "Job", "status": {"active": 1}})));
+        assert!(ready(
+            json!({"kind": "PersistentVolumeClaim", "status": {"phase": "Bound"}})
+        ));
+        assert!(!ready(
+            json!({"kind": "PersistentVolumeClaim", "status": {"phase": "Pending"}})
+        ));
+        let pod = json!({"kind": "Pod", "status": {"phase": "Running",
+            "conditions": [{"type": "Ready", "status": "True"}]}});
+        assert!(ready(pod));
+        assert!(!ready(json!({"kind": "Pod", "status": {"phase": "Running",
+            "conditions": [{"type": "Ready", "status": "False"}]}})));
+        assert!(ready(
+            json!({"kind": "Pod", "status": {"phase": "Succeeded"}})
+        ));
+    }
+
+    #[test]
+    fn plain_objects_are_ready_once_they_exist() {
+        assert!(ready(
+            json!({"kind": "ConfigMap", "metadata": {"name": "a"}})
+        ));
+        assert!(ready(
+            json!({"kind": "Secret", "metadata": {"generation": 0}})
+        ));
+        assert!(ready(
+            json!({"kind": "Service", "spec": {"type": "ClusterIP"}})
+        ));
+        assert!(!ready(
+            json!({"kind": "Service", "spec": {"type": "LoadBalancer"}, "status": {}})
+        ));
+        assert!(ready(
+            json!({"kind": "Service", "spec": {"type": "LoadBalancer"},
+            "status": {"loadBalancer": {"ingress": [{"ip": "10.0.0.1"}]}}})
+        ));
+        assert!(!ready(
+            json!({"kind": "Widget", "status": {"conditions": [{"type": "Ready", "status": "False"}]}})
+        ));
+        assert!(!ready(
+            json!({"kind": "Widget", "metadata": {"generation": 2},
+            "status": {"observedGeneration": 1}})
+        ));
+    }
+}

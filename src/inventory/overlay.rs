@@ -1,0 +1,137 @@
+//! An inventory seen with some objects replaced, added or removed, without
+//! copying it: the controller validates a group's desired members against
+//! "the live inventory in which this group's current members are replaced
+//! by the desired ones". The base is borrowed (read lock held by the
+//! caller); only the few changed objects are stored, projected and indexed
+//! exactly as the base would store them.
+
+use super::view::Lookup;
+use super::{Entry, IndexId, Inventory, ObjectKey, ObjectKeyRef};
+use serde_json::Value as Json;
+use std::collections::HashSet;
+
+pub struct Overlay<'b> {
+    base: &'b Inventory,
+    /// The objects put in place: same projection and indexes as `base`.
+    added: Inventory,
+    /// Keys of `base` that are hidden (removed or replaced).
+    hidden: HashSet<ObjectKey>,
+}
+
+/// An object that cannot be put in the overlay (no key).
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{0}")]
+pub struct OverlayError(pub String);
+
+impl<'b> Overlay<'b> {
+    pub fn new(base: &'b Inventory) -> Self {
+        Overlay {
+            base,
+            added: base.shell(),
+            hidden: HashSet::new(),
+        }
+    }
+
+    /// Hides an object of the base (a member the group no longer declares).
+    pub fn remove(&mut self, key: &ObjectKey) {
+        self.hidden.insert(key.clone());
+        self.added.remove(key);
+    }
+
+    /// Puts `object` in place of the base's object of the same key, if any.
+    pub fn put(&mut self, object: &Json) -> Result<(), OverlayError> {
+        let prepared = self.added.prepare(object).map_err(OverlayError)?;
+        self.hidden.insert(prepared.key().clone());
+        let errors = self.added.insert(prepared, None);
+        for e in errors {
+            tracing::debug!(error = %e, "index key expression failed on an overlay object");
+        }
+        Ok(())
+    }
+
+    fn visible(&self, e: &Entry) -> bool {
+        !self.hidden.contains(&e.key)
+    }
+
+    fn merge<'s>(&'s self, base: Vec<&'s Entry>, added: Vec<&'s Entry>) -> Vec<&'s Entry> {
+        if added.is_empty() && self.hidden.is_empty() {
+            return base;
+        }
+        let mut out: Vec<&Entry> = base.into_iter().filter(|e| self.visible(e)).collect();
+        out.extend(added);
+        out.sort_by(|a, b| (&a.key.namespace, &a.key.name).cmp(&(&b.key.namespace, &b.key.name)));
+        out
+    }
+}
+
+impl Lookup for Overlay<'_> {
+    fn find(&self, key: ObjectKeyRef) -> Option<&Entry> {
+        if let Some(e) = self.added.find(key) {
+            return Some(e);
+        }
+        self.base.find(key).filter(|e| self.visible(e))
+    }
+
+    fn list(&self, group: &str, kind: &str, namespace: Option<&str>) -> Vec<&Entry> {
+        self.merge(
+            self.base.list(group, kind, namespace),
+            self.added.list(group, kind, namespace),
+        )
+    }
+
+    fn lookup_index(&self, id: IndexId, key: &str) -> Vec<&Entry> {
+        self.merge(
+            self.base.lookup_index(id, key),
+            self.added.lookup_index(id, key),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn cm(ns: &str, name: &str, host: &str) -> Json {
+        json!({"apiVersion": "v1", "kind": "ConfigMap",
+               "metadata": {"namespace": ns, "name": name}, "data": {"host": host}})
+    }
+
+    fn names(entries: Vec<&Entry>) -> Vec<String> {
+        entries.iter().map(|e| e.key.to_string()).collect()
+    }
+
+    #[test]
+    fn an_overlay_replaces_adds_and_hides_without_touching_its_base() {
+        let mut base = Inventory::new();
+        let id = base
+            .declare_index("v1", "ConfigMap", "[object.data.host]")
+            .expect("index");
+        for (n, h) in [("a", "x"), ("b", "y"), ("c", "z")] {
+            base.upsert(&cm("t", n, h), None).expect("upsert");
+        }
+        let mut o = Overlay::new(&base);
+        o.put(&cm("t", "b", "x")).expect("replace b");
+        o.put(&cm("t", "d", "w")).expect("add d");
+        o.remove(&ObjectKey::of(&cm("t", "c", "")).expect("key"));
+
+        let listed = names(o.list("", "ConfigMap", Some("t")));
+        assert_eq!(listed.len(), 3, "{listed:?}");
+        assert!(
+            listed[0].ends_with("/a") && listed[1].ends_with("/b") && listed[2].ends_with("/d")
+        );
+        assert_eq!(o.lookup_index(id, "x").len(), 2, "a, and b as replaced");
+        assert!(o.lookup_index(id, "y").is_empty(), "b's old key is hidden");
+        assert!(o.lookup_index(id, "z").is_empty(), "c is removed");
+        let key = ObjectKeyRef {
+            group: "",
+            kind: "ConfigMap",
+            namespace: "t",
+            name: "b",
+        };
+        assert_eq!(o.find(key).expect("b").object.json()["data"]["host"], "x");
+        // The base is as it was.
+        assert_eq!(base.lookup_index(id, "y").len(), 1);
+        assert_eq!(base.list("", "ConfigMap", None).len(), 3);
+    }
+}

@@ -1,0 +1,5 @@
+//! Kubernetes vocabulary shared by every layer: kinds, their resources and
+//! scope. Offline (`check`) this table is all there is; the live front-ends
+//! ask discovery, which this module does not do.
+
+pub mod kinds;

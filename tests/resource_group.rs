@@ -1,0 +1,105 @@
+//! ResourceGroups through the binary: `interlock crd` and the committed
+//! manifest, and `interlock check` over groups (members checked as objects
+//! of the group's namespace, reported at the group's file and line).
+
+use serde_json::Value;
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn interlock(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_interlock"))
+        .args(args)
+        .current_dir(root())
+        .output()
+        .expect("run interlock")
+}
+
+fn json_report(out: &Output) -> Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "not a JSON report ({e}); stderr: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+#[test]
+fn crd_prints_the_committed_manifest() {
+    let out = interlock(&["crd"]);
+    assert_eq!(out.status.code(), Some(0));
+    let committed = std::fs::read(root().join("manifests/base/crd-resourcegroup.yaml")).unwrap();
+    assert!(
+        out.stdout == committed,
+        "manifests/base/crd-resourcegroup.yaml is stale: run `interlock crd > manifests/base/crd-resourcegroup.yaml`"
+    );
+    let kustomization =
+        std::fs::read_to_string(root().join("manifests/base/kustomization.yaml")).unwrap();
+    assert!(kustomization.contains("- crd-resourcegroup.yaml"));
+}
+
+#[test]
+fn the_example_group_is_clean() {
+    let out = interlock(&["check", "-o", "json", "examples/groups/shop.yaml"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let v = json_report(&out);
+    assert_eq!(v["summary"]["objects"], 7, "the group and its 6 members");
+    assert_eq!(v["results"], serde_json::json!([]));
+}
+
+#[test]
+fn members_are_checked_in_the_group_namespace_and_reported_at_the_group() {
+    let file = "tests/groups/broken-shop.yaml";
+    let out = interlock(&["check", "-o", "json", file]);
+    assert_eq!(out.status.code(), Some(1), "a Deny finding exits 1");
+    let v = json_report(&out);
+    let results = v["results"].as_array().unwrap();
+    let find = |policy: &str| {
+        results
+            .iter()
+            .find(|r| r["policy"] == policy)
+            .unwrap_or_else(|| panic!("no {policy} finding in {results:?}"))
+    };
+    for policy in ["disallow-latest-tag", "pod-references-exist"] {
+        let r = find(policy);
+        assert_eq!(r["action"], "Deny");
+        assert_eq!(r["object"]["kind"], "Deployment");
+        assert_eq!(r["object"]["name"], "web");
+        assert_eq!(r["object"]["namespace"], "team-b");
+        assert_eq!(r["source"]["file"], file);
+        assert_eq!(r["source"]["line"], 4, "the group's line");
+    }
+    // The ConfigMap of the group is found by the lookup; the other is not.
+    let message = find("pod-references-exist")["message"].as_str().unwrap();
+    assert!(message.contains("ConfigMap missing-config"), "{message}");
+    assert!(!message.contains("present"), "{message}");
+    assert_eq!(results.len(), 2, "{results:?}");
+}
+
+#[test]
+fn a_member_out_of_scope_is_an_input_error_at_its_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("group.yaml");
+    std::fs::write(
+        &path,
+        "apiVersion: interlock.dev/v1alpha1\nkind: ResourceGroup\nmetadata:\n  name: g\n  namespace: a\nspec:\n  serviceAccountName: sa\n  resources:\n  - apiVersion: v1\n    kind: ConfigMap\n    metadata: {name: c, namespace: b}\n",
+    )
+    .unwrap();
+    let out = interlock(&["check", path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let text =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert!(text.contains("group.yaml:9"), "{text}");
+    assert!(
+        text.contains("members live in the group's namespace a"),
+        "{text}"
+    );
+}

@@ -319,6 +319,52 @@ fn check(engine: &Engine, body: &[u8], mutate: bool) -> u16 {
     status
 }
 
+/// Issue 17, item 6: `kubectl debug --profile=sysadmin` adds a privileged
+/// ephemeral container through the `pods/ephemeralcontainers` subresource
+/// (an UPDATE whose object is the whole Pod). The bundled
+/// pod-security-baseline matches that subresource and reads
+/// `spec.ephemeralContainers`; a debug container without privileges passes.
+#[test]
+fn privileged_ephemeral_containers_are_denied() {
+    let e = engine();
+    let pod = |privileged: bool| {
+        json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "web-0", "namespace": "a"},
+            "spec": {"containers": [{"name": "app", "image": "nginx:1.27"}],
+                "ephemeralContainers": [{"name": "debugger-x7k2p", "image": "busybox:1.36.1",
+                    "securityContext": {"privileged": privileged}}]}})
+    };
+    let before = json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "web-0", "namespace": "a"},
+        "spec": {"containers": [{"name": "app", "image": "nginx:1.27"}]}});
+    let answer = |privileged: bool| {
+        let mut r = review(
+            "debug-1",
+            ("", "v1", "Pod", "pods"),
+            "UPDATE",
+            pod(privileged),
+            before.clone(),
+            false,
+        );
+        r["request"]["subResource"] = json!("ephemeralcontainers");
+        r["request"]["requestSubResource"] = json!("ephemeralcontainers");
+        let body = serde_json::to_vec(&r).expect("json");
+        assert_eq!(check(&e, &body, false), 200);
+        let (_, out) = interlock::server::answer_body(&e, false, &body);
+        serde_json::from_slice::<Value>(&out).expect("json")["response"].clone()
+    };
+    let denied = answer(true);
+    assert_eq!(denied["allowed"], false, "{denied}");
+    let msg = denied["status"]["message"].as_str().unwrap_or("");
+    assert!(
+        msg.contains("pod-security-baseline")
+            && msg.contains("privileged containers are not allowed: debugger-x7k2p"),
+        "{msg}"
+    );
+    let allowed = answer(false);
+    assert_eq!(allowed["allowed"], true, "{allowed}");
+}
+
 #[test]
 fn the_seeds_are_answered_as_the_policies_say() {
     let e = engine();

@@ -142,7 +142,10 @@ impl Engine {
                     st.policies.evaluate(&r, &st.inventory)
                 }
             };
-            if records && !denied(&out) {
+            // A decision whose deadline passed is answered 503 and the
+            // apiserver applies the webhook's failurePolicy: recording the
+            // write would only make it block others until it expires.
+            if records && !denied(&out) && !crate::cel::interrupt::cancelled() {
                 if let Some(o) = &object {
                     st.pending
                         .record(&mut st.inventory, o, self.options.pending_ttl);
@@ -765,6 +768,33 @@ spec:
         assert_eq!(pending(), (1, 1));
         assert!(create("Pod", "pods", pod), "the pending ConfigMap is seen");
         assert_eq!(pending(), (1, 1), "no policy looks Pods up: not recorded");
+    }
+
+    /// A decision whose deadline passed (its interrupt set) records no
+    /// pending write: the apiserver got 503 and applies the webhook's
+    /// failurePolicy, and a record would block others' writes until it
+    /// expired. With failurePolicy Ignore the interrupted evaluation
+    /// allows, which without the check would have recorded the host.
+    #[test]
+    fn an_interrupted_decision_records_no_pending_write() {
+        let ignoring = policy().replace(
+            "spec:\n  matchConstraints:",
+            "spec:\n  failurePolicy: Ignore\n  matchConstraints:",
+        );
+        assert_ne!(ignoring, policy());
+        let e = engine_of(&ignoring, true, EngineOptions::default());
+        let interrupt = crate::cel::Interrupt::new();
+        interrupt.cancel();
+        let resp = crate::cel::interrupt::scope(&interrupt, || {
+            e.validate(&review("a", "one", "x.example", false))
+        });
+        assert!(resp.allowed, "failurePolicy Ignore: {:?}", resp.result);
+        assert_eq!(interrupt.stats().interrupted, 1);
+        assert_eq!(e.read(|st| st.pending.len()), 0);
+        assert!(
+            e.validate(&review("b", "two", "x.example", false)).allowed,
+            "the interrupted write must not hold the host"
+        );
     }
 
     #[test]

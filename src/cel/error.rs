@@ -111,6 +111,11 @@ impl EvalError {
     pub fn cost_exceeded() -> Self {
         EvalError::new("operation cancelled: actual cost limit exceeded")
     }
+    /// An evaluation stopped from outside (the request's deadline passed),
+    /// in cel-go's words for an interrupted evaluation.
+    pub fn interrupted() -> Self {
+        EvalError::new("operation interrupted")
+    }
 }
 
 impl fmt::Display for EvalError {

@@ -12,6 +12,8 @@
 //! ```
 
 pub mod ast;
+#[cfg(test)]
+mod budget_tests;
 mod compile;
 pub mod error;
 #[cfg(test)]
@@ -19,6 +21,7 @@ mod fidelity_tests;
 pub mod flow;
 pub mod functions;
 mod intern;
+pub mod interrupt;
 pub mod k8s;
 mod k8s_bindings;
 mod lexer;
@@ -28,5 +31,6 @@ pub mod value;
 
 pub use compile::{Env, HostFunction, DEFAULT_COST_LIMIT};
 pub use error::{CompileError, EvalError, EvalResult};
-pub use program::{Activation, Ctx, Host, Program};
+pub use interrupt::{CancelOnDrop, Interrupt};
+pub use program::{Activation, Ctx, Host, Program, DEFAULT_MEMORY_LIMIT};
 pub use value::{Json, Key, List, Map, Str, Type, Value};

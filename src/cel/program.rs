@@ -2,6 +2,7 @@
 
 use super::error::{EvalError, EvalResult};
 use super::functions::FnDecl;
+use super::interrupt::{self, Halt, Interrupt};
 use super::value::{Key, List, Map, OwnedMap, Str, Value};
 use smallvec::SmallVec;
 use std::any::Any;
@@ -186,6 +187,18 @@ impl Program {
         let mut ctx = Ctx::new(act);
         let r = ctx.eval(&self.root);
         act.spent.set(act.spent.get() + ctx.cost);
+        // A budget or the interrupt ends the whole evaluation, as cel-go's
+        // cost tracker does by panicking: an error that `||`, `&&` or a
+        // comprehension would otherwise absorb must not become a result.
+        let r = match ctx.halted {
+            Some(halt) => Err(halt_error(halt)),
+            None => r,
+        };
+        if r.is_err() {
+            if let Some(i) = &act.interrupt {
+                i.count_error(ctx.halted);
+            }
+        }
         r
     }
 }
@@ -203,6 +216,32 @@ pub struct Activation<'a, 'p> {
     lazy_cache: RefCell<Vec<Option<EvalResult<Value<'a>>>>>,
     cost_limit: u64,
     spent: std::cell::Cell<u64>,
+    /// Bytes of strings, lists and maps the evaluations built so far, and
+    /// the most they may build: the cost budget alone does not bound
+    /// memory (a list of shared strings costs one unit per element, its
+    /// `join` may be gigabytes).
+    built: std::cell::Cell<u64>,
+    memory_limit: u64,
+    /// Stops the evaluations once set, and counts their errors.
+    interrupt: Option<Arc<Interrupt>>,
+}
+
+/// Bytes an activation's evaluations may build in all (see
+/// [`Activation::with_memory_limit`]). At cel-go's 0.1 unit per string
+/// byte, a policy's 10M budget builds about 100 MB of strings: 128 MiB
+/// refuses none of those, yet bounds what the cost model lets through
+/// cheaply (a `join` or `replace` that multiplies its input, lists of one
+/// shared string), far below the webhook pod's memory limit. It counts
+/// what is built, not what is still alive, so it errs on the safe side.
+pub const DEFAULT_MEMORY_LIMIT: u64 = 128 << 20;
+
+/// The error an evaluation stopped by `halt` ends with: kube-apiserver's
+/// words for a spent budget, cel-go's for an interrupted evaluation.
+fn halt_error(halt: Halt) -> EvalError {
+    match halt {
+        Halt::Budget => EvalError::cost_exceeded(),
+        Halt::Interrupted => EvalError::interrupted(),
+    }
 }
 
 impl<'a, 'p> Activation<'a, 'p> {
@@ -214,6 +253,9 @@ impl<'a, 'p> Activation<'a, 'p> {
             lazy_cache: RefCell::new(Vec::new()),
             cost_limit: env.cost_limit,
             spent: std::cell::Cell::new(0),
+            built: std::cell::Cell::new(0),
+            memory_limit: DEFAULT_MEMORY_LIMIT,
+            interrupt: None,
         }
     }
 
@@ -226,6 +268,9 @@ impl<'a, 'p> Activation<'a, 'p> {
             lazy_cache: RefCell::new(Vec::new()),
             cost_limit: super::DEFAULT_COST_LIMIT,
             spent: std::cell::Cell::new(0),
+            built: std::cell::Cell::new(0),
+            memory_limit: DEFAULT_MEMORY_LIMIT,
+            interrupt: None,
         }
     }
 
@@ -253,6 +298,29 @@ impl<'a, 'p> Activation<'a, 'p> {
         self
     }
 
+    /// Bytes the evaluations may build before they fail as over budget.
+    pub fn with_memory_limit(mut self, bytes: u64) -> Self {
+        self.memory_limit = bytes;
+        self
+    }
+
+    /// Evaluations stop (failing with "operation interrupted") once
+    /// `interrupt` is set, and count their errors on it.
+    pub fn with_interrupt(mut self, interrupt: Arc<Interrupt>) -> Self {
+        self.interrupt = Some(interrupt);
+        self
+    }
+
+    /// [`Activation::with_interrupt`] with this thread's current interrupt
+    /// (see [`interrupt::scope`]), if any. Opt-in: for evaluations that
+    /// belong to the request being answered (policy expressions), not for
+    /// those that maintain shared state (the inventory's index keys, which
+    /// must be computed whatever becomes of the request that wrote them).
+    pub fn with_current_interrupt(mut self) -> Self {
+        self.interrupt = interrupt::current();
+        self
+    }
+
     /// Cost spent by every evaluation in this activation so far.
     pub fn cost_spent(&self) -> u64 {
         self.spent.get()
@@ -266,6 +334,8 @@ pub struct Ctx<'a, 'e> {
     stack: SmallVec<[EvalResult<Value<'a>>; 8]>,
     base: usize,
     cost: u64,
+    /// Set by the first charge that failed for a budget or the interrupt.
+    halted: Option<Halt>,
 }
 
 type Args<'a> = SmallVec<[Value<'a>; 4]>;
@@ -277,16 +347,60 @@ impl<'a, 'e> Ctx<'a, 'e> {
             stack: SmallVec::new(),
             base: 0,
             cost: 0,
+            halted: None,
         }
     }
 
-    /// Charges `units` of cost; fails once the limit is passed.
+    /// Charges `units` of cost; fails once the limit is passed or the
+    /// activation's [`Interrupt`] is set. Every loop iteration and every
+    /// call charges, so this is where a deadline stops an evaluation.
     pub fn charge(&mut self, units: u64) -> EvalResult<()> {
         self.cost = self.cost.saturating_add(units);
-        if self.cost + self.act.spent.get() > self.act.cost_limit {
-            return Err(EvalError::cost_exceeded());
+        if self.cost.saturating_add(self.act.spent.get()) > self.act.cost_limit {
+            return Err(self.halt(Halt::Budget));
+        }
+        if self
+            .act
+            .interrupt
+            .as_ref()
+            .is_some_and(|i| i.is_cancelled())
+        {
+            return Err(self.halt(Halt::Interrupted));
         }
         Ok(())
+    }
+
+    /// Charges what cel-go charges for traversing `len` bytes of a string
+    /// (`ceil(len * 0.1)`, its `StringTraversalCostFactor`) times `factor`,
+    /// less the one unit every call was already charged: for the calls
+    /// whose cost cel-go computes from their arguments' sizes instead of
+    /// the flat unit.
+    pub fn charge_traversal(&mut self, len: usize, factor: u64) -> EvalResult<()> {
+        let units = (len as u64).saturating_mul(factor).div_ceil(10);
+        self.charge(units.saturating_sub(1))
+    }
+
+    /// Accounts for `bytes` about to be built (a new string, list or map);
+    /// fails, before they are allocated, once the activation's memory
+    /// budget is spent. The failure reads as kube-apiserver's cost error:
+    /// kube-apiserver bounds the same expressions by cost alone.
+    pub fn alloc(&mut self, bytes: usize) -> EvalResult<()> {
+        let built = self.act.built.get().saturating_add(bytes as u64);
+        self.act.built.set(built);
+        if built > self.act.memory_limit {
+            return Err(self.halt(Halt::Budget));
+        }
+        Ok(())
+    }
+
+    /// [`Ctx::alloc`] for a list or map of `n` values.
+    pub fn alloc_values(&mut self, n: usize) -> EvalResult<()> {
+        self.alloc(n.saturating_mul(std::mem::size_of::<Value>()))
+    }
+
+    fn halt(&mut self, halt: Halt) -> EvalError {
+        self.halted.get_or_insert(halt);
+        halt_error(halt)
     }
 
     pub fn eval(&mut self, n: &Node) -> EvalResult<Value<'a>> {
@@ -476,6 +590,7 @@ impl<'a, 'e> Ctx<'a, 'e> {
     }
 
     fn list(&mut self, items: &[(Node, bool)]) -> EvalResult<Value<'a>> {
+        self.alloc_values(items.len())?;
         let mut out = Vec::with_capacity(items.len());
         for (n, optional) in items {
             let v = self.eval(n)?;
@@ -499,6 +614,8 @@ impl<'a, 'e> Ctx<'a, 'e> {
     }
 
     fn map(&mut self, items: &[(Node, Node, bool)]) -> EvalResult<Value<'a>> {
+        // A key and a value per entry.
+        self.alloc_values(items.len().saturating_mul(2))?;
         let mut out = OwnedMap::with_capacity_and_hasher(items.len(), Default::default());
         for (k, v, optional) in items {
             let key = Key::from_value(&self.eval(k)?)?;
@@ -638,6 +755,7 @@ impl<'a, 'e> Ctx<'a, 'e> {
     fn accu_append(&mut self, slot: usize, e: &Node) -> EvalResult<Value<'a>> {
         let v = self.eval(e)?;
         self.charge(1)?;
+        self.alloc_values(1)?;
         match self.take_accu(slot)? {
             Value::List(List::Owned(mut items)) => {
                 Arc::make_mut(&mut items).push(v);
@@ -659,6 +777,7 @@ impl<'a, 'e> Ctx<'a, 'e> {
         let key = Key::from_value(&self.eval(k)?)?;
         let value = self.eval(v)?;
         self.charge(1)?;
+        self.alloc_values(2)?;
         let mut entries = self.owned_accu_map(slot)?;
         if Arc::make_mut(&mut entries)
             .insert(key.clone(), value)
@@ -682,6 +801,7 @@ impl<'a, 'e> Ctx<'a, 'e> {
             }
         };
         self.charge(add.len() as u64)?;
+        self.alloc_values(add.len().saturating_mul(2))?;
         let mut entries = self.owned_accu_map(slot)?;
         for (k, v) in add.entries() {
             let key = Key::from_value(&k)?;

@@ -792,9 +792,12 @@ impl CompiledPolicy {
         };
         let null = Json::Null;
         let s = self.slots;
+        // The request's interrupt (see `crate::cel::interrupt`): the
+        // server sets it when the request's deadline passes.
         let mut act = Activation::new_with_slots(6)
             .with_lazy(&self.variables)
-            .with_cost_limit(POLICY_COST_BUDGET);
+            .with_cost_limit(POLICY_COST_BUDGET)
+            .with_current_interrupt();
         act.set(s.object, Value::from_json(req.object.unwrap_or(&null)));
         if self.reads_old_object {
             act.set(

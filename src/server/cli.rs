@@ -11,12 +11,10 @@ use clap::{Args, ValueEnum};
 /// (`object` and `oldObject` of an UPDATE).
 pub const DEFAULT_MAX_BODY_BYTES: usize = 3 * 1024 * 1024;
 
-/// Bodies up to this size are evaluated inline: a typical object's request
-/// (3-20 KB) parses and evaluates in 50-300 µs, less than two thread
-/// hand-offs cost on a busy node; a 64 KiB body parses in about a
-/// millisecond, the longest a tokio worker should be kept from its other
-/// connections (docs/PERFORMANCE.md).
-pub const DEFAULT_INLINE_EVAL_MAX_BYTES: usize = 64 * 1024;
+/// Default connection cap. An idle TLS connection costs about 40 KiB
+/// (15,000 held 612 MiB in the issue-17 probe): 4096 bound that to about
+/// 170 MiB, while kube-apiserver replicas open a few connections each.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 4096;
 
 /// `interlock serve`: the TLS admission webhook.
 #[derive(Debug, Clone, Args)]
@@ -64,19 +62,23 @@ pub struct ServeArgs {
     #[arg(long, value_name = "N", default_value_t = 1024)]
     pub max_concurrent_requests: usize,
 
-    /// Threads that parse and evaluate admission requests with large
-    /// bodies (0: evaluate every request on the async workers). Default:
-    /// one per CPU.
+    /// Threads that parse and evaluate admission requests (at least one;
+    /// the async workers never evaluate, so /healthz answers whatever
+    /// evaluation does). Default: one per CPU.
     #[arg(long, value_name = "N")]
     pub eval_threads: Option<usize>,
 
-    /// Requests with bodies up to this size are parsed and evaluated on the
-    /// async worker that read them: the hand-off to an evaluation thread
-    /// and back costs more than their evaluation. 0 sends every request to
-    /// the evaluation threads (for policies that scan large parts of the
-    /// inventory).
-    #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_INLINE_EVAL_MAX_BYTES)]
-    pub inline_eval_max_bytes: usize,
+    /// Close a connection that has had no request in flight for this long
+    /// (HTTP/1.1: closed; HTTP/2: GOAWAY). Longer than the 90 s after which
+    /// Go clients (kube-apiserver) drop idle connections themselves, so the
+    /// apiserver's own connections are normally closed by the apiserver.
+    #[arg(long, value_name = "DURATION", default_value = "120s", value_parser = parse_duration)]
+    pub idle_timeout: Duration,
+
+    /// Most client connections open at once; a connection past it is closed
+    /// at once (logged, counted in interlock_refused_connections_total).
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_CONNECTIONS)]
+    pub max_connections: usize,
 
     /// Time allowed for a TLS handshake (and for reading request headers).
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]

@@ -128,6 +128,13 @@ pub struct ServerMetrics {
     cert_reloads: Counter,
     cert_reload_failures: Counter,
     handshake_failures: Family<HandshakeLabels, Counter>,
+    expression_errors: Counter,
+    cost_limit_exceeded: Counter,
+    evaluations_interrupted: Counter,
+    open_connections: Gauge,
+    refused_connections: Counter,
+    idle_connections_closed: Counter,
+    accept_errors: Counter,
 }
 
 impl ServerMetrics {
@@ -141,6 +148,13 @@ impl ServerMetrics {
             cert_reloads: Counter::default(),
             cert_reload_failures: Counter::default(),
             handshake_failures: Family::default(),
+            expression_errors: Counter::default(),
+            cost_limit_exceeded: Counter::default(),
+            evaluations_interrupted: Counter::default(),
+            open_connections: Gauge::default(),
+            refused_connections: Counter::default(),
+            idle_connections_closed: Counter::default(),
+            accept_errors: Counter::default(),
         };
         registry.register(
             "admission_requests",
@@ -172,7 +186,64 @@ impl ServerMetrics {
             "TLS handshakes that did not complete, by reason",
             m.handshake_failures.clone(),
         );
+        registry.register(
+            "expression_errors",
+            "CEL evaluations of admission requests that ended in an error (cost limit and deadline included)",
+            m.expression_errors.clone(),
+        );
+        registry.register(
+            "expression_cost_limit_exceeded",
+            "CEL evaluations stopped by their cost or memory budget",
+            m.cost_limit_exceeded.clone(),
+        );
+        registry.register(
+            "expression_deadline_interrupted",
+            "CEL evaluations stopped because their request's deadline passed",
+            m.evaluations_interrupted.clone(),
+        );
+        registry.register(
+            "open_connections",
+            "Client connections open (TLS handshake included)",
+            m.open_connections.clone(),
+        );
+        registry.register(
+            "refused_connections",
+            "Connections closed at once because --max-connections were open",
+            m.refused_connections.clone(),
+        );
+        registry.register(
+            "idle_connections_closed",
+            "Connections closed by the server after --idle-timeout without a request in flight",
+            m.idle_connections_closed.clone(),
+        );
+        registry.register(
+            "accept_errors",
+            "Failed accept calls (file descriptors exhausted and the like)",
+            m.accept_errors.clone(),
+        );
         m
+    }
+
+    /// Count what one request's evaluations ran into.
+    pub fn observe_evaluation(&self, stats: &crate::cel::interrupt::Stats) {
+        self.expression_errors.inc_by(stats.expression_errors);
+        self.cost_limit_exceeded.inc_by(stats.cost_limit_exceeded);
+        self.evaluations_interrupted.inc_by(stats.interrupted);
+    }
+
+    /// Count a connection refused for the connection cap.
+    pub(crate) fn connection_refused(&self) {
+        self.refused_connections.inc();
+    }
+
+    /// Count a connection closed for idling.
+    pub(crate) fn idle_connection_closed(&self) {
+        self.idle_connections_closed.inc();
+    }
+
+    /// Count a failed `accept`.
+    pub(crate) fn accept_failed(&self) {
+        self.accept_errors.inc();
     }
 
     /// Count one answered admission request and its latency.
@@ -232,5 +303,21 @@ impl<'a> InFlight<'a> {
 impl Drop for InFlight<'_> {
     fn drop(&mut self) {
         self.0.dec();
+    }
+}
+
+/// An open connection: counted in the open-connections gauge until dropped.
+pub(crate) struct Open(std::sync::Arc<ServerMetrics>);
+
+impl Open {
+    pub(crate) fn enter(metrics: std::sync::Arc<ServerMetrics>) -> Self {
+        metrics.open_connections.inc();
+        Open(metrics)
+    }
+}
+
+impl Drop for Open {
+    fn drop(&mut self) {
+        self.0.open_connections.dec();
     }
 }

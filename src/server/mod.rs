@@ -10,24 +10,41 @@
 //!
 //! ## Design decisions
 //! - **Where evaluation runs.** Each body is read on the async side, then
-//!   parsed (once, straight into JSON) and evaluated. A body up to
-//!   `--inline-eval-max-bytes` (64 KiB) is evaluated on the tokio worker
-//!   that read it: a typical request parses and evaluates in 50-300 µs,
-//!   and handing it to another thread and back cost more than that (on
-//!   two cores, inline evaluation took 12% less CPU per request and served
-//!   10-15% more requests per second; docs/PERFORMANCE.md). Larger bodies
-//!   go to a dedicated fixed-size rayon pool (default: one thread per CPU;
-//!   `--eval-threads`): a 3 MiB UPDATE takes milliseconds to parse, too
-//!   long to keep a worker from its other connections. Not
-//!   `spawn_blocking`: its pool grows to 512 threads, which for CPU-bound
-//!   work on 2 cores means oversubscription and unbounded queueing. The
-//!   trade-off: the deadline cannot interrupt an inline evaluation (only
-//!   the cost budget bounds it); for policies that scan large parts of the
-//!   inventory, `--inline-eval-max-bytes 0` sends every request to the
-//!   pool, and `--eval-threads 0` evaluates every request inline.
+//!   parsed (once, straight into JSON) and evaluated on a dedicated
+//!   fixed-size rayon pool (default: one thread per CPU;
+//!   `--eval-threads`), never on a tokio worker. Until issue 17, bodies up
+//!   to 64 KiB were evaluated inline on the worker that read them (12%
+//!   less CPU per request at saturation, docs/PERFORMANCE.md), but an
+//!   evaluation can block: on the engine's `RwLock` behind a waiting
+//!   writer (one long evaluation plus one admitted ConfigMap froze every
+//!   request, `/healthz` included, for a minute), or simply run until its
+//!   deadline. A blocked worker stops every connection it owns; a blocked
+//!   pool thread only delays admission requests, which the deadline
+//!   bounds. Not `spawn_blocking`: its pool grows to 512 threads, which
+//!   for CPU-bound work on 2 cores means oversubscription and unbounded
+//!   queueing.
+//! - **The deadline cancels.** Each evaluation runs under a
+//!   [`crate::cel::Interrupt`] that is set when the request's future ends
+//!   (answered, or dropped by the deadline or a closed connection). Every
+//!   charge of CEL cost checks it, so an evaluation stops within one
+//!   builtin call of its deadline, with "operation interrupted", and frees
+//!   what it built; a request whose deadline passed while it waited for a
+//!   thread is not evaluated at all. What the evaluations ran into (errors,
+//!   spent budgets, interruptions) is counted and logged per request.
+//! - **Connections.** At most `--max-connections` at once: past it a new
+//!   connection is closed as it is accepted (logged at most once per 10 s,
+//!   `interlock_refused_connections_total`), not left in the backlog. A
+//!   connection with no request in flight for `--idle-timeout` is closed
+//!   (HTTP/1.1) or sent a GOAWAY (HTTP/2), whether it never sent a request
+//!   or went quiet; the timer counts requests, not bytes, so HTTP/2 PINGs
+//!   do not keep a connection alive. The server's own PINGs (every idle
+//!   timeout, answered within the handshake timeout) close connections to
+//!   peers that vanished. `accept` errors (file descriptors exhausted) back
+//!   off up to a second instead of spinning.
 //! - **Limits.** A semaphore of `max_concurrent_requests` slots; a slot is
 //!   held until the evaluation finishes (even when the deadline has already
-//!   answered), so the pool never queues more than that. The per-request
+//!   answered; the interrupt makes that soon), so the pool never queues
+//!   more than that. The per-request
 //!   deadline (tower `Timeout`) covers body read, waiting for a slot and
 //!   evaluation.
 //! - **Error answers.** Every answer of `/validate` and `/mutate` is an
@@ -64,8 +81,6 @@ use std::time::Duration;
 
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
-use hyper_util::server::graceful::GracefulShutdown;
-use hyper_util::service::TowerToHyperService;
 use kube::core::admission::{AdmissionRequest, AdmissionResponse};
 use kube::core::DynamicObject;
 use prometheus_client::registry::Registry;
@@ -73,16 +88,18 @@ use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
 
 pub use cli::{CertsArgs, LogFormat, ServeArgs};
+use logging::RateLimit;
 pub use logging::{init_tracing, init_tracing_at};
 pub use metrics::ServerMetrics;
 
 /// The policy engine as the server sees it.
 ///
 /// The server parses each body once into an `AdmissionRequest` and calls
-/// `validate` or `mutate` on the async worker that read it (small bodies)
-/// or on a dedicated evaluation thread pool (see
-/// [`ServerConfig::inline_eval_max_bytes`]), so these methods may do short
-/// CPU work but must not block on I/O. Whatever `uid` the response
+/// `validate` or `mutate` on a dedicated evaluation thread pool, so these
+/// methods may do CPU work and wait on locks, but should not block on I/O.
+/// They run under the request's [`crate::cel::Interrupt`]: CEL evaluations
+/// stop once the deadline passes, and other long work can poll
+/// [`crate::cel::interrupt::cancelled`]. Whatever `uid` the response
 /// carries, the server answers with the request's uid. A panic is caught
 /// and answered as HTTP 500, which makes the apiserver apply the webhook's
 /// failurePolicy.
@@ -210,12 +227,12 @@ pub struct ServerConfig {
     /// Admission requests evaluated at once (queued or running on the pool);
     /// more wait for a slot within their deadline.
     pub max_concurrent_requests: usize,
-    /// Evaluation threads; `Some(0)` evaluates on the async workers, `None`
-    /// uses one thread per CPU.
+    /// Evaluation threads (at least one); `None` uses one thread per CPU.
     pub eval_threads: Option<usize>,
-    /// Bodies up to this size are parsed and evaluated on the async worker
-    /// that read them, larger ones on the evaluation threads.
-    pub inline_eval_max_bytes: usize,
+    /// Close a connection with no request in flight for this long.
+    pub idle_timeout: Duration,
+    /// Most connections open at once; more are closed as they are accepted.
+    pub max_connections: usize,
     /// Time allowed for the TLS handshake and for reading request headers.
     pub tls_handshake_timeout: Duration,
     /// How often the certificate files are re-read.
@@ -238,7 +255,8 @@ impl ServerConfig {
             request_timeout: Duration::from_secs(4),
             max_concurrent_requests: 1024,
             eval_threads: None,
-            inline_eval_max_bytes: cli::DEFAULT_INLINE_EVAL_MAX_BYTES,
+            idle_timeout: Duration::from_secs(120),
+            max_connections: cli::DEFAULT_MAX_CONNECTIONS,
             tls_handshake_timeout: Duration::from_secs(10),
             cert_poll_interval: Duration::from_secs(3),
             shutdown_delay: Duration::ZERO,
@@ -258,7 +276,8 @@ impl From<&ServeArgs> for ServerConfig {
             request_timeout: a.request_timeout,
             max_concurrent_requests: a.max_concurrent_requests,
             eval_threads: a.eval_threads,
-            inline_eval_max_bytes: a.inline_eval_max_bytes,
+            idle_timeout: a.idle_timeout,
+            max_connections: a.max_connections,
             tls_handshake_timeout: a.tls_handshake_timeout,
             cert_poll_interval: a.cert_poll_interval,
             shutdown_delay: a.shutdown_delay,
@@ -308,7 +327,7 @@ impl Server {
             reviewer,
             metrics: metrics.clone(),
             registry: Arc::new(registry),
-            executor: routes::Executor::new(config.eval_threads, config.inline_eval_max_bytes)?,
+            executor: routes::Executor::new(config.eval_threads)?,
             max_body_bytes: config.max_body_bytes,
             shutting_down: shutting_down.clone(),
             slots: Arc::new(tokio::sync::Semaphore::new(
@@ -376,10 +395,24 @@ impl Server {
         http.http1()
             .timer(TokioTimer::new())
             .header_read_timeout(config.tls_handshake_timeout);
-        http.http2().timer(TokioTimer::new());
-        let graceful = GracefulShutdown::new();
+        // PINGs find peers that vanished without closing (no ACK): their
+        // connections would otherwise wait forever, GOAWAY included.
+        http.http2()
+            .timer(TokioTimer::new())
+            .keep_alive_interval(Some(config.idle_timeout.max(Duration::from_secs(1))))
+            .keep_alive_timeout(config.tls_handshake_timeout);
+        // Each connection holds a permit; at shutdown, taking them all back
+        // is waiting for every connection to finish.
+        let max_connections = config.max_connections.clamp(1, u32::MAX as usize);
+        let connections = Arc::new(tokio::sync::Semaphore::new(max_connections));
+        let (stop_tx, stop_rx) = tokio::sync::watch::channel(());
+        let limits = ConnLimits {
+            handshake_timeout: config.tls_handshake_timeout,
+            idle_timeout: config.idle_timeout,
+            shutdown_timeout: config.shutdown_timeout,
+        };
 
-        tracing::info!(addr = %local_addr, "serving admission webhook");
+        tracing::info!(addr = %local_addr, max_connections, "serving admission webhook");
         let stop = async {
             shutdown.await;
             shutting_down.store(true, Ordering::SeqCst);
@@ -390,53 +423,80 @@ impl Server {
             tokio::time::sleep(config.shutdown_delay).await;
         };
         tokio::pin!(stop);
+        let mut backoff = Duration::ZERO;
         loop {
-            let (tcp, peer) = tokio::select! {
+            let accepted = tokio::select! {
                 biased;
                 () = &mut stop => break,
-                accepted = listener.accept() => match accepted {
-                    Ok(a) => a,
-                    Err(e) => {
-                        // EMFILE and friends: back off instead of spinning.
-                        tracing::warn!(error = %e, "accept failed");
-                        tokio::time::sleep(Duration::from_millis(50)).await;
-                        continue;
+                accepted = listener.accept() => accepted,
+            };
+            let (tcp, peer) = match accepted {
+                Ok(a) => {
+                    backoff = Duration::ZERO;
+                    a
+                }
+                Err(e) => {
+                    // EMFILE and friends: the error repeats until
+                    // connections close, so back off (doubling, up to a
+                    // second) and log once per interval, not per failure.
+                    metrics.accept_failed();
+                    backoff =
+                        (backoff * 2).clamp(Duration::from_millis(10), Duration::from_secs(1));
+                    static ACCEPT: RateLimit = RateLimit::new();
+                    if let Some(suppressed) = ACCEPT.allow() {
+                        tracing::warn!(
+                            error = %e,
+                            backoff_ms = backoff.as_millis() as u64,
+                            suppressed,
+                            "accept failed; backing off"
+                        );
                     }
-                },
+                    tokio::select! {
+                        biased;
+                        () = &mut stop => break,
+                        () = tokio::time::sleep(backoff) => continue,
+                    }
+                }
+            };
+            let Ok(permit) = connections.clone().try_acquire_owned() else {
+                // Refused rather than left in the backlog: the peer learns
+                // at once, and a flood of idle connections cannot queue the
+                // apiserver's behind them.
+                metrics.connection_refused();
+                static REFUSED: RateLimit = RateLimit::new();
+                if let Some(suppressed) = REFUSED.allow() {
+                    tracing::warn!(
+                        %peer,
+                        max_connections,
+                        suppressed,
+                        "connection refused: --max-connections connections are open"
+                    );
+                }
+                drop(tcp);
+                continue;
             };
             let _ = tcp.set_nodelay(true);
-            let acceptor = acceptor.clone();
-            let service = TowerToHyperService::new(router.clone());
-            let http = http.clone();
-            let metrics = metrics.clone();
-            let watcher = graceful.watcher();
-            let handshake_timeout = config.tls_handshake_timeout;
-            tokio::spawn(async move {
-                let tls = match tokio::time::timeout(handshake_timeout, acceptor.accept(tcp)).await
-                {
-                    Ok(Ok(tls)) => tls,
-                    Ok(Err(e)) => {
-                        metrics.handshake_failed(metrics::HandshakeFailure::Error);
-                        tracing::debug!(%peer, error = %e, "TLS handshake failed");
-                        return;
-                    }
-                    Err(_) => {
-                        metrics.handshake_failed(metrics::HandshakeFailure::Timeout);
-                        tracing::debug!(%peer, "TLS handshake timed out");
-                        return;
-                    }
-                };
-                let conn = http
-                    .serve_connection(TokioIo::new(tls), service)
-                    .into_owned();
-                if let Err(e) = watcher.watch(conn).await {
-                    tracing::debug!(%peer, error = %e, "connection ended with an error");
-                }
-            });
+            tokio::spawn(serve_connection(
+                tcp,
+                peer,
+                acceptor.clone(),
+                router.clone(),
+                http.clone(),
+                metrics.clone(),
+                stop_rx.clone(),
+                limits,
+                permit,
+            ));
         }
         drop(listener);
         tracing::info!("listener closed; finishing in-flight requests");
-        let drained = tokio::time::timeout(config.shutdown_timeout, graceful.shutdown()).await;
+        drop(stop_rx);
+        let _ = stop_tx.send(());
+        let drained = tokio::time::timeout(
+            config.shutdown_timeout,
+            connections.acquire_many(max_connections as u32),
+        )
+        .await;
         if drained.is_err() {
             tracing::warn!(
                 timeout_ms = config.shutdown_timeout.as_millis() as u64,
@@ -446,6 +506,151 @@ impl Server {
         poller.abort();
         tracing::info!("server stopped");
         Ok(())
+    }
+}
+
+/// The timeouts one connection lives by.
+#[derive(Clone, Copy)]
+struct ConnLimits {
+    handshake_timeout: Duration,
+    idle_timeout: Duration,
+    shutdown_timeout: Duration,
+}
+
+/// One connection: TLS handshake, then HTTP until the peer closes, the
+/// connection idles for `idle_timeout`, or the server stops.
+#[allow(clippy::too_many_arguments)]
+async fn serve_connection(
+    tcp: tokio::net::TcpStream,
+    peer: SocketAddr,
+    acceptor: TlsAcceptor,
+    router: axum::Router,
+    http: auto::Builder<TokioExecutor>,
+    metrics: Arc<ServerMetrics>,
+    mut stop: tokio::sync::watch::Receiver<()>,
+    limits: ConnLimits,
+    permit: tokio::sync::OwnedSemaphorePermit,
+) {
+    let _permit = permit;
+    let _open = metrics::Open::enter(metrics.clone());
+    let tls = match tokio::time::timeout(limits.handshake_timeout, acceptor.accept(tcp)).await {
+        Ok(Ok(tls)) => tls,
+        Ok(Err(e)) => {
+            metrics.handshake_failed(metrics::HandshakeFailure::Error);
+            // One line per interval: scanners and misconfigured clients
+            // can fail thousands of handshakes a second (rustls's own
+            // per-handshake warnings are rate-limited in `init_tracing`).
+            static FAILED: RateLimit = RateLimit::new();
+            if let Some(suppressed) = FAILED.allow() {
+                tracing::warn!(%peer, error = %e, suppressed, "TLS handshake failed");
+            }
+            return;
+        }
+        Err(_) => {
+            metrics.handshake_failed(metrics::HandshakeFailure::Timeout);
+            tracing::debug!(%peer, "TLS handshake timed out");
+            return;
+        }
+    };
+    let activity = Arc::new(Activity::new());
+    let service = {
+        let activity = activity.clone();
+        hyper::service::service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
+            let busy = activity.begin();
+            let answer = tower::ServiceExt::oneshot(router.clone(), req);
+            async move {
+                let resp = answer.await;
+                drop(busy);
+                resp
+            }
+        })
+    };
+    let conn = http
+        .serve_connection(TokioIo::new(tls), service)
+        .into_owned();
+    tokio::pin!(conn);
+    // Once a graceful shutdown of the connection began: when to give up
+    // on it (a peer that never acknowledges the GOAWAY).
+    let mut closing: Option<tokio::time::Instant> = None;
+    loop {
+        let idle_check = match activity.idle_check(limits.idle_timeout) {
+            Ok(()) if closing.is_none() => {
+                metrics.idle_connection_closed();
+                tracing::debug!(%peer, "closing idle connection");
+                conn.as_mut().graceful_shutdown();
+                closing = Some(tokio::time::Instant::now() + limits.handshake_timeout);
+                continue;
+            }
+            Ok(()) => tokio::time::Instant::now() + limits.idle_timeout,
+            Err(at) => at,
+        };
+        tokio::select! {
+            r = conn.as_mut() => {
+                if let Err(e) = r {
+                    tracing::debug!(%peer, error = %e, "connection ended with an error");
+                }
+                return;
+            }
+            changed = stop.changed(), if closing.is_none() => {
+                let _ = changed;
+                conn.as_mut().graceful_shutdown();
+                closing = Some(tokio::time::Instant::now() + limits.shutdown_timeout);
+            }
+            () = tokio::time::sleep_until(idle_check), if closing.is_none() => {}
+            () = tokio::time::sleep_until(closing.unwrap_or(idle_check)), if closing.is_some() => {
+                tracing::debug!(%peer, "connection did not close after its shutdown; dropped");
+                return;
+            }
+        }
+    }
+}
+
+/// Requests in flight on one connection and when the last one ended.
+struct Activity {
+    born: tokio::time::Instant,
+    in_flight: std::sync::atomic::AtomicUsize,
+    /// Milliseconds after `born` when the last request ended.
+    last_ms: std::sync::atomic::AtomicU64,
+}
+
+impl Activity {
+    fn new() -> Self {
+        Activity {
+            born: tokio::time::Instant::now(),
+            in_flight: Default::default(),
+            last_ms: Default::default(),
+        }
+    }
+
+    fn begin(self: &Arc<Self>) -> Busy {
+        self.in_flight.fetch_add(1, Ordering::SeqCst);
+        Busy(self.clone())
+    }
+
+    /// `Ok` if no request has been in flight for `idle`; else when to look again.
+    fn idle_check(&self, idle: Duration) -> Result<(), tokio::time::Instant> {
+        let now = tokio::time::Instant::now();
+        if self.in_flight.load(Ordering::SeqCst) > 0 {
+            return Err(now + idle);
+        }
+        let since = self.born + Duration::from_millis(self.last_ms.load(Ordering::SeqCst));
+        if now >= since + idle {
+            Ok(())
+        } else {
+            Err(since + idle)
+        }
+    }
+}
+
+/// A request in flight; when it ends (answered or dropped), the idle clock restarts.
+struct Busy(Arc<Activity>);
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        let a = &self.0;
+        a.last_ms
+            .store(a.born.elapsed().as_millis() as u64, Ordering::SeqCst);
+        a.in_flight.fetch_sub(1, Ordering::SeqCst);
     }
 }
 

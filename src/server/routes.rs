@@ -21,67 +21,45 @@ use prometheus_client::registry::Registry;
 use serde_json::value::RawValue;
 use tower::ServiceBuilder;
 
+use super::logging::RateLimit;
 use super::metrics::{Decision, Endpoint, InFlight, ServerMetrics};
 use super::{ParsedReview, Reviewer};
+use crate::cel::interrupt::{self, CancelOnDrop, Interrupt};
 
-/// Where admission requests are parsed and evaluated.
+/// Where admission requests are parsed and evaluated: a dedicated,
+/// fixed-size rayon pool, never the tokio workers (see the module doc of
+/// [`super`]: an evaluation may block on the engine's lock or run until
+/// its deadline, and the workers must keep answering `/healthz`).
 #[derive(Clone)]
-pub(crate) enum Executor {
-    /// On the tokio worker that read the body.
-    Inline,
-    /// Bodies up to `inline_max_bytes` inline (two thread hand-offs cost
-    /// more than their parse and evaluation), larger ones on a dedicated,
-    /// fixed-size rayon pool; the async side awaits a oneshot.
-    Pool {
-        pool: Arc<rayon::ThreadPool>,
-        inline_max_bytes: usize,
-    },
+pub(crate) struct Executor {
+    pool: Arc<rayon::ThreadPool>,
 }
 
 impl Executor {
-    pub(crate) fn new(
-        threads: Option<usize>,
-        inline_max_bytes: usize,
-    ) -> Result<Self, rayon::ThreadPoolBuildError> {
+    /// `threads` evaluation threads (at least one); `None`: one per CPU.
+    pub(crate) fn new(threads: Option<usize>) -> Result<Self, rayon::ThreadPoolBuildError> {
         let threads = threads.unwrap_or_else(|| {
             std::thread::available_parallelism()
                 .map(|n| n.get())
                 .unwrap_or(2)
         });
-        if threads == 0 {
-            return Ok(Executor::Inline);
-        }
         let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
+            .num_threads(threads.max(1))
             .thread_name(|i| format!("interlock-eval-{i}"))
             .build()?;
-        Ok(Executor::Pool {
+        Ok(Executor {
             pool: Arc::new(pool),
-            inline_max_bytes,
         })
     }
 
-    /// Run `f` for a body of `body_len` bytes; `None` if it panicked (or
-    /// the pool went away).
-    async fn run<R: Send + 'static>(
-        &self,
-        body_len: usize,
-        f: impl FnOnce() -> R + Send + 'static,
-    ) -> Option<R> {
-        match self {
-            Executor::Pool {
-                pool,
-                inline_max_bytes,
-            } if body_len > *inline_max_bytes => {
-                let (tx, rx) = tokio::sync::oneshot::channel();
-                pool.spawn(move || {
-                    // The receiver is gone when the request timed out: drop the answer.
-                    let _ = tx.send(catch_unwind(AssertUnwindSafe(f)));
-                });
-                rx.await.ok().and_then(Result::ok)
-            }
-            _ => catch_unwind(AssertUnwindSafe(f)).ok(),
-        }
+    /// Run `f` on the pool; `None` if it panicked (or the pool went away).
+    async fn run<R: Send + 'static>(&self, f: impl FnOnce() -> R + Send + 'static) -> Option<R> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.pool.spawn(move || {
+            // The receiver is gone when the request timed out: drop the answer.
+            let _ = tx.send(catch_unwind(AssertUnwindSafe(f)));
+        });
+        rx.await.ok().and_then(Result::ok)
     }
 }
 
@@ -130,6 +108,13 @@ struct Outcome(Decision);
 
 async fn deadline_error(err: BoxError) -> Response {
     if err.is::<tower::timeout::error::Elapsed>() {
+        // The evaluation, if it started, stops at its next charge of cost
+        // (its interrupt is set as this request's future is dropped) and
+        // logs what it was doing; this line covers requests still queued.
+        static LIMIT: RateLimit = RateLimit::new();
+        if let Some(suppressed) = LIMIT.allow() {
+            tracing::warn!(suppressed, "admission request cut by the deadline");
+        }
         error_review(
             StatusCode::SERVICE_UNAVAILABLE,
             Decision::Timeout,
@@ -229,17 +214,32 @@ async fn admission(state: AppState, endpoint: Endpoint, req: Request) -> Respons
             "ServiceUnavailable",
         );
     };
+    // Set when this future ends, answered or dropped by the deadline (or
+    // with its connection): the evaluation then stops at its next charge
+    // of cost instead of running on for an answer nobody reads.
+    let interrupt = Interrupt::new();
+    let _cancel = CancelOnDrop(interrupt.clone());
     let reviewer = state.reviewer.clone();
+    let metrics = state.metrics.clone();
     match state
         .executor
-        .run(body.len(), move || {
-            let answer = review(&*reviewer, endpoint, body);
+        .run(move || {
+            // The deadline passed while this waited for a thread: no one
+            // will read the answer, do not start.
+            let answer = (!interrupt.is_cancelled())
+                .then(|| review_with(&*reviewer, endpoint, body, &interrupt, Some(&metrics)));
             drop(slot);
             answer
         })
         .await
     {
-        Some(answer) => answer.into_response(),
+        Some(Some(answer)) => answer.into_response(),
+        Some(None) => error_review(
+            StatusCode::SERVICE_UNAVAILABLE,
+            Decision::Timeout,
+            "the admission request did not complete within the server's deadline",
+            "Timeout",
+        ),
         None => error_review(
             StatusCode::INTERNAL_SERVER_ERROR,
             Decision::Error,
@@ -448,6 +448,19 @@ impl IntoResponse for Answer {
 /// input; a panicking reviewer becomes a 500 carrying the request uid (so the
 /// apiserver applies the webhook's failurePolicy).
 pub(crate) fn review(reviewer: &dyn Reviewer, endpoint: Endpoint, body: Bytes) -> Answer {
+    review_with(reviewer, endpoint, body, &Interrupt::new(), None)
+}
+
+/// [`review`] with the reviewer's CEL evaluations under `interrupt`; what
+/// they ran into (errors, spent budgets, the deadline) is counted in
+/// `metrics` and logged with the request's identity.
+fn review_with(
+    reviewer: &dyn Reviewer,
+    endpoint: Endpoint,
+    body: Bytes,
+    interrupt: &Arc<Interrupt>,
+    metrics: Option<&ServerMetrics>,
+) -> Answer {
     let parsed = match parse_review(&body) {
         Ok(p) => p,
         Err(message) => return invalid_answer(StatusCode::BAD_REQUEST, message),
@@ -456,10 +469,52 @@ pub(crate) fn review(reviewer: &dyn Reviewer, endpoint: Endpoint, body: Bytes) -
     // What the answer needs once the reviewer has the request.
     let bare = AdmissionResponse::from(&parsed.request);
     let req = &bare;
-    let answered = catch_unwind(AssertUnwindSafe(|| match endpoint {
-        Endpoint::Validate => reviewer.validate_parsed(parsed),
-        Endpoint::Mutate => reviewer.mutate_parsed(parsed),
-    }));
+    let (kind, namespace, name) = (
+        parsed.request.kind.kind.clone(),
+        parsed.request.namespace.clone().unwrap_or_default(),
+        parsed.request.name.clone(),
+    );
+    let answered = interrupt::scope(interrupt, || {
+        catch_unwind(AssertUnwindSafe(|| match endpoint {
+            Endpoint::Validate => reviewer.validate_parsed(parsed),
+            Endpoint::Mutate => reviewer.mutate_parsed(parsed),
+        }))
+    });
+    let stats = interrupt.stats();
+    if stats.expression_errors > 0 {
+        if let Some(m) = metrics {
+            m.observe_evaluation(&stats);
+        }
+        if stats.cost_limit_exceeded > 0 || stats.interrupted > 0 {
+            // Hostile or runaway expressions: worth a warning, but one
+            // client can send thousands a second.
+            static LIMIT: RateLimit = RateLimit::new();
+            if let Some(suppressed) = LIMIT.allow() {
+                tracing::warn!(
+                    uid = %req.uid,
+                    endpoint = endpoint.as_str(),
+                    kind = %kind,
+                    namespace = %namespace,
+                    name = %name,
+                    expression_errors = stats.expression_errors,
+                    cost_limit_exceeded = stats.cost_limit_exceeded,
+                    deadline_interrupted = stats.interrupted,
+                    suppressed,
+                    "evaluation stopped by its cost budget or the request deadline"
+                );
+            }
+        } else {
+            tracing::debug!(
+                uid = %req.uid,
+                endpoint = endpoint.as_str(),
+                kind = %kind,
+                namespace = %namespace,
+                name = %name,
+                expression_errors = stats.expression_errors,
+                "expressions failed"
+            );
+        }
+    }
     let (status, mut resp) = match answered {
         Ok(resp) => (StatusCode::OK, resp),
         Err(_) => {

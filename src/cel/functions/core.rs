@@ -50,15 +50,27 @@ fn add<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
         (Uint(x), Uint(y)) => Uint(x.checked_add(*y).ok_or_else(EvalError::uint_overflow)?),
         (Double(x), Double(y)) => Double(x + y),
         (String(x), String(y)) => {
-            ctx.charge(((x.as_str().len() + y.as_str().len()) / 10) as u64)?;
-            let mut s = std::string::String::with_capacity(x.as_str().len() + y.as_str().len());
+            // cel-go: ceil((m + n) * 0.1), the copy into a new string.
+            let len = x.as_str().len().saturating_add(y.as_str().len());
+            ctx.charge_traversal(len, 1)?;
+            ctx.alloc(len)?;
+            let mut s = std::string::String::with_capacity(len);
             s.push_str(x.as_str());
             s.push_str(y.as_str());
             Value::string(s)
         }
-        (Bytes(x), Bytes(y)) => Bytes(x.iter().chain(y.iter()).copied().collect()),
+        (Bytes(x), Bytes(y)) => {
+            let len = x.len().saturating_add(y.len());
+            ctx.charge_traversal(len, 1)?;
+            ctx.alloc(len)?;
+            Bytes(x.iter().chain(y.iter()).copied().collect())
+        }
         (List(x), List(y)) => {
-            ctx.charge((x.len() + y.len()) as u64)?;
+            // cel-go charges one unit (its concatenation is lazy); this one
+            // copies, so it is charged by length.
+            let len = x.len().saturating_add(y.len());
+            ctx.charge(len as u64)?;
+            ctx.alloc_values(len)?;
             let mut v = x.to_vec();
             v.extend(y.iter());
             Value::list(v)
@@ -145,11 +157,32 @@ fn not<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
     }
 }
 
-fn eq<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
+/// cel-go's size of a value for the cost of comparing it: bytes of a
+/// string (cel-go counts code points; bytes are never fewer), elements of a
+/// list or map, 1 for anything else.
+fn cost_size(v: &Value) -> usize {
+    match v {
+        Value::String(s) => s.as_str().len(),
+        Value::Bytes(b) => b.len(),
+        Value::List(l) => l.len(),
+        Value::Map(m) => m.len(),
+        _ => 1,
+    }
+}
+
+/// cel-go's cost of `==`, `!=`, `<` and friends: `ceil(min(m, n) * 0.1)`,
+/// the traversal of the shorter operand.
+fn charge_comparison(ctx: &mut Ctx, a: &[Value]) -> EvalResult<()> {
+    ctx.charge_traversal(cost_size(&a[0]).min(cost_size(&a[1])), 1)
+}
+
+fn eq<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
+    charge_comparison(ctx, a)?;
     Ok(Value::Bool(a[0].equals(&a[1])))
 }
 
-fn ne<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
+fn ne<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
+    charge_comparison(ctx, a)?;
     Ok(Value::Bool(!a[0].equals(&a[1])))
 }
 
@@ -174,19 +207,23 @@ fn order(name: &str, a: &[Value]) -> EvalResult<Option<Ordering>> {
     }
 }
 
-fn lt<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
+fn lt<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
+    charge_comparison(ctx, a)?;
     Ok(Value::Bool(order("_<_", a)? == Some(Ordering::Less)))
 }
-fn le<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
+fn le<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
+    charge_comparison(ctx, a)?;
     Ok(Value::Bool(matches!(
         order("_<=_", a)?,
         Some(Ordering::Less | Ordering::Equal)
     )))
 }
-fn gt<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
+fn gt<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
+    charge_comparison(ctx, a)?;
     Ok(Value::Bool(order("_>_", a)? == Some(Ordering::Greater)))
 }
-fn ge<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
+fn ge<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
+    charge_comparison(ctx, a)?;
     Ok(Value::Bool(matches!(
         order("_>=_", a)?,
         Some(Ordering::Greater | Ordering::Equal)
@@ -365,7 +402,11 @@ pub fn format_double(d: f64) -> String {
     }
 }
 
-fn to_string<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
+fn to_string<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
+    if let Value::Bytes(b) = &a[0] {
+        ctx.charge_traversal(b.len(), 1)?;
+        ctx.alloc(b.len())?;
+    }
     Ok(match &a[0] {
         Value::String(_) => a[0].clone(),
         Value::Int(i) => Value::string(i.to_string()),
@@ -386,10 +427,14 @@ fn to_string<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> 
     })
 }
 
-fn to_bytes<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
+fn to_bytes<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
     match &a[0] {
         Value::Bytes(_) => Ok(a[0].clone()),
-        Value::String(s) => Ok(Value::Bytes(Arc::from(s.as_str().as_bytes()))),
+        Value::String(s) => {
+            ctx.charge_traversal(s.as_str().len(), 1)?;
+            ctx.alloc(s.as_str().len())?;
+            Ok(Value::Bytes(Arc::from(s.as_str().as_bytes())))
+        }
         _ => no_overload("bytes", a),
     }
 }

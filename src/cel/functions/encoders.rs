@@ -13,17 +13,22 @@ pub const DECLS: &[FnDecl] = &[
     FnDecl::global("jsonpatch.escapeKey", 1, Lib::JsonPatch, escape_key),
 ];
 
-fn encode<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
+fn encode<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
     match &a[0] {
-        Value::Bytes(b) => Ok(Value::string(
-            base64::engine::general_purpose::STANDARD.encode(b),
-        )),
+        Value::Bytes(b) => {
+            // cel-go charges base64 one unit; only its size is accounted for.
+            ctx.alloc(b.len().div_ceil(3).saturating_mul(4))?;
+            Ok(Value::string(
+                base64::engine::general_purpose::STANDARD.encode(b),
+            ))
+        }
         _ => no_overload("base64.encode", a),
     }
 }
 
-fn decode<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
+fn decode<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
     let s = str_arg("base64.decode", a, 0)?;
+    ctx.alloc(s.len())?;
     let engine = base64::engine::GeneralPurpose::new(
         &base64::alphabet::STANDARD,
         base64::engine::GeneralPurposeConfig::new()

@@ -36,6 +36,7 @@ fn list<'v, 'a>(name: &str, a: &'v [Value<'a>]) -> EvalResult<&'v List<'a>> {
 fn range<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
     let n = int_arg("lists.range", a, 0)?;
     ctx.charge(n.max(0) as u64)?;
+    ctx.alloc_values(usize::try_from(n.max(0)).unwrap_or(usize::MAX))?;
     Ok(Value::list((0..n.max(0)).map(Value::Int).collect()))
 }
 
@@ -60,12 +61,23 @@ fn slice<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
         )));
     }
     ctx.charge((end - start) as u64)?;
+    ctx.alloc_values((end - start) as usize)?;
     Ok(Value::list(
         l.iter()
             .skip(start as usize)
             .take((end - start) as usize)
             .collect(),
     ))
+}
+
+/// How many elements `flatten_into` would push, counted without copying.
+fn flattened_len(l: &List, depth: i64) -> usize {
+    l.iter()
+        .map(|v| match (&v, depth) {
+            (Value::List(inner), d) if d > 0 => flattened_len(inner, d - 1),
+            _ => 1,
+        })
+        .fold(0, usize::saturating_add)
 }
 
 fn flatten_into<'a>(out: &mut Vec<Value<'a>>, l: &List<'a>, depth: i64) {
@@ -87,9 +99,13 @@ fn flatten<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> 
     if depth < 0 {
         return Err(EvalError::new("level must be non-negative"));
     }
-    let mut out = Vec::new();
+    // Counted first: the same large list nested many times over flattens
+    // into many times its size.
+    let n = flattened_len(l, depth);
+    ctx.charge(n as u64)?;
+    ctx.alloc_values(n)?;
+    let mut out = Vec::with_capacity(n);
     flatten_into(&mut out, l, depth);
-    ctx.charge(out.len() as u64)?;
     Ok(Value::list(out))
 }
 
@@ -150,6 +166,7 @@ fn check_sortable(name: &str, items: &[Value]) -> EvalResult<()> {
 fn sort<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
     let l = list("sort", a)?;
     ctx.charge(l.len() as u64 * 2)?;
+    ctx.alloc_values(l.len())?;
     Ok(Value::list(sorted("sort", l)?))
 }
 
@@ -159,6 +176,7 @@ pub fn sort_by_keys<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Va
         return no_overload("sortBy", a);
     };
     ctx.charge(items.len() as u64 * 2)?;
+    ctx.alloc_values(items.len().saturating_mul(2))?;
     let keys = keys.to_vec();
     check_sortable("sortBy", &keys)?;
     let mut pairs: Vec<(Value<'a>, Value<'a>)> = keys.into_iter().zip(items.iter()).collect();
@@ -188,8 +206,9 @@ fn last<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
 }
 
 /// `l.reverse()`; strings have their own, dispatched here by receiver type.
-pub fn reverse<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
+pub fn reverse<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
     let l = list("reverse", a)?;
+    ctx.alloc_values(l.len())?;
     let mut v = l.to_vec();
     v.reverse();
     Ok(Value::list(v))

@@ -143,16 +143,23 @@ fn last_index_of<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value
     ))
 }
 
-fn lower_ascii<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
-    Ok(Value::string(
-        str_arg("lowerAscii", a, 0)?.to_ascii_lowercase(),
-    ))
+/// Kubernetes' cost of `lowerAscii`, `upperAscii`, `substring`, `trim`
+/// (one traversal of the receiver), and the bytes of a result as long.
+fn charge_copy(ctx: &mut Ctx, s: &str) -> EvalResult<()> {
+    ctx.charge_traversal(s.len(), 1)?;
+    ctx.alloc(s.len())
 }
 
-fn upper_ascii<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
-    Ok(Value::string(
-        str_arg("upperAscii", a, 0)?.to_ascii_uppercase(),
-    ))
+fn lower_ascii<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
+    let s = str_arg("lowerAscii", a, 0)?;
+    charge_copy(ctx, s)?;
+    Ok(Value::string(s.to_ascii_lowercase()))
+}
+
+fn upper_ascii<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
+    let s = str_arg("upperAscii", a, 0)?;
+    charge_copy(ctx, s)?;
+    Ok(Value::string(s.to_ascii_uppercase()))
 }
 
 fn replace<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
@@ -164,7 +171,25 @@ fn replace<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> 
     } else {
         -1
     };
-    ctx.charge((s.len() / 10) as u64)?;
+    // Kubernetes: ceil(size * 2 * 0.1), the traversal plus the result.
+    ctx.charge_traversal(s.len(), 2)?;
+    // The result's size before it is built: replacing "" (between every
+    // character) or a short match with a long string multiplies the input.
+    let matches = if old.is_empty() {
+        s.chars().count() + 1
+    } else {
+        s.matches(old).count()
+    };
+    let matches = if n < 0 {
+        matches
+    } else {
+        matches.min(n as usize)
+    };
+    let len = s
+        .len()
+        .saturating_sub(matches.saturating_mul(old.len()))
+        .saturating_add(matches.saturating_mul(new.len()));
+    ctx.alloc(len)?;
     let out = if n < 0 {
         s.replace(old, new)
     } else {
@@ -181,7 +206,21 @@ fn split<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
     } else {
         -1
     };
-    ctx.charge((s.len() / 10) as u64)?;
+    // Kubernetes: ceil(size * 2 * 0.1), the traversal plus the result.
+    ctx.charge_traversal(s.len(), 2)?;
+    // At most one part per character: the bytes, plus a string per part.
+    let parts_max = if sep.is_empty() {
+        s.chars().count()
+    } else {
+        s.matches(sep).count() + 1
+    };
+    let parts_max = if n < 0 {
+        parts_max
+    } else {
+        parts_max.min(n as usize)
+    };
+    ctx.alloc(s.len())?;
+    ctx.alloc_values(parts_max)?;
     let parts: Vec<String> = match n {
         0 => vec![],
         _ if sep.is_empty() => {
@@ -207,8 +246,9 @@ fn split<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
     Ok(Value::list(parts.into_iter().map(Value::string).collect()))
 }
 
-fn substring<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
+fn substring<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
     let s = str_arg("substring", a, 0)?;
+    ctx.charge_traversal(s.len(), 1)?;
     let cs = chars(s);
     let start = int_arg("substring", a, 1)?;
     let end = if a.len() == 3 {
@@ -227,22 +267,25 @@ fn substring<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> 
             "invalid substring range. start: {start}, end: {end}"
         )));
     }
-    Ok(Value::string(
-        cs[start as usize..end as usize].iter().collect::<String>(),
-    ))
+    let out = cs[start as usize..end as usize].iter().collect::<String>();
+    // No longer than the receiver: accounted for once built.
+    ctx.alloc(out.len())?;
+    Ok(Value::string(out))
 }
 
-fn trim<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
-    Ok(Value::string(str_arg("trim", a, 0)?.trim()))
+fn trim<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
+    let s = str_arg("trim", a, 0)?;
+    charge_copy(ctx, s)?;
+    Ok(Value::string(s.trim()))
 }
 
 fn reverse<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
     if matches!(a[0], Value::List(_)) {
         return super::lists::reverse(ctx, a);
     }
-    Ok(Value::string(
-        str_arg("reverse", a, 0)?.chars().rev().collect::<String>(),
-    ))
+    let s = str_arg("reverse", a, 0)?;
+    charge_copy(ctx, s)?;
+    Ok(Value::string(s.chars().rev().collect::<String>()))
 }
 
 fn join<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
@@ -254,19 +297,36 @@ fn join<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
     } else {
         ""
     };
-    ctx.charge(l.len() as u64)?;
-    let mut parts = Vec::with_capacity(l.len());
+    // The result's size first, from the parts as they are (no copies):
+    // a list of one shared 1 MiB string a thousand times over costs a
+    // thousand units to build and would join into a gigabyte.
+    let mut len = sep.len().saturating_mul(l.len().saturating_sub(1));
     for v in l.iter() {
         match v {
-            Value::String(s) => parts.push(s.as_str().to_string()),
+            Value::String(s) => len = len.saturating_add(s.as_str().len()),
             _ => return no_overload("join", a),
         }
     }
-    Ok(Value::string(parts.join(sep)))
+    // Kubernetes: ceil(size(result) * 2 * 0.1).
+    ctx.charge_traversal(len, 2)?;
+    ctx.alloc(len)?;
+    let mut out = String::with_capacity(len);
+    for (i, v) in l.iter().enumerate() {
+        if i > 0 {
+            out.push_str(sep);
+        }
+        if let Value::String(s) = v {
+            out.push_str(s.as_str());
+        }
+    }
+    Ok(Value::string(out))
 }
 
-fn quote<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
+fn quote<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
     let s = str_arg("strings.quote", a, 0)?;
+    // Every character may become a two-character escape.
+    ctx.charge_traversal(s.len(), 1)?;
+    ctx.alloc(s.len().saturating_mul(2).saturating_add(2))?;
     let mut out = String::with_capacity(s.len() + 2);
     out.push('"');
     for c in s.chars() {
@@ -347,7 +407,12 @@ fn format_with<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>], locale: bool) -> Eval
             .get(next_arg)
             .ok_or_else(|| EvalError::new(format!("index {next_arg} out of range")))?;
         next_arg += 1;
-        out.push_str(&format_clause(verb, precision, &arg, locale)?);
+        // A clause prints at most its argument (and a bounded precision):
+        // accounted for as each is printed, so a format string of many
+        // `%s` of one large shared string stops at the memory budget.
+        let piece = format_clause(verb, precision, &arg, locale)?;
+        ctx.alloc(piece.len())?;
+        out.push_str(&piece);
     }
     Ok(Value::string(out))
 }

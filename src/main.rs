@@ -100,7 +100,10 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    if !matches!(cli.command, Command::Serve { .. } | Command::Controller { .. }) {
+    if !matches!(
+        cli.command,
+        Command::Serve { .. } | Command::Controller { .. }
+    ) {
         interlock::server::init_tracing_at(false, "warn");
     }
     let code = match cli.command {

@@ -4,7 +4,7 @@
 
 mod support;
 
-use interlock::controller::{plan, BuiltinScopes, GroupRef, PlanInput, ResourceGroup};
+use interlock::group::{plan, BuiltinScopes, GroupRef, PlanInput, ResourceGroup};
 use serde_json::{json, Value};
 use std::process::Output;
 use support::cluster::TestCluster;
@@ -224,7 +224,7 @@ fn members_applied_server_side_converge_with_zero_writes() {
         );
         assert_eq!(
             live["metadata"]["labels"]["applyset.kubernetes.io/part-of"],
-            json!(interlock::controller::applyset_id(&ns, "storefront"))
+            json!(interlock::group::applyset_id(&ns, "storefront"))
         );
     }
 }

@@ -190,6 +190,7 @@ fn report(policies: &[Document], objects: &[Document], whole_objects: bool) -> R
         user: check::DEFAULT_USER.into(),
         record_evaluated: false,
         whole_objects,
+        ..Default::default()
     };
     let mut report = Report::default();
     check_documents(policies, objects, &opts, &mut report);
@@ -251,6 +252,7 @@ fn check_reports_are_the_same_with_whole_objects() {
                 user: check::DEFAULT_USER.into(),
                 record_evaluated: false,
                 whole_objects,
+                ..Default::default()
             });
             r.sort();
             serde_json::to_string(&r.to_json()).expect("json")

@@ -159,26 +159,37 @@ pub struct Request<'a> {
 
 impl<'a> Request<'a> {
     /// The request `interlock check` makes for each object: a CREATE.
+    ///
+    /// An object with only `metadata.generateName` (a Helm hook Job, a
+    /// `kubectl create` Job) is a request too: kube-apiserver runs admission
+    /// before it generates the name, so policies see the generateName and an
+    /// empty `request.name`. `None` only without apiVersion, kind or metadata.
     pub fn create(object: &'a Json, username: &str) -> Option<Request<'a>> {
-        let key = ObjectKey::of(object)?;
         let api_version = object.get("apiVersion")?.as_str()?;
+        let kind = object.get("kind")?.as_str()?;
+        let meta = object.get("metadata")?;
+        let field = |f: &str| meta.get(f).and_then(Json::as_str).unwrap_or("");
+        let (group, name) = (resources::group_of(api_version), field("name"));
+        if name.is_empty() && field("generateName").is_empty() {
+            return None;
+        }
         // A Namespace request carries the Namespace's own name as namespace.
-        let namespace = if key.group.is_empty() && &*key.kind == "Namespace" {
-            key.name.to_string()
+        let namespace = if group.is_empty() && kind == "Namespace" {
+            name
         } else {
-            key.namespace.to_string()
+            field("namespace")
         };
         Some(Request {
             operation: "CREATE".into(),
             object: Some(object),
             old_object: OldObject::None,
-            group: key.group.to_string(),
+            group: group.to_string(),
             version: resources::version_of(api_version).to_string(),
-            kind: key.kind.to_string(),
-            resource: resources::resource_of(&key.group, &key.kind),
+            kind: kind.to_string(),
+            resource: resources::resource_of(group, kind),
             subresource: String::new(),
-            namespace,
-            name: key.name.to_string(),
+            namespace: namespace.to_string(),
+            name: name.to_string(),
             username: username.to_string(),
             groups: vec!["system:authenticated".into()],
             dry_run: false,
@@ -1057,6 +1068,24 @@ impl PolicySet {
             }
         }
         Ok(ops)
+    }
+
+    /// The policies that apply to a request: its matchConstraints match, and
+    /// so do the matchResources of one of its bindings (matchConditions
+    /// are not evaluated).
+    pub fn applying_to<'s>(
+        &'s self,
+        req: &'s Request,
+        inv: &'s Inventory,
+    ) -> impl Iterator<Item = &'s CompiledPolicy> + 's {
+        self.policies.iter().filter(move |p| {
+            matching::matches(&p.matcher, req, inv, false)
+                && p.bindings.iter().any(|b| {
+                    b.matcher
+                        .as_ref()
+                        .is_none_or(|m| matching::matches(m, req, inv, true))
+                })
+        })
     }
 
     /// Could some policy match this request? Looks at resource rules only

@@ -38,7 +38,7 @@ fn every_bundled_policy_case_passes() {
 fn every_cross_object_policy_has_allowed_and_denied_cases() {
     for name in [
         "unique-ingress-host",
-        "unique-service-selector",
+        "service-port-names-agree",
         "pod-references-exist",
         "pdb-selects-workload",
         "hpa-target-exists",

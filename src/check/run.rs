@@ -549,3 +549,7 @@ fn check_one(
     }
     checked
 }
+
+#[cfg(test)]
+#[path = "run_tests.rs"]
+mod tests;

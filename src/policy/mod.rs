@@ -106,6 +106,9 @@ struct Slots {
 struct Binding {
     name: Option<String>,
     actions: Vec<Action>,
+    /// The actions for admission requests, when they differ (an
+    /// InterlockPolicy's `admissionActions`).
+    admission_actions: Option<Vec<Action>>,
     matcher: Option<MatchResources>,
     param_ref: Option<ParamRef>,
 }
@@ -201,6 +204,13 @@ impl<'a> Request<'a> {
     /// Namespace's name, but it is cluster-scoped and has no namespaceObject.
     pub fn is_namespace_request(&self) -> bool {
         self.group.is_empty() && self.resource == "namespaces"
+    }
+
+    /// Is this a request from kube-apiserver (which gives every admission
+    /// request a uid), rather than one made offline by `check`, an audit or
+    /// a group's validation (which have none)?
+    pub fn is_admission(&self) -> bool {
+        !self.uid.is_empty()
     }
 
     /// Is the requested object namespaced?
@@ -404,6 +414,7 @@ impl PolicySet {
                 policy.bindings.push(Binding {
                     name: Some(name.clone()),
                     actions,
+                    admission_actions: None,
                     matcher: b.match_resources,
                     param_ref: b.param_ref,
                 });
@@ -565,20 +576,28 @@ fn compile_policy(
         )
     });
     let mut bindings = Vec::new();
+    let parse_actions = |field: &str, list: &[String]| -> Result<Vec<Action>, String> {
+        list.iter()
+            .map(|a| {
+                Action::parse(a).ok_or_else(|| {
+                    format!("spec.{field}: unknown action {a:?}; use Deny, Warn or Audit")
+                })
+            })
+            .collect()
+    };
+    if kind == PolicyKind::Vap && !spec.admission_actions.is_empty() {
+        return Err("spec.admissionActions is an InterlockPolicy field; a ValidatingAdmissionPolicy's actions are its bindings' validationActions".into());
+    }
     if kind == PolicyKind::Interlock {
         let actions = if spec.validation_actions.is_empty() {
             vec![Action::Deny]
         } else {
-            spec.validation_actions
-                .iter()
-                .map(|a| {
-                    Action::parse(a).ok_or_else(|| {
-                        format!(
-                            "spec.validationActions: unknown action {a:?}; use Deny, Warn or Audit"
-                        )
-                    })
-                })
-                .collect::<Result<_, _>>()?
+            parse_actions("validationActions", &spec.validation_actions)?
+        };
+        let admission_actions = if spec.admission_actions.is_empty() {
+            None
+        } else {
+            Some(parse_actions("admissionActions", &spec.admission_actions)?)
         };
         if param_kind.is_some() && spec.param_ref.is_none() {
             return Err("spec.paramKind is set, so spec.paramRef is required".into());
@@ -586,6 +605,7 @@ fn compile_policy(
         bindings.push(Binding {
             name: None,
             actions,
+            admission_actions,
             matcher: None,
             param_ref: spec.param_ref.clone(),
         });
@@ -701,16 +721,21 @@ impl CompiledPolicy {
                     continue;
                 }
             }
-            let verdict = |message: String, reason: Option<String>, related: Vec<ObjectKey>| {
-                b.actions.iter().map(move |a| Verdict {
-                    policy: self.name.clone(),
-                    binding: b.name.clone(),
-                    action: *a,
-                    message: message.clone(),
-                    reason: reason.clone(),
-                    related: related.clone(),
-                })
+            let actions = match &b.admission_actions {
+                Some(a) if req.is_admission() => a,
+                _ => &b.actions,
             };
+            let verdict =
+                move |message: String, reason: Option<String>, related: Vec<ObjectKey>| {
+                    actions.iter().map(move |a| Verdict {
+                        policy: self.name.clone(),
+                        binding: b.name.clone(),
+                        action: *a,
+                        message: message.clone(),
+                        reason: reason.clone(),
+                        related: related.clone(),
+                    })
+                };
             match self.params(b, req, inv) {
                 Params::None => {
                     self.evaluate_with(req, shared, inv, None, b, &verdict, out, &mut collected)

@@ -1,6 +1,7 @@
 //! `interlock check`: every object in the inputs, checked against every
 //! matching policy, with all the objects as the inventory.
 
+use super::producers;
 use super::report::{
     self, Evaluated, Finding, InputError, ObjectRef, RelatedObject, Report, SourceLocation,
 };
@@ -153,11 +154,17 @@ pub fn run(opts: &CheckOptions) -> Report {
     if !opts.inventory.is_empty() {
         let loaded = manifest::load_files_map(&opts.inventory, &load, |mut d| {
             default_namespace(&mut d.value, opts.namespace());
-            (inventory.prepare(&d.value), Source::of(&d))
+            let made: Vec<_> = producers::made_by(&d.value)
+                .iter()
+                .filter_map(|m| inventory.prepare(m).ok())
+                .collect();
+            (inventory.prepare(&d.value), Source::of(&d), made)
         });
         report.add_load_errors(&loaded.errors);
         skipped.extend(loaded.skipped);
-        for (prepared, source) in loaded.items {
+        let mut made_all = Vec::new();
+        for (prepared, source, made) in loaded.items {
+            made_all.extend(made.into_iter().map(|m| (m, source.clone())));
             // Objects with only a generateName have no key to look up.
             if let Ok(p) = prepared {
                 for e in inventory.insert(p, Some(source.clone())) {
@@ -168,6 +175,13 @@ pub fn run(opts: &CheckOptions) -> Report {
                         message: e.to_string(),
                     });
                 }
+            }
+        }
+        // What the baseline's objects make, where nothing of that name is
+        // given (checked objects replace them later).
+        for (m, source) in made_all {
+            if inventory.get(m.key()).is_none() {
+                inventory.insert(m, Some(source));
             }
         }
     }
@@ -234,6 +248,8 @@ const BACKGROUND_DROP_MIN: usize = 5_000;
 struct Item {
     /// `None` when no policy can match the object (nothing to check).
     body: Option<Box<[u8]>>,
+    /// What the object will make in a cluster (see `producers`).
+    made: Vec<Prepared>,
     /// Can it be checked at all (as a CREATE request)?
     reviewable: bool,
     prepared: Option<Result<Prepared, String>>,
@@ -283,8 +299,13 @@ impl Item {
             // JSON of Kubernetes objects compresses about 5x, at GB/s.
             lz4_flex::block::compress_prepend_size(&json).into_boxed_slice()
         });
+        let made = producers::made_by(&d.value)
+            .iter()
+            .filter_map(|m| inventory.prepare(m).ok())
+            .collect();
         Item {
             reviewable,
+            made,
             prepared: Some(inventory.prepare(&d.value)),
             object,
             source: SourceLocation::from_document(&d),
@@ -354,6 +375,18 @@ fn check_items(
             report.errors.push(error(e.to_string()));
         }
         sources.insert(key, i);
+    }
+    // What the objects make, where no object of that name is given.
+    for it in items.iter_mut() {
+        for m in std::mem::take(&mut it.made) {
+            if inventory.get(m.key()).is_none() {
+                let source = Source {
+                    file: it.source.file.clone(),
+                    line: it.source.line,
+                };
+                inventory.insert(m, Some(source));
+            }
+        }
     }
     for (key, later) in &copies {
         let first = &items[sources[key]].source;

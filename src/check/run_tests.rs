@@ -244,6 +244,14 @@ fn namespace_option_places_objects_without_one() {
     let refs = findings(&r, "pod-references-exist");
     assert_eq!(refs.len(), 1, "{:?}", r.results);
     assert_eq!(refs[0].object.namespace.as_deref(), Some("default"));
+    // A missing Secret may be made later by something else: the message says so.
+    assert!(
+        refs[0]
+            .message
+            .contains("A Secret may also be made later by an install Job, cert-manager"),
+        "{}",
+        refs[0].message
+    );
     let r = run_on(dir.path(), |o| o.namespace = Some("team-a".into()));
     assert!(
         findings(&r, "pod-references-exist").is_empty(),

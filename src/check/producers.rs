@@ -92,6 +92,16 @@ pub fn made_by(object: &Json) -> Vec<Json> {
                         "spec": {"replicas": replicas,
                                  "template": {"metadata": {"labels": labels}}}})]
         }
+        // Install Jobs that make Secrets (webhook certificates, initial
+        // passwords): what they make is in their own words, a
+        // `--secret-name=NAME` argument or their name
+        // (`argocd-redis-secret-init` makes `argocd-redis`). Every name the
+        // Job mentions is taken as a Secret it may make; a heuristic, and a
+        // missing Secret that such a Job mentions is no longer reported.
+        ("batch", "Job") => job_secret_names(object, name)
+            .into_iter()
+            .map(|made| secret(&made))
+            .collect(),
         // One claim per template and replica: <template>-<set>-<ordinal>.
         ("apps", "StatefulSet") => {
             let replicas = object
@@ -118,6 +128,47 @@ pub fn made_by(object: &Json) -> Vec<Json> {
         }
         _ => vec![],
     }
+}
+
+/// The names a Job mentions: the leading parts of its own name (at `-`),
+/// and the name-like words of its containers' command, args and env values.
+fn job_secret_names(job: &Json, name: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let parts: Vec<&str> = name.split('-').collect();
+    for n in 2..=parts.len() {
+        out.push(parts[..n].join("-"));
+    }
+    let containers = ["containers", "initContainers"].into_iter().flat_map(|c| {
+        job.pointer(&format!("/spec/template/spec/{c}"))
+            .and_then(Json::as_array)
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+    });
+    for c in containers {
+        let words = ["command", "args"]
+            .into_iter()
+            .filter_map(|f| c.get(f).and_then(Json::as_array))
+            .flatten()
+            .chain(
+                c.get("env")
+                    .and_then(Json::as_array)
+                    .map(Vec::as_slice)
+                    .unwrap_or_default()
+                    .iter()
+                    .filter_map(|e| e.get("value")),
+            )
+            .filter_map(Json::as_str);
+        for text in words {
+            out.extend(
+                text.split(|ch: char| !(ch.is_ascii_alphanumeric() || ch == '-' || ch == '.'))
+                    .filter(|w| w.len() >= 3 && w.contains('-') && !w.starts_with('-'))
+                    .map(str::to_string),
+            );
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
 }
 
 #[cfg(test)]
@@ -172,6 +223,21 @@ mod tests {
                 "PersistentVolumeClaim a/data-db-1"
             ]
         );
+        let certgen = json!({"apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"name": "admission-create", "namespace": "ing"},
+            "spec": {"template": {"spec": {"containers": [{"name": "create",
+                "args": ["create", "--secret-name=ingress-nginx-admission", "--namespace=$(POD_NAMESPACE)"]}]}}}});
+        assert_eq!(
+            names(&made_by(&certgen)),
+            [
+                "Secret ing/admission-create",
+                "Secret ing/ingress-nginx-admission"
+            ]
+        );
+        let init = json!({"apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"name": "argocd-redis-secret-init", "namespace": "argocd"},
+            "spec": {"template": {"spec": {"containers": [{"name": "i", "command": ["argocd", "admin"]}]}}}});
+        assert!(names(&made_by(&init)).contains(&"Secret argocd/argocd-redis".to_string()));
         let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}});
         assert!(made_by(&cm).is_empty());
     }

@@ -563,3 +563,69 @@ fn no_bundled_policy_fails_on_minimal_or_partial_objects() {
         report.results.len()
     );
 }
+
+/// `interlock check tests/corpus` (official-install-shaped Argo CD,
+/// ingress-nginx, kube-prometheus and microservices-demo manifests, and a
+/// team's kustomize/Helm monorepo) reports exactly the findings classified
+/// in tests/corpus/findings.tsv, and the precision table of
+/// policies/README.md states their counts.
+#[test]
+fn the_corpus_findings_are_the_classified_ones() {
+    let out = interlock(&[
+        "check",
+        "-o",
+        "json",
+        root().join("tests/corpus").to_str().unwrap(),
+    ]);
+    let report: Json = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    assert_eq!(report["summary"]["errors"], 0, "{report}");
+    let key = |policy: &str, action: &str, object: &str| format!("{policy}\t{action}\t{object}");
+    let mut got: Vec<String> = report["results"]
+        .as_array()
+        .expect("results")
+        .iter()
+        .map(|r| {
+            let o = &r["object"];
+            let object = format!(
+                "{} {}/{}",
+                o["kind"].as_str().unwrap_or(""),
+                o["namespace"].as_str().unwrap_or(""),
+                o["name"].as_str().unwrap_or("")
+            );
+            key(
+                r["policy"].as_str().unwrap_or(""),
+                r["action"].as_str().unwrap_or(""),
+                &object,
+            )
+        })
+        .collect();
+    let table =
+        std::fs::read_to_string(root().join("tests/corpus/findings.tsv")).expect("findings.tsv");
+    let rows: Vec<Vec<&str>> = table
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .map(|l| l.split('\t').collect())
+        .collect();
+    let mut want: Vec<String> = rows.iter().map(|r| key(r[0], r[1], r[2])).collect();
+    got.sort();
+    want.sort();
+    assert_eq!(
+        got, want,
+        "the corpus findings changed: classify them in tests/corpus/findings.tsv"
+    );
+    // Per policy: findings, true, false, as the README's table says.
+    let readme = std::fs::read_to_string(root().join("policies/README.md")).expect("README");
+    let mut policies: Vec<&str> = rows.iter().map(|r| r[0]).collect();
+    policies.sort();
+    policies.dedup();
+    for p in policies {
+        let of: Vec<&Vec<&str>> = rows.iter().filter(|r| r[0] == p).collect();
+        let tp = of.iter().filter(|r| r[3] == "TP").count();
+        let line = format!("| `{p}` | {} | {tp} | {} |", of.len(), of.len() - tp);
+        assert!(
+            readme.contains(&line),
+            "policies/README.md lacks the row {line}"
+        );
+    }
+}

@@ -70,6 +70,9 @@ pub(crate) fn by_path(path: &Path) -> Option<SkipReason> {
     if yaml && stem == "skaffold" {
         return Some(SkipReason::Skaffold);
     }
+    if is_kustomize_patch(path) {
+        return Some(SkipReason::Kustomize);
+    }
     // A chart's templates (and its sub-charts): not objects until rendered.
     let in_chart = path
         .ancestors()
@@ -78,6 +81,42 @@ pub(crate) fn by_path(path: &Path) -> Option<SkipReason> {
         .filter(|d| !d.as_os_str().is_empty())
         .any(|d| d.join("Chart.yaml").is_file());
     in_chart.then_some(SkipReason::Helm)
+}
+
+/// Is `path` a patch that the kustomization.yaml of its folder applies
+/// (`patches[].path`, `patchesStrategicMerge`, `patchesJson6902[].path`)?
+/// A patch is a partial object: checking it would report what the base
+/// already sets.
+fn is_kustomize_patch(path: &Path) -> bool {
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name().and_then(|n| n.to_str())) else {
+        return false;
+    };
+    let Some(text) = ["kustomization.yaml", "kustomization.yml", "Kustomization"]
+        .iter()
+        .find_map(|k| std::fs::read_to_string(dir.join(k)).ok())
+    else {
+        return false;
+    };
+    let parsed = super::yaml::parse_stream(&text, &super::LoadOptions::default());
+    let Some(k) = parsed.docs.first().map(|d| &d.value) else {
+        return false;
+    };
+    let named = |v: &Value| {
+        v.as_str()
+            .map(|p| p.trim_start_matches("./") == name)
+            .unwrap_or(false)
+    };
+    let list = |field: &str| {
+        k.get(field)
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+    };
+    list("patchesStrategicMerge").iter().any(named)
+        || list("patches")
+            .iter()
+            .chain(list("patchesJson6902").iter())
+            .any(|p| p.get("path").is_some_and(named))
 }
 
 /// Known by what its documents hold: every document is a tool's
@@ -156,6 +195,20 @@ mod tests {
         );
         assert_eq!(by_path(Path::new("a/deployment.yaml")), None);
         assert_eq!(by_path(Path::new("a/my-values.yaml")), None);
+    }
+
+    #[test]
+    fn kustomize_patches_by_their_kustomization() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::write(
+            dir.path().join("kustomization.yaml"),
+            "resources: [deploy.yaml]\npatches:\n- path: ./replicas.yaml\npatchesStrategicMerge: [limits.yaml]\n",
+        )
+        .expect("write");
+        let at = |n: &str| by_path(&dir.path().join(n));
+        assert_eq!(at("replicas.yaml"), Some(SkipReason::Kustomize));
+        assert_eq!(at("limits.yaml"), Some(SkipReason::Kustomize));
+        assert_eq!(at("deploy.yaml"), None);
     }
 
     #[test]

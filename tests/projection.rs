@@ -66,8 +66,8 @@ fn the_bundled_library_keeps_identities_and_the_fields_it_reads() {
         p.apply(&ingress),
         json!({"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
                "metadata": {"name": "shop", "namespace": "a"},
-               "spec": {"rules": [{"host": "shop.example.com"}]}}),
-        "an Ingress keeps the hosts its index reads"
+               "spec": {"rules": [{"host": "shop.example.com", "http": {"paths": [{"path": "/"}]}}]}}),
+        "an Ingress keeps the hosts its index reads, and the paths unique-ingress-host compares"
     );
     let namespace = json!({"apiVersion": "v1", "kind": "Namespace",
         "metadata": {"name": "a", "annotations": {"x": "y"}}, "spec": {"finalizers": ["kubernetes"]}});

@@ -29,6 +29,8 @@ enum Node {
     Int(i64),
     /// A string always written quoted (it could read as something else).
     Quoted(String),
+    /// A plain scalar and the JSON go-yaml reads it as.
+    Resolved(String, String),
     Seq(Vec<Node>),
     Map(Vec<(String, Node)>),
 }
@@ -38,6 +40,7 @@ impl Node {
         match self {
             Node::Word(s) | Node::Quoted(s) => json!(s),
             Node::Int(i) => json!(i),
+            Node::Resolved(_, j) => serde_json::from_str(j).unwrap_or(Json::Null),
             Node::Seq(items) => Json::Array(items.iter().map(Node::json).collect()),
             Node::Map(entries) => {
                 Json::Object(entries.iter().map(|(k, v)| (k.clone(), v.json())).collect())
@@ -59,6 +62,8 @@ const WORDS: &[&str] = &[
     "é-ü",
 ];
 const QUOTED: &[&str] = &[
+    "two words",
+    "a b c",
     "",
     " ",
     "yes",
@@ -84,22 +89,57 @@ const QUOTED: &[&str] = &[
     "--- x",
 ];
 
-fn gen_node(r: &mut Rng, depth: usize) -> Node {
+/// Plain scalars that YAML 1.1 (go-yaml) resolves to something other than
+/// a string, or that look like it: only compared with sigs.k8s.io/yaml
+/// itself, as their JSON form (what go-yaml makes of them).
+const YAML11: &[(&str, &str)] = &[
+    ("yes", "true"),
+    ("No", "false"),
+    ("on", "true"),
+    ("OFF", "false"),
+    ("y", "true"),
+    ("n", "false"),
+    ("~", "null"),
+    ("null", "null"),
+    ("012", "10"),
+    ("0o17", "15"),
+    ("0x1F", "31"),
+    ("1_000", "1000"),
+    ("1.5", "1.5"),
+    ("-2.0", "-2"),
+    ("1e3", "1000"),
+    ("2024-01-02", "\"2024-01-02\""),
+    ("0.0.1", "\"0.0.1\""),
+    ("+12", "12"),
+    ("-0", "0"),
+    ("True", "true"),
+    ("1:30", "\"1:30\""),
+    ("08", "8"),
+];
+
+fn gen_node(r: &mut Rng, depth: usize, yaml11: bool) -> Node {
     let leaf = depth >= 3 || r.below(3) == 0;
     if leaf {
-        return match r.below(4) {
+        return match r.below(if yaml11 { 5 } else { 4 }) {
             0 => Node::Int(r.below(2000) as i64 - 500),
             1 => Node::Quoted(QUOTED[r.below(QUOTED.len())].to_string()),
+            4 => {
+                let (text, json) = YAML11[r.below(YAML11.len())];
+                Node::Resolved(text.to_string(), json.to_string())
+            }
             _ => Node::Word(WORDS[r.below(WORDS.len())].to_string()),
         };
     }
     let n = r.below(4);
     if r.below(2) == 0 {
-        Node::Seq((0..n).map(|_| gen_node(r, depth + 1)).collect())
+        Node::Seq((0..n).map(|_| gen_node(r, depth + 1, yaml11)).collect())
     } else {
         let mut entries: Vec<(String, Node)> = Vec::new();
         for i in 0..n {
-            entries.push((format!("k{i}{}", WORDS[r.below(3)]), gen_node(r, depth + 1)));
+            entries.push((
+                format!("k{i}{}", WORDS[r.below(3)]),
+                gen_node(r, depth + 1, yaml11),
+            ));
         }
         Node::Map(entries)
     }
@@ -121,6 +161,7 @@ impl Writer<'_> {
         match node {
             Node::Word(s) => self.out.push_str(s),
             Node::Int(i) => self.out.push_str(&i.to_string()),
+            Node::Resolved(text, _) => self.out.push_str(text),
             Node::Quoted(s) => {
                 // Single quotes cannot hold a tab written as an escape, and
                 // any text is fine in double quotes with escapes.
@@ -168,7 +209,8 @@ impl Writer<'_> {
                 };
                 self.spaces(col);
             } else if i > 0 {
-                self.out.push(' ');
+                // Tabs separate tokens inside flow collections.
+                self.out.push(if self.r.below(6) == 0 { '\t' } else { ' ' });
             }
             if let Some(k) = key {
                 self.out.push_str(k);
@@ -251,6 +293,31 @@ impl Writer<'_> {
                 self.out.push_str(&esc(b));
                 self.out.push_str("\"\n");
             }
+            Node::Word(w) if self.r.below(8) == 0 => {
+                // A folded block scalar: one line, kept without its newline.
+                self.out.push_str(" >-\n");
+                self.spaces(ind + step);
+                self.out.push_str(w);
+                self.out.push('\n');
+            }
+            Node::Quoted(s)
+                if s.contains(' ')
+                    && !s.contains("  ")
+                    && !s.starts_with(' ')
+                    && !s.ends_with(' ')
+                    && s.chars().all(|c| c.is_ascii_alphanumeric() || c == ' ')
+                    && self.r.below(3) == 0 =>
+            {
+                // A plain scalar folded over two lines, the second indented
+                // past the key.
+                let (a, b) = s.split_once(' ').unwrap_or((s, ""));
+                self.out.push(' ');
+                self.out.push_str(a);
+                self.out.push('\n');
+                self.spaces(ind + step);
+                self.out.push_str(b);
+                self.out.push('\n');
+            }
             other => {
                 self.out.push(' ');
                 self.scalar(other, false);
@@ -264,6 +331,8 @@ impl Writer<'_> {
 
     fn block_map(&mut self, entries: &[(String, Node)], ind: usize) {
         for (k, v) in entries {
+            let tab = matches!(v, Node::Word(_) | Node::Int(_) | Node::Resolved(..))
+                && self.r.below(8) == 0;
             if self.r.below(8) == 0 {
                 self.spaces(ind);
                 self.out.push_str("# a comment line\n");
@@ -271,6 +340,13 @@ impl Writer<'_> {
             self.spaces(ind);
             self.out.push_str(k);
             self.out.push(':');
+            if tab {
+                // A tab between the colon and a scalar (go-yaml: a space).
+                self.out.push('\t');
+                self.scalar(v, false);
+                self.out.push('\n');
+                continue;
+            }
             self.block_value(v, ind, true);
         }
     }
@@ -361,11 +437,20 @@ fn generated_shapes_read_as_libyaml_reads_them() {
     let mut failures = Vec::new();
     for seed in 1..=3000u64 {
         let mut r = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
-        let data = match gen_node(&mut r, 0) {
-            leaf @ (Node::Word(_) | Node::Int(_) | Node::Quoted(_)) => Node::Seq(vec![leaf]),
+        let data = match gen_node(&mut r, 0, false) {
+            leaf @ (Node::Word(_) | Node::Int(_) | Node::Quoted(_) | Node::Resolved(..)) => {
+                Node::Seq(vec![leaf])
+            }
             other => other,
         };
-        let text = object_text(&mut r, &data);
+        let mut text = object_text(&mut r, &data);
+        // Windows line ends, and explicit document markers.
+        match r.below(8) {
+            0 => text = text.replace('\n', "\r\n"),
+            1 => text = format!("---\n{text}...\n"),
+            2 => text = format!("# leading comment\n--- # marker comment\n{text}"),
+            _ => {}
+        }
         // The generator's own value: both parsers must also read it.
         let mut want =
             json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "generated"}});
@@ -402,6 +487,10 @@ fn kubernetes_shapes_read_as_libyaml_reads_them() {
     ];
     for text in cases {
         compare(text).unwrap_or_else(|d| panic!("{text}\n{d}"));
+        if let Some(theirs) = sigs_yaml(text) {
+            let l = load_str(Source::Stdin, text, Format::Yaml, &LoadOptions::default());
+            assert_eq!(Ok(l.documents[0].value.clone()), theirs, "{text}");
+        }
         let l = load_str(Source::Stdin, text, Format::Yaml, &LoadOptions::default());
         assert_eq!(l.documents.len(), 1, "{text}");
     }
@@ -443,4 +532,89 @@ fn errors_after_a_reindented_line_are_still_reported() {
     assert!(l.documents.is_empty());
     assert_eq!(l.errors.len(), 1, "{:?}", l.errors);
     assert!(reference(text).is_err());
+}
+
+/// Tabs after block indicators, as go-yaml v2 (sigs.k8s.io/yaml 1.6, run
+/// by hand) reads them: after a mapping's colon a tab separates like a
+/// space (`name:\tm` is `{"name": "m"}`; saphyr alone refuses it); after a
+/// sequence's dash go-yaml refuses it ("found character that cannot start
+/// any token") while YAML 1.2 and this reader accept it. Accepting more
+/// than kubectl costs nothing: the object is checked as written.
+#[test]
+fn tabs_after_block_indicators() {
+    let colon =
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name:\tm\ndata:\n  a:\t\t'x'\n  b: \t1\n";
+    compare(colon).expect("a tab after a colon separates");
+    let l = load_str(Source::Stdin, colon, Format::Yaml, &LoadOptions::default());
+    assert_eq!(l.documents[0].value["data"], json!({"a": "x", "b": 1}));
+    let dash = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: m\ndata:\n  list:\n  -\tx\n";
+    assert!(reference(dash).is_err());
+    let l = load_str(Source::Stdin, dash, Format::Yaml, &LoadOptions::default());
+    assert!(l.errors.is_empty(), "{:?}", l.errors);
+    assert_eq!(l.documents[0].value["data"]["list"], json!(["x"]));
+}
+
+/// sigs.k8s.io/yaml itself, when `INTERLOCK_SIGS_YAML` names the helper
+/// built from hack/sigs-yaml (it needs Go and the module cache, so it is
+/// optional): `None` when it is not available.
+fn sigs_yaml(text: &str) -> Option<Result<Json, String>> {
+    use std::io::Write;
+    let bin = std::env::var_os("INTERLOCK_SIGS_YAML")?;
+    let mut child = std::process::Command::new(bin)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("INTERLOCK_SIGS_YAML runs");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(text.as_bytes())
+        .expect("write");
+    let out = child.wait_with_output().expect("output");
+    let out = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    Some(match out.strip_prefix("ERR ") {
+        Some(e) => Err(e.to_string()),
+        None => serde_json::from_str(&out).map_err(|e| format!("{e}: {out}")),
+    })
+}
+
+/// The generated shapes, YAML 1.1 scalars included, against
+/// sigs.k8s.io/yaml (kubectl's reader) itself; skipped without
+/// `INTERLOCK_SIGS_YAML`.
+#[test]
+fn generated_shapes_read_as_sigs_yaml_reads_them() {
+    if sigs_yaml("a: 1").is_none() {
+        eprintln!("INTERLOCK_SIGS_YAML is not set: sigs.k8s.io/yaml not compared");
+        return;
+    }
+    let mut failures = Vec::new();
+    for seed in 1..=1500u64 {
+        let mut r = Rng(seed.wrapping_mul(0x2545_F491_4F6C_DD1D) | 1);
+        let data = match gen_node(&mut r, 0, true) {
+            Node::Seq(items) => Node::Seq(items),
+            Node::Map(entries) => Node::Map(entries),
+            leaf => Node::Seq(vec![leaf]),
+        };
+        let text = object_text(&mut r, &data);
+        let ours = load_str(Source::Stdin, &text, Format::Yaml, &LoadOptions::default());
+        let theirs = sigs_yaml(&text).expect("available");
+        let got = ours.documents.first().map(|d| d.value.clone());
+        let same = match (&theirs, ours.errors.is_empty()) {
+            (Ok(want), true) => got.as_ref() == Some(want),
+            (Err(_), false) => true,
+            _ => false,
+        };
+        if !same {
+            failures.push(format!(
+                "seed {seed}:\n{text}\nours: {:?} {:?}\nsigs.k8s.io/yaml: {theirs:?}",
+                got.map(|g| g["data"].clone()),
+                ours.errors.first().map(ToString::to_string)
+            ));
+        }
+        if failures.len() >= 5 {
+            break;
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }

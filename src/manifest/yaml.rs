@@ -188,7 +188,8 @@ fn parse_chunk_fast(chunk: &str, first_line: usize, limits: &Limits) -> Option<P
 /// Inside a flow collection or a quoted scalar the leading white space of a
 /// line is not content (YAML folds it away), so a line refused for its
 /// indentation there is indented further and the piece parsed again; lines
-/// keep their numbers.
+/// keep their numbers. Likewise a tab between `key:` and its value, which
+/// saphyr refuses and go-yaml reads as a space, becomes a space.
 pub(crate) fn parse_chunk_full(chunk: &str, first_line: usize, limits: &Limits) -> Parsed {
     let (first, mut failure) = parse_once(chunk, first_line, limits);
     let Some(f) = &failure else { return first };
@@ -220,6 +221,9 @@ struct IndentFailure {
     /// In a quoted scalar starting at (line, col), rather than a token of a
     /// flow collection at (line, col).
     quoted: bool,
+    /// A tab separates `key:` from a value that starts at (line, col):
+    /// saphyr refuses it, go-yaml reads it as a space.
+    tab_after_colon: bool,
 }
 
 /// The piece with the line(s) of `f` indented enough for saphyr, or `None`
@@ -239,6 +243,27 @@ fn reindent(text: &str, f: &IndentFailure) -> Option<String> {
     let at = f.line.checked_sub(1)?;
     if at >= lines.len() {
         return None;
+    }
+    if f.tab_after_colon {
+        // The blanks before the value become spaces, one for one, so that
+        // columns stay as they were.
+        let line = &lines[at];
+        let value = line
+            .char_indices()
+            .nth(f.col)
+            .map_or(line.len(), |(i, _)| i);
+        let (head, tail) = line.split_at(value);
+        let blanks = head.len() - head.trim_end_matches([' ', '\t']).len();
+        if !head[head.len() - blanks..].contains('\t') {
+            return None;
+        }
+        let fixed = format!(
+            "{}{}{tail}",
+            &head[..head.len() - blanks],
+            " ".repeat(blanks)
+        );
+        lines[at] = fixed.into();
+        return Some(lines.concat());
     }
     if f.quoted {
         // Every line after the first up to the closing quote: indented past
@@ -315,11 +340,13 @@ fn parse_once(chunk: &str, first_line: usize, limits: &Limits) -> (Parsed, Optio
                     "invalid indentation"
                         | "invalid indentation in flow construct"
                         | "invalid indentation in quoted scalar"
+                        | "':' must be followed by a valid YAML whitespace"
                 ) {
                     failure = Some(IndentFailure {
                         line: m.line(),
                         col: m.col(),
                         quoted: info == "invalid indentation in quoted scalar",
+                        tab_after_colon: info.starts_with("':'"),
                     });
                 }
                 b.out.errors.push(RawError {

@@ -154,6 +154,7 @@ pub fn run(opts: &CheckOptions) -> Report {
     if !opts.inventory.is_empty() {
         let loaded = manifest::load_files_map(&opts.inventory, &load, |mut d| {
             default_namespace(&mut d.value, opts.namespace());
+            drop_nulls(&mut d.value);
             let made: Vec<_> = producers::made_by(&d.value)
                 .iter()
                 .filter_map(|m| inventory.prepare(m).ok())

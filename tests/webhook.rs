@@ -166,3 +166,123 @@ fn fifty_parallel_creates_of_one_host_admit_exactly_one() {
         "every other create is refused by the policy"
     );
 }
+
+/// Where the bundled library's webhook sees writes: every kind its
+/// policies match, in namespaces labelled for it (apart from the other
+/// webhook of this binary).
+const INSTALL_SCOPE: support::webhook::Scope = support::webhook::Scope {
+    config: "interlock-install-test",
+    label: "interlock-install-test",
+    groups: &[
+        "",
+        "apps",
+        "batch",
+        "policy",
+        "autoscaling",
+        "networking.k8s.io",
+    ],
+    resources: &[
+        "pods",
+        "replicationcontrollers",
+        "podtemplates",
+        "services",
+        "configmaps",
+        "secrets",
+        "serviceaccounts",
+        "deployments",
+        "statefulsets",
+        "daemonsets",
+        "replicasets",
+        "jobs",
+        "cronjobs",
+        "poddisruptionbudgets",
+        "horizontalpodautoscalers",
+        "ingresses",
+        "networkpolicies",
+    ],
+};
+
+/// A multi-file install with the bundled defaults, as `kubectl apply -f
+/// DIR` makes it: files in name order (an HPA before its Deployment, a Job
+/// before its ServiceAccount), Secrets that an install Job makes, a
+/// PodDisruptionBudget for pods an operator will make. Kubernetes accepts
+/// all of it and converges; so must the webhook: nothing is denied, and
+/// the references that do not exist yet are warnings.
+#[test]
+fn a_multi_file_install_is_admitted_with_warnings_for_what_comes_later() {
+    let cluster = TestCluster::shared();
+    let _logs = cluster.logs_on_panic();
+    static HOOK: OnceLock<Webhook> = OnceLock::new();
+    let hook = HOOK.get_or_init(|| {
+        let policies: Vec<String> =
+            std::fs::read_dir(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("policies"))
+                .expect("policies/")
+                .flatten()
+                .map(|d| d.path().join("policy.yaml"))
+                .filter(|p| p.is_file())
+                .map(|p| p.display().to_string())
+                .collect();
+        let mut args: Vec<&str> = Vec::new();
+        for p in &policies {
+            args.extend(["-p", p.as_str()]);
+        }
+        support::webhook::start_scoped(cluster, &INSTALL_SCOPE, &args)
+    });
+    let ns = support::webhook::namespace_labelled(cluster, "install", INSTALL_SCOPE.label);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let corpus = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus/argocd");
+    for entry in std::fs::read_dir(&corpus)
+        .expect("the Argo CD corpus")
+        .flatten()
+    {
+        let name = entry.file_name().to_string_lossy().to_string();
+        if name == "00-namespace.yaml" {
+            continue;
+        }
+        let text = std::fs::read_to_string(entry.path()).expect("read");
+        std::fs::write(
+            dir.path().join(name),
+            text.replace("namespace: argocd", &format!("namespace: {ns}")),
+        )
+        .expect("write");
+    }
+    // Before the Deployment it scales, in name order.
+    std::fs::write(
+        dir.path().join("00-autoscaling.yaml"),
+        format!(
+            "apiVersion: autoscaling/v2\nkind: HorizontalPodAutoscaler\nmetadata: {{name: argocd-server, namespace: {ns}}}\nspec:\n  scaleTargetRef: {{apiVersion: apps/v1, kind: Deployment, name: argocd-server}}\n  minReplicas: 1\n  maxReplicas: 3\n"
+        ),
+    )
+    .expect("write");
+    // Pods that an operator will make.
+    std::fs::write(
+        dir.path().join("00-budget.yaml"),
+        format!(
+            "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {{name: redis-ha, namespace: {ns}}}\nspec:\n  maxUnavailable: 1\n  selector: {{matchLabels: {{app.kubernetes.io/name: redis-ha-operated}}}}\n"
+        ),
+    )
+    .expect("write");
+    let out = cluster.kubectl(&["apply", "-f", dir.path().to_str().expect("utf-8 path")]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "the install was refused:\n{err}\n{}",
+        hook.log()
+    );
+    assert!(!err.contains("denied"), "{err}");
+    for expected in [
+        "hpa-target-exists",
+        "pdb-selects-workload",
+        "pod-references-exist",
+        "Secret argocd-redis",
+        "ServiceAccount argocd-redis-secret-init",
+    ] {
+        assert!(
+            err.contains(expected),
+            "no warning mentions {expected}:\n{err}"
+        );
+    }
+    let listed = cluster.kubectl(&["-n", &ns, "get", "deployments,statefulsets", "-o", "name"]);
+    let listed = String::from_utf8_lossy(&listed.stdout);
+    assert_eq!(listed.lines().count(), 4, "{listed}");
+}

@@ -191,6 +191,22 @@ pub fn run(opts: &CheckOptions) -> Report {
     });
     report.add_load_errors(&loaded.errors);
     skipped.extend(loaded.skipped);
+    // What kustomize generators make, where no object of that name is
+    // given (a checked object of that name replaces it).
+    for s in &skipped {
+        for mut made in s.makes.iter().cloned() {
+            default_namespace(&mut made, opts.namespace());
+            if let Ok(m) = inventory.prepare(&made) {
+                if inventory.get(m.key()).is_none() {
+                    let source = Source {
+                        file: s.source.to_string(),
+                        line: 1,
+                    };
+                    inventory.insert(m, Some(source));
+                }
+            }
+        }
+    }
     skipped_notice(&skipped, &mut report);
     let files = loaded.files;
     let skipped_files = skipped.len();

@@ -216,6 +216,24 @@ fn tool_files_are_skipped_with_one_notice_and_malformed_objects_stay_errors() {
     );
     assert!(n.contains("helm template"), "{n}");
     assert_eq!(r.exit_code(), 0);
+    // What the kustomization's generator makes is there for lookups.
+    write(
+        d,
+        "base/kustomization.yaml",
+        "resources: [cm.yaml]\nconfigMapGenerator:\n- name: settings\n  literals: [a=b]\n",
+    );
+    write(
+        d,
+        "base/pod.yaml",
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{name: c, image: 'nginx:1.27', envFrom: [{configMapRef: {name: settings}}]}]\n",
+    );
+    let r = run_on(d, |_| {});
+    assert!(
+        findings(&r, "pod-references-exist").is_empty(),
+        "{:?}",
+        r.results
+    );
+    fs::remove_file(d.join("base/pod.yaml")).expect("rm");
     // A document shaped like an object but without a kind is still an error.
     write(
         d,

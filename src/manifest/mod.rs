@@ -457,7 +457,19 @@ fn load_input(input: &Input, opts: &LoadOptions) -> Loaded {
             let source = Source::file(path);
             if opts.skip_non_objects {
                 if let Some(reason) = skip::by_path(path) {
-                    return skipped(source, reason);
+                    let mut l = skipped(source, reason);
+                    // A kustomization's generators make objects that the
+                    // repository's workloads refer to.
+                    if reason == SkipReason::Kustomize {
+                        if let (Some(s), Ok(bytes)) =
+                            (&mut l.skipped, inputs::read_file(path, opts.max_file_size))
+                        {
+                            let text = String::from_utf8_lossy(&bytes);
+                            s.makes =
+                                skip::kustomize_generated(&yaml::parse_stream(&text, opts).docs);
+                        }
+                    }
+                    return l;
                 }
             }
             match inputs::read_file(path, opts.max_file_size) {
@@ -478,7 +490,11 @@ fn error_only(source: Source, kind: LoadErrorKind) -> Loaded {
 
 fn skipped(source: Source, reason: SkipReason) -> Loaded {
     Loaded {
-        skipped: Some(Skipped { source, reason }),
+        skipped: Some(Skipped {
+            source,
+            reason,
+            makes: Vec::new(),
+        }),
         ..Loaded::default()
     }
 }

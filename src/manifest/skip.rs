@@ -46,10 +46,42 @@ impl fmt::Display for SkipReason {
 }
 
 /// A file left out, and why.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Skipped {
     pub source: Source,
     pub reason: SkipReason,
+    /// What the file makes when it is rendered, as minimal objects: the
+    /// ConfigMaps and Secrets of a kustomization's `configMapGenerator` and
+    /// `secretGenerator` (in its `namespace`, or none). Workloads in the
+    /// same repository refer to them by these names.
+    pub makes: Vec<Value>,
+}
+
+/// The ConfigMaps and Secrets a kustomization's generators make.
+pub(crate) fn kustomize_generated(docs: &[RawDoc]) -> Vec<Value> {
+    let mut out = Vec::new();
+    for k in docs.iter().filter(|d| !d.empty).map(|d| &d.value) {
+        let namespace = k.get("namespace").and_then(Value::as_str);
+        for (field, kind) in [
+            ("configMapGenerator", "ConfigMap"),
+            ("secretGenerator", "Secret"),
+        ] {
+            let generators = k.get(field).and_then(Value::as_array).map(Vec::as_slice);
+            for g in generators.unwrap_or_default() {
+                let Some(name) = g.get("name").and_then(Value::as_str) else {
+                    continue;
+                };
+                let ns = g.get("namespace").and_then(Value::as_str).or(namespace);
+                let mut meta = serde_json::json!({"name": name,
+                    "annotations": {"interlock.dev/produced-by": "a kustomize generator"}});
+                if let Some(ns) = ns {
+                    meta["namespace"] = ns.into();
+                }
+                out.push(serde_json::json!({"apiVersion": "v1", "kind": kind, "metadata": meta}));
+            }
+        }
+    }
+    out
 }
 
 /// Known by its name (or by a `Chart.yaml` in one of its folders).
@@ -195,6 +227,24 @@ mod tests {
         );
         assert_eq!(by_path(Path::new("a/deployment.yaml")), None);
         assert_eq!(by_path(Path::new("a/my-values.yaml")), None);
+    }
+
+    #[test]
+    fn kustomize_generators_make_config_maps_and_secrets() {
+        let text = "namespace: shop\nconfigMapGenerator:\n- name: web-config\n  files: [app.properties]\nsecretGenerator:\n- name: db\n  namespace: data\n  literals: [password=x]\n";
+        let made = kustomize_generated(&parse_stream(text, &LoadOptions::default()).docs);
+        let names: Vec<String> = made
+            .iter()
+            .map(|m| {
+                format!(
+                    "{} {}/{}",
+                    m["kind"].as_str().unwrap_or(""),
+                    m["metadata"]["namespace"].as_str().unwrap_or(""),
+                    m["metadata"]["name"].as_str().unwrap_or("")
+                )
+            })
+            .collect();
+        assert_eq!(names, ["ConfigMap shop/web-config", "Secret data/db"]);
     }
 
     #[test]

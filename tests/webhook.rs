@@ -286,3 +286,79 @@ fn a_multi_file_install_is_admitted_with_warnings_for_what_comes_later() {
     let listed = String::from_utf8_lossy(&listed.stdout);
     assert_eq!(listed.lines().count(), 4, "{listed}");
 }
+
+/// The bundled ValidatingAdmissionPolicies are plain kube-apiserver
+/// policies: kube-apiserver itself accepts them and, on the pod-template
+/// kinds Pod Security admission covers (a ReplicationController here),
+/// denies what Interlock denies. Their bindings are narrowed to one
+/// labelled namespace so the rest of this binary's cluster is untouched.
+#[test]
+fn kube_apiserver_runs_the_bundled_policies_on_pod_template_kinds() {
+    let cluster = TestCluster::shared();
+    let _logs = cluster.logs_on_panic();
+    const LABEL: &str = "interlock-bundled-vap-test";
+    let mut items = Vec::new();
+    for name in [
+        "pod-security-baseline",
+        "disallow-latest-tag",
+        "require-resource-limits",
+    ] {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("policies")
+            .join(name)
+            .join("policy.yaml");
+        let loaded = interlock::manifest::load_paths(&[path], &Default::default());
+        assert!(loaded.errors.is_empty(), "{:?}", loaded.errors);
+        for d in loaded.documents {
+            let mut v = d.value;
+            if v["kind"] == "ValidatingAdmissionPolicyBinding" {
+                v["spec"]["matchResources"] =
+                    json!({"namespaceSelector": {"matchLabels": {LABEL: "true"}}});
+            }
+            items.push(v);
+        }
+    }
+    let list = json!({"apiVersion": "v1", "kind": "List", "items": items});
+    let out = cluster.kubectl_stdin(&["apply", "-f", "-"], &list.to_string());
+    assert_admitted(&out, "kube-apiserver refused the bundled policies");
+    let ns = support::webhook::namespace_labelled(cluster, "vap", LABEL);
+    let rc = |spec: serde_json::Value| {
+        json!({"apiVersion": "v1", "kind": "ReplicationController",
+            "metadata": {"name": "legacy", "namespace": ns},
+            "spec": {"replicas": 0, "selector": {"app": "legacy"},
+                     "template": {"metadata": {"labels": {"app": "legacy"}}, "spec": spec}}})
+    };
+    // kube-apiserver answers a denial with the first denying policy only:
+    // one object per policy.
+    let host_pid =
+        rc(json!({"hostPID": true, "containers": [{"name": "app", "image": "nginx:1.27.3"}]}));
+    // Policies take effect a moment after they are created.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let err = loop {
+        let out = apply(cluster, &host_pid, &["--dry-run=server"]);
+        let err = String::from_utf8_lossy(&out.stderr).to_string();
+        if !out.status.success() && err.contains("pod-security-baseline") {
+            break err;
+        }
+        assert!(std::time::Instant::now() < deadline, "never denied: {err}");
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    };
+    assert!(err.contains("shares host namespaces (hostPID)"), "{err}");
+    let latest = rc(json!({"containers": [{"name": "app", "image": "nginx:latest"}]}));
+    let out = apply(cluster, &latest, &["--dry-run=server"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "admitted: {err}");
+    assert!(
+        err.contains("disallow-latest-tag") && err.contains("app (nginx:latest)"),
+        "{err}"
+    );
+    // Compliant: admitted, with the resources warning.
+    let ok = rc(json!({"containers": [{"name": "app", "image": "nginx:1.27.3"}]}));
+    let out = apply(cluster, &ok, &["--dry-run=server"]);
+    assert_admitted(&out, "a compliant ReplicationController was refused");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("containers without resource settings"),
+        "{err}"
+    );
+}

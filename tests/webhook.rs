@@ -329,34 +329,43 @@ fn kube_apiserver_runs_the_bundled_policies_on_pod_template_kinds() {
                      "template": {"metadata": {"labels": {"app": "legacy"}}, "spec": spec}}})
     };
     // kube-apiserver answers a denial with the first denying policy only:
-    // one object per policy.
+    // one object per policy. Each policy takes effect a moment after it is
+    // created, independently of the others: each is polled for.
     let host_pid =
         rc(json!({"hostPID": true, "containers": [{"name": "app", "image": "nginx:1.27.3"}]}));
-    // Policies take effect a moment after they are created.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    let err = loop {
-        let out = apply(cluster, &host_pid, &["--dry-run=server"]);
-        let err = String::from_utf8_lossy(&out.stderr).to_string();
-        if !out.status.success() && err.contains("pod-security-baseline") {
-            break err;
-        }
-        assert!(std::time::Instant::now() < deadline, "never denied: {err}");
-        std::thread::sleep(std::time::Duration::from_millis(500));
-    };
-    assert!(err.contains("shares host namespaces (hostPID)"), "{err}");
     let latest = rc(json!({"containers": [{"name": "app", "image": "nginx:latest"}]}));
-    let out = apply(cluster, &latest, &["--dry-run=server"]);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "admitted: {err}");
+    let ok = rc(json!({"containers": [{"name": "app", "image": "nginx:1.27.3"}]}));
+    let answer =
+        |object: &serde_json::Value, until: &dyn Fn(bool, &str) -> bool| -> (bool, String) {
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+            loop {
+                let out = apply(cluster, object, &["--dry-run=server"]);
+                let err = String::from_utf8_lossy(&out.stderr).to_string();
+                if until(out.status.success(), &err) || std::time::Instant::now() > deadline {
+                    return (out.status.success(), err);
+                }
+                std::thread::sleep(std::time::Duration::from_millis(500));
+            }
+        };
+    let (admitted, err) = answer(&host_pid, &|ok, err| {
+        !ok && err.contains("pod-security-baseline")
+    });
     assert!(
-        err.contains("disallow-latest-tag") && err.contains("app (nginx:latest)"),
+        !admitted && err.contains("shares host namespaces (hostPID)"),
         "{err}"
     );
+    let (admitted, err) = answer(&latest, &|ok, err| {
+        !ok && err.contains("disallow-latest-tag")
+    });
+    assert!(!admitted && err.contains("app (nginx:latest)"), "{err}");
     // Compliant: admitted, with the resources warning.
-    let ok = rc(json!({"containers": [{"name": "app", "image": "nginx:1.27.3"}]}));
-    let out = apply(cluster, &ok, &["--dry-run=server"]);
-    assert_admitted(&out, "a compliant ReplicationController was refused");
-    let err = String::from_utf8_lossy(&out.stderr);
+    let (admitted, err) = answer(&ok, &|ok, err| {
+        ok && err.contains("require-resource-limits")
+    });
+    assert!(
+        admitted,
+        "a compliant ReplicationController was refused: {err}"
+    );
     assert!(
         err.contains("containers without resource settings"),
         "{err}"

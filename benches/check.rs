@@ -258,6 +258,7 @@ fn phases(dir: &Path, runs: usize) -> Phases {
         user: check::DEFAULT_USER.to_string(),
         record_evaluated: false,
         whole_objects: false,
+        ..Default::default()
     };
     let (mut loads, mut whole) = (vec![], vec![]);
     for _ in 0..runs {

@@ -33,6 +33,18 @@ enum Command {
         /// The user the offline CREATE requests are made as.
         #[arg(long, default_value = check::DEFAULT_USER)]
         user: String,
+        /// The namespace of namespaced objects that have none (as `kubectl
+        /// apply -n`); default: default.
+        #[arg(short = 'n', long)]
+        namespace: Option<String>,
+        /// Objects that lookups see but that are not checked (a cluster
+        /// baseline, objects made by hand); file or folder, repeatable.
+        #[arg(long)]
+        inventory: Vec<PathBuf>,
+        /// Leave out files and folders matching this glob (`*`, `**`, `?`;
+        /// without a `/` it matches any path segment); repeatable.
+        #[arg(long)]
+        exclude: Vec<String>,
         /// Files, folders, or - for standard input.
         #[arg(required = true)]
         paths: Vec<PathBuf>,
@@ -111,6 +123,9 @@ fn main() -> ExitCode {
             policy,
             output,
             user,
+            namespace,
+            inventory,
+            exclude,
             paths,
         } => {
             let report = check::run(&check::CheckOptions {
@@ -119,6 +134,9 @@ fn main() -> ExitCode {
                 user,
                 record_evaluated: output == OutputFormat::Junit,
                 whole_objects: false,
+                namespace,
+                inventory,
+                exclude,
             });
             match report.print(output) {
                 // A closed pipe (`| head`) is the reader's choice, not an error.

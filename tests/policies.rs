@@ -38,7 +38,7 @@ fn every_bundled_policy_case_passes() {
 fn every_cross_object_policy_has_allowed_and_denied_cases() {
     for name in [
         "unique-ingress-host",
-        "unique-service-selector",
+        "service-port-names-agree",
         "pod-references-exist",
         "pdb-selects-workload",
         "hpa-target-exists",
@@ -368,4 +368,264 @@ fn reference_objects(pods: u64, seed: u64) -> String {
         .map(Json::to_string)
         .collect::<Vec<_>>()
         .join("\n---\n")
+}
+
+/// Full objects of every kind a bundled policy matches, each field set.
+fn full_objects() -> Vec<Json> {
+    let container = json!({
+        "name": "app", "image": "registry.example.com/app:1.2",
+        "ports": [{"name": "http", "containerPort": 8080, "hostPort": 0}],
+        "env": [{"name": "PASSWORD", "valueFrom": {"secretKeyRef": {"name": "db", "key": "p"}}},
+                {"name": "MODE", "valueFrom": {"configMapKeyRef": {"name": "cfg", "key": "m"}}}],
+        "envFrom": [{"configMapRef": {"name": "cfg"}}, {"secretRef": {"name": "db"}}],
+        "resources": {"limits": {"memory": "128Mi", "cpu": "1"}, "requests": {"cpu": "100m"}},
+        "securityContext": {"privileged": false, "capabilities": {"add": ["NET_BIND_SERVICE"]},
+                            "seLinuxOptions": {"type": "container_t"}, "seccompProfile": {"type": "RuntimeDefault"},
+                            "procMount": "Default", "windowsOptions": {"hostProcess": false}},
+        "livenessProbe": {"httpGet": {"path": "/", "port": 8080}},
+        "lifecycle": {"preStop": {"exec": {"command": ["sleep", "1"]}}}
+    });
+    let pod_spec = json!({
+        "serviceAccountName": "app",
+        "imagePullSecrets": [{"name": "pull"}],
+        "securityContext": {"sysctls": [{"name": "net.ipv4.tcp_syncookies", "value": "1"}],
+                            "seccompProfile": {"type": "RuntimeDefault"}},
+        "containers": [container.clone()],
+        "initContainers": [container.clone()],
+        "volumes": [
+            {"name": "c", "configMap": {"name": "cfg"}},
+            {"name": "s", "secret": {"secretName": "db"}},
+            {"name": "d", "persistentVolumeClaim": {"claimName": "data"}},
+            {"name": "p", "projected": {"sources": [{"configMap": {"name": "cfg"}}, {"secret": {"name": "db"}}]}},
+            {"name": "h", "hostPath": {"path": "/tmp"}}
+        ]
+    });
+    let template = json!({"metadata": {"labels": {"app": "web"}, "annotations": {"a": "b"}}, "spec": pod_spec});
+    let meta = |name: &str| json!({"name": name, "namespace": "t", "labels": {"app": "web"}});
+    let workload = |api: &str, kind: &str| {
+        json!({"apiVersion": api, "kind": kind, "metadata": meta("w"),
+               "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}}, "template": template,
+                        "volumeClaimTemplates": [{"metadata": {"name": "d"}}]}})
+    };
+    vec![
+        json!({"apiVersion": "v1", "kind": "Pod", "metadata": meta("p"), "spec": pod_spec}),
+        workload("apps/v1", "Deployment"),
+        workload("apps/v1", "StatefulSet"),
+        workload("apps/v1", "DaemonSet"),
+        workload("apps/v1", "ReplicaSet"),
+        workload("batch/v1", "Job"),
+        workload("v1", "ReplicationController"),
+        json!({"apiVersion": "v1", "kind": "PodTemplate", "metadata": meta("pt"), "template": template}),
+        json!({"apiVersion": "batch/v1", "kind": "CronJob", "metadata": meta("cj"),
+               "spec": {"schedule": "* * * * *", "jobTemplate": {"spec": {"template": template}}}}),
+        json!({"apiVersion": "v1", "kind": "Service", "metadata": meta("svc"),
+               "spec": {"selector": {"app": "web"}, "ports": [{"name": "http", "port": 80, "targetPort": 8080}]}}),
+        json!({"apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "metadata": meta("ing"),
+               "spec": {"rules": [{"host": "a.example.com", "http": {"paths": [{"path": "/"}]}}],
+                        "tls": [{"hosts": ["a.example.com"]}]}}),
+        json!({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": meta("pdb"),
+               "spec": {"minAvailable": "50%", "selector": {"matchLabels": {"app": "web"},
+                        "matchExpressions": [{"key": "app", "operator": "In", "values": ["web"]}]}}}),
+        json!({"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler", "metadata": meta("hpa"),
+               "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "w"},
+                        "minReplicas": 1, "maxReplicas": 3}}),
+    ]
+}
+
+/// Every path of a JSON tree below its top level (metadata name,
+/// namespace, apiVersion and kind kept: the loader requires them).
+fn paths(v: &Json, at: &mut Vec<String>, out: &mut Vec<Vec<String>>) {
+    let children: Vec<(String, &Json)> = match v {
+        Json::Object(m) => m.iter().map(|(k, v)| (k.clone(), v)).collect(),
+        Json::Array(a) => a
+            .iter()
+            .enumerate()
+            .map(|(i, v)| (i.to_string(), v))
+            .collect(),
+        _ => return,
+    };
+    for (k, child) in children {
+        at.push(k);
+        let segs: Vec<&str> = at.iter().map(String::as_str).collect();
+        // The loader requires apiVersion, kind and the name; kube-apiserver
+        // refuses a selector requirement without key or operator before
+        // any admission webhook sees the object.
+        let keep = matches!(
+            segs.as_slice(),
+            ["apiVersion" | "kind"] | ["metadata"] | ["metadata", "name" | "namespace"]
+        ) || matches!(
+            segs.as_slice(),
+            [.., "matchExpressions", _, "key" | "operator"]
+        );
+        if !keep {
+            out.push(at.clone());
+        }
+        paths(child, at, out);
+        at.pop();
+    }
+}
+
+/// Removes the node at `path`, or empties it (same type, no content).
+fn cut(v: &mut Json, path: &[String], empty: bool) {
+    let (last, parents) = path.split_last().expect("a path");
+    let mut node = v;
+    for p in parents {
+        node = match node {
+            Json::Object(m) => m.get_mut(p).expect("a key"),
+            Json::Array(a) => &mut a[p.parse::<usize>().expect("an index")],
+            _ => return,
+        };
+    }
+    match node {
+        Json::Object(m) if empty => {
+            if let Some(child) = m.get_mut(last) {
+                match child {
+                    Json::Object(c) => c.clear(),
+                    Json::Array(c) => c.clear(),
+                    _ => {
+                        m.remove(last);
+                    }
+                }
+            }
+        }
+        Json::Object(m) => {
+            m.remove(last);
+        }
+        Json::Array(a) => {
+            a.remove(last.parse::<usize>().expect("an index"));
+        }
+        _ => {}
+    }
+}
+
+/// Every bundled policy reads absent fields with optionals: over minimal
+/// objects and over every object with one field removed or emptied (a
+/// kustomize patch, a half-written manifest), no evaluation error is shown
+/// as a finding. (A finding from an error has "resulted in error" in its
+/// message, or "failed expression" when its messageExpression failed.)
+#[test]
+fn no_bundled_policy_fails_on_minimal_or_partial_objects() {
+    let policies = interlock::bundled::documents();
+    assert!(policies.errors.is_empty(), "{:?}", policies.errors);
+    let mut objects: Vec<Json> = Vec::new();
+    for full in full_objects() {
+        objects.push(
+            json!({"apiVersion": full["apiVersion"], "kind": full["kind"],
+                            "metadata": {"name": "minimal", "namespace": "t"}}),
+        );
+        let mut all = Vec::new();
+        paths(&full, &mut vec![], &mut all);
+        for (i, path) in all.iter().enumerate() {
+            let mut partial = full.clone();
+            cut(&mut partial, path, i % 2 == 1);
+            partial["metadata"]["name"] = json!(format!("cut-{i}"));
+            objects.push(partial);
+        }
+        objects.push(full);
+    }
+    assert!(objects.len() > 500, "{} objects", objects.len());
+    let docs: Vec<interlock::manifest::Document> = objects
+        .into_iter()
+        .enumerate()
+        .map(|(i, v)| {
+            interlock::manifest::Document::new(interlock::manifest::Source::Stdin, i + 1, v)
+        })
+        .collect();
+    let opts = interlock::check::CheckOptions {
+        user: interlock::check::DEFAULT_USER.into(),
+        ..Default::default()
+    };
+    let mut report = interlock::check::Report::default();
+    interlock::check::check_documents(&policies.documents, &docs, &opts, &mut report);
+    assert!(report.errors.is_empty(), "{:?}", report.errors);
+    let failures: Vec<String> = report
+        .results
+        .iter()
+        .filter(|f| {
+            f.message.contains("resulted in error") || f.message.starts_with("failed expression")
+        })
+        .map(|f| {
+            format!(
+                "{} line {} ({}): {}",
+                f.policy, f.source.line, f.object, f.message
+            )
+        })
+        .collect();
+    assert!(
+        failures.is_empty(),
+        "{}",
+        failures[..failures.len().min(10)].join("\n")
+    );
+    // The generated objects do break rules: the check did evaluate them.
+    assert!(
+        report.results.len() > 100,
+        "{} findings",
+        report.results.len()
+    );
+}
+
+/// `interlock check tests/corpus` (official-install-shaped Argo CD,
+/// ingress-nginx, kube-prometheus and microservices-demo manifests, and a
+/// team's kustomize/Helm monorepo) reports exactly the findings classified
+/// in tests/corpus/findings.tsv, and the precision table of
+/// policies/README.md states their counts.
+#[test]
+fn the_corpus_findings_are_the_classified_ones() {
+    let out = interlock(&[
+        "check",
+        "-o",
+        "json",
+        root().join("tests/corpus").to_str().unwrap(),
+    ]);
+    let report: Json = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    assert_eq!(report["summary"]["errors"], 0, "{report}");
+    let key = |policy: &str, action: &str, object: &str| format!("{policy}\t{action}\t{object}");
+    let mut got: Vec<String> = report["results"]
+        .as_array()
+        .expect("results")
+        .iter()
+        .map(|r| {
+            let o = &r["object"];
+            let object = format!(
+                "{} {}/{}",
+                o["kind"].as_str().unwrap_or(""),
+                o["namespace"].as_str().unwrap_or(""),
+                o["name"].as_str().unwrap_or("")
+            );
+            key(
+                r["policy"].as_str().unwrap_or(""),
+                r["action"].as_str().unwrap_or(""),
+                &object,
+            )
+        })
+        .collect();
+    let table =
+        std::fs::read_to_string(root().join("tests/corpus/findings.tsv")).expect("findings.tsv");
+    let rows: Vec<Vec<&str>> = table
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .map(|l| l.split('\t').collect())
+        .collect();
+    let mut want: Vec<String> = rows.iter().map(|r| key(r[0], r[1], r[2])).collect();
+    got.sort();
+    want.sort();
+    assert_eq!(
+        got, want,
+        "the corpus findings changed: classify them in tests/corpus/findings.tsv"
+    );
+    // Per policy: findings, true, false, as the README's table says.
+    let readme = std::fs::read_to_string(root().join("policies/README.md")).expect("README");
+    let mut policies: Vec<&str> = rows.iter().map(|r| r[0]).collect();
+    policies.sort();
+    policies.dedup();
+    for p in policies {
+        let of: Vec<&Vec<&str>> = rows.iter().filter(|r| r[0] == p).collect();
+        let tp = of.iter().filter(|r| r[3] == "TP").count();
+        let line = format!("| `{p}` | {} | {tp} | {} |", of.len(), of.len() - tp);
+        assert!(
+            readme.contains(&line),
+            "policies/README.md lacks the row {line}"
+        );
+    }
 }

@@ -66,8 +66,8 @@ fn the_bundled_library_keeps_identities_and_the_fields_it_reads() {
         p.apply(&ingress),
         json!({"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
                "metadata": {"name": "shop", "namespace": "a"},
-               "spec": {"rules": [{"host": "shop.example.com"}]}}),
-        "an Ingress keeps the hosts its index reads"
+               "spec": {"rules": [{"host": "shop.example.com", "http": {"paths": [{"path": "/"}]}}]}}),
+        "an Ingress keeps the hosts its index reads, and the paths unique-ingress-host compares"
     );
     let namespace = json!({"apiVersion": "v1", "kind": "Namespace",
         "metadata": {"name": "a", "annotations": {"x": "y"}}, "spec": {"finalizers": ["kubernetes"]}});
@@ -190,6 +190,7 @@ fn report(policies: &[Document], objects: &[Document], whole_objects: bool) -> R
         user: check::DEFAULT_USER.into(),
         record_evaluated: false,
         whole_objects,
+        ..Default::default()
     };
     let mut report = Report::default();
     check_documents(policies, objects, &opts, &mut report);
@@ -251,6 +252,7 @@ fn check_reports_are_the_same_with_whole_objects() {
                 user: check::DEFAULT_USER.into(),
                 record_evaluated: false,
                 whole_objects,
+                ..Default::default()
             });
             r.sort();
             serde_json::to_string(&r.to_json()).expect("json")

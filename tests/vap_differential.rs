@@ -706,6 +706,7 @@ fn interlock_answer(
                 user: USER.to_string(),
                 record_evaluated: false,
                 whole_objects: false,
+                ..Default::default()
             };
             let mut report = Report::default();
             check_documents(&case.policy_docs, &inputs, &opts, &mut report);

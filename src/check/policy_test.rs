@@ -123,6 +123,7 @@ pub fn run_case(policy_file: &Path, case_file: &Path) -> CaseResult {
         user: DEFAULT_USER.into(),
         record_evaluated: false,
         whole_objects: false,
+        ..Default::default()
     };
     check_documents(&policies.documents, &objects, &check, &mut report);
     for e in &report.errors {

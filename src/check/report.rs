@@ -210,6 +210,10 @@ pub struct Report {
     pub results: Vec<Finding>,
     /// Inputs that could not be read or compiled.
     pub errors: Vec<InputError>,
+    /// What the user should know but that does not change the exit status:
+    /// files skipped as not objects, objects given more than once, lookups
+    /// that read one of several copies.
+    pub notices: Vec<InputError>,
     /// Names of the policies loaded (SARIF rules, JUnit suites). Policies
     /// named in `results` are added when missing, so this may stay empty.
     pub policy_names: Vec<String>,
@@ -298,6 +302,8 @@ impl Report {
     pub fn sort(&mut self) {
         self.results.sort_by(finding_order);
         self.errors.sort();
+        self.notices.sort();
+        self.notices.dedup();
         self.evaluated.sort();
     }
 
@@ -347,13 +353,27 @@ impl Report {
         lock.flush()
     }
 
-    /// Writes the input errors, one `file:line:column: message` a line (for
-    /// standard error).
+    /// Writes the input errors, one `file:line:column: message` a line, then
+    /// the notices, as `file:line: note: message` (for standard error).
     pub fn write_errors(&self, out: &mut dyn Write) -> io::Result<()> {
         for e in self.sorted_errors() {
             writeln!(out, "{}", terminal_safe(&e.to_string()))?;
         }
+        for n in self.sorted_notices() {
+            let note = InputError {
+                message: format!("note: {}", n.message),
+                ..n.clone()
+            };
+            writeln!(out, "{}", terminal_safe(&note.to_string()))?;
+        }
         Ok(())
+    }
+
+    fn sorted_notices(&self) -> Vec<&InputError> {
+        let mut v: Vec<&InputError> = self.notices.iter().collect();
+        v.sort();
+        v.dedup();
+        v
     }
 
     /// The one-line summary that ends the human format.
@@ -375,6 +395,12 @@ impl Report {
             s.push_str(&format!(
                 "; {} could not be read",
                 plural(self.errors.len(), "input error", "input errors")
+            ));
+        }
+        if !self.notices.is_empty() {
+            s.push_str(&format!(
+                "; {} on standard error",
+                plural(self.sorted_notices().len(), "notice", "notices")
             ));
         }
         s
@@ -477,9 +503,11 @@ impl Report {
                 "warned": self.count(Action::Warn),
                 "audited": self.count(Action::Audit),
                 "errors": self.errors.len(),
+                "notices": self.sorted_notices().len(),
             },
             "results": results,
             "errors": self.sorted_errors(),
+            "notices": self.sorted_notices(),
         })
     }
 
@@ -568,12 +596,15 @@ impl Report {
                 result
             })
             .collect();
-        let notifications: Vec<Value> = self
+        let levelled = self
             .sorted_errors()
             .into_iter()
-            .map(|e| {
+            .map(|e| ("error", e))
+            .chain(self.sorted_notices().into_iter().map(|n| ("note", n)));
+        let notifications: Vec<Value> = levelled
+            .map(|(level, e)| {
                 let mut n = json!({
-                    "level": "error",
+                    "level": level,
                     "message": { "text": e.message },
                 });
                 let mut phys = json!({ "artifactLocation": { "uri": sarif_uri(&e.file) } });

@@ -1,6 +1,7 @@
 //! `interlock check`: every object in the inputs, checked against every
 //! matching policy, with all the objects as the inventory.
 
+use super::producers;
 use super::report::{
     self, Evaluated, Finding, InputError, ObjectRef, RelatedObject, Report, SourceLocation,
 };
@@ -15,6 +16,7 @@ use std::path::PathBuf;
 /// The identity offline checks run as (docs/architecture.md: a fixed auditor identity).
 pub const DEFAULT_USER: &str = "system:serviceaccount:interlock-system:auditor";
 
+#[derive(Debug, Clone, Default)]
 pub struct CheckOptions {
     /// Policy files or folders; empty means the bundled library.
     pub policies: Vec<PathBuf>,
@@ -25,7 +27,39 @@ pub struct CheckOptions {
     /// Keep whole objects in the inventory instead of the fields the
     /// policies read (to compare: the results must be the same).
     pub whole_objects: bool,
+    /// The namespace of namespaced objects that have none (`kubectl apply
+    /// -n`); `None` or empty: `default`.
+    pub namespace: Option<String>,
+    /// Files or folders of objects that lookups see but that are not
+    /// checked (a cluster's baseline, objects made by hand or by operators).
+    pub inventory: Vec<PathBuf>,
+    /// Globs of files and folders to leave out of `inputs` and `inventory`.
+    pub exclude: Vec<String>,
 }
+
+impl CheckOptions {
+    fn namespace(&self) -> &str {
+        self.namespace
+            .as_deref()
+            .filter(|n| !n.is_empty())
+            .unwrap_or("default")
+    }
+
+    fn load_options(&self) -> LoadOptions {
+        LoadOptions {
+            // Every copy of an object is checked; `check_items` reports
+            // the copies as notices.
+            reject_duplicate_objects: false,
+            skip_non_objects: true,
+            exclude: self.exclude.clone(),
+            ..LoadOptions::default()
+        }
+    }
+}
+
+/// How to turn kustomize and Helm sources into objects, for the notice
+/// about skipped files.
+pub const RENDER_HINT: &str = "render kustomize with `kubectl kustomize DIR | interlock check -` and Helm charts with `helm template NAME CHART | interlock check -`";
 
 /// Loads policy documents from paths, or the bundled library.
 pub fn load_policy_documents(paths: &[PathBuf], report: &mut Report) -> Vec<Document> {
@@ -76,6 +110,33 @@ pub fn compile_policies(
     set
 }
 
+/// One notice for every file skipped as not holding objects.
+fn skipped_notice(skipped: &[manifest::Skipped], report: &mut Report) {
+    let Some(first) = skipped.first() else { return };
+    let mut reasons: Vec<String> = skipped.iter().map(|s| s.reason.to_string()).collect();
+    reasons.sort();
+    reasons.dedup();
+    let mut names: Vec<String> = skipped
+        .iter()
+        .take(5)
+        .map(|s| s.source.to_string())
+        .collect();
+    if skipped.len() > 5 {
+        names.push(format!("and {} more", skipped.len() - 5));
+    }
+    report.notices.push(InputError {
+        file: first.source.to_string(),
+        line: None,
+        column: None,
+        message: format!(
+            "skipped {} that hold no Kubernetes objects ({}): {}; {RENDER_HINT}, or leave files out with --exclude GLOB",
+            if skipped.len() == 1 { "1 file".to_string() } else { format!("{} files", skipped.len()) },
+            reasons.join(", "),
+            names.join(", "),
+        ),
+    });
+}
+
 pub fn run(opts: &CheckOptions) -> Report {
     let mut report = Report::default();
     let policy_docs = load_policy_documents(&opts.policies, &mut report);
@@ -88,12 +149,93 @@ pub fn run(opts: &CheckOptions) -> Report {
     // inventory keeps of it (projected, index keys computed) and compact
     // JSON (parsed again when it is checked), so no more than a file's worth
     // of parsed objects per thread is alive at once.
-    let (items, errors) = manifest::load_paths_map(&opts.inputs, &LoadOptions::default(), |d| {
-        expanded_items(d, &inventory, &policies, &opts.user)
+    let load = opts.load_options();
+    let mut skipped = Vec::new();
+    if !opts.inventory.is_empty() {
+        let loaded = manifest::load_files_map(&opts.inventory, &load, |mut d| {
+            default_namespace(&mut d.value, opts.namespace());
+            drop_nulls(&mut d.value);
+            let made: Vec<_> = producers::made_by(&d.value)
+                .iter()
+                .filter_map(|m| inventory.prepare(m).ok())
+                .collect();
+            (inventory.prepare(&d.value), Source::of(&d), made)
+        });
+        report.add_load_errors(&loaded.errors);
+        skipped.extend(loaded.skipped);
+        let mut made_all = Vec::new();
+        for (prepared, source, made) in loaded.items {
+            made_all.extend(made.into_iter().map(|m| (m, source.clone())));
+            // Objects with only a generateName have no key to look up.
+            if let Ok(p) = prepared {
+                for e in inventory.insert(p, Some(source.clone())) {
+                    report.errors.push(InputError {
+                        file: source.file.clone(),
+                        line: Some(source.line),
+                        column: None,
+                        message: e.to_string(),
+                    });
+                }
+            }
+        }
+        // What the baseline's objects make, where nothing of that name is
+        // given (checked objects replace them later).
+        for (m, source) in made_all {
+            if inventory.get(m.key()).is_none() {
+                inventory.insert(m, Some(source));
+            }
+        }
+    }
+    let loaded = manifest::load_files_map(&opts.inputs, &load, |d| {
+        expanded_items(d, &inventory, &policies, opts)
     });
-    report.add_load_errors(&errors);
-    let items = flatten_items(items, &mut report);
+    report.add_load_errors(&loaded.errors);
+    skipped.extend(loaded.skipped);
+    // What kustomize generators make, where no object of that name is
+    // given (a checked object of that name replaces it).
+    for s in &skipped {
+        for mut made in s.makes.iter().cloned() {
+            default_namespace(&mut made, opts.namespace());
+            if let Ok(m) = inventory.prepare(&made) {
+                if inventory.get(m.key()).is_none() {
+                    let source = Source {
+                        file: s.source.to_string(),
+                        line: 1,
+                    };
+                    inventory.insert(m, Some(source));
+                }
+            }
+        }
+    }
+    skipped_notice(&skipped, &mut report);
+    let files = loaded.files;
+    let skipped_files = skipped.len();
+    let items = flatten_items(loaded.items, &mut report);
     let inventory = check_items(items, &policies, inventory, opts, &mut report);
+    // Nothing checked is not "all fine": say so, and fail the run.
+    if report.errors.is_empty() && policies.is_empty() {
+        report.errors.push(InputError {
+            file: policy_origin(opts),
+            line: None,
+            column: None,
+            message: "no policies were loaded: nothing was checked; give policy files or folders with -p, or leave -p out for the bundled library".into(),
+        });
+    }
+    if report.errors.is_empty() && report.objects == 0 {
+        report.errors.push(InputError {
+            file: opts
+                .inputs
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
+            line: None,
+            column: None,
+            message: format!(
+                "no Kubernetes objects in the inputs ({files} file(s) read, {skipped_files} skipped as not objects): nothing was checked"
+            ),
+        });
+    }
     // Freeing a large inventory takes a noticeable fraction of the run on
     // one core, and the report does not need it: free it on a thread of
     // its own (the process may well exit before it is done).
@@ -104,6 +246,18 @@ pub fn run(opts: &CheckOptions) -> Report {
     report
 }
 
+fn policy_origin(opts: &CheckOptions) -> String {
+    if opts.policies.is_empty() {
+        "<bundled library>".into()
+    } else {
+        opts.policies
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
 /// Inventories at least this large are freed on a background thread.
 const BACKGROUND_DROP_MIN: usize = 5_000;
 
@@ -112,6 +266,8 @@ const BACKGROUND_DROP_MIN: usize = 5_000;
 struct Item {
     /// `None` when no policy can match the object (nothing to check).
     body: Option<Box<[u8]>>,
+    /// What the object will make in a cluster (see `producers`).
+    made: Vec<Prepared>,
     /// Can it be checked at all (as a CREATE request)?
     reviewable: bool,
     prepared: Option<Result<Prepared, String>>,
@@ -119,9 +275,9 @@ struct Item {
     source: SourceLocation,
 }
 
-/// Puts a namespaced object without a namespace into `default`, as kubectl
-/// does when it sends it.
-fn default_namespace(value: &mut Json) {
+/// Puts a namespaced object without a namespace into `namespace`, as
+/// kubectl does when it sends it (`default`, or `kubectl apply -n`).
+fn default_namespace(value: &mut Json, namespace: &str) {
     let (group, kind) = crate::policy::resources::group_kind(value);
     if crate::policy::resources::is_namespaced(group, kind) != Some(true) {
         return;
@@ -132,7 +288,7 @@ fn default_namespace(value: &mut Json) {
             .and_then(Json::as_str)
             .is_none_or(str::is_empty)
         {
-            meta.insert("namespace".into(), "default".into());
+            meta.insert("namespace".into(), namespace.into());
         }
     }
 }
@@ -142,9 +298,11 @@ impl Item {
         mut d: Document,
         inventory: &Inventory,
         policies: &PolicySet,
+        opts: &CheckOptions,
         user: &str,
     ) -> Item {
-        default_namespace(&mut d.value);
+        default_namespace(&mut d.value, opts.namespace());
+        drop_nulls(&mut d.value);
         let mut object = ObjectRef::from_document(&d);
         object.namespace = d
             .value
@@ -159,8 +317,13 @@ impl Item {
             // JSON of Kubernetes objects compresses about 5x, at GB/s.
             lz4_flex::block::compress_prepend_size(&json).into_boxed_slice()
         });
+        let made = producers::made_by(&d.value)
+            .iter()
+            .filter_map(|m| inventory.prepare(m).ok())
+            .collect();
         Item {
             reviewable,
+            made,
             prepared: Some(inventory.prepare(&d.value)),
             object,
             source: SourceLocation::from_document(&d),
@@ -175,13 +338,16 @@ fn expanded_items(
     d: Document,
     inventory: &Inventory,
     policies: &PolicySet,
-    user: &str,
+    opts: &CheckOptions,
 ) -> (Vec<Item>, Vec<InputError>) {
     let e = crate::group::expand::expand(d);
     let items = e
         .documents
         .into_iter()
-        .map(|(d, u)| Item::from_document(d, inventory, policies, u.as_deref().unwrap_or(user)))
+        .map(|(d, u)| {
+            let user = u.as_deref().unwrap_or(&opts.user);
+            Item::from_document(d, inventory, policies, opts, user)
+        })
         .collect();
     (items, e.errors)
 }
@@ -212,7 +378,7 @@ pub fn check_documents(
     }
     let items = resources
         .iter()
-        .map(|d| expanded_items(d.clone(), &inventory, &policies, &opts.user))
+        .map(|d| expanded_items(d.clone(), &inventory, &policies, opts))
         .collect();
     let items = flatten_items(items, report);
     check_items(items, &policies, inventory, opts, report);
@@ -220,6 +386,11 @@ pub fn check_documents(
 
 /// Fills the inventory with the items, checks each; returns the inventory
 /// for the caller to free.
+///
+/// Every copy of an object given more than once (overlays, variants) is
+/// checked; the inventory holds the first copy, which is what lookups by
+/// other objects see. Each later copy is a notice, and so is every lookup
+/// that read a key given more than once (saying which copy it read).
 fn check_items(
     mut items: Vec<Item>,
     policies: &PolicySet,
@@ -228,6 +399,8 @@ fn check_items(
     report: &mut Report,
 ) -> Inventory {
     let mut sources: HashMap<ObjectKey, usize> = HashMap::with_capacity(items.len());
+    // Key -> every copy after the first, in input order.
+    let mut copies: HashMap<ObjectKey, Vec<usize>> = HashMap::new();
     for (i, it) in items.iter_mut().enumerate() {
         // An object without a name (only generateName) is checked but is
         // not in the inventory.
@@ -235,6 +408,10 @@ fn check_items(
             continue;
         };
         let key = prepared.key().clone();
+        if sources.contains_key(&key) {
+            copies.entry(key).or_default().push(i);
+            continue;
+        }
         let source = Source {
             file: it.source.file.clone(),
             line: it.source.line,
@@ -250,10 +427,40 @@ fn check_items(
         }
         sources.insert(key, i);
     }
+    // What the objects make, where no object of that name is given.
+    for it in items.iter_mut() {
+        for m in std::mem::take(&mut it.made) {
+            if inventory.get(m.key()).is_none() {
+                let source = Source {
+                    file: it.source.file.clone(),
+                    line: it.source.line,
+                };
+                inventory.insert(m, Some(source));
+            }
+        }
+    }
+    for (key, later) in &copies {
+        let first = &items[sources[key]].source;
+        for &i in later {
+            report.notices.push(InputError {
+                file: items[i].source.file.clone(),
+                line: Some(items[i].source.line),
+                column: None,
+                message: format!(
+                    "{key} is given {} times (first at {first}): every copy is checked; lookups by other objects see the first",
+                    later.len() + 1
+                ),
+            });
+        }
+    }
     report.objects = items.len();
     report.policies = policies.len();
+    let duplicated = Duplicated {
+        copies: &copies,
+        sources: &sources,
+    };
     let bodies: Vec<Option<Box<[u8]>>> = items.iter_mut().map(|it| it.body.take()).collect();
-    let per_object: Vec<(Vec<Finding>, Vec<Evaluated>)> = bodies
+    let per_object: Vec<Checked> = bodies
         .into_par_iter()
         .enumerate()
         .map(|(i, body)| {
@@ -268,16 +475,67 @@ fn check_items(
                 &items,
                 policies,
                 &inventory,
-                &sources,
+                &duplicated,
                 opts,
             )
         })
         .collect();
-    for (findings, evaluated) in per_object {
-        report.results.extend(findings);
-        report.evaluated.extend(evaluated);
+    for c in per_object {
+        report.results.extend(c.findings);
+        report.evaluated.extend(c.evaluated);
+        report.notices.extend(c.notices);
     }
     inventory
+}
+
+/// Keys given more than once, and where each first copy is.
+struct Duplicated<'a> {
+    copies: &'a HashMap<ObjectKey, Vec<usize>>,
+    sources: &'a HashMap<ObjectKey, usize>,
+}
+
+/// What checking one object gave.
+struct Checked {
+    findings: Vec<Finding>,
+    evaluated: Vec<Evaluated>,
+    notices: Vec<InputError>,
+}
+
+/// Drops mapping entries whose value is null, as kube-apiserver does when
+/// it decodes a manifest into its type (Helm often renders `volumes:` with
+/// nothing under it); a null label or annotation value is the empty string.
+fn drop_nulls(value: &mut Json) {
+    #[derive(Clone, Copy, PartialEq)]
+    enum Place {
+        Any,
+        /// A `metadata` mapping.
+        Metadata,
+        /// Its `labels` or `annotations`.
+        Strings,
+    }
+    fn walk(value: &mut Json, place: Place) {
+        match value {
+            Json::Object(map) => {
+                if place == Place::Strings {
+                    for v in map.values_mut().filter(|v| v.is_null()) {
+                        *v = Json::String(String::new());
+                    }
+                }
+                map.retain(|_, v| !v.is_null());
+                for (k, v) in map.iter_mut() {
+                    let next = match (place, k.as_str()) {
+                        (_, "metadata") => Place::Metadata,
+                        (Place::Metadata, "labels" | "annotations") => Place::Strings,
+                        _ => Place::Any,
+                    };
+                    walk(v, next);
+                }
+            }
+            Json::Array(items) => items.iter_mut().for_each(|v| walk(v, Place::Any)),
+            _ => {}
+        }
+    }
+    walk(value, Place::Any);
 }
 
 /// `value`: `None` when no policy can match the object.
@@ -287,20 +545,55 @@ fn check_one(
     items: &[Item],
     policies: &PolicySet,
     inventory: &Inventory,
-    sources: &HashMap<ObjectKey, usize>,
+    duplicated: &Duplicated<'_>,
     opts: &CheckOptions,
-) -> (Vec<Finding>, Vec<Evaluated>) {
+) -> Checked {
     let it = &items[i];
+    let mut checked = Checked {
+        findings: vec![],
+        evaluated: vec![],
+        notices: vec![],
+    };
     if !it.reviewable {
-        return (vec![], vec![]);
+        return checked;
     }
-    let verdicts = match value.and_then(|v| Request::create(v, &opts.user)) {
-        Some(req) => policies.evaluate(&req, inventory).0,
+    let request = value.and_then(|v| Request::create(v, &opts.user));
+    let verdicts = match &request {
+        Some(req) if duplicated.copies.is_empty() => policies.evaluate(req, inventory).0,
+        Some(req) => {
+            let (verdicts, read) =
+                crate::policy::host::recording_lookups(|| policies.evaluate(req, inventory).0);
+            let mut read: Vec<&ObjectKey> = read
+                .iter()
+                .filter(|k| duplicated.copies.contains_key(*k))
+                .collect();
+            read.sort();
+            read.dedup();
+            for key in read {
+                let first = &items[duplicated.sources[key]].source;
+                let others: Vec<String> = duplicated.copies[key]
+                    .iter()
+                    .map(|&c| items[c].source.to_string())
+                    .collect();
+                checked.notices.push(InputError {
+                    file: it.source.file.clone(),
+                    line: Some(it.source.line),
+                    column: None,
+                    message: format!(
+                        "{}: lookups read {key}, which is given {} times: they used the copy at {first} (not {})",
+                        it.object,
+                        others.len() + 1,
+                        others.join(", ")
+                    ),
+                });
+            }
+            verdicts
+        }
         None => vec![],
     };
     let object = &it.object;
     let source = &it.source;
-    let findings = verdicts
+    checked.findings = verdicts
         .into_iter()
         .map(|v| Finding {
             policy: v.policy,
@@ -316,7 +609,7 @@ fn check_one(
             related: v
                 .related
                 .iter()
-                .filter_map(|k| sources.get(k))
+                .filter_map(|k| duplicated.sources.get(k))
                 .map(|&i| RelatedObject {
                     object: items[i].object.clone(),
                     source: Some(items[i].source.clone()),
@@ -325,18 +618,22 @@ fn check_one(
             reason: v.reason,
         })
         .collect();
-    let evaluated = if opts.record_evaluated {
-        policies
-            .policies
-            .iter()
-            .map(|p| Evaluated {
-                policy: p.name.clone(),
-                object: object.clone(),
-                source: source.clone(),
-            })
-            .collect()
-    } else {
-        vec![]
-    };
-    (findings, evaluated)
+    // JUnit lists a test case only where a policy applies to the object.
+    if opts.record_evaluated {
+        if let Some(req) = &request {
+            checked.evaluated = policies
+                .applying_to(req, inventory)
+                .map(|p| Evaluated {
+                    policy: p.name.clone(),
+                    object: object.clone(),
+                    source: source.clone(),
+                })
+                .collect();
+        }
+    }
+    checked
 }
+
+#[cfg(test)]
+#[path = "run_tests.rs"]
+mod tests;

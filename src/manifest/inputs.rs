@@ -41,12 +41,20 @@ fn describe_io(e: &std::io::Error) -> String {
 /// order: inputs as given, directory entries sorted by name, depth first.
 /// Hidden entries (names starting with `.`) are skipped inside directories;
 /// a directory reached twice (through a symlink loop) is read once.
-pub(crate) fn discover<P: AsRef<Path>>(inputs: &[P]) -> (Vec<Input>, Vec<LoadError>) {
+/// Paths matching one of `exclude` (see [`excluded`]) are left out, files
+/// and whole directories, whether named or found.
+pub(crate) fn discover<P: AsRef<Path>>(
+    inputs: &[P],
+    exclude: &[String],
+) -> (Vec<Input>, Vec<LoadError>) {
     let mut files = Vec::new();
     let mut errors = Vec::new();
     let mut seen_files: HashSet<PathBuf> = HashSet::new();
     let mut seen_dirs: HashSet<PathBuf> = HashSet::new();
     let mut add_file = |path: PathBuf, files: &mut Vec<Input>| {
+        if excluded(&path, exclude) {
+            return;
+        }
         let key = fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
         if seen_files.insert(key) {
             files.push(Input::File(path));
@@ -75,6 +83,9 @@ pub(crate) fn discover<P: AsRef<Path>>(inputs: &[P]) -> (Vec<Input>, Vec<LoadErr
         while let Some((path, is_dir)) = stack.pop() {
             if !is_dir {
                 add_file(path, &mut files);
+                continue;
+            }
+            if excluded(&path, exclude) {
                 continue;
             }
             let canon = fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
@@ -149,4 +160,90 @@ pub(crate) fn read_file(path: &Path, limit: u64) -> Result<Vec<u8>, LoadErrorKin
         }
     }
     read_limited(file, limit)
+}
+
+/// Does `path` match one of the `--exclude` globs? `*` matches within one
+/// path segment, `**` across segments, `?` one character. A pattern without
+/// `/` is matched against every segment (`kustomization.yaml`, `*.json`,
+/// `charts`); one with `/` against the path as found and against each of
+/// its leading directories (`overlays/*/patches`). A leading `./` is
+/// ignored on both sides.
+pub(crate) fn excluded(path: &Path, patterns: &[String]) -> bool {
+    if patterns.is_empty() {
+        return false;
+    }
+    let text = path.to_string_lossy().replace('\\', "/");
+    let mut text = text.as_str();
+    while let Some(rest) = text.strip_prefix("./") {
+        text = rest;
+    }
+    patterns.iter().any(|p| {
+        let mut p = p.as_str();
+        while let Some(rest) = p.strip_prefix("./") {
+            p = rest;
+        }
+        let p = p.trim_end_matches('/');
+        if p.is_empty() {
+            return false;
+        }
+        if !p.contains('/') {
+            return text
+                .split('/')
+                .any(|seg| glob(p.as_bytes(), seg.as_bytes()));
+        }
+        // The whole path, or a leading part of it that ends at a `/`.
+        glob(p.as_bytes(), text.as_bytes())
+            || text
+                .match_indices('/')
+                .any(|(i, _)| glob(p.as_bytes(), &text.as_bytes()[..i]))
+    })
+}
+
+/// Glob matching on bytes: `*` (not `/`), `**` (anything), `?` (one byte,
+/// not `/`).
+fn glob(p: &[u8], s: &[u8]) -> bool {
+    match p {
+        [] => s.is_empty(),
+        [b'*', b'*', rest @ ..] => {
+            let rest = rest.strip_prefix(b"/").unwrap_or(rest);
+            (0..=s.len()).any(|i| glob(rest, &s[i..]))
+        }
+        [b'*', rest @ ..] => {
+            let stop = s.iter().position(|&c| c == b'/').unwrap_or(s.len());
+            (0..=stop).any(|i| glob(rest, &s[i..]))
+        }
+        [b'?', rest @ ..] => matches!(s, [c, ..] if *c != b'/') && glob(rest, &s[1..]),
+        [c, rest @ ..] => s.first() == Some(c) && glob(rest, &s[1..]),
+    }
+}
+
+#[cfg(test)]
+mod glob_tests {
+    use super::excluded;
+    use std::path::Path;
+
+    fn ex(path: &str, pattern: &str) -> bool {
+        excluded(Path::new(path), &[pattern.to_string()])
+    }
+
+    #[test]
+    fn segment_patterns_match_any_segment() {
+        assert!(ex("repo/base/kustomization.yaml", "kustomization.yaml"));
+        assert!(ex("repo/charts/web/templates/a.yaml", "charts"));
+        assert!(ex("repo/a.json", "*.json"));
+        assert!(!ex("repo/a.json.yaml", "*.json"));
+        assert!(ex("repo/values-prod.yaml", "values-*.yaml"));
+        assert!(!ex("repo/base/deploy.yaml", "kustomization.yaml"));
+    }
+
+    #[test]
+    fn path_patterns_match_the_path_or_a_leading_directory() {
+        assert!(ex("./overlays/prod/patch.yaml", "overlays/*/patch.yaml"));
+        assert!(ex("overlays/prod/patches/p.yaml", "overlays/*/patches"));
+        assert!(!ex("overlays/prod/deploy.yaml", "overlays/*/patches"));
+        assert!(ex("a/b/c/d.yaml", "a/**/d.yaml"));
+        assert!(ex("a/d.yaml", "a/**/d.yaml"));
+        assert!(!ex("b/a/d.yaml", "a/*.yaml"));
+        assert!(ex("x/y.yaml", "x/?.yaml"));
+    }
 }

@@ -43,6 +43,8 @@
 //! assert_eq!(doc.line_of(&[PathSegment::Key("metadata"), PathSegment::Key("name")]), Some(4));
 //! ```
 
+#[cfg(test)]
+mod differential_tests;
 mod error;
 mod fast;
 mod inputs;
@@ -50,6 +52,7 @@ mod json;
 mod object;
 mod positions;
 mod scalar;
+mod skip;
 mod yaml;
 
 use std::collections::HashMap;
@@ -61,6 +64,7 @@ use serde_json::Value;
 
 pub use error::{LoadError, LoadErrorKind, Source};
 pub use positions::PathSegment;
+pub use skip::{SkipReason, Skipped};
 
 use inputs::Input;
 use positions::PositionIndex;
@@ -78,6 +82,14 @@ pub struct LoadOptions {
     /// Report an object given twice (same group, kind, namespace and name)
     /// as an error and keep only the first. Default true.
     pub reject_duplicate_objects: bool,
+    /// Leave out files and directories that match one of these globs (see
+    /// `--exclude` in docs/usage.md). Default none.
+    pub exclude: Vec<String>,
+    /// Skip files that are known not to hold Kubernetes objects (kustomize,
+    /// Helm and Skaffold files, plain data) instead of reporting each of
+    /// their documents as an error; they are listed in
+    /// [`LoadedFiles::skipped`]. Default false.
+    pub skip_non_objects: bool,
 }
 
 impl Default for LoadOptions {
@@ -87,6 +99,8 @@ impl Default for LoadOptions {
             max_depth: 200,
             max_alias_nodes: 100_000,
             reject_duplicate_objects: true,
+            exclude: Vec::new(),
+            skip_non_objects: false,
         }
     }
 }
@@ -264,12 +278,19 @@ pub struct Loaded {
     pub documents: Vec<Document>,
     /// Every problem found, in the same order.
     pub errors: Vec<LoadError>,
+    /// Set when this one file was skipped (see
+    /// [`LoadOptions::skip_non_objects`]); of a whole load, the first
+    /// skipped file.
+    pub skipped: Option<Skipped>,
 }
 
 impl Loaded {
     fn append(&mut self, mut other: Loaded) {
         self.documents.append(&mut other.documents);
         self.errors.append(&mut other.errors);
+        if self.skipped.is_none() {
+            self.skipped = other.skipped;
+        }
     }
 }
 
@@ -278,7 +299,7 @@ impl Loaded {
 /// Files and the documents of large files are parsed in parallel; the result
 /// does not depend on the number of threads.
 pub fn load_paths<P: AsRef<Path>>(inputs: &[P], opts: &LoadOptions) -> Loaded {
-    let (files, mut discover_errors) = inputs::discover(inputs);
+    let (files, mut discover_errors) = inputs::discover(inputs, &opts.exclude);
     let per_file: Vec<Loaded> = files.par_iter().map(|i| load_input(i, opts)).collect();
     let mut all = Loaded::default();
     all.errors.append(&mut discover_errors);
@@ -301,26 +322,59 @@ where
     T: Send,
     F: Fn(Document) -> T + Sync,
 {
-    let (files, mut errors) = inputs::discover(inputs);
-    type PerFile<T> = (Vec<Identity>, Vec<T>, Vec<LoadError>);
+    let l = load_files_map(inputs, opts, map);
+    (l.items, l.errors)
+}
+
+/// What [`load_files_map`] read.
+#[derive(Debug)]
+pub struct LoadedFiles<T> {
+    /// What `map` made of each object, in input order.
+    pub items: Vec<T>,
+    pub errors: Vec<LoadError>,
+    /// Files left out because they hold no Kubernetes objects (only with
+    /// [`LoadOptions::skip_non_objects`]).
+    pub skipped: Vec<Skipped>,
+    /// Files read (skipped ones included).
+    pub files: usize,
+}
+
+/// [`load_paths_map`], also telling which files were skipped and how many
+/// were read.
+pub fn load_files_map<P, T, F>(inputs: &[P], opts: &LoadOptions, map: F) -> LoadedFiles<T>
+where
+    P: AsRef<Path>,
+    T: Send,
+    F: Fn(Document) -> T + Sync,
+{
+    let (files, mut errors) = inputs::discover(inputs, &opts.exclude);
+    type PerFile<T> = (Vec<Identity>, Vec<T>, Vec<LoadError>, Option<Skipped>);
     let per_file: Vec<PerFile<T>> = files
         .par_iter()
         .map(|input| {
             let loaded = load_input(input, opts);
             let ids = loaded.documents.iter().map(Identity::of).collect();
             let items = loaded.documents.into_iter().map(&map).collect();
-            (ids, items, loaded.errors)
+            (ids, items, loaded.errors, loaded.skipped)
         })
         .collect();
-    let total = per_file.iter().map(|(_, items, _)| items.len()).sum();
+    let total = per_file.iter().map(|(_, items, _, _)| items.len()).sum();
     let (mut ids, mut items) = (Vec::with_capacity(total), Vec::with_capacity(total));
-    for (mut file_ids, mut file_items, mut file_errors) in per_file {
+    let mut skipped = Vec::new();
+    for (mut file_ids, mut file_items, mut file_errors, file_skipped) in per_file {
         ids.append(&mut file_ids);
         items.append(&mut file_items);
         errors.append(&mut file_errors);
+        skipped.extend(file_skipped);
     }
+    let files = files.len();
     if !opts.reject_duplicate_objects {
-        return (items, errors);
+        return LoadedFiles {
+            items,
+            errors,
+            skipped,
+            files,
+        };
     }
     let mut first: HashMap<&str, &Identity> = HashMap::new();
     let mut duplicate = vec![false; items.len()];
@@ -348,7 +402,12 @@ where
         i += 1;
         !duplicate[i - 1]
     });
-    (items, errors)
+    LoadedFiles {
+        items,
+        errors,
+        skipped,
+        files,
+    }
 }
 
 /// What the duplicate check needs of a document: its group, kind,
@@ -396,6 +455,23 @@ fn load_input(input: &Input, opts: &LoadOptions) -> Loaded {
         }
         Input::File(path) => {
             let source = Source::file(path);
+            if opts.skip_non_objects {
+                if let Some(reason) = skip::by_path(path) {
+                    let mut l = skipped(source, reason);
+                    // A kustomization's generators make objects that the
+                    // repository's workloads refer to.
+                    if reason == SkipReason::Kustomize {
+                        if let (Some(s), Ok(bytes)) =
+                            (&mut l.skipped, inputs::read_file(path, opts.max_file_size))
+                        {
+                            let text = String::from_utf8_lossy(&bytes);
+                            s.makes =
+                                skip::kustomize_generated(&yaml::parse_stream(&text, opts).docs);
+                        }
+                    }
+                    return l;
+                }
+            }
             match inputs::read_file(path, opts.max_file_size) {
                 Ok(bytes) => load_one(source, &bytes, Format::for_path(path), opts),
                 Err(kind) => error_only(source, kind),
@@ -408,6 +484,18 @@ fn error_only(source: Source, kind: LoadErrorKind) -> Loaded {
     Loaded {
         documents: Vec::new(),
         errors: vec![LoadError::new(source, None, kind)],
+        skipped: None,
+    }
+}
+
+fn skipped(source: Source, reason: SkipReason) -> Loaded {
+    Loaded {
+        skipped: Some(Skipped {
+            source,
+            reason,
+            makes: Vec::new(),
+        }),
+        ..Loaded::default()
     }
 }
 
@@ -447,6 +535,7 @@ fn load_one(source: Source, bytes: &[u8], format: Format, opts: &LoadOptions) ->
                     Some(line),
                     LoadErrorKind::NotUtf8 { offset },
                 )],
+                skipped: None,
             };
         }
     };
@@ -454,6 +543,11 @@ fn load_one(source: Source, bytes: &[u8], format: Format, opts: &LoadOptions) ->
         Format::Yaml => yaml::parse_stream(text, opts),
         Format::Json => json::parse_stream(text),
     };
+    if opts.skip_non_objects && parsed.errors.is_empty() {
+        if let Some(reason) = skip::by_content(&parsed.docs) {
+            return skipped(source, reason);
+        }
+    }
     let mut out = Loaded::default();
     for e in parsed.errors {
         out.errors.push(LoadError {

@@ -180,7 +180,146 @@ fn parse_chunk_fast(chunk: &str, first_line: usize, limits: &Limits) -> Option<P
 }
 
 /// Parses one piece with `saphyr-parser` alone.
+///
+/// saphyr checks the indentation of lines inside flow collections and
+/// quoted scalars (YAML 1.2); go-yaml (behind `kubectl` and
+/// sigs.k8s.io/yaml), libyaml and PyYAML do not, so manifests such as
+/// `args: [` ... `]` with the `]` under the key are valid for Kubernetes.
+/// Inside a flow collection or a quoted scalar the leading white space of a
+/// line is not content (YAML folds it away), so a line refused for its
+/// indentation there is indented further and the piece parsed again; lines
+/// keep their numbers. Likewise a tab between `key:` and its value, which
+/// saphyr refuses and go-yaml reads as a space, becomes a space.
 pub(crate) fn parse_chunk_full(chunk: &str, first_line: usize, limits: &Limits) -> Parsed {
+    let (first, mut failure) = parse_once(chunk, first_line, limits);
+    let Some(f) = &failure else { return first };
+    let Some(mut text) = reindent(chunk, f) else {
+        return first;
+    };
+    // Each repair fixes one line; past this many the original error stands.
+    for _ in 0..MAX_REINDENTS {
+        let (parsed, next) = parse_once(&text, first_line, limits);
+        failure = next;
+        match failure.as_ref().and_then(|f| reindent(&text, f)) {
+            Some(t) => text = t,
+            None => return parsed,
+        }
+    }
+    first
+}
+
+/// Most lines [`parse_chunk_full`] re-indents in one piece.
+const MAX_REINDENTS: usize = 256;
+
+/// Where saphyr stopped, when it stopped on an indentation rule that go-yaml
+/// does not have.
+struct IndentFailure {
+    /// 1-based line in the piece.
+    line: usize,
+    /// 0-based column, in characters.
+    col: usize,
+    /// In a quoted scalar starting at (line, col), rather than a token of a
+    /// flow collection at (line, col).
+    quoted: bool,
+    /// A tab separates `key:` from a value that starts at (line, col):
+    /// saphyr refuses it, go-yaml reads it as a space.
+    tab_after_colon: bool,
+}
+
+/// The piece with the line(s) of `f` indented enough for saphyr, or `None`
+/// when indenting cannot help.
+fn reindent(text: &str, f: &IndentFailure) -> Option<String> {
+    let lines: Vec<&str> = text.split_inclusive('\n').collect();
+    let indent_of = |l: &str| l.chars().take_while(|c| *c == ' ').count();
+    let mut lines: Vec<std::borrow::Cow<'_, str>> = lines.into_iter().map(Into::into).collect();
+    let pad = |lines: &mut Vec<std::borrow::Cow<'_, str>>, i: usize, want: usize| -> bool {
+        let have = indent_of(&lines[i]);
+        if have >= want {
+            return false;
+        }
+        lines[i] = format!("{}{}", " ".repeat(want - have), lines[i]).into();
+        true
+    };
+    let at = f.line.checked_sub(1)?;
+    if at >= lines.len() {
+        return None;
+    }
+    if f.tab_after_colon {
+        // The blanks before the value become spaces, one for one, so that
+        // columns stay as they were.
+        let line = &lines[at];
+        let value = line
+            .char_indices()
+            .nth(f.col)
+            .map_or(line.len(), |(i, _)| i);
+        let (head, tail) = line.split_at(value);
+        let blanks = head.len() - head.trim_end_matches([' ', '\t']).len();
+        if !head[head.len() - blanks..].contains('\t') {
+            return None;
+        }
+        let fixed = format!(
+            "{}{}{tail}",
+            &head[..head.len() - blanks],
+            " ".repeat(blanks)
+        );
+        lines[at] = fixed.into();
+        return Some(lines.concat());
+    }
+    if f.quoted {
+        // Every line after the first up to the closing quote: indented past
+        // the column where the scalar starts.
+        let want = f.col + 1;
+        let start: usize = lines[..at].iter().map(|l| l.len()).sum::<usize>()
+            + lines[at].char_indices().nth(f.col)?.0;
+        let end = closing_quote(&text[start..])? + start;
+        let mut changed = false;
+        let mut offset = lines[..=at].iter().map(|l| l.len()).sum::<usize>();
+        for i in at + 1..lines.len() {
+            if offset > end {
+                break;
+            }
+            offset += lines[i].len();
+            if !lines[i].trim().is_empty() {
+                changed |= pad(&mut lines, i, want);
+            }
+        }
+        return changed.then(|| lines.concat());
+    }
+    // A token of a flow collection that opened on an earlier line: past the
+    // end of the previous line with content, it is past the indentation of
+    // every block node the collection is in.
+    let previous = lines[..at]
+        .iter()
+        .rev()
+        .find(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#'))?;
+    let want = previous.trim_end().chars().count() + 1;
+    pad(&mut lines, at, want).then(|| lines.concat())
+}
+
+/// The byte offset of the quote that closes the quoted scalar `s` starts
+/// with.
+fn closing_quote(s: &str) -> Option<usize> {
+    let mut chars = s.char_indices();
+    let (_, quote) = chars.next()?;
+    while let Some((i, c)) = chars.next() {
+        match (quote, c) {
+            ('"', '\\') => {
+                chars.next();
+            }
+            ('\'', '\'') if s[i + 1..].starts_with('\'') => {
+                chars.next();
+            }
+            (q, c) if q == c => return Some(i),
+            _ => {}
+        }
+    }
+    None
+}
+
+/// One saphyr pass over a piece; the second value is set when it stopped on
+/// an indentation rule of YAML 1.2 that go-yaml does not apply.
+fn parse_once(chunk: &str, first_line: usize, limits: &Limits) -> (Parsed, Option<IndentFailure>) {
+    let mut failure = None;
     let mut parser = Parser::new_from_str(chunk);
     let mut b = Builder::new(first_line, limits);
     while let Some(next) = parser.next_event() {
@@ -194,6 +333,22 @@ pub(crate) fn parse_chunk_full(chunk: &str, first_line: usize, limits: &Limits) 
                     }
                     other => other,
                 };
+                // The first two only arise inside a flow collection (outside
+                // one, saphyr lowers the indentation to the token's column).
+                if matches!(
+                    info,
+                    "invalid indentation"
+                        | "invalid indentation in flow construct"
+                        | "invalid indentation in quoted scalar"
+                        | "':' must be followed by a valid YAML whitespace"
+                ) {
+                    failure = Some(IndentFailure {
+                        line: m.line(),
+                        col: m.col(),
+                        quoted: info == "invalid indentation in quoted scalar",
+                        tab_after_colon: info.starts_with("':'"),
+                    });
+                }
                 b.out.errors.push(RawError {
                     line: first_line + m.line().saturating_sub(1),
                     column: Some(m.col() + 1),
@@ -203,7 +358,7 @@ pub(crate) fn parse_chunk_full(chunk: &str, first_line: usize, limits: &Limits) 
             }
         }
     }
-    b.out
+    (b.out, failure)
 }
 
 /// An error while building, with the place to report it when that is not

@@ -52,6 +52,31 @@ impl SelfIdentity {
     }
 }
 
+thread_local! {
+    /// Keys of the objects lookups returned on this thread, while
+    /// [`recording_lookups`] runs.
+    static RECORDED: RefCell<Option<Vec<ObjectKey>>> = const { RefCell::new(None) };
+}
+
+/// Runs `f` and returns, with its result, the key of every object that an
+/// inventory lookup returned on this thread meanwhile (for `interlock
+/// check` to say which copy of an object given twice a lookup read).
+pub fn recording_lookups<R>(f: impl FnOnce() -> R) -> (R, Vec<ObjectKey>) {
+    let outer = RECORDED.with(|r| r.borrow_mut().replace(Vec::new()));
+    let out = f();
+    let keys = RECORDED.with(|r| std::mem::replace(&mut *r.borrow_mut(), outer));
+    (out, keys.unwrap_or_default())
+}
+
+/// Notes a returned entry when recording (one thread-local read otherwise).
+fn record(e: &Entry) {
+    RECORDED.with(|r| {
+        if let Some(keys) = r.borrow_mut().as_mut() {
+            keys.push(e.key.clone());
+        }
+    });
+}
+
 pub struct InventoryHost<'a> {
     pub inventory: &'a dyn Lookup,
     pub indexes: &'a HashMap<String, IndexId>,
@@ -78,7 +103,10 @@ impl<'a> InventoryHost<'a> {
             name: str_arg(f, a, 3)?,
         };
         match self.inventory.find(key).filter(|e| !self.me.is(e)) {
-            Some(e) => Ok(Value::optional(Some(e.value()))),
+            Some(e) => {
+                record(e);
+                Ok(Value::optional(Some(e.value())))
+            }
             None => Ok(Value::Optional(None)),
         }
     }
@@ -109,7 +137,10 @@ impl<'a> InventoryHost<'a> {
                     .as_ref()
                     .is_none_or(|want| has_labels(&e.object.json(), want))
             })
-            .map(|e| e.value())
+            .map(|e| {
+                record(e);
+                e.value()
+            })
             .collect();
         Ok(Value::list(out))
     }
@@ -129,6 +160,7 @@ impl<'a> InventoryHost<'a> {
             .into_iter()
             .filter(|e| !self.me.is(e))
             .map(|e| {
+                record(e);
                 related.push(e.key.clone());
                 e.value()
             })

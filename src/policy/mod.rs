@@ -107,6 +107,9 @@ struct Slots {
 struct Binding {
     name: Option<String>,
     actions: Vec<Action>,
+    /// The actions for admission requests, when they differ (an
+    /// InterlockPolicy's `admissionActions`).
+    admission_actions: Option<Vec<Action>>,
     matcher: Option<MatchResources>,
     param_ref: Option<ParamRef>,
 }
@@ -160,26 +163,37 @@ pub struct Request<'a> {
 
 impl<'a> Request<'a> {
     /// The request `interlock check` makes for each object: a CREATE.
+    ///
+    /// An object with only `metadata.generateName` (a Helm hook Job, a
+    /// `kubectl create` Job) is a request too: kube-apiserver runs admission
+    /// before it generates the name, so policies see the generateName and an
+    /// empty `request.name`. `None` only without apiVersion, kind or metadata.
     pub fn create(object: &'a Json, username: &str) -> Option<Request<'a>> {
-        let key = ObjectKey::of(object)?;
         let api_version = object.get("apiVersion")?.as_str()?;
+        let kind = object.get("kind")?.as_str()?;
+        let meta = object.get("metadata")?;
+        let field = |f: &str| meta.get(f).and_then(Json::as_str).unwrap_or("");
+        let (group, name) = (resources::group_of(api_version), field("name"));
+        if name.is_empty() && field("generateName").is_empty() {
+            return None;
+        }
         // A Namespace request carries the Namespace's own name as namespace.
-        let namespace = if key.group.is_empty() && &*key.kind == "Namespace" {
-            key.name.to_string()
+        let namespace = if group.is_empty() && kind == "Namespace" {
+            name
         } else {
-            key.namespace.to_string()
+            field("namespace")
         };
         Some(Request {
             operation: "CREATE".into(),
             object: Some(object),
             old_object: OldObject::None,
-            group: key.group.to_string(),
+            group: group.to_string(),
             version: resources::version_of(api_version).to_string(),
-            kind: key.kind.to_string(),
-            resource: resources::resource_of(&key.group, &key.kind),
+            kind: kind.to_string(),
+            resource: resources::resource_of(group, kind),
             subresource: String::new(),
-            namespace,
-            name: key.name.to_string(),
+            namespace: namespace.to_string(),
+            name: name.to_string(),
             username: username.to_string(),
             groups: vec!["system:authenticated".into()],
             dry_run: false,
@@ -191,6 +205,13 @@ impl<'a> Request<'a> {
     /// Namespace's name, but it is cluster-scoped and has no namespaceObject.
     pub fn is_namespace_request(&self) -> bool {
         self.group.is_empty() && self.resource == "namespaces"
+    }
+
+    /// Is this a request from kube-apiserver (which gives every admission
+    /// request a uid), rather than one made offline by `check`, an audit or
+    /// a group's validation (which have none)?
+    pub fn is_admission(&self) -> bool {
+        !self.uid.is_empty()
     }
 
     /// Is the requested object namespaced?
@@ -394,6 +415,7 @@ impl PolicySet {
                 policy.bindings.push(Binding {
                     name: Some(name.clone()),
                     actions,
+                    admission_actions: None,
                     matcher: b.match_resources,
                     param_ref: b.param_ref,
                 });
@@ -555,20 +577,28 @@ fn compile_policy(
         )
     });
     let mut bindings = Vec::new();
+    let parse_actions = |field: &str, list: &[String]| -> Result<Vec<Action>, String> {
+        list.iter()
+            .map(|a| {
+                Action::parse(a).ok_or_else(|| {
+                    format!("spec.{field}: unknown action {a:?}; use Deny, Warn or Audit")
+                })
+            })
+            .collect()
+    };
+    if kind == PolicyKind::Vap && !spec.admission_actions.is_empty() {
+        return Err("spec.admissionActions is an InterlockPolicy field; a ValidatingAdmissionPolicy's actions are its bindings' validationActions".into());
+    }
     if kind == PolicyKind::Interlock {
         let actions = if spec.validation_actions.is_empty() {
             vec![Action::Deny]
         } else {
-            spec.validation_actions
-                .iter()
-                .map(|a| {
-                    Action::parse(a).ok_or_else(|| {
-                        format!(
-                            "spec.validationActions: unknown action {a:?}; use Deny, Warn or Audit"
-                        )
-                    })
-                })
-                .collect::<Result<_, _>>()?
+            parse_actions("validationActions", &spec.validation_actions)?
+        };
+        let admission_actions = if spec.admission_actions.is_empty() {
+            None
+        } else {
+            Some(parse_actions("admissionActions", &spec.admission_actions)?)
         };
         if param_kind.is_some() && spec.param_ref.is_none() {
             return Err("spec.paramKind is set, so spec.paramRef is required".into());
@@ -576,6 +606,7 @@ fn compile_policy(
         bindings.push(Binding {
             name: None,
             actions,
+            admission_actions,
             matcher: None,
             param_ref: spec.param_ref.clone(),
         });
@@ -691,16 +722,21 @@ impl CompiledPolicy {
                     continue;
                 }
             }
-            let verdict = |message: String, reason: Option<String>, related: Vec<ObjectKey>| {
-                b.actions.iter().map(move |a| Verdict {
-                    policy: self.name.clone(),
-                    binding: b.name.clone(),
-                    action: *a,
-                    message: message.clone(),
-                    reason: reason.clone(),
-                    related: related.clone(),
-                })
+            let actions = match &b.admission_actions {
+                Some(a) if req.is_admission() => a,
+                _ => &b.actions,
             };
+            let verdict =
+                move |message: String, reason: Option<String>, related: Vec<ObjectKey>| {
+                    actions.iter().map(move |a| Verdict {
+                        policy: self.name.clone(),
+                        binding: b.name.clone(),
+                        action: *a,
+                        message: message.clone(),
+                        reason: reason.clone(),
+                        related: related.clone(),
+                    })
+                };
             match self.params(b, req, inv) {
                 Params::None => {
                     self.evaluate_with(req, shared, inv, None, b, &verdict, out, &mut collected)
@@ -1061,6 +1097,24 @@ impl PolicySet {
             }
         }
         Ok(ops)
+    }
+
+    /// The policies that apply to a request: its matchConstraints match, and
+    /// so do the matchResources of one of its bindings (matchConditions
+    /// are not evaluated).
+    pub fn applying_to<'s>(
+        &'s self,
+        req: &'s Request,
+        inv: &'s Inventory,
+    ) -> impl Iterator<Item = &'s CompiledPolicy> + 's {
+        self.policies.iter().filter(move |p| {
+            matching::matches(&p.matcher, req, inv, false)
+                && p.bindings.iter().any(|b| {
+                    b.matcher
+                        .as_ref()
+                        .is_none_or(|m| matching::matches(m, req, inv, true))
+                })
+        })
     }
 
     /// Could some policy match this request? Looks at resource rules only

@@ -24,6 +24,11 @@ pub struct PolicySpec {
     // InterlockPolicy only: the policy binds itself.
     #[serde(default)]
     pub validation_actions: Vec<String>,
+    /// InterlockPolicy only: the actions at admission (`interlock serve`),
+    /// when they differ from `validationActions` (which `check`, audits and
+    /// groups use). For rules about objects that may be created later.
+    #[serde(default)]
+    pub admission_actions: Vec<String>,
     #[serde(default)]
     pub param_ref: Option<ParamRef>,
     #[serde(default)]

@@ -341,3 +341,59 @@ fn a_failing_variable_is_named_in_the_error() {
         )]
     );
 }
+
+/// An InterlockPolicy's `admissionActions` apply to admission requests
+/// (those with a uid) only; offline requests keep `validationActions`.
+#[test]
+fn admission_actions_apply_at_admission_only() {
+    let (set, inv) = compile(vec![json!({
+        "apiVersion": "interlock.dev/v1alpha1", "kind": "InterlockPolicy",
+        "metadata": {"name": "later"},
+        "spec": {
+            "validationActions": ["Deny"], "admissionActions": ["Warn"],
+            "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                "resources": ["configmaps"], "operations": ["CREATE"]}]},
+            "validations": [{"expression": "false", "message": "may exist later"}]
+        }
+    })]);
+    let cm = configmap(json!({}));
+    let mut req = Request::create(&cm, "admin").expect("a request");
+    let actions = |req: &Request| -> Vec<Action> {
+        set.evaluate(req, &inv).0.iter().map(|v| v.action).collect()
+    };
+    assert!(!req.is_admission());
+    assert_eq!(actions(&req), [Action::Deny]);
+    req.uid = "7c1e".into();
+    assert_eq!(actions(&req), [Action::Warn]);
+}
+
+/// A ValidatingAdmissionPolicy has no admissionActions (its bindings say).
+#[test]
+fn admission_actions_are_refused_on_a_validating_admission_policy() {
+    let mut inventory = Inventory::new();
+    let docs = policy(
+        "p",
+        json!({"admissionActions": ["Warn"], "validations": [{"expression": "true"}]}),
+        &["Deny"],
+        None,
+    );
+    let pairs: Vec<(Json, Source)> = docs
+        .into_iter()
+        .map(|d| {
+            (
+                d,
+                Source {
+                    file: "p.yaml".into(),
+                    line: 1,
+                },
+            )
+        })
+        .collect();
+    let (_, errors) = PolicySet::compile(&pairs, &mut inventory);
+    assert!(
+        errors.iter().any(|e| e
+            .message
+            .contains("admissionActions is an InterlockPolicy field")),
+        "{errors:?}"
+    );
+}

@@ -53,9 +53,38 @@ spec:
             [JSONPatch{op: "add", path: "/metadata/labels", value: {"interlock.dev/checked": "true"}}]
 "#;
 
+/// Which writes a webhook is registered for: its configurations' name, the
+/// label of the namespaces it sees, and its rules' groups and resources.
+pub struct Scope {
+    pub config: &'static str,
+    pub label: &'static str,
+    pub groups: &'static [&'static str],
+    pub resources: &'static [&'static str],
+}
+
+/// The tests' usual webhook: Ingresses, ConfigMaps and Pods.
+pub const TEST_SCOPE: Scope = Scope {
+    config: "interlock-test",
+    label: LABEL,
+    groups: &["", "networking.k8s.io"],
+    resources: &["ingresses", "configmaps", "pods"],
+};
+
 /// Starts `interlock serve` (with `extra` arguments) for `cluster` and
 /// registers it; returns once it answers.
 pub fn start(cluster: &TestCluster, extra: &[&str]) -> Webhook {
+    let policy = root()
+        .join("policies/unique-ingress-host/policy.yaml")
+        .display()
+        .to_string();
+    let mut args = vec!["-p", policy.as_str()];
+    args.extend_from_slice(extra);
+    start_scoped(cluster, &TEST_SCOPE, &args)
+}
+
+/// [`start`] for another scope, with only the given policy arguments (and
+/// the mutation that tells when it answers).
+pub fn start_scoped(cluster: &TestCluster, scope: &Scope, extra: &[&str]) -> Webhook {
     {
         let dir = tempfile::tempdir().unwrap();
         let certs = interlock::certs::generate(&interlock::certs::CertsOptions::new(["127.0.0.1"]))
@@ -72,11 +101,6 @@ pub fn start(cluster: &TestCluster, extra: &[&str]) -> Webhook {
             dir.path().join("tls.key").display().to_string(),
             "--listen".into(),
             format!("127.0.0.1:{port}"),
-            "-p".into(),
-            root()
-                .join("policies/unique-ingress-host/policy.yaml")
-                .display()
-                .to_string(),
             "-p".into(),
             dir.path().join("mutate.yaml").display().to_string(),
         ];
@@ -111,23 +135,27 @@ pub fn start(cluster: &TestCluster, extra: &[&str]) -> Webhook {
             }
         });
         rx.recv().unwrap().expect("start interlock serve");
-        register(cluster, port, &certs.ca_cert_pem);
+        register_scoped(cluster, port, &certs.ca_cert_pem, scope);
         let hook = Webhook { port, dir };
-        wait_until_answering(cluster, &hook);
+        wait_until_answering_in(cluster, &hook, scope.label);
         hook
     }
 }
 
 pub fn register(cluster: &TestCluster, port: u16, ca: &str) {
+    register_scoped(cluster, port, ca, &TEST_SCOPE)
+}
+
+pub fn register_scoped(cluster: &TestCluster, port: u16, ca: &str, scope: &Scope) {
     use base64::Engine as _;
     let ca = base64::engine::general_purpose::STANDARD.encode(ca);
     let hook = |path: &str, resources: serde_json::Value| {
         json!({
             "name": format!("{path}.interlock.dev"),
             "clientConfig": {"url": format!("https://127.0.0.1:{port}/{path}"), "caBundle": ca},
-            "rules": [{"apiGroups": ["", "networking.k8s.io"], "apiVersions": ["v1"],
+            "rules": [{"apiGroups": scope.groups, "apiVersions": ["*"],
                        "operations": ["CREATE", "UPDATE"], "resources": resources}],
-            "namespaceSelector": {"matchLabels": {LABEL: "true"}},
+            "namespaceSelector": {"matchLabels": {scope.label: "true"}},
             "sideEffects": "None",
             "admissionReviewVersions": ["v1"],
             "failurePolicy": "Fail",
@@ -136,9 +164,9 @@ pub fn register(cluster: &TestCluster, port: u16, ca: &str) {
     };
     let configs = json!({"apiVersion": "v1", "kind": "List", "items": [
         {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
-         "metadata": {"name": "interlock-test"}, "webhooks": [hook("validate", json!(["ingresses", "configmaps", "pods"]))]},
+         "metadata": {"name": scope.config}, "webhooks": [hook("validate", json!(scope.resources))]},
         {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
-         "metadata": {"name": "interlock-test"}, "webhooks": [hook("mutate", json!(["configmaps"]))]},
+         "metadata": {"name": scope.config}, "webhooks": [hook("mutate", json!(["configmaps"]))]},
     ]});
     let out = cluster.kubectl_stdin(&["apply", "-f", "-"], &configs.to_string());
     assert!(
@@ -149,8 +177,13 @@ pub fn register(cluster: &TestCluster, port: u16, ca: &str) {
 }
 
 pub fn namespace(cluster: &TestCluster, prefix: &str) -> String {
+    namespace_labelled(cluster, prefix, LABEL)
+}
+
+/// A new namespace that the webhook of `label`'s scope sees.
+pub fn namespace_labelled(cluster: &TestCluster, prefix: &str, label: &str) -> String {
     let ns = cluster.create_namespace(prefix);
-    let out = cluster.kubectl(&["label", "namespace", &ns, &format!("{LABEL}=true")]);
+    let out = cluster.kubectl(&["label", "namespace", &ns, &format!("{label}=true")]);
     assert!(
         out.status.success(),
         "{}",
@@ -162,7 +195,11 @@ pub fn namespace(cluster: &TestCluster, prefix: &str) -> String {
 /// Polls with probe ConfigMaps until the mutation shows: the webhook is
 /// registered, ready and reachable.
 pub fn wait_until_answering(cluster: &TestCluster, hook: &Webhook) {
-    let ns = namespace(cluster, "probe");
+    wait_until_answering_in(cluster, hook, LABEL)
+}
+
+fn wait_until_answering_in(cluster: &TestCluster, hook: &Webhook, label: &str) {
+    let ns = namespace_labelled(cluster, "probe", label);
     let deadline = Instant::now() + Duration::from_secs(120);
     for i in 0.. {
         let name = format!("probe-{i}");

@@ -77,6 +77,7 @@ fn sample() -> Report {
             audit,
         ],
         errors: Vec::new(),
+        notices: Vec::new(),
         policy_names: vec![
             "pss-baseline".into(),
             "unique-ingress-host".into(),
@@ -431,4 +432,39 @@ fn from_documents_and_load_errors() {
         "x.yaml:7: document has no \"apiVersion\"; every Kubernetes object needs apiVersion and kind"
     );
     assert_eq!(r.exit_code(), 2);
+}
+
+/// Notices go to standard error after the errors, as `file:line: note:`,
+/// into the JSON `notices` list and SARIF notifications of level `note`,
+/// and never change the exit status.
+#[test]
+fn notices_are_shown_but_do_not_fail_the_run() {
+    let mut r = Report {
+        objects: 2,
+        policies: 1,
+        ..Report::default()
+    };
+    r.notices.push(InputError {
+        file: "b.yaml".into(),
+        line: Some(4),
+        column: None,
+        message: "ConfigMap default/a is given 2 times".into(),
+    });
+    assert_eq!(r.exit_code(), 0);
+    let mut err = Vec::new();
+    r.write_errors(&mut err).unwrap();
+    assert_eq!(
+        String::from_utf8(err).unwrap(),
+        "b.yaml:4: note: ConfigMap default/a is given 2 times\n"
+    );
+    assert_eq!(r.to_json()["summary"]["notices"], 1);
+    assert_eq!(r.to_json()["notices"][0]["line"], 4);
+    let sarif = r.to_sarif();
+    let n = &sarif["runs"][0]["invocations"][0]["toolExecutionNotifications"][0];
+    assert_eq!(n["level"], "note");
+    assert_eq!(
+        sarif["runs"][0]["invocations"][0]["executionSuccessful"],
+        true
+    );
+    assert!(r.summary_line().ends_with("; 1 notice on standard error"));
 }

@@ -1,0 +1,363 @@
+//! `interlock check` over real-world repository shapes: objects named only
+//! by generateName, objects given twice, tool files next to manifests,
+//! `--namespace`, `--inventory`, `--exclude`, empty runs, JUnit cases.
+
+use super::*;
+use crate::check::report::Action as ReportAction;
+use std::fs;
+use std::path::Path;
+
+fn write(dir: &Path, name: &str, text: &str) {
+    let path = dir.join(name);
+    fs::create_dir_all(path.parent().expect("a parent")).expect("mkdir");
+    fs::write(path, text).expect("write");
+}
+
+fn run_on(dir: &Path, f: impl FnOnce(&mut CheckOptions)) -> Report {
+    let mut opts = CheckOptions {
+        inputs: vec![dir.to_path_buf()],
+        user: DEFAULT_USER.into(),
+        ..CheckOptions::default()
+    };
+    f(&mut opts);
+    let mut r = run(&opts);
+    r.sort();
+    r
+}
+
+fn findings<'r>(r: &'r Report, policy: &str) -> Vec<&'r Finding> {
+    r.results.iter().filter(|f| f.policy == policy).collect()
+}
+
+const HOOK_JOB: &str = "apiVersion: batch/v1
+kind: Job
+metadata:
+  generateName: db-migrate-
+  annotations: {helm.sh/hook: pre-install}
+spec:
+  template:
+    spec:
+      hostNetwork: true
+      restartPolicy: Never
+      containers:
+      - name: migrate
+        image: registry.example.com/migrate:latest
+        securityContext: {privileged: true}
+";
+
+#[test]
+fn an_object_named_by_generate_name_is_evaluated() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    write(dir.path(), "hook.yaml", HOOK_JOB);
+    let r = run_on(dir.path(), |_| {});
+    assert_eq!(r.objects, 1);
+    let latest = findings(&r, "disallow-latest-tag");
+    assert_eq!(latest.len(), 1, "{:?}", r.results);
+    assert_eq!(latest[0].object.name, "db-migrate-*");
+    let pss: Vec<&str> = findings(&r, "pod-security-baseline")
+        .iter()
+        .map(|f| f.message.as_str())
+        .collect();
+    assert!(pss.iter().any(|m| m.contains("hostNetwork")), "{pss:?}");
+    assert!(pss.iter().any(|m| m.contains("privileged")), "{pss:?}");
+    assert_eq!(r.exit_code(), 1);
+}
+
+#[test]
+fn pod_template_kinds_are_checked_like_workloads() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    write(
+        dir.path(),
+        "legacy.yaml",
+        "apiVersion: v1
+kind: ReplicationController
+metadata: {name: legacy, namespace: shop}
+spec:
+  replicas: 1
+  template:
+    metadata: {labels: {app: legacy}}
+    spec:
+      hostPID: true
+      containers: [{name: app, image: nginx}]
+---
+apiVersion: v1
+kind: PodTemplate
+metadata: {name: tpl, namespace: shop}
+template:
+  spec:
+    containers: [{name: app, image: 'nginx:latest', securityContext: {privileged: true}}]
+",
+    );
+    let r = run_on(dir.path(), |_| {});
+    let kinds = |policy: &str| {
+        let mut k: Vec<String> = findings(&r, policy)
+            .iter()
+            .map(|f| f.object.kind.clone())
+            .collect();
+        k.sort();
+        k.dedup();
+        k
+    };
+    assert_eq!(
+        kinds("disallow-latest-tag"),
+        ["PodTemplate", "ReplicationController"]
+    );
+    assert_eq!(
+        kinds("pod-security-baseline"),
+        ["PodTemplate", "ReplicationController"]
+    );
+}
+
+#[test]
+fn every_copy_of_an_object_is_checked_and_copies_are_notices() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let deploy = |image: &str| {
+        format!(
+            "apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: web, namespace: shop}}
+spec:
+  selector: {{matchLabels: {{app: web}}}}
+  template:
+    metadata: {{labels: {{app: web}}}}
+    spec:
+      containers: [{{name: web, image: '{image}', envFrom: [{{configMapRef: {{name: web-config}}}}]}}]
+"
+        )
+    };
+    write(dir.path(), "overlays/a/web.yaml", &deploy("web:1.0"));
+    // The second copy differs: only it has the latest tag.
+    write(dir.path(), "overlays/b/web.yaml", &deploy("web:latest"));
+    write(
+        dir.path(),
+        "overlays/a/config.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web-config, namespace: shop}\n",
+    );
+    write(
+        dir.path(),
+        "overlays/b/config.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web-config, namespace: shop}\ndata: {mode: b}\n",
+    );
+    let r = run_on(dir.path(), |_| {});
+    assert!(r.errors.is_empty(), "{:?}", r.errors);
+    assert_eq!(r.objects, 4);
+    let latest = findings(&r, "disallow-latest-tag");
+    assert_eq!(latest.len(), 1);
+    assert!(latest[0].source.file.ends_with("overlays/b/web.yaml"));
+    let notices: Vec<&str> = r.notices.iter().map(|n| n.message.as_str()).collect();
+    assert!(
+        notices
+            .iter()
+            .any(|n| n.starts_with("Deployment shop/web is given 2 times (first at ")),
+        "{notices:?}"
+    );
+    // Each Deployment's lookup read the duplicated ConfigMap: which copy is said.
+    let said: Vec<&&str> = notices
+        .iter()
+        .filter(|n| n.contains("lookups read ConfigMap shop/web-config, which is given 2 times: they used the copy at "))
+        .collect();
+    assert_eq!(said.len(), 2, "{notices:?}");
+    assert!(
+        said[0].contains("overlays/a/config.yaml:1 (not "),
+        "{said:?}"
+    );
+    // Duplicates are notices: the exit status comes from findings only.
+    assert_eq!(r.exit_code(), 1);
+    let mut json = Vec::new();
+    r.write_json(&mut json).expect("json");
+    let json: serde_json::Value = serde_json::from_slice(&json).expect("json");
+    assert_eq!(json["summary"]["errors"], 0);
+    assert_eq!(json["summary"]["notices"], 4);
+}
+
+#[test]
+fn tool_files_are_skipped_with_one_notice_and_malformed_objects_stay_errors() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    write(d, "base/kustomization.yaml", "resources: [cm.yaml]\n");
+    write(
+        d,
+        "base/cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n",
+    );
+    write(
+        d,
+        "chart/Chart.yaml",
+        "apiVersion: v2\nname: web\nversion: 1.0.0\n",
+    );
+    write(d, "chart/values.yaml", "replicas: 2\n");
+    write(
+        d,
+        "chart/templates/deploy.yaml",
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {{ .Release.Name }}\n",
+    );
+    write(
+        d,
+        "skaffold.yaml",
+        "apiVersion: skaffold/v4beta6\nkind: Config\n",
+    );
+    write(
+        d,
+        "dashboards/web.json",
+        "{\"title\": \"web\", \"panels\": []}",
+    );
+    let r = run_on(d, |_| {});
+    assert!(r.errors.is_empty(), "{:?}", r.errors);
+    assert_eq!(r.objects, 1);
+    assert_eq!(r.notices.len(), 1, "{:?}", r.notices);
+    let n = &r.notices[0].message;
+    assert!(
+        n.starts_with("skipped 6 files that hold no Kubernetes objects"),
+        "{n}"
+    );
+    assert!(
+        n.contains("kubectl kustomize DIR | interlock check -"),
+        "{n}"
+    );
+    assert!(n.contains("helm template"), "{n}");
+    assert_eq!(r.exit_code(), 0);
+    // What the kustomization's generator makes is there for lookups.
+    write(
+        d,
+        "base/kustomization.yaml",
+        "resources: [cm.yaml]\nconfigMapGenerator:\n- name: settings\n  literals: [a=b]\n",
+    );
+    write(
+        d,
+        "base/pod.yaml",
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{name: c, image: 'nginx:1.27', envFrom: [{configMapRef: {name: settings}}]}]\n",
+    );
+    let r = run_on(d, |_| {});
+    assert!(
+        findings(&r, "pod-references-exist").is_empty(),
+        "{:?}",
+        r.results
+    );
+    fs::remove_file(d.join("base/pod.yaml")).expect("rm");
+    // A document shaped like an object but without a kind is still an error.
+    write(
+        d,
+        "base/broken.yaml",
+        "apiVersion: v1\nmetadata: {name: b}\n",
+    );
+    let r = run_on(d, |_| {});
+    assert_eq!(r.errors.len(), 1, "{:?}", r.errors);
+    assert!(r.errors[0].file.ends_with("base/broken.yaml"));
+    assert_eq!(r.exit_code(), 2);
+    // --exclude leaves it out.
+    let r = run_on(d, |o| o.exclude = vec!["broken.yaml".into()]);
+    assert!(r.errors.is_empty(), "{:?}", r.errors);
+}
+
+#[test]
+fn namespace_option_places_objects_without_one() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    write(
+        dir.path(),
+        "app.yaml",
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{name: c, image: 'nginx:1.27', envFrom: [{secretRef: {name: creds}}]}]\n---\napiVersion: v1\nkind: Secret\nmetadata: {name: creds, namespace: team-a}\n",
+    );
+    // In `default` the Secret (in team-a) is missing.
+    let r = run_on(dir.path(), |_| {});
+    let refs = findings(&r, "pod-references-exist");
+    assert_eq!(refs.len(), 1, "{:?}", r.results);
+    assert_eq!(refs[0].object.namespace.as_deref(), Some("default"));
+    // A missing Secret may be made later by something else: the message says so.
+    assert!(
+        refs[0]
+            .message
+            .contains("A Secret may also be made later by an install Job, cert-manager"),
+        "{}",
+        refs[0].message
+    );
+    let r = run_on(dir.path(), |o| o.namespace = Some("team-a".into()));
+    assert!(
+        findings(&r, "pod-references-exist").is_empty(),
+        "{:?}",
+        r.results
+    );
+    assert_eq!(r.objects, 2);
+}
+
+#[test]
+fn inventory_objects_are_seen_by_lookups_but_not_checked() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cluster = tempfile::tempdir().expect("tempdir");
+    write(
+        dir.path(),
+        "app.yaml",
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: a}\nspec:\n  containers: [{name: c, image: 'nginx:1.27', envFrom: [{secretRef: {name: creds}}]}]\n",
+    );
+    // The baseline has the Secret and a Pod that breaks every rule.
+    write(
+        cluster.path(),
+        "baseline.yaml",
+        "apiVersion: v1\nkind: Secret\nmetadata: {name: creds, namespace: a}\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: bad, namespace: a}\nspec:\n  hostNetwork: true\n  containers: [{name: c, image: nginx}]\n",
+    );
+    let r = run_on(dir.path(), |o| {
+        o.inventory = vec![cluster.path().to_path_buf()]
+    });
+    assert!(r.errors.is_empty(), "{:?}", r.errors);
+    assert_eq!(r.objects, 1);
+    assert!(
+        r.results.iter().all(|f| f.object.name == "p"),
+        "{:?}",
+        r.results
+    );
+    assert!(findings(&r, "pod-references-exist").is_empty());
+}
+
+#[test]
+fn nothing_to_check_is_not_all_fine() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    write(dir.path(), "kustomization.yaml", "resources: []\n");
+    let r = run_on(dir.path(), |_| {});
+    assert_eq!(r.exit_code(), 2);
+    assert!(
+        r.errors[0]
+            .message
+            .starts_with("no Kubernetes objects in the inputs"),
+        "{:?}",
+        r.errors
+    );
+    let empty = tempfile::tempdir().expect("tempdir");
+    write(
+        dir.path(),
+        "cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n",
+    );
+    let r = run_on(dir.path(), |o| {
+        o.policies = vec![empty.path().to_path_buf()]
+    });
+    assert_eq!(r.exit_code(), 2);
+    assert!(
+        r.errors[0].message.starts_with("no policies were loaded"),
+        "{:?}",
+        r.errors
+    );
+}
+
+#[test]
+fn junit_lists_a_case_only_where_a_policy_applies() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    write(
+        dir.path(),
+        "objects.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\napiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {name: i}\nspec: {rules: [{host: a.example.com}]}\n",
+    );
+    let r = run_on(dir.path(), |o| o.record_evaluated = true);
+    let pairs: Vec<(String, String)> = r
+        .evaluated
+        .iter()
+        .map(|e| (e.policy.clone(), e.object.kind.clone()))
+        .collect();
+    assert_eq!(
+        pairs,
+        [("unique-ingress-host".to_string(), "Ingress".to_string())]
+    );
+    let mut xml = Vec::new();
+    r.write_junit(&mut xml).expect("junit");
+    let xml = String::from_utf8(xml).expect("utf-8");
+    assert!(!xml.contains("ConfigMap"), "{xml}");
+    assert!(r.results.iter().all(|f| f.action != ReportAction::Deny));
+}

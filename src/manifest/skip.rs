@@ -1,0 +1,295 @@
+//! Files that are known not to hold Kubernetes objects: kustomize and Helm
+//! sources, Skaffold configuration, plain data. `interlock check` over a
+//! repository skips them (with a notice that says how to render kustomize
+//! and Helm into objects) instead of failing on every one of their
+//! documents.
+//!
+//! Only files that are certainly not objects are skipped: a document that
+//! has an `apiVersion`, a `kind` or a `metadata` and is not one of the
+//! known tool configurations is an object, and a malformed one stays an
+//! error.
+
+use std::fmt;
+use std::path::Path;
+
+use serde_json::Value;
+
+use super::error::Source;
+use super::yaml::RawDoc;
+
+/// Why a file was skipped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum SkipReason {
+    /// `kustomization.yaml` and kustomize's own kinds (Kustomization,
+    /// Component): kustomize input, rendered by `kubectl kustomize`.
+    Kustomize,
+    /// `Chart.yaml`, `Chart.lock`, `values*.yaml`, and everything in a
+    /// folder that has a `Chart.yaml` (templates): rendered by `helm
+    /// template`.
+    Helm,
+    /// `skaffold.yaml` (Skaffold's `Config`).
+    Skaffold,
+    /// Documents without `apiVersion`, `kind` and `metadata`: data (a
+    /// dashboard, a configuration file, a JSON fixture).
+    NotObjects,
+}
+
+impl fmt::Display for SkipReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            SkipReason::Kustomize => "kustomize input",
+            SkipReason::Helm => "Helm chart",
+            SkipReason::Skaffold => "Skaffold configuration",
+            SkipReason::NotObjects => "no Kubernetes objects",
+        })
+    }
+}
+
+/// A file left out, and why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Skipped {
+    pub source: Source,
+    pub reason: SkipReason,
+    /// What the file makes when it is rendered, as minimal objects: the
+    /// ConfigMaps and Secrets of a kustomization's `configMapGenerator` and
+    /// `secretGenerator` (in its `namespace`, or none). Workloads in the
+    /// same repository refer to them by these names.
+    pub makes: Vec<Value>,
+}
+
+/// The ConfigMaps and Secrets a kustomization's generators make.
+pub(crate) fn kustomize_generated(docs: &[RawDoc]) -> Vec<Value> {
+    let mut out = Vec::new();
+    for k in docs.iter().filter(|d| !d.empty).map(|d| &d.value) {
+        let namespace = k.get("namespace").and_then(Value::as_str);
+        for (field, kind) in [
+            ("configMapGenerator", "ConfigMap"),
+            ("secretGenerator", "Secret"),
+        ] {
+            let generators = k.get(field).and_then(Value::as_array).map(Vec::as_slice);
+            for g in generators.unwrap_or_default() {
+                let Some(name) = g.get("name").and_then(Value::as_str) else {
+                    continue;
+                };
+                let ns = g.get("namespace").and_then(Value::as_str).or(namespace);
+                let mut meta = serde_json::json!({"name": name,
+                    "annotations": {"interlock.dev/produced-by": "a kustomize generator"}});
+                if let Some(ns) = ns {
+                    meta["namespace"] = ns.into();
+                }
+                out.push(serde_json::json!({"apiVersion": "v1", "kind": kind, "metadata": meta}));
+            }
+        }
+    }
+    out
+}
+
+/// Known by its name (or by a `Chart.yaml` in one of its folders).
+pub(crate) fn by_path(path: &Path) -> Option<SkipReason> {
+    let name = path.file_name()?.to_str()?;
+    let lower = name.to_ascii_lowercase();
+    let yaml = lower.ends_with(".yaml") || lower.ends_with(".yml");
+    let stem = lower.trim_end_matches(".yaml").trim_end_matches(".yml");
+    if stem == "kustomization" || name == "Kustomization" {
+        return Some(SkipReason::Kustomize);
+    }
+    if name == "Chart.yaml" || name == "Chart.lock" {
+        return Some(SkipReason::Helm);
+    }
+    if yaml && (stem == "values" || stem.starts_with("values-") || stem.starts_with("values.")) {
+        return Some(SkipReason::Helm);
+    }
+    if yaml && stem == "skaffold" {
+        return Some(SkipReason::Skaffold);
+    }
+    if is_kustomize_patch(path) {
+        return Some(SkipReason::Kustomize);
+    }
+    // A chart's templates (and its sub-charts): not objects until rendered.
+    let in_chart = path
+        .ancestors()
+        .skip(1)
+        .take(8)
+        .filter(|d| !d.as_os_str().is_empty())
+        .any(|d| d.join("Chart.yaml").is_file());
+    in_chart.then_some(SkipReason::Helm)
+}
+
+/// Is `path` a patch that the kustomization.yaml of its folder applies
+/// (`patches[].path`, `patchesStrategicMerge`, `patchesJson6902[].path`)?
+/// A patch is a partial object: checking it would report what the base
+/// already sets.
+fn is_kustomize_patch(path: &Path) -> bool {
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name().and_then(|n| n.to_str())) else {
+        return false;
+    };
+    let Some(text) = ["kustomization.yaml", "kustomization.yml", "Kustomization"]
+        .iter()
+        .find_map(|k| std::fs::read_to_string(dir.join(k)).ok())
+    else {
+        return false;
+    };
+    let parsed = super::yaml::parse_stream(&text, &super::LoadOptions::default());
+    let Some(k) = parsed.docs.first().map(|d| &d.value) else {
+        return false;
+    };
+    let named = |v: &Value| {
+        v.as_str()
+            .map(|p| p.trim_start_matches("./") == name)
+            .unwrap_or(false)
+    };
+    let list = |field: &str| {
+        k.get(field)
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+    };
+    list("patchesStrategicMerge").iter().any(named)
+        || list("patches")
+            .iter()
+            .chain(list("patchesJson6902").iter())
+            .any(|p| p.get("path").is_some_and(named))
+}
+
+/// Known by what its documents hold: every document is a tool's
+/// configuration, or none is shaped like an object.
+pub(crate) fn by_content(docs: &[RawDoc]) -> Option<SkipReason> {
+    let docs: Vec<&Value> = docs.iter().filter(|d| !d.empty).map(|d| &d.value).collect();
+    if docs.is_empty() {
+        return None;
+    }
+    let reasons: Vec<Option<SkipReason>> = docs.iter().map(|v| of_document(v)).collect();
+    let first = reasons[0]?;
+    reasons.iter().all(|r| *r == Some(first)).then_some(first)
+}
+
+fn of_document(v: &Value) -> Option<SkipReason> {
+    let Value::Object(map) = v else {
+        // A list or a scalar at the top: data.
+        return Some(SkipReason::NotObjects);
+    };
+    let api_version = map.get("apiVersion").and_then(Value::as_str);
+    let kind = map.get("kind").and_then(Value::as_str);
+    let group = api_version.and_then(|a| a.rsplit_once('/')).map(|(g, _)| g);
+    if group == Some("kustomize.config.k8s.io") {
+        return Some(SkipReason::Kustomize);
+    }
+    if group == Some("skaffold") && kind == Some("Config") {
+        return Some(SkipReason::Skaffold);
+    }
+    // Chart.yaml under another name: apiVersion v1/v2 with a chart's
+    // name and version, and no kind.
+    if kind.is_none()
+        && matches!(api_version, Some("v1" | "v2"))
+        && map.contains_key("name")
+        && map.contains_key("version")
+        && !map.contains_key("metadata")
+    {
+        return Some(SkipReason::Helm);
+    }
+    let object_like = ["apiVersion", "kind", "metadata"]
+        .iter()
+        .any(|f| map.contains_key(*f));
+    (!object_like).then_some(SkipReason::NotObjects)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::manifest::yaml::parse_stream;
+    use crate::manifest::LoadOptions;
+
+    fn content(text: &str) -> Option<SkipReason> {
+        by_content(&parse_stream(text, &LoadOptions::default()).docs)
+    }
+
+    #[test]
+    fn tool_files_by_name() {
+        assert_eq!(
+            by_path(Path::new("a/kustomization.yaml")),
+            Some(SkipReason::Kustomize)
+        );
+        assert_eq!(
+            by_path(Path::new("a/Kustomization")),
+            Some(SkipReason::Kustomize)
+        );
+        assert_eq!(
+            by_path(Path::new("chart/Chart.yaml")),
+            Some(SkipReason::Helm)
+        );
+        assert_eq!(
+            by_path(Path::new("chart/values-prod.yaml")),
+            Some(SkipReason::Helm)
+        );
+        assert_eq!(
+            by_path(Path::new("skaffold.yaml")),
+            Some(SkipReason::Skaffold)
+        );
+        assert_eq!(by_path(Path::new("a/deployment.yaml")), None);
+        assert_eq!(by_path(Path::new("a/my-values.yaml")), None);
+    }
+
+    #[test]
+    fn kustomize_generators_make_config_maps_and_secrets() {
+        let text = "namespace: shop\nconfigMapGenerator:\n- name: web-config\n  files: [app.properties]\nsecretGenerator:\n- name: db\n  namespace: data\n  literals: [password=x]\n";
+        let made = kustomize_generated(&parse_stream(text, &LoadOptions::default()).docs);
+        let names: Vec<String> = made
+            .iter()
+            .map(|m| {
+                format!(
+                    "{} {}/{}",
+                    m["kind"].as_str().unwrap_or(""),
+                    m["metadata"]["namespace"].as_str().unwrap_or(""),
+                    m["metadata"]["name"].as_str().unwrap_or("")
+                )
+            })
+            .collect();
+        assert_eq!(names, ["ConfigMap shop/web-config", "Secret data/db"]);
+    }
+
+    #[test]
+    fn kustomize_patches_by_their_kustomization() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::write(
+            dir.path().join("kustomization.yaml"),
+            "resources: [deploy.yaml]\npatches:\n- path: ./replicas.yaml\npatchesStrategicMerge: [limits.yaml]\n",
+        )
+        .expect("write");
+        let at = |n: &str| by_path(&dir.path().join(n));
+        assert_eq!(at("replicas.yaml"), Some(SkipReason::Kustomize));
+        assert_eq!(at("limits.yaml"), Some(SkipReason::Kustomize));
+        assert_eq!(at("deploy.yaml"), None);
+    }
+
+    #[test]
+    fn data_and_tool_configurations_by_content() {
+        assert_eq!(content("a: 1\nb: [2]\n"), Some(SkipReason::NotObjects));
+        assert_eq!(content("[1, 2]"), Some(SkipReason::NotObjects));
+        assert_eq!(
+            content("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [a.yaml]\n"),
+            Some(SkipReason::Kustomize)
+        );
+        assert_eq!(
+            content("apiVersion: skaffold/v4beta6\nkind: Config\n"),
+            Some(SkipReason::Skaffold)
+        );
+        assert_eq!(
+            content("apiVersion: v2\nname: web\nversion: 1.2.3\n"),
+            Some(SkipReason::Helm)
+        );
+    }
+
+    #[test]
+    fn anything_shaped_like_an_object_is_read() {
+        // Malformed objects stay errors: they are not skipped.
+        assert_eq!(content("kind: Deployment\nmetadata: {name: a}\n"), None);
+        assert_eq!(content("apiVersion: v1\nmetadata: {name: a}\n"), None);
+        assert_eq!(content("metadata: {name: a}\nspec: {}\n"), None);
+        // One object among data: the file is read (and the data reported).
+        assert_eq!(
+            content("a: 1\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n"),
+            None
+        );
+        assert_eq!(content(""), None);
+    }
+}

@@ -2,6 +2,7 @@
 //! out, over the shared policy engine and a live (or file) inventory.
 //! It implements [`crate::server::Reviewer`].
 
+mod group;
 pub mod serve;
 
 use crate::cluster::{Cluster, ClusterOptions, State};
@@ -117,7 +118,7 @@ impl Engine {
             let out = if readers && !self.cluster.is_ready() {
                 (self.unready(st, &r), vec![])
             } else {
-                st.policies.evaluate(&r, &st.inventory)
+                evaluate(st, &r)
             };
             (readers, records, out, st.seen(), st.pending.has_due())
         });
@@ -139,7 +140,7 @@ impl Engine {
                 if !self.cluster.is_ready() {
                     (self.unready(st, &r), vec![])
                 } else {
-                    st.policies.evaluate(&r, &st.inventory)
+                    evaluate(st, &r)
                 }
             };
             // A decision whose deadline passed is answered 503 and the
@@ -286,6 +287,16 @@ impl Engine {
             }
         }
     }
+}
+
+/// Every matching policy's verdicts, and for a ResourceGroup those of its
+/// members too.
+fn evaluate(st: &State, r: &Request) -> (Vec<Verdict>, Vec<(String, String)>) {
+    let (mut verdicts, annotations) = st.policies.evaluate(r, &st.inventory);
+    if group::is_group_write(r) {
+        verdicts.extend(group::verdicts(st, r));
+    }
+    (verdicts, annotations)
 }
 
 /// Parses the operations and checks that they apply to the object.
@@ -576,6 +587,55 @@ spec:
         }))
         .unwrap();
         r.try_into().unwrap()
+    }
+
+    fn group_review(ns: &str, resources: serde_json::Value) -> AdmissionRequest<DynamicObject> {
+        let obj = json!({"apiVersion": "interlock.dev/v1alpha1", "kind": "ResourceGroup",
+            "metadata": {"namespace": ns, "name": "shop"},
+            "spec": {"serviceAccountName": "deployer", "resources": resources}});
+        let r: AdmissionReview<DynamicObject> = serde_json::from_value(json!({
+            "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+            "request": {"uid": "u-2", "kind": {"group": "interlock.dev", "version": "v1alpha1", "kind": "ResourceGroup"},
+                "resource": {"group": "interlock.dev", "version": "v1alpha1", "resource": "resourcegroups"},
+                "name": "shop", "namespace": ns, "operation": "CREATE",
+                "userInfo": {"username": "alice"}, "object": obj}
+        }))
+        .unwrap();
+        r.try_into().unwrap()
+    }
+
+    /// A group is judged at admission by its members, against the
+    /// inventory with them in place: a host another tenant holds is refused,
+    /// without naming that tenant's object; two members of one group may
+    /// not claim one host either.
+    #[test]
+    fn a_resource_group_is_refused_for_its_members_findings() {
+        let e = engine(true);
+        assert!(
+            e.validate(&review("other", "theirs", "taken.example", false))
+                .allowed
+        );
+        let ing = |name: &str, host: &str| {
+            json!({"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+            "metadata": {"name": name}, "spec": {"rules": [{"host": host}]}})
+        };
+        let resp = e.validate(&group_review("t", json!([ing("web", "taken.example")])));
+        assert!(!resp.allowed);
+        let m = &resp.result.message;
+        assert!(m.contains("member Ingress web: unique-host"), "{m}");
+        assert!(
+            m.contains("Ingress in another namespace") && !m.contains("theirs"),
+            "{m}"
+        );
+        let resp = e.validate(&group_review(
+            "t",
+            json!([ing("a", "new.example"), ing("b", "new.example")]),
+        ));
+        assert!(!resp.allowed, "two members claim one host");
+        assert!(
+            e.validate(&group_review("t", json!([ing("a", "free.example")])))
+                .allowed
+        );
     }
 
     #[test]

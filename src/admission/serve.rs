@@ -15,6 +15,7 @@ pub async fn run(
     let sources = Sources {
         policies: args.policy.clone(),
         inventory: args.inventory.clone(),
+        allow_empty: args.allow_empty,
     };
     let (cluster, kinds) = reload::initial(&sources, cluster_options)?;
     let cluster = Arc::new(cluster);

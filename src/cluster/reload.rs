@@ -24,6 +24,10 @@ pub enum LoadError {
     Index(#[from] crate::cel::CompileError),
     #[error("--inventory: {0}")]
     Inventory(String),
+    #[error(
+        "no policy in {0}: refusing to enforce nothing (give --allow-empty to serve an empty set)"
+    )]
+    Empty(String),
 }
 
 fn join(v: &[String]) -> String {
@@ -39,6 +43,21 @@ pub struct Loaded {
 }
 
 impl Loaded {
+    /// The policies of `-p` paths, or the bundled library when none; an
+    /// empty set is refused unless `allow_empty`.
+    pub fn from_sources(sources: &Sources) -> Result<Loaded, LoadError> {
+        let loaded = Loaded::from_paths(&sources.policies)?;
+        if loaded.policies.is_empty() && !sources.allow_empty {
+            let paths: Vec<String> = sources
+                .policies
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect();
+            return Err(LoadError::Empty(paths.join(", ")));
+        }
+        Ok(loaded)
+    }
+
     /// The policies of `-p` paths, or the bundled library when none.
     pub fn from_paths(paths: &[PathBuf]) -> Result<Loaded, LoadError> {
         let docs = if paths.is_empty() {
@@ -143,6 +162,9 @@ pub struct Sources {
     pub policies: Vec<PathBuf>,
     /// `--inventory` paths; empty: watch the cluster.
     pub inventory: Vec<PathBuf>,
+    /// Accept a policy set with no policy (otherwise refused: a webhook
+    /// that enforces nothing should be a decision, not an accident).
+    pub allow_empty: bool,
 }
 
 /// Builds the cluster state from `sources`: policies loaded, `--inventory`
@@ -151,7 +173,7 @@ pub fn initial(
     sources: &Sources,
     options: super::ClusterOptions,
 ) -> Result<(Cluster, Vec<KindName>), LoadError> {
-    let loaded = Loaded::from_paths(&sources.policies)?;
+    let loaded = Loaded::from_sources(sources)?;
     tracing::info!(policies = loaded.policies.len(), "policies loaded");
     let kinds = loaded.kinds();
     let mut inventory = loaded.inventory()?;
@@ -235,7 +257,7 @@ async fn reload_loop(cluster: Arc<Cluster>, sources: Sources, mut watchers: Opti
             continue;
         }
         last = now;
-        match reload(&cluster, &sources) {
+        match tokio::task::block_in_place(|| reload(&cluster, &sources)) {
             Ok((kinds, changed)) => {
                 tracing::info!(projection_changed = changed, "policies reloaded");
                 if let Some(w) = &mut watchers {
@@ -251,7 +273,7 @@ async fn reload_loop(cluster: Arc<Cluster>, sources: Sources, mut watchers: Opti
 
 /// One reload: everything slow happens before the swap.
 fn reload(cluster: &Cluster, sources: &Sources) -> Result<(Vec<KindName>, bool), LoadError> {
-    let loaded = Loaded::from_paths(&sources.policies)?;
+    let loaded = Loaded::from_sources(sources)?;
     let kinds = loaded.kinds();
     let projection_changed = cluster.read(|st| *st.inventory.projection() != loaded.projection);
     // Stored file objects lack what the new policies read: read them again
@@ -283,7 +305,7 @@ mod tests {
         write(dir.path(), "tls.yaml", TLS);
         let sources = Sources {
             policies: vec![dir.path().to_path_buf()],
-            inventory: vec![],
+            ..Sources::default()
         };
         let (cluster, _) = initial(&sources, Default::default()).expect("load");
         cluster
@@ -318,5 +340,19 @@ mod tests {
         write(dir.path(), "bad.yaml", "apiVersion: interlock.dev/v1alpha1\nkind: InterlockPolicy\nmetadata: {name: bad}\nspec:\n  validations:\n    - expression: 'object.('\n");
         assert!(reload(&cluster, &sources).is_err());
         assert_eq!(cluster.read(|st| st.policies.len()), 1);
+
+        // An empty set is refused at start and on reload, unless allowed.
+        for f in ["tls.yaml", "bad.yaml"] {
+            std::fs::remove_file(dir.path().join(f)).expect("rm");
+        }
+        let err = reload(&cluster, &sources).expect_err("an empty set is refused");
+        assert!(err.to_string().contains("--allow-empty"), "{err}");
+        assert_eq!(cluster.read(|st| st.policies.len()), 1, "the old set stays");
+        assert!(initial(&sources, Default::default()).is_err());
+        let allowed = Sources {
+            allow_empty: true,
+            ..sources.clone()
+        };
+        assert!(initial(&allowed, Default::default()).is_ok());
     }
 }

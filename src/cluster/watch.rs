@@ -188,7 +188,10 @@ async fn watch_kind(client: Client, cluster: Arc<Cluster>, kind: KindName) {
             None => break,
             Some(Ok(e)) => {
                 let list_done = matches!(e, Event::InitDone);
-                if sync.on_event(&cluster, e) {
+                // The state's lock is a blocking one: wait for it off the
+                // async workers, so a long evaluation holding the read lock
+                // never stalls the runtime (and /healthz with it).
+                if tokio::task::block_in_place(|| sync.on_event(&cluster, e)) {
                     cluster.synced(&kind);
                 }
                 if list_done && reg.relisting {

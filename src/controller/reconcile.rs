@@ -8,15 +8,13 @@ use super::members::{KindCache, Members};
 use super::metrics::Metrics;
 use crate::cluster::Cluster;
 use crate::group::crd::{
-    FindingAction, FindingObject, GroupFinding, ResourceGroup, ResourceGroupStatus, API_VERSION,
-    FIELD_MANAGER, FINALIZER, KIND,
+    GroupFinding, ResourceGroup, ResourceGroupStatus, API_VERSION, FIELD_MANAGER, FINALIZER, KIND,
 };
 use crate::group::member::{parse_member, Scope};
 use crate::group::plan::{plan, DesiredObject, Finalize, GroupRef, ObjectRef, Plan, PlanInput};
-use crate::group::validate::{validate, Writer};
+use crate::group::validate::{spec_findings, Writer};
 use crate::inventory::ObjectKey;
 use crate::k8s::kinds::group_of;
-use crate::policy::Action as Verdict;
 use kube::api::{
     Api, DeleteParams, DynamicObject, Patch, PatchParams, Preconditions, PropagationPolicy,
 };
@@ -241,7 +239,8 @@ fn scope_oracle(
     }
 }
 
-/// Every policy on every usable member, as findings for the plan.
+/// Every policy on every usable member, as findings for the plan, against
+/// the shared inventory with this group's members in place.
 fn findings(
     rg: &ResourceGroup,
     g: &GroupRef,
@@ -252,49 +251,26 @@ fn findings(
         return Err(Error::InventoryNotReady);
     }
     let oracle = scope_oracle(&observed.scopes);
-    let members: Vec<_> = rg
-        .spec
-        .resources
-        .iter()
-        .enumerate()
-        .filter_map(|(i, raw)| parse_member(i, raw, &g.namespace, &oracle, false).ok())
-        .collect();
-    let desired: Vec<Value> = members.iter().map(|m| m.object.clone()).collect();
     let current: Vec<ObjectKey> = observed
         .objects
         .iter()
         .filter(|o| owned_by(o, &g.uid))
         .filter_map(ObjectKey::of)
         .collect();
-    let writer = Writer {
-        namespace: &g.namespace,
-        service_account: &rg.spec.service_account_name,
-    };
-    let verdicts = ctx
-        .cluster
-        .read(|st| validate(&st.policies, &st.inventory, &writer, &current, &desired));
-    Ok(verdicts
-        .into_iter()
-        .map(|v| {
-            let m = &members[v.member];
-            GroupFinding {
-                policy: v.verdict.policy,
-                binding: v.verdict.binding,
-                action: match v.verdict.action {
-                    Verdict::Deny => FindingAction::Deny,
-                    Verdict::Warn => FindingAction::Warn,
-                    Verdict::Audit => FindingAction::Audit,
-                },
-                object: FindingObject {
-                    api_version: m.api_version.clone(),
-                    kind: m.kind.clone(),
-                    namespace: Some(m.namespace.clone()),
-                    name: m.name.clone(),
-                },
-                message: v.verdict.message,
-            }
+    // Evaluation and the state's blocking lock stay off the async workers.
+    Ok(tokio::task::block_in_place(|| {
+        ctx.cluster.read(|st| {
+            spec_findings(
+                &st.policies,
+                &st.inventory,
+                &g.namespace,
+                &rg.spec,
+                &current,
+                &oracle,
+                false,
+            )
         })
-        .collect())
+    }))
 }
 
 fn owned_by(o: &Value, uid: &str) -> bool {

@@ -50,7 +50,7 @@ pub async fn run(cfg: ControllerConfig) -> anyhow::Result<()> {
     let client = kube::Client::try_from(kube_config.clone())?;
     let sources = Sources {
         policies: cfg.policies.clone(),
-        inventory: vec![],
+        ..Sources::default()
     };
     let options = ClusterOptions {
         watch_timeout: cfg.watch_timeout,

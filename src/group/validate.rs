@@ -4,6 +4,8 @@
 //! group's current members are replaced by the desired ones. Nothing is
 //! copied; the caller holds the cluster state's read lock for the call.
 
+use super::crd::{GroupFinding, ResourceGroupSpec};
+use super::member::{parse_member, ScopeOracle};
 use crate::inventory::{Inventory, ObjectKey, Overlay};
 use crate::policy::{OldObject, PolicySet, Request, Verdict};
 use serde_json::Value as Json;
@@ -89,6 +91,61 @@ pub fn validate(
     out
 }
 
+/// Every policy on every usable member of a group's spec, as findings.
+/// Members that cannot be parsed are left to the plan (which refuses them
+/// by name). Admission and the controller both call this, so `kubectl
+/// apply` of a group and its reconcile judge it alike.
+#[allow(clippy::too_many_arguments)]
+pub fn spec_findings(
+    policies: &PolicySet,
+    base: &Inventory,
+    namespace: &str,
+    spec: &ResourceGroupSpec,
+    current: &[ObjectKey],
+    scopes: &dyn ScopeOracle,
+    unknown_is_namespaced: bool,
+) -> Vec<GroupFinding> {
+    let desired: Vec<Json> = spec
+        .resources
+        .iter()
+        .enumerate()
+        .filter_map(|(i, raw)| parse_member(i, raw, namespace, scopes, unknown_is_namespaced).ok())
+        .map(|m| m.object)
+        .collect();
+    let writer = Writer {
+        namespace,
+        service_account: &spec.service_account_name,
+    };
+    validate(policies, base, &writer, current, &desired)
+        .into_iter()
+        .map(|mut v| {
+            v.verdict.message = redact(&v.verdict.message, &v.verdict.related, namespace);
+            GroupFinding::from_verdict(&v.verdict, &desired[v.member])
+        })
+        .collect()
+}
+
+/// `message` with every related object of another namespace named only by
+/// its kind: a group's status and its admission answer are read by its
+/// tenant, who must not learn another tenant's object names. Longer names
+/// go first, so that a name which is a prefix of another leaks nothing.
+pub fn redact(message: &str, related: &[ObjectKey], namespace: &str) -> String {
+    let mut hidden: Vec<(String, String)> = related
+        .iter()
+        .filter(|k| !k.namespace.is_empty() && &*k.namespace != namespace)
+        .map(|k| {
+            (
+                format!("{}/{}", k.namespace, k.name),
+                format!("{} in another namespace", k.kind),
+            )
+        })
+        .collect();
+    hidden.sort_by_key(|h| std::cmp::Reverse(h.0.len()));
+    hidden
+        .iter()
+        .fold(message.to_string(), |m, (name, kind)| m.replace(name, kind))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -131,5 +188,24 @@ mod tests {
         assert_eq!(v[0].verdict.action, Action::Deny);
         assert_eq!(v[0].verdict.message, "host taken by u/other");
         assert_eq!(writer.username(), "system:serviceaccount:t:deployer");
+        assert_eq!(
+            redact(&v[0].verdict.message, &v[0].verdict.related, "t"),
+            "host taken by Ingress in another namespace"
+        );
+    }
+
+    #[test]
+    fn redaction_hides_a_name_whose_prefix_is_another_hidden_name() {
+        let key = |ns: &str, name: &str| ObjectKey::of(&ingress(ns, name, "h", "s")).expect("key");
+        let related = [key("u", "web"), key("u", "web-admin")];
+        let out = redact("taken by u/web-admin and u/web", &related, "t");
+        assert_eq!(
+            out,
+            "taken by Ingress in another namespace and Ingress in another namespace"
+        );
+        assert_eq!(
+            redact("mine: t/web", &[key("t", "web")], "t"),
+            "mine: t/web"
+        );
     }
 }

@@ -48,6 +48,12 @@ pub struct ServeArgs {
     #[arg(long, value_name = "PATH")]
     pub inventory: Vec<PathBuf>,
 
+    /// Serve even when the policy files hold no policy (the webhook then
+    /// allows everything); without it an empty set is refused at start and
+    /// on reload.
+    #[arg(long)]
+    pub allow_empty: bool,
+
     /// Largest accepted request body in bytes; larger bodies get 413.
     #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_BODY_BYTES)]
     pub max_body_bytes: usize,

@@ -1,0 +1,84 @@
+//! A ResourceGroup at admission: its members are judged as the controller
+//! will judge them (`group::validate::spec_findings`), so `kubectl apply`
+//! of an invalid group is refused at once with the findings, before
+//! anything is stored.
+
+use crate::cluster::State;
+use crate::group::crd::{FindingAction, ResourceGroupSpec, ResourceGroupStatus, API_VERSION, KIND};
+use crate::group::member::BuiltinScopes;
+use crate::inventory::ObjectKey;
+use crate::k8s::kinds::group_of;
+use crate::policy::{Action, Request, Verdict};
+
+/// The policy name verdicts about a group's members carry.
+pub const POLICY: &str = "resource-group-members";
+
+/// Whether `r` writes a ResourceGroup's spec.
+pub fn is_group_write(r: &Request) -> bool {
+    r.kind == KIND
+        && r.group == group_of(API_VERSION)
+        && r.subresource.is_empty()
+        && matches!(r.operation.as_str(), "CREATE" | "UPDATE")
+}
+
+/// The members' findings, one verdict each, named `member KIND NAME:
+/// policy: message`. A spec that does not parse is left to the API
+/// server's schema validation.
+pub fn verdicts(st: &State, r: &Request) -> Vec<Verdict> {
+    let Some(object) = r.object else {
+        return vec![];
+    };
+    let Some(spec) = object
+        .get("spec")
+        .and_then(|s| serde_json::from_value::<ResourceGroupSpec>(s.clone()).ok())
+    else {
+        return vec![];
+    };
+    // What the group owns now, as the controller last reported it.
+    let current: Vec<ObjectKey> = r
+        .old_object
+        .get()
+        .and_then(|o| o.get("status"))
+        .and_then(|s| serde_json::from_value::<ResourceGroupStatus>(s.clone()).ok())
+        .map(|s| {
+            s.members
+                .iter()
+                .filter_map(|m| {
+                    ObjectKey::of(
+                        &serde_json::json!({"apiVersion": m.api_version, "kind": m.kind,
+                        "metadata": {"namespace": m.namespace, "name": m.name}}),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    // Offline scopes: kinds the table does not know (custom resources) are
+    // taken as namespaced here; the controller asks discovery.
+    let findings = crate::group::validate::spec_findings(
+        &st.policies,
+        &st.inventory,
+        &r.namespace,
+        &spec,
+        &current,
+        &BuiltinScopes,
+        true,
+    );
+    findings
+        .into_iter()
+        .map(|f| Verdict {
+            policy: POLICY.into(),
+            binding: None,
+            action: match f.action {
+                FindingAction::Deny => Action::Deny,
+                FindingAction::Warn => Action::Warn,
+                FindingAction::Audit => Action::Audit,
+            },
+            message: format!(
+                "member {} {}: {}: {}",
+                f.object.kind, f.object.name, f.policy, f.message
+            ),
+            reason: None,
+            related: vec![],
+        })
+        .collect()
+}

@@ -288,6 +288,19 @@ fn a_valid_group_converges_reverts_edits_prunes_and_is_deleted_with_its_members(
         assert!(managers.contains(&"interlock"), "{what}: {managers:?}");
     }
     assert_eq!(rg["status"]["members"].as_array().map(Vec::len), Some(3));
+    let id = rg["metadata"]["labels"]["applyset.kubernetes.io/id"]
+        .as_str()
+        .unwrap_or("");
+    assert!(
+        id.starts_with("applyset-"),
+        "the group is an ApplySet parent: {}",
+        rg["metadata"]
+    );
+    assert_eq!(
+        get(&ns, "configmap/settings").expect("member")["metadata"]["labels"]
+            ["applyset.kubernetes.io/part-of"],
+        id
+    );
 
     // A hand edit is reverted; a hand deletion comes back.
     ok(

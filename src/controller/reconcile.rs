@@ -356,6 +356,7 @@ async fn apply(rg: &ResourceGroup, ctx: &Context) -> Result<Action> {
             chrono::Utc::now(),
         );
     }
+    write_parent_metadata(rg, &g, &p, ctx).await?;
     write_status(rg, &g, &p.status, ctx).await?;
     let ready = p
         .status
@@ -463,6 +464,27 @@ async fn delete(
         Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
         Err(e) => Err(e.into()),
     }
+}
+
+/// The group's KEP-3659 parent label and annotations (so `kubectl` sees it
+/// as an ApplySet parent), by a merge patch only when they differ.
+async fn write_parent_metadata(
+    rg: &ResourceGroup,
+    g: &GroupRef,
+    p: &Plan,
+    ctx: &Context,
+) -> Result<()> {
+    let desired = p.applyset_parent_metadata(g);
+    let stored =
+        json!({"metadata": {"labels": rg.metadata.labels, "annotations": rg.metadata.annotations}});
+    if !crate::group::diff::needs_apply(&desired, &stored) {
+        return Ok(());
+    }
+    let api: Api<ResourceGroup> = Api::namespaced(ctx.client.clone(), &g.namespace);
+    api.patch(&g.name, &PatchParams::default(), &Patch::Merge(&desired))
+        .await?;
+    ctx.metrics.wrote("parent");
+    Ok(())
 }
 
 /// Status through the status subresource, only when it changed.

@@ -1,0 +1,319 @@
+//! The ResourceGroup controller against the real control plane: N groups of
+//! M members from empty to all Ready, then a steady state.
+//!
+//! ```text
+//! cargo bench --bench controller_converge -- --groups 1000 --members 5 --steady 120
+//! ```
+//!
+//! Reports: time to converge; API requests the controller made per group
+//! (kube-apiserver's `apiserver_request_total` for the kinds it touches,
+//! minus the bench's own creates); the controller's CPU and peak memory;
+//! and its writes during the steady state (target: zero). Under
+//! `cargo test --all-targets` (no `--bench`) it is a smoke run of 3 groups
+//! that checks convergence and zero steady-state writes, not speed.
+
+#[path = "../tests/support/cluster.rs"]
+#[allow(dead_code)]
+mod cluster;
+
+use cluster::{Options, TestCluster};
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::os::unix::process::CommandExt as _;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+struct Opts {
+    groups: usize,
+    members: usize,
+    steady: u64,
+    smoke: bool,
+}
+
+fn parse_args() -> Opts {
+    let all: Vec<String> = std::env::args().skip(1).collect();
+    let smoke = !all.iter().any(|a| a == "--bench");
+    let mut o = Opts {
+        groups: if smoke { 3 } else { 1000 },
+        members: 5,
+        steady: if smoke { 4 } else { 120 },
+        smoke,
+    };
+    let mut it = all.into_iter();
+    while let Some(a) = it.next() {
+        let mut num = || it.next().and_then(|v| v.parse::<usize>().ok());
+        match a.as_str() {
+            "--groups" => o.groups = num().unwrap_or(o.groups),
+            "--members" => o.members = num().unwrap_or(o.members),
+            "--steady" => o.steady = num().unwrap_or(o.steady as usize) as u64,
+            _ => {}
+        }
+    }
+    o
+}
+
+fn kubectl_ok(c: &TestCluster, args: &[&str], stdin: Option<&str>) {
+    let out = match stdin {
+        Some(s) => c.kubectl_stdin(args, s),
+        None => c.kubectl(args),
+    };
+    assert!(
+        out.status.success(),
+        "kubectl {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// kube-apiserver's request counts for the resources the controller
+/// touches, by verb.
+fn requests(c: &TestCluster) -> BTreeMap<String, f64> {
+    let out = c.kubectl(&["get", "--raw", "/metrics"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut by_verb = BTreeMap::new();
+    for line in text
+        .lines()
+        .filter(|l| l.starts_with("apiserver_request_total{"))
+    {
+        let touched = [
+            "resourcegroups",
+            "configmaps",
+            "services",
+            "serviceaccounts",
+            "leases",
+        ]
+        .iter()
+        .any(|r| line.contains(&format!("resource=\"{r}\"")));
+        if !touched {
+            continue;
+        }
+        let verb = line
+            .split("verb=\"")
+            .nth(1)
+            .and_then(|v| v.split('"').next())
+            .unwrap_or("?")
+            .to_string();
+        let n: f64 = line
+            .rsplit(' ')
+            .next()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0.0);
+        *by_verb.entry(verb).or_insert(0.0) += n;
+    }
+    by_verb
+}
+
+fn delta(after: &BTreeMap<String, f64>, before: &BTreeMap<String, f64>) -> BTreeMap<String, f64> {
+    after
+        .iter()
+        .map(|(k, v)| (k.clone(), v - before.get(k).copied().unwrap_or(0.0)))
+        .filter(|(_, v)| *v > 0.0)
+        .collect()
+}
+
+fn member(i: usize, j: usize) -> Value {
+    match j % 3 {
+        0 => {
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": format!("g{i}-cm{j}")},
+                    "data": {"k": format!("v{j}")}})
+        }
+        1 => {
+            json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": format!("g{i}-svc{j}")},
+                    "spec": {"selector": {"app": format!("g{i}")}, "ports": [{"name": format!("p{j}"), "port": 80 + j as i64}]}})
+        }
+        _ => {
+            json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": format!("g{i}-sa{j}")}})
+        }
+    }
+}
+
+fn spawn_controller(c: &TestCluster, admin: u16, log: &Path) -> Child {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_interlock"));
+    cmd.args([
+        "controller",
+        "--no-leader-election",
+        "--admin-addr",
+        &format!("127.0.0.1:{admin}"),
+    ])
+    .env("KUBECONFIG", c.kubeconfig())
+    .stdout(Stdio::null())
+    .stderr(std::fs::File::create(log).expect("log"));
+    // SAFETY: prctl is async-signal-safe.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            Ok(())
+        });
+    }
+    cmd.spawn().expect("start the controller")
+}
+
+fn writes(admin: u16) -> u64 {
+    use std::io::{Read, Write};
+    let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", admin)) else {
+        return 0;
+    };
+    let _ = write!(s, "GET /metrics HTTP/1.0\r\n\r\n");
+    let mut out = String::new();
+    let _ = s.read_to_string(&mut out);
+    out.lines()
+        .filter(|l| l.starts_with("interlock_controller_writes_total"))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+        .sum()
+}
+
+/// (CPU seconds, peak RSS in MiB) of a process, from /proc.
+fn usage(pid: u32) -> (f64, f64) {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let fields: Vec<&str> = stat
+        .rsplit(')')
+        .next()
+        .unwrap_or("")
+        .split_whitespace()
+        .collect();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    // utime and stime are fields 14 and 15 (11 and 12 after the comm).
+    let cpu = (ticks(11) + ticks(12)) / 100.0;
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let hwm = status
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))
+        .and_then(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok())
+        .unwrap_or(0.0);
+    (cpu, hwm / 1024.0)
+}
+
+fn ready_count(c: &TestCluster, ns: &str) -> usize {
+    let out = c.kubectl(&["get", "resourcegroups", "-n", ns, "-o", "json"]);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    v["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|g| g["status"]["observedGeneration"] == g["metadata"]["generation"])
+        .filter(|g| {
+            g["status"]["conditions"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|c| c["type"] == "Ready" && c["status"] == "True")
+        })
+        .count()
+}
+
+fn main() {
+    let o = parse_args();
+    let c = TestCluster::start_with(Options {
+        controller_manager: true,
+        ..Options::default()
+    });
+    let crd = Path::new(env!("CARGO_MANIFEST_DIR")).join("manifests/base/crd-resourcegroup.yaml");
+    kubectl_ok(&c, &["apply", "-f", &crd.display().to_string()], None);
+    kubectl_ok(
+        &c,
+        &[
+            "wait",
+            "--for=condition=Established",
+            "crd/resourcegroups.interlock.dev",
+            "--timeout=60s",
+        ],
+        None,
+    );
+    let ns = "bench";
+    kubectl_ok(&c, &["create", "namespace", ns], None);
+    let rbac = json!({"apiVersion": "v1", "kind": "List", "items": [
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "deployer", "namespace": ns}},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": "deployer", "namespace": ns},
+         "rules": [{"apiGroups": [""], "resources": ["configmaps", "services", "serviceaccounts"], "verbs": ["*"]}]},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": {"name": "deployer", "namespace": ns},
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "deployer"},
+         "subjects": [{"kind": "ServiceAccount", "name": "deployer", "namespace": ns}]}]});
+    kubectl_ok(&c, &["apply", "-f", "-"], Some(&rbac.to_string()));
+
+    let admin = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("port")
+        .port();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let log = dir.path().join("controller.log");
+    let mut child = spawn_controller(&c, admin, &log);
+    let before = requests(&c);
+    let start = Instant::now();
+    let groups: Vec<Value> = (0..o.groups)
+        .map(|i| {
+            json!({"apiVersion": "interlock.dev/v1alpha1", "kind": "ResourceGroup",
+                   "metadata": {"name": format!("g{i}"), "namespace": ns},
+                   "spec": {"serviceAccountName": "deployer",
+                            "resources": (0..o.members).map(|j| member(i, j)).collect::<Vec<_>>()}})
+        })
+        .collect();
+    for chunk in groups.chunks(200) {
+        let list = json!({"apiVersion": "v1", "kind": "List", "items": chunk});
+        kubectl_ok(&c, &["create", "-f", "-"], Some(&list.to_string()));
+    }
+    let limit = Duration::from_secs(60 + o.groups as u64 * 2);
+    let mut ready = 0;
+    while start.elapsed() < limit {
+        ready = ready_count(&c, ns);
+        if ready == o.groups {
+            break;
+        }
+        std::thread::sleep(Duration::from_secs(1));
+    }
+    let converge = start.elapsed();
+    let converged_requests = delta(&requests(&c), &before);
+    let (cpu, rss) = usage(child.id());
+    let steady_writes_before = writes(admin);
+    let steady_requests_before = requests(&c);
+    std::thread::sleep(Duration::from_secs(o.steady));
+    let steady_writes = writes(admin) - steady_writes_before;
+    let steady_requests = delta(&requests(&c), &steady_requests_before);
+    let (cpu_after, _) = usage(child.id());
+    let _ = child.kill();
+    let _ = child.wait();
+
+    let total: f64 = converged_requests.values().sum();
+    // The bench's own creates: one POST per group.
+    let controller_requests = total - o.groups as f64;
+    println!(
+        "controller_converge: {} groups x {} members",
+        o.groups, o.members
+    );
+    println!("  ready                  {ready}/{}", o.groups);
+    println!("  time to converge       {:.1} s", converge.as_secs_f64());
+    println!(
+        "  API requests / group   {:.1}  (by verb: {converged_requests:?})",
+        controller_requests / o.groups as f64
+    );
+    println!(
+        "  controller CPU         {cpu:.1} s to converge, {:.2} s in {} s steady",
+        cpu_after - cpu,
+        o.steady
+    );
+    println!("  controller peak RSS    {rss:.0} MiB");
+    println!("  steady-state writes    {steady_writes}  (API requests: {steady_requests:?})");
+    if ready != o.groups {
+        let out = c.kubectl(&[
+            "get",
+            "resourcegroups",
+            "-n",
+            ns,
+            "-o",
+            "jsonpath={.items[*].status.conditions}",
+        ]);
+        panic!(
+            "only {ready} of {} groups became Ready: {}\n{}",
+            o.groups,
+            String::from_utf8_lossy(&out.stdout),
+            std::fs::read_to_string(&log).unwrap_or_default()
+        );
+    }
+    if o.smoke {
+        assert_eq!(steady_writes, 0, "a converged cluster gets no write");
+    }
+}

@@ -227,7 +227,11 @@ impl Engine {
     /// `policy 'p' denied the request: message (related: ...)`, naming
     /// related objects elsewhere only by kind when redaction is on.
     fn describe(&self, v: &Verdict, namespace: &str) -> String {
-        let mut message = v.message.clone();
+        let message = if self.options.redact_other_namespaces {
+            crate::policy::redact(&v.message, &v.related, namespace)
+        } else {
+            v.message.clone()
+        };
         let mut related = Vec::new();
         for k in &v.related {
             let visible = !self.options.redact_other_namespaces
@@ -236,9 +240,7 @@ impl Engine {
             if visible {
                 related.push(k.to_string());
             } else {
-                let hidden = format!("{} in another namespace", k.kind);
-                message = message.replace(&format!("{}/{}", k.namespace, k.name), &hidden);
-                related.push(hidden);
+                related.push(format!("{} in another namespace", k.kind));
             }
         }
         related.dedup();

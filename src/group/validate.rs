@@ -119,31 +119,10 @@ pub fn spec_findings(
     validate(policies, base, &writer, current, &desired)
         .into_iter()
         .map(|mut v| {
-            v.verdict.message = redact(&v.verdict.message, &v.verdict.related, namespace);
+            v.verdict.message = crate::policy::redact(&v.verdict.message, &v.verdict.related, namespace);
             GroupFinding::from_verdict(&v.verdict, &desired[v.member])
         })
         .collect()
-}
-
-/// `message` with every related object of another namespace named only by
-/// its kind: a group's status and its admission answer are read by its
-/// tenant, who must not learn another tenant's object names. Longer names
-/// go first, so that a name which is a prefix of another leaks nothing.
-pub fn redact(message: &str, related: &[ObjectKey], namespace: &str) -> String {
-    let mut hidden: Vec<(String, String)> = related
-        .iter()
-        .filter(|k| !k.namespace.is_empty() && &*k.namespace != namespace)
-        .map(|k| {
-            (
-                format!("{}/{}", k.namespace, k.name),
-                format!("{} in another namespace", k.kind),
-            )
-        })
-        .collect();
-    hidden.sort_by_key(|h| std::cmp::Reverse(h.0.len()));
-    hidden
-        .iter()
-        .fold(message.to_string(), |m, (name, kind)| m.replace(name, kind))
 }
 
 #[cfg(test)]
@@ -152,6 +131,7 @@ mod tests {
     use crate::policy::Action;
 
     use crate::fixtures::{compile, ingress};
+    use crate::policy::redact;
 
     #[test]
     fn members_are_judged_against_the_inventory_with_the_group_in_place() {

@@ -288,6 +288,27 @@ pub struct Verdict {
     pub related: Vec<ObjectKey>,
 }
 
+/// `message` with every related object of another namespace named only by
+/// its kind: a group's status and its admission answer are read by its
+/// tenant, who must not learn another tenant's object names. Longer names
+/// go first, so that a name which is a prefix of another leaks nothing.
+pub fn redact(message: &str, related: &[ObjectKey], namespace: &str) -> String {
+    let mut hidden: Vec<(String, String)> = related
+        .iter()
+        .filter(|k| !k.namespace.is_empty() && &*k.namespace != namespace)
+        .map(|k| {
+            (
+                format!("{}/{}", k.namespace, k.name),
+                format!("{} in another namespace", k.kind),
+            )
+        })
+        .collect();
+    hidden.sort_by_key(|h| std::cmp::Reverse(h.0.len()));
+    hidden
+        .iter()
+        .fold(message.to_string(), |m, (name, kind)| m.replace(name, kind))
+}
+
 /// Audit annotations produced by a policy (key is `policy/key`).
 pub type AuditAnnotations = Vec<(String, String)>;
 

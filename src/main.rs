@@ -103,6 +103,21 @@ enum Command {
         #[arg(long, default_value = "text", value_parser = ["text", "json"])]
         log_format: String,
     },
+    /// Print the webhook configurations for the loaded policies' rules.
+    WebhookConfig {
+        /// Policy file or folder (repeatable); default: the bundled library.
+        #[arg(short, long = "policy")]
+        policy: Vec<PathBuf>,
+        /// The webhook's Service, NAMESPACE/NAME.
+        #[arg(long, conflicts_with = "url", required_unless_present = "url")]
+        service: Option<String>,
+        /// The webhook's https:// URL (outside the cluster).
+        #[arg(long)]
+        url: Option<String>,
+        /// CA certificate (PEM) put in caBundle.
+        #[arg(long)]
+        ca_bundle: Option<PathBuf>,
+    },
     /// Run policy test cases (policies/NAME/tests/*.yaml).
     Test {
         #[arg(default_value = "policies")]
@@ -244,6 +259,28 @@ fn main() -> ExitCode {
                 },
                 Err(e) => {
                     eprintln!("interlock: cannot start the runtime: {e}");
+                    2
+                }
+            }
+        }
+        Command::WebhookConfig {
+            policy,
+            service,
+            url,
+            ca_bundle,
+        } => {
+            use interlock::webhook_config::{run, Endpoint};
+            let endpoint = match (service, url) {
+                (Some(s), _) => Endpoint::service(&s),
+                (None, u) => Endpoint::url(&u.unwrap_or_default()),
+            };
+            match endpoint.and_then(|e| run(&policy, e, ca_bundle.as_deref())) {
+                Ok(yaml) => {
+                    print!("{yaml}");
+                    0
+                }
+                Err(e) => {
+                    eprintln!("interlock webhook-config: {e}");
                     2
                 }
             }

@@ -448,3 +448,359 @@ fn kube_apiserver_runs_the_bundled_policies_on_pod_template_kinds() {
         "{err}"
     );
 }
+
+/// `interlock webhook-config` for `policies` (files under policies/ or
+/// absolute paths), reaching the webhook at `url`, with `ca` as caBundle.
+fn generated_config(policies: &[&str], url: &str, ca: &std::path::Path) -> String {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_interlock"));
+    cmd.args(["webhook-config", "--url", url, "--ca-bundle"])
+        .arg(ca);
+    for p in policies {
+        cmd.arg("-p").arg(root.join(p));
+    }
+    let out = cmd.output().expect("run interlock webhook-config");
+    assert!(
+        out.status.success(),
+        "webhook-config: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("UTF-8 YAML")
+}
+
+fn deployment(ns: &str, name: &str, image: &str) -> serde_json::Value {
+    json!({"apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": name}},
+            "template": {"metadata": {"labels": {"app": name}},
+                "spec": {"containers": [{"name": "app", "image": image}]}}}})
+}
+
+fn plain_pod(ns: &str, name: &str, image: &str) -> serde_json::Value {
+    json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": ns},
+        "spec": {"containers": [{"name": "app", "image": image}]}})
+}
+
+/// `kubectl create -f -` of `obj` as `user` (with `groups`), or as the
+/// admin when `user` is empty.
+fn create_as(
+    cluster: &TestCluster,
+    user: &str,
+    groups: &[&str],
+    obj: &serde_json::Value,
+) -> std::process::Output {
+    let mut args: Vec<String> = vec!["create".into(), "-f".into(), "-".into()];
+    if !user.is_empty() {
+        args.push(format!("--as={user}"));
+        args.extend(groups.iter().map(|g| format!("--as-group={g}")));
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    cluster.kubectl_stdin(&args, &obj.to_string())
+}
+
+/// The ReplicaSet controller as kube-controller-manager runs it with
+/// `--use-service-account-credentials`.
+const RS_CONTROLLER: &str = "system:serviceaccount:kube-system:replicaset-controller";
+const RS_GROUPS: &[&str] = &[
+    "system:serviceaccounts",
+    "system:serviceaccounts:kube-system",
+];
+
+/// Issue 21: with the generated configuration installed and no webhook
+/// behind it, only tenants' writes of kinds a policy can deny are refused;
+/// the cluster's own controllers, Namespaces, Leases, kube-system and the
+/// kinds that are only looked up or warned about go on. Then, with the
+/// webhook reachable, a tenant cannot use those exemptions to skip a check.
+///
+/// A cluster of its own: an unreachable webhook for every namespace would
+/// fail the other tests of this binary.
+#[test]
+fn a_down_webhook_blocks_only_tenant_writes_a_policy_can_deny() {
+    let cluster = TestCluster::start();
+    let _logs = cluster.logs_on_panic();
+    let ok = |out: &std::process::Output, what: &str| assert_admitted(out, what);
+    let refused_by_outage = |out: &std::process::Output, what: &str| {
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success(),
+            "{what} was admitted with the webhook down"
+        );
+        assert!(
+            err.contains("failed calling webhook") && err.contains("validate.interlock.dev"),
+            "{what}: not refused by the unreachable webhook: {err}"
+        );
+    };
+
+    // Down: a port nobody listens on (bound, then released).
+    let dir = tempfile::tempdir().unwrap();
+    let certs =
+        interlock::certs::generate(&interlock::certs::CertsOptions::new(["127.0.0.1"])).unwrap();
+    let ca = dir.path().join("ca.crt");
+    std::fs::write(&ca, &certs.ca_cert_pem).unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    // The bundled library, as manifests/base installs it.
+    let config = generated_config(&[], &format!("https://127.0.0.1:{port}"), &ca);
+    let out = cluster.kubectl_stdin(&["apply", "-f", "-"], &config);
+    ok(
+        &out,
+        "the generated configuration was refused by kube-apiserver",
+    );
+
+    // A tenant's onboarding: its Namespace.
+    let ns = cluster.create_namespace("tenant");
+    let good = "registry.example.com/app:1.0.0";
+    let out = apply(&cluster, &deployment(&ns, "web", good), &[]);
+    refused_by_outage(&out, "a tenant's Deployment");
+    let out = create_as(&cluster, "", &[], &plain_pod(&ns, "by-hand", good));
+    refused_by_outage(&out, "a tenant's Pod");
+    // Healing: the ReplicaSet controller recreates a Pod.
+    let out = create_as(
+        &cluster,
+        RS_CONTROLLER,
+        RS_GROUPS,
+        &plain_pod(&ns, "web-abcde", good),
+    );
+    ok(
+        &out,
+        "the ReplicaSet controller's Pod was blocked by the down webhook",
+    );
+    // kube-system is never sent, whoever writes.
+    let out = apply(&cluster, &deployment("kube-system", "dns", good), &[]);
+    ok(
+        &out,
+        "a kube-system Deployment was blocked by the down webhook",
+    );
+    // Only looked up by policies (failurePolicy Ignore): goes on.
+    let out = cluster.kubectl(&["-n", &ns, "create", "configmap", "settings"]);
+    ok(&out, "a ConfigMap was blocked by the down webhook");
+    // Leases (leader election, heartbeats) never depend on the webhook.
+    let lease = json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+        "metadata": {"name": "leader", "namespace": ns}, "spec": {"holderIdentity": "a"}});
+    let out = create_as(&cluster, "", &[], &lease);
+    ok(&out, "a Lease was blocked by the down webhook");
+    let out = cluster.kubectl(&["label", "namespace", &ns, "team=blue"]);
+    ok(&out, "a Namespace update was blocked by the down webhook");
+
+    // Up: the webhook with disallow-latest-tag (a Deny) and the support's
+    // mutation, and the configuration generated from the same policies
+    // instead of the support's test-scoped one.
+    let policy = "policies/disallow-latest-tag/policy.yaml";
+    let hook = support::webhook::start(&cluster, &["-p", &root_path(policy)]);
+    let mutation = hook.dir.path().join("mutate.yaml").display().to_string();
+    let config = generated_config(
+        &[
+            policy,
+            &mutation,
+            "policies/unique-ingress-host/policy.yaml",
+        ],
+        &format!("https://127.0.0.1:{}", hook.port),
+        &hook.dir.path().join("ca.crt"),
+    );
+    for kind in [
+        "validatingwebhookconfiguration",
+        "mutatingwebhookconfiguration",
+    ] {
+        let out = cluster.kubectl(&["delete", kind, support::webhook::TEST_SCOPE.config]);
+        ok(&out, "the test-scoped configuration could not be deleted");
+    }
+    let out = cluster.kubectl_stdin(&["apply", "-f", "-"], &config);
+    ok(
+        &out,
+        "the generated configuration was refused by kube-apiserver",
+    );
+    let latest = "registry.example.com/app:latest";
+    // The configuration takes effect within a second or so.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let mut i = 0;
+    loop {
+        i += 1;
+        let out = create_as(
+            &cluster,
+            "",
+            &[],
+            &plain_pod(&ns, &format!("probe-{i}"), latest),
+        );
+        let err = String::from_utf8_lossy(&out.stderr).to_string();
+        if !out.status.success() && err.contains("disallow-latest-tag") {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the reachable webhook never refused a :latest Pod: {err}\n{}",
+            hook.log()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(300));
+    }
+    let out = apply(&cluster, &deployment(&ns, "web", good), &[]);
+    ok(&out, "a good Deployment was refused with the webhook up");
+    let out = apply(&cluster, &deployment(&ns, "bad", latest), &[]);
+    assert!(!out.status.success(), "a :latest Deployment was admitted");
+
+    // Tenants with the rights to create Pods here, under names that look
+    // like the exemptions: a ServiceAccount of the tenant's own called
+    // replicaset-controller, and an ordinary user.
+    let role = json!({"apiVersion": "v1", "kind": "List", "items": [
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+         "metadata": {"name": "writer", "namespace": ns},
+         "rules": [{"apiGroups": ["", "apps"], "resources": ["pods", "deployments"],
+                    "verbs": ["create", "get"]}]},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+         "metadata": {"name": "writer", "namespace": ns},
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "writer"},
+         "subjects": [
+            {"kind": "ServiceAccount", "name": "replicaset-controller", "namespace": ns},
+            {"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": "mallory"}]}]});
+    let out = cluster.kubectl_stdin(&["apply", "-f", "-"], &role.to_string());
+    ok(&out, "the tenant's Role");
+    let own_sa = format!("system:serviceaccount:{ns}:replicaset-controller");
+    let own_groups = [
+        "system:serviceaccounts".to_string(),
+        format!("system:serviceaccounts:{ns}"),
+    ];
+    let own_groups: Vec<&str> = own_groups.iter().map(String::as_str).collect();
+    for (user, groups, name) in [
+        (own_sa.as_str(), own_groups.as_slice(), "lookalike"),
+        ("mallory", &["system:authenticated"][..], "mallory"),
+    ] {
+        let out = create_as(&cluster, user, groups, &plain_pod(&ns, name, latest));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success() && err.contains("disallow-latest-tag"),
+            "{user} skipped the check: {err}"
+        );
+        let out = create_as(&cluster, user, groups, &deployment(&ns, name, latest));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success() && err.contains("disallow-latest-tag"),
+            "{user}'s Deployment skipped the check: {err}"
+        );
+    }
+    // The real controller is exempt by design: its Pods come from a
+    // template that was checked when the Deployment was written.
+    let out = create_as(
+        &cluster,
+        RS_CONTROLLER,
+        RS_GROUPS,
+        &plain_pod(&ns, "web-fghij", latest),
+    );
+    ok(&out, "the ReplicaSet controller's Pod was checked");
+}
+
+fn root_path(rel: &str) -> String {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join(rel)
+        .display()
+        .to_string()
+}
+
+/// `kubectl auth can-i` as `user`: whether the answer is yes.
+fn can_i(cluster: &TestCluster, user: &str, args: &[&str]) -> bool {
+    let mut all = vec!["auth", "can-i"];
+    all.extend_from_slice(args);
+    let as_user = format!("--as={user}");
+    all.push(&as_user);
+    let out = cluster.kubectl(&all);
+    String::from_utf8_lossy(&out.stdout).trim() == "yes"
+}
+
+/// manifests/base as shipped, on a real kube-apiserver with no pod running
+/// (no kubelet here): the objects are accepted (server-side dry run, then a
+/// real apply), the RBAC grants what the controller and the webhook need
+/// and no more, and this is issue 21's outage exactly: the webhook's
+/// Service has no endpoints, yet Namespaces and the cluster's controllers
+/// still go on while a tenant's Deployment is refused.
+#[test]
+fn the_base_manifests_install_and_leave_a_small_blast_radius() {
+    let cluster = TestCluster::start();
+    let _logs = cluster.logs_on_panic();
+    let base = root_path("manifests/base");
+    // A dry run of namespaced objects needs their namespace to exist.
+    let out = cluster.kubectl(&["create", "namespace", "interlock-system"]);
+    assert_admitted(&out, "interlock-system");
+    let out = cluster.kubectl(&["apply", "--dry-run=server", "-k", &base]);
+    assert_admitted(&out, "server-side dry run of manifests/base");
+    let out = cluster.kubectl(&["apply", "--server-side", "-k", &base]);
+    assert_admitted(&out, "apply of manifests/base");
+
+    let controller = "system:serviceaccount:interlock-system:interlock-controller";
+    let yes = |args: &[&str]| {
+        assert!(
+            can_i(&cluster, controller, args),
+            "controller cannot {args:?}"
+        )
+    };
+    let no = |args: &[&str]| {
+        assert!(
+            !can_i(&cluster, controller, args),
+            "controller can {args:?}"
+        )
+    };
+    yes(&["impersonate", "serviceaccounts"]);
+    yes(&[
+        "patch",
+        "resourcegroups.interlock.dev",
+        "--subresource=status",
+        "-A",
+    ]);
+    yes(&[
+        "update",
+        "resourcegroups.interlock.dev",
+        "--subresource=finalizers",
+        "-A",
+    ]);
+    yes(&["watch", "deployments.apps", "-A"]);
+    yes(&["delete", "configmaps", "-n", "tenant"]);
+    yes(&[
+        "update",
+        "leases.coordination.k8s.io/interlock-controller",
+        "-n",
+        "interlock-system",
+    ]);
+    // Never anyone's groups (system:masters is a group), never a write of
+    // its own but deletion and release, never another Lease.
+    no(&["impersonate", "groups/system:masters"]);
+    no(&["impersonate", "users/admin"]);
+    no(&["create", "deployments.apps", "-n", "tenant"]);
+    no(&[
+        "update",
+        "leases.coordination.k8s.io/interlock-controller",
+        "-n",
+        "kube-system",
+    ]);
+    no(&[
+        "update",
+        "leases.coordination.k8s.io/other",
+        "-n",
+        "interlock-system",
+    ]);
+    let webhook = "system:serviceaccount:interlock-system:interlock";
+    assert!(can_i(&cluster, webhook, &["watch", "pods", "-A"]));
+    assert!(!can_i(
+        &cluster,
+        webhook,
+        &["create", "pods", "-n", "tenant"]
+    ));
+
+    // No webhook pod: the Service has no endpoints.
+    let ns = cluster.create_namespace("tenant");
+    let good = "registry.example.com/app:1.0.0";
+    let out = apply(&cluster, &deployment(&ns, "web", good), &[]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("validate.interlock.dev"),
+        "a tenant's Deployment was not refused by the down webhook: {err}"
+    );
+    let out = create_as(
+        &cluster,
+        RS_CONTROLLER,
+        RS_GROUPS,
+        &plain_pod(&ns, "web-abcde", good),
+    );
+    assert_admitted(&out, "the ReplicaSet controller's Pod");
+    let out = cluster.kubectl(&["-n", &ns, "create", "configmap", "settings"]);
+    assert_admitted(&out, "a ConfigMap");
+}

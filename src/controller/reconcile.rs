@@ -72,7 +72,13 @@ impl Context {
         }
         let mut config = self.config.clone();
         config.auth_info.impersonate = Some(user.clone());
-        config.auth_info.impersonate_groups = Some(writer.groups());
+        // No Impersonate-Group headers: for a ServiceAccount username
+        // kube-apiserver adds exactly `writer.groups()` itself
+        // (system:serviceaccounts, system:serviceaccounts:NS,
+        // system:authenticated). Naming them would need `impersonate` on
+        // every namespace's group, which RBAC can only grant as "any
+        // group", system:masters included (manifests/base/controller.yaml).
+        config.auth_info.impersonate_groups = None;
         let client = Client::try_from(config).map_err(|e| Error::Impersonation {
             user: user.clone(),
             message: e.to_string(),

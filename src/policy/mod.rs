@@ -1220,6 +1220,30 @@ impl CompiledPolicy {
         self.failure_policy
     }
 
+    /// The policy's matchConstraints (which requests it may apply to).
+    pub fn match_constraints(&self) -> &MatchResources {
+        &self.matcher
+    }
+
+    /// Whether some binding applies the policy at all: an unbound
+    /// ValidatingAdmissionPolicy never evaluates.
+    pub fn is_bound(&self) -> bool {
+        !self.bindings.is_empty()
+    }
+
+    /// Whether a failed validation can refuse an admission request: some
+    /// binding's admission actions include Deny. A policy that only warns or
+    /// audits at admission loses nothing but the warning when the webhook
+    /// is not called.
+    pub fn may_deny_at_admission(&self) -> bool {
+        self.bindings.iter().any(|b| {
+            b.admission_actions
+                .as_ref()
+                .unwrap_or(&b.actions)
+                .contains(&Action::Deny)
+        })
+    }
+
     fn mutation_ops(&self, req: &Request, inv: &dyn Lookup) -> Result<Vec<Json>, String> {
         self.with_activation(req, &Shared::default(), inv, None, |act, _| {
             for (name, cond) in &self.match_conditions {

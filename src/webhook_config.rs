@@ -212,6 +212,19 @@ pub fn generate(policies: &PolicySet, options: &Options) -> (Json, Json) {
             ["CREATE", "UPDATE"],
         );
     }
+    // A ResourceGroup is judged by its members' findings at admission, so
+    // `kubectl apply` of an invalid group is refused at once: strict, as
+    // the members' Deny verdicts are.
+    if !policies.is_empty() {
+        add_atom(
+            &mut must,
+            "interlock.dev",
+            "resourcegroups",
+            "Namespaced",
+            "v1alpha1",
+            ["CREATE", "UPDATE"],
+        );
+    }
     subtract(&mut advise, &must);
     let mut mutate = Atoms::new();
     for p in bound().filter(|p| !p.mutations.is_empty()) {
@@ -439,6 +452,14 @@ mod tests {
                     .any(|x| x == resource)
                 && r["operations"].as_array().unwrap().iter().any(|o| o == op)
         })
+    }
+
+    #[test]
+    fn resource_groups_are_judged_strictly() {
+        let (validating, _) = generate(&bundled(), &Options::new(Endpoint::service("ns/svc").unwrap()));
+        let strict = webhook(&validating, "validate.interlock.dev").expect("strict webhook");
+        assert!(sends(strict, "interlock.dev", "resourcegroups", "CREATE"));
+        assert!(sends(strict, "interlock.dev", "resourcegroups", "UPDATE"));
     }
 
     #[test]

@@ -23,6 +23,7 @@
 //!   claimed twice), as they do at admission.
 
 pub mod list;
+pub mod policy_report;
 
 use crate::check::report::{
     self, Evaluated, Finding, InputError, ObjectRef, RelatedObject, Report, SourceLocation,

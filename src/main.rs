@@ -62,6 +62,10 @@ enum Command {
         /// see every namespace).
         #[arg(short = 'n', long)]
         namespace: Vec<String>,
+        /// Also store the results as PolicyReports (wgpolicyk8s.io/v1alpha2),
+        /// one per namespace, written only when they changed.
+        #[arg(long)]
+        write_reports: bool,
     },
     /// Evaluate one CEL expression with the variables a policy sees.
     Eval {
@@ -173,11 +177,13 @@ fn main() -> ExitCode {
             policy,
             output,
             namespace,
+            write_reports,
         } => print_report(
             &interlock::audit::run(&interlock::audit::AuditOptions {
                 policies: policy,
                 namespaces: namespace,
                 record_evaluated: output == OutputFormat::Junit,
+                write_reports,
             }),
             output,
         ),

@@ -24,6 +24,7 @@
 
 pub mod list;
 pub mod policy_report;
+pub mod write;
 
 use crate::check::report::{
     self, Evaluated, Finding, InputError, ObjectRef, RelatedObject, Report, SourceLocation,
@@ -52,6 +53,10 @@ pub struct AuditOptions {
     pub namespaces: Vec<String>,
     /// Record passing (policy, object) pairs for JUnit.
     pub record_evaluated: bool,
+    /// Also store the results as PolicyReports (one per namespace in
+    /// scope; a ClusterPolicyReport without `namespaces`), writing only
+    /// those that changed.
+    pub write_reports: bool,
 }
 
 impl AuditOptions {
@@ -84,22 +89,44 @@ pub fn run(opts: &AuditOptions) -> Report {
         Ok(s) => s,
         Err(e) => return failed(policy_errors(e, opts)),
     };
-    let listed = tokio::runtime::Builder::new_current_thread()
+    let rt = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(AuditError::from)
-        .and_then(|rt| {
-            rt.block_on(async {
-                let client = kube::Client::try_default()
-                    .await
-                    .map_err(AuditError::Client)?;
-                list::list_cluster(&client, &loaded.policies, snapshot).await
-            })
-        });
-    match listed {
-        Ok(snapshot) => evaluate(&loaded.policies, snapshot, opts),
-        Err(e) => failed(vec![cluster_error(e.to_string())]),
+    {
+        Ok(rt) => rt,
+        Err(e) => return failed(vec![cluster_error(AuditError::from(e).to_string())]),
+    };
+    let listed = rt.block_on(async {
+        let client = kube::Client::try_default()
+            .await
+            .map_err(AuditError::Client)?;
+        let snapshot = list::list_cluster(&client, &loaded.policies, snapshot).await?;
+        Ok::<_, AuditError>((client, snapshot))
+    });
+    let (client, snapshot) = match listed {
+        Ok(l) => l,
+        Err(e) => return failed(vec![cluster_error(e.to_string())]),
+    };
+    let namespaces = snapshot.namespaces.clone();
+    let mut report = evaluate(&loaded.policies, snapshot, opts);
+    // A partial listing would clear results that still hold: write only
+    // what a complete audit found.
+    if opts.write_reports && report.errors.is_empty() {
+        let mut reports = policy_report::policy_reports(&report, &namespaces);
+        if !opts.namespaces.is_empty() {
+            // Cluster-scoped objects were not audited.
+            reports.retain(|r| r["metadata"]["namespace"].is_string());
+        }
+        match rt.block_on(write::write_reports(&client, &reports)) {
+            Ok(w) => report.notices.push(cluster_error(format!(
+                "PolicyReports: {} written, {} unchanged",
+                w.written, w.unchanged
+            ))),
+            Err(e) => report.errors.push(cluster_error(e.to_string())),
+        }
+        report.sort();
     }
+    report
 }
 
 fn failed(errors: Vec<InputError>) -> Report {
@@ -178,6 +205,8 @@ pub struct Snapshot {
     /// objects (the inventory keys objects by group and kind only).
     api_versions: HashMap<(String, String), String>,
     scope: AuditOptions,
+    /// The namespaces listed that are in scope (each gets a PolicyReport).
+    namespaces: BTreeSet<String>,
     pub errors: Vec<InputError>,
     pub notices: Vec<InputError>,
 }
@@ -189,6 +218,7 @@ impl Snapshot {
             items: Vec::new(),
             api_versions: HashMap::new(),
             scope: opts.clone(),
+            namespaces: BTreeSet::new(),
             errors: Vec::new(),
             notices: Vec::new(),
         })
@@ -211,6 +241,9 @@ impl Snapshot {
             .or_insert_with(|| api_version.to_string());
         let is_namespace = group.is_empty() && kind == "Namespace";
         let scope_ns = if is_namespace { name } else { namespace };
+        if is_namespace && self.scope.in_scope(name) {
+            self.namespaces.insert(name.to_string());
+        }
         if matched && self.scope.in_scope(scope_ns) {
             let object_ref = ObjectRef {
                 api_version: api_version.to_string(),

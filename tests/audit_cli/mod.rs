@@ -223,3 +223,88 @@ fn a_cluster_that_cannot_be_reached_is_exit_2_with_an_input_error() {
     let report: Value = serde_json::from_slice(&out.stdout).expect("JSON report");
     assert_eq!(report["errors"][0]["file"], "cluster", "{report:#}");
 }
+
+/// The notice that counts report writes, from a JSON report.
+fn report_writes(report: &Value) -> String {
+    report["notices"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|n| n["message"].as_str())
+        .find(|m| m.starts_with("PolicyReports:"))
+        .unwrap_or_else(|| panic!("no PolicyReports notice: {report:#}"))
+        .to_string()
+}
+
+fn stored_report(cluster: &TestCluster, ns: &str) -> Value {
+    let out = cluster.kubectl(&["-n", ns, "get", "policyreport", "interlock", "-o", "json"]);
+    assert!(
+        out.status.success(),
+        "kubectl get polr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("PolicyReport JSON")
+}
+
+#[test]
+fn reports_follow_the_results_and_are_not_rewritten_when_nothing_changed() {
+    let cluster = TestCluster::shared();
+    let _logs = cluster.logs_on_panic();
+    let crds = Path::new(env!("CARGO_MANIFEST_DIR")).join("manifests/policyreport/crds.yaml");
+    kubectl_ok(
+        cluster,
+        &["apply", "--server-side", "-f", &crds.display().to_string()],
+    );
+    kubectl_ok(
+        cluster,
+        &[
+            "wait",
+            "--for",
+            "condition=established",
+            "--timeout=60s",
+            "crd/policyreports.wgpolicyk8s.io",
+        ],
+    );
+    let ns = cluster.create_namespace("audit-polr");
+    let refs = policy("pod-references-exist");
+    apply(cluster, &ns, &deployment("web", "settings"));
+    let args = ["-p", refs.as_str(), "-n", ns.as_str(), "--write-reports"];
+
+    let (code, report) = audit(cluster, &args);
+    assert_eq!(code, 1, "{report:#}");
+    assert_eq!(
+        report_writes(&report),
+        "PolicyReports: 1 written, 0 unchanged"
+    );
+    let stored = stored_report(cluster, &ns);
+    assert_eq!(stored["summary"]["fail"], 1, "{stored:#}");
+    assert_eq!(stored["results"][0]["policy"], "pod-references-exist");
+    assert_eq!(stored["results"][0]["resources"][0]["name"], "web");
+    let version = stored["metadata"]["resourceVersion"].clone();
+
+    let (_, again) = audit(cluster, &args);
+    assert_eq!(
+        report_writes(&again),
+        "PolicyReports: 0 written, 1 unchanged"
+    );
+    assert_eq!(
+        stored_report(cluster, &ns)["metadata"]["resourceVersion"],
+        version,
+        "an unchanged report is not written"
+    );
+
+    apply(
+        cluster,
+        &ns,
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\n",
+    );
+    let (code, fixed) = audit(cluster, &args);
+    assert_eq!(code, 0, "{fixed:#}");
+    assert_eq!(
+        report_writes(&fixed),
+        "PolicyReports: 1 written, 0 unchanged"
+    );
+    let stored = stored_report(cluster, &ns);
+    assert_eq!(stored["results"], serde_json::json!([]), "{stored:#}");
+    assert_eq!(stored["summary"]["fail"], 0);
+}

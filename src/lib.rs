@@ -6,6 +6,7 @@
 //! [`server`]), and the ResourceGroup controller ([`controller`]).
 
 pub mod admission;
+pub mod audit;
 pub mod bundled;
 pub mod cel;
 pub mod certs;

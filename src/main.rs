@@ -49,6 +49,24 @@ enum Command {
         #[arg(required = true)]
         paths: Vec<PathBuf>,
     },
+    /// Audit the objects in the cluster of the current kubeconfig, once, as
+    /// `check` checks manifests (same reports and exit codes).
+    Audit {
+        /// Policy file or folder (repeatable); default: the bundled library.
+        #[arg(short, long = "policy")]
+        policy: Vec<PathBuf>,
+        /// Output format.
+        #[arg(short, long, default_value = "human")]
+        output: OutputFormat,
+        /// Report only objects of this namespace (repeatable; lookups still
+        /// see every namespace).
+        #[arg(short = 'n', long)]
+        namespace: Vec<String>,
+        /// Also store the results as PolicyReports (wgpolicyk8s.io/v1alpha2),
+        /// one per namespace, written only when they changed.
+        #[arg(long)]
+        write_reports: bool,
+    },
     /// Evaluate one CEL expression with the variables a policy sees.
     Eval {
         #[command(flatten)]
@@ -125,6 +143,21 @@ enum Command {
     },
 }
 
+/// Prints a check or audit report; returns the exit status.
+fn print_report(report: &check::Report, output: OutputFormat) -> i32 {
+    match report.print(output) {
+        // A closed pipe (`| head`) is the reader's choice, not an error.
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+        Err(e) => {
+            eprintln!("interlock: cannot write the report: {e}");
+            return 2;
+        }
+        Ok(()) => {}
+    }
+    let _ = report.write_errors(&mut std::io::stderr());
+    report.exit_code()
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     if !matches!(
@@ -153,18 +186,22 @@ fn main() -> ExitCode {
                 inventory,
                 exclude,
             });
-            match report.print(output) {
-                // A closed pipe (`| head`) is the reader's choice, not an error.
-                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
-                Err(e) => {
-                    eprintln!("interlock: cannot write the report: {e}");
-                    return ExitCode::from(2);
-                }
-                Ok(()) => {}
-            }
-            let _ = report.write_errors(&mut std::io::stderr());
-            report.exit_code()
+            print_report(&report, output)
         }
+        Command::Audit {
+            policy,
+            output,
+            namespace,
+            write_reports,
+        } => print_report(
+            &interlock::audit::run(&interlock::audit::AuditOptions {
+                policies: policy,
+                namespaces: namespace,
+                record_evaluated: output == OutputFormat::Junit,
+                write_reports,
+            }),
+            output,
+        ),
         Command::Eval { opts, output } => match interlock::eval::run(&opts) {
             Ok(v) if output == "json" => {
                 println!("{v}");

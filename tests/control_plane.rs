@@ -3,6 +3,8 @@
 //! promises (logs on failure, children stopped on drop and on process death).
 
 mod support;
+// `interlock audit` against this control plane (tests/audit_cli/mod.rs).
+mod audit_cli;
 
 use std::os::unix::process::ExitStatusExt as _;
 use std::path::Path;

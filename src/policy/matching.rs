@@ -50,14 +50,33 @@ fn any_or(list: &[String], value: &str) -> bool {
     list.iter().any(|x| x == "*" || x == value)
 }
 
+/// Could some object of the request's resource match `m`? The resource
+/// rules without their resourceNames (names differ object by object); an
+/// exclude rule excludes only when it names no objects. A one-shot audit
+/// asks this of a probe request per kind to decide what to list.
+pub fn may_match_resource(m: &MatchResources, req: &Request) -> bool {
+    m.resource_rules
+        .iter()
+        .any(|r| rule_matches_resource(r, req))
+        && !m
+            .exclude_resource_rules
+            .iter()
+            .any(|r| r.resource_names.is_empty() && rule_matches_resource(r, req))
+}
+
 fn rule_matches(r: &ResourceRule, req: &Request) -> bool {
+    rule_matches_resource(r, req)
+        && (r.resource_names.is_empty() || r.resource_names.iter().any(|n| n == &req.name))
+}
+
+/// [`rule_matches`] for any name.
+fn rule_matches_resource(r: &ResourceRule, req: &Request) -> bool {
     any_or(&r.operations, &req.operation)
         && any_or(&r.api_groups, &req.group)
         && any_or(&r.api_versions, &req.version)
         && r.resources
             .iter()
             .any(|res| resource_matches(res, &req.resource, &req.subresource))
-        && (r.resource_names.is_empty() || r.resource_names.iter().any(|n| n == &req.name))
         && scope_matches(r.scope.as_deref(), req.is_namespaced())
 }
 

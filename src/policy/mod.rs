@@ -1146,6 +1146,26 @@ impl PolicySet {
             .any(|p| matching::rules_match(&p.matcher, req))
     }
 
+    /// Could some policy match a CREATE of some object of this kind
+    /// (`namespaced`: in a namespace)? Resource rules only, any name: the
+    /// kinds an audit must list.
+    pub fn may_match_kind(&self, api_version: &str, kind: &str, namespaced: bool) -> bool {
+        let probe = serde_json::json!({
+            "apiVersion": api_version,
+            "kind": kind,
+            "metadata": if namespaced {
+                serde_json::json!({"name": "probe", "namespace": "probe"})
+            } else {
+                serde_json::json!({"name": "probe"})
+            },
+        });
+        Request::create(&probe, "").is_some_and(|req| {
+            self.policies
+                .iter()
+                .any(|p| matching::may_match_resource(&p.matcher, &req))
+        })
+    }
+
     /// Policies that match the request and read the inventory: they decide
     /// what happens while the inventory is not ready.
     pub fn inventory_readers<'s>(

@@ -21,3 +21,4 @@ pub mod k8s;
 pub mod manifest;
 pub mod policy;
 pub mod server;
+pub mod unstick;

@@ -103,6 +103,11 @@ enum Command {
         #[arg(long, default_value = "text", value_parser = ["text", "json"])]
         log_format: String,
     },
+    /// Objects stuck in deletion and their finalizers (docs/finalizers.md).
+    Unstick {
+        #[command(flatten)]
+        args: interlock::unstick::UnstickArgs,
+    },
     /// Run policy test cases (policies/NAME/tests/*.yaml).
     Test {
         #[arg(default_value = "policies")]
@@ -248,6 +253,7 @@ fn main() -> ExitCode {
                 }
             }
         }
+        Command::Unstick { args } => interlock::unstick::main(&args),
         Command::Crd => {
             print!("{}", interlock::group::crd_yaml());
             0

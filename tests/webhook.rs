@@ -448,3 +448,183 @@ fn kube_apiserver_runs_the_bundled_policies_on_pod_template_kinds() {
         "{err}"
     );
 }
+
+/// Runs `interlock ARGS` against `cluster`: (exit code, stdout, stderr).
+fn interlock(cluster: &TestCluster, args: &[&str]) -> (i32, String, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_interlock"))
+        .args(args)
+        .env("KUBECONFIG", cluster.kubeconfig())
+        .output()
+        .expect("run interlock");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// `unstick -n NS -o json` with no age threshold: its `stuck` entries.
+fn stuck_in(cluster: &TestCluster, ns: &str) -> (i32, Vec<serde_json::Value>) {
+    let (code, out, err) = interlock(
+        cluster,
+        &["unstick", "-n", ns, "--older-than", "0s", "-o", "json"],
+    );
+    let v: serde_json::Value =
+        serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out} {err}"));
+    (code, v["stuck"].as_array().cloned().unwrap_or_default())
+}
+
+#[test]
+fn unstick_lists_a_stuck_config_map_with_age_and_owner_and_clears_it_guarded() {
+    let cluster = TestCluster::shared();
+    let _logs = cluster.logs_on_panic();
+    let ns = cluster.create_namespace("unstick");
+    let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "held", "namespace": ns, "finalizers": ["acme.example/cleanup"]}});
+    // Written by a manager of its own: unstick names it as the remover.
+    let out = apply(
+        cluster,
+        &cm,
+        &["--server-side", "--field-manager", "acme-operator"],
+    );
+    assert_admitted(&out, "the ConfigMap");
+    let out = cluster.kubectl(&["delete", "configmap", "held", "-n", &ns, "--wait=false"]);
+    assert_admitted(&out, "delete");
+    std::thread::sleep(std::time::Duration::from_secs(2));
+
+    let (code, stuck) = stuck_in(cluster, &ns);
+    assert_eq!(code, 1, "stuck objects exit 1: {stuck:?}");
+    let held = stuck
+        .iter()
+        .find(|s| s["kind"] == "ConfigMap" && s["name"] == "held")
+        .unwrap_or_else(|| panic!("not listed: {stuck:?}"));
+    let age = held["deletingForSeconds"].as_i64().unwrap_or(-1);
+    assert!((2..120).contains(&age), "age {age}");
+    let f = &held["finalizers"][0];
+    assert_eq!(f["name"], "acme.example/cleanup");
+    assert_eq!(f["remover"]["controller"], "acme-operator", "{held}");
+    assert_eq!(f["remover"]["source"], "managedFields");
+    let listed_rv = held["resourceVersion"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+
+    // A change after the listing: clearing for the listed version fails and
+    // leaves the finalizer in place.
+    let out = cluster.kubectl(&["label", "configmap", "held", "-n", &ns, "touched=yes"]);
+    assert_admitted(&out, "label");
+    let target = "configmap/held";
+    let (code, _, err) = interlock(
+        cluster,
+        &[
+            "unstick",
+            "--clear",
+            "acme.example/cleanup",
+            "--yes",
+            target,
+            "-n",
+            &ns,
+            "--resource-version",
+            &listed_rv,
+        ],
+    );
+    assert_eq!(code, 3, "a stale resourceVersion must be refused: {err}");
+    assert!(err.contains("changed since"), "{err}");
+    let out = cluster.kubectl(&["get", "configmap", "held", "-n", &ns, "-o", "json"]);
+    assert_admitted(&out, "still there after the refused clear");
+
+    // Without --yes nothing is written.
+    let (code, said, _) = interlock(
+        cluster,
+        &[
+            "unstick",
+            "--clear",
+            "acme.example/cleanup",
+            target,
+            "-n",
+            &ns,
+        ],
+    );
+    assert_eq!(code, 2);
+    assert!(said.contains("not released"), "{said}");
+    assert!(cluster
+        .kubectl(&["get", "configmap", "held", "-n", &ns])
+        .status
+        .success());
+
+    let (code, said, err) = interlock(
+        cluster,
+        &[
+            "unstick",
+            "--clear",
+            "acme.example/cleanup",
+            "--yes",
+            target,
+            "-n",
+            &ns,
+        ],
+    );
+    assert_eq!(code, 0, "{said} {err}");
+    let out = cluster.kubectl(&["get", "configmap", "held", "-n", &ns]);
+    assert!(
+        !out.status.success(),
+        "the cleared ConfigMap is still there"
+    );
+    let (code, stuck) = stuck_in(cluster, &ns);
+    assert_eq!((code, stuck.len()), (0, 0), "{stuck:?}");
+}
+
+#[test]
+fn unstick_reports_a_resource_group_whose_controller_is_not_running() {
+    let cluster = TestCluster::shared();
+    let _logs = cluster.logs_on_panic();
+    let crd = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("manifests/base/crd-resourcegroup.yaml");
+    assert_admitted(
+        &cluster.kubectl(&["apply", "-f", &crd.display().to_string()]),
+        "the CRD",
+    );
+    assert_admitted(
+        &cluster.kubectl(&[
+            "wait",
+            "--for=condition=Established",
+            "crd/resourcegroups.interlock.dev",
+            "--timeout=60s",
+        ]),
+        "CRD established",
+    );
+    let ns = cluster.create_namespace("unstick-rg");
+    // No controller runs in this test binary: the finalizer it would
+    // remove stays.
+    let rg = json!({"apiVersion": "interlock.dev/v1alpha1", "kind": "ResourceGroup",
+        "metadata": {"name": "app", "namespace": ns, "finalizers": ["interlock.dev/members"]},
+        "spec": {"serviceAccountName": "deployer", "resources": []}});
+    assert_admitted(&apply(cluster, &rg, &[]), "the group");
+    assert_admitted(
+        &cluster.kubectl(&["delete", "resourcegroup", "app", "-n", &ns, "--wait=false"]),
+        "delete",
+    );
+    let (code, stuck) = stuck_in(cluster, &ns);
+    assert_eq!(code, 1);
+    let g = stuck
+        .iter()
+        .find(|s| s["kind"] == "ResourceGroup")
+        .unwrap_or_else(|| panic!("not listed: {stuck:?}"));
+    let f = &g["finalizers"][0];
+    assert_eq!(f["remover"]["controller"], "interlock controller");
+    let status = f["controller_status"].as_str().unwrap_or_default();
+    assert!(status.starts_with("controller not running"), "{status}");
+    let (code, _, err) = interlock(
+        cluster,
+        &[
+            "unstick",
+            "--clear",
+            "interlock.dev/members",
+            "--yes",
+            "resourcegroup/app",
+            "-n",
+            &ns,
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+}

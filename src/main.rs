@@ -68,6 +68,8 @@ enum Command {
         /// Seconds one watch request lasts before it is re-established.
         #[arg(long, default_value_t = 290)]
         watch_timeout: u64,
+        #[command(flatten)]
+        boundary: interlock::admission::boundary::BoundaryArgs,
     },
     /// Write a CA and a serving certificate for the webhook.
     Certs {
@@ -173,10 +175,12 @@ fn main() -> ExitCode {
             args,
             reveal_other_namespaces,
             watch_timeout,
+            boundary,
         } => {
             interlock::server::init_tracing(args.log_format.is_json());
             let options = interlock::admission::EngineOptions {
                 redact_other_namespaces: !reveal_other_namespaces,
+                boundary: boundary.config(),
                 ..Default::default()
             };
             let cluster_options = interlock::cluster::ClusterOptions {

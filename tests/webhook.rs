@@ -17,9 +17,17 @@ fn webhook() -> &'static Webhook {
     HOOK.get_or_init(|| {
         let policy = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("policies/pod-references-exist/policy.yaml");
+        // The test cluster's kube-controller-manager (garbage collector)
+        // runs with the admin kubeconfig: exempt as the break-glass user,
+        // as an installation would exempt its own control plane.
         support::webhook::start(
             TestCluster::shared(),
-            &["-p", &policy.display().to_string()],
+            &[
+                "-p",
+                &policy.display().to_string(),
+                "--boundary-exempt",
+                "admin",
+            ],
         )
     })
 }
@@ -574,25 +582,33 @@ fn unstick_lists_a_stuck_config_map_with_age_and_owner_and_clears_it_guarded() {
     assert_eq!((code, stuck.len()), (0, 0), "{stuck:?}");
 }
 
+/// Installs the ResourceGroup CRD (once per test binary).
+fn resource_group_crd(cluster: &TestCluster) {
+    static DONE: OnceLock<()> = OnceLock::new();
+    DONE.get_or_init(|| {
+        let crd = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("manifests/base/crd-resourcegroup.yaml");
+        assert_admitted(
+            &cluster.kubectl(&["apply", "-f", &crd.display().to_string()]),
+            "the CRD",
+        );
+        assert_admitted(
+            &cluster.kubectl(&[
+                "wait",
+                "--for=condition=Established",
+                "crd/resourcegroups.interlock.dev",
+                "--timeout=60s",
+            ]),
+            "CRD established",
+        );
+    });
+}
+
 #[test]
 fn unstick_reports_a_resource_group_whose_controller_is_not_running() {
     let cluster = TestCluster::shared();
     let _logs = cluster.logs_on_panic();
-    let crd = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("manifests/base/crd-resourcegroup.yaml");
-    assert_admitted(
-        &cluster.kubectl(&["apply", "-f", &crd.display().to_string()]),
-        "the CRD",
-    );
-    assert_admitted(
-        &cluster.kubectl(&[
-            "wait",
-            "--for=condition=Established",
-            "crd/resourcegroups.interlock.dev",
-            "--timeout=60s",
-        ]),
-        "CRD established",
-    );
+    resource_group_crd(cluster);
     let ns = cluster.create_namespace("unstick-rg");
     // No controller runs in this test binary: the finalizer it would
     // remove stays.
@@ -627,4 +643,230 @@ fn unstick_reports_a_resource_group_whose_controller_is_not_running() {
         ],
     );
     assert_eq!(code, 0, "{err}");
+}
+
+/// Registers the test webhook for UPDATE and DELETE of ConfigMaps that
+/// carry the ApplySet part-of label, as manifests/base does for members
+/// (the shared registration sends only CREATE and UPDATE).
+fn register_member_writes(cluster: &TestCluster, hook: &Webhook) {
+    use base64::Engine as _;
+    static DONE: OnceLock<()> = OnceLock::new();
+    DONE.get_or_init(|| {
+        let ca = std::fs::read_to_string(hook.dir.path().join("ca.crt")).expect("ca.crt");
+        let ca = base64::engine::general_purpose::STANDARD.encode(ca);
+        let config = json!({"apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingWebhookConfiguration",
+            "metadata": {"name": "interlock-test-members"},
+            "webhooks": [{
+                "name": "members.interlock.dev",
+                "clientConfig": {"url": format!("https://127.0.0.1:{}/validate", hook.port),
+                                 "caBundle": ca},
+                "rules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                           "operations": ["UPDATE", "DELETE"], "resources": ["configmaps"]}],
+                "namespaceSelector": {"matchLabels": {support::webhook::LABEL: "true"}},
+                "objectSelector": {"matchExpressions": [
+                    {"key": "applyset.kubernetes.io/part-of", "operator": "Exists"}]},
+                "sideEffects": "None", "admissionReviewVersions": ["v1"],
+                "failurePolicy": "Fail", "timeoutSeconds": 10}]});
+        assert_admitted(
+            &cluster.kubectl_stdin(&["apply", "-f", "-"], &config.to_string()),
+            "register the member webhook",
+        );
+    });
+}
+
+/// Retries `f` until it is true (registration and the GC take a moment).
+fn eventually(what: &str, mut f: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !f() {
+        assert!(std::time::Instant::now() < deadline, "timed out: {what}");
+        std::thread::sleep(std::time::Duration::from_millis(300));
+    }
+}
+
+#[test]
+fn a_member_is_written_only_by_the_controller_and_removed_by_the_group_cascade() {
+    let cluster = TestCluster::shared();
+    let _logs = cluster.logs_on_panic();
+    let hook = webhook();
+    resource_group_crd(cluster);
+    register_member_writes(cluster, hook);
+    let ns = namespace(cluster, "boundary");
+    // The group's ServiceAccount, allowed to write ConfigMaps, as the
+    // controller impersonates it.
+    assert_admitted(
+        &cluster.kubectl(&["create", "serviceaccount", "deployer", "-n", &ns]),
+        "ServiceAccount",
+    );
+    let sa = format!("system:serviceaccount:{ns}:deployer");
+    // (A Role of its own: the aggregated `edit` ClusterRole needs a
+    // controller the test cluster does not run.)
+    assert_admitted(
+        &cluster.kubectl(&[
+            "create",
+            "role",
+            "deployer",
+            "--verb=get,list,create,update,patch,delete",
+            "--resource=configmaps",
+            "-n",
+            &ns,
+        ]),
+        "Role",
+    );
+    assert_admitted(
+        &cluster.kubectl(&[
+            "create",
+            "rolebinding",
+            "deployer",
+            "--role=deployer",
+            "-n",
+            &ns,
+            &format!("--serviceaccount={ns}:deployer"),
+        ]),
+        "RoleBinding",
+    );
+    // The tenant, alice, may write ConfigMaps as far as RBAC goes: only
+    // the boundary stands in her way.
+    assert_admitted(
+        &cluster.kubectl(&[
+            "create",
+            "rolebinding",
+            "alice",
+            "--role=deployer",
+            "--user=alice",
+            "-n",
+            &ns,
+        ]),
+        "alice's RoleBinding",
+    );
+    let rg = json!({"apiVersion": "interlock.dev/v1alpha1", "kind": "ResourceGroup",
+        "metadata": {"name": "app", "namespace": ns},
+        "spec": {"serviceAccountName": "deployer", "resources": []}});
+    assert_admitted(&apply(cluster, &rg, &[]), "the group");
+    let out = cluster.kubectl(&[
+        "get",
+        "resourcegroup",
+        "app",
+        "-n",
+        &ns,
+        "-o",
+        "jsonpath={.metadata.uid}",
+    ]);
+    let uid = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(!uid.is_empty(), "no uid");
+    let member = |mode: &str| {
+        json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "settings", "namespace": ns,
+                "labels": {"applyset.kubernetes.io/part-of": "applyset-test-v1"},
+                "ownerReferences": [{"apiVersion": "interlock.dev/v1alpha1",
+                    "kind": "ResourceGroup", "name": "app", "uid": uid, "controller": true}]},
+            "data": {"mode": mode}})
+    };
+    // The controller's write: server-side apply as the group's
+    // ServiceAccount with field manager `interlock`; create, then update.
+    let controller_apply = |mode: &str| {
+        apply(
+            cluster,
+            &member(mode),
+            &[
+                "--server-side",
+                "--force-conflicts",
+                "--field-manager",
+                "interlock",
+                "--as",
+                &sa,
+                "--as-group",
+                "system:serviceaccounts",
+                "--as-group",
+                &format!("system:serviceaccounts:{ns}"),
+            ],
+        )
+    };
+    assert_admitted(&controller_apply("fast"), "the controller's create");
+    // The member registration and alice's RoleBinding may still be
+    // propagating: the first boundary refusal shows both are in force.
+    let mut refusal = String::new();
+    eventually("the member webhook refuses a patch", || {
+        let out = cluster.kubectl(&[
+            "patch",
+            "configmap",
+            "settings",
+            "-n",
+            &ns,
+            "-p",
+            r#"{"data":{"mode":"slow"}}"#,
+            "--as",
+            "alice",
+        ]);
+        refusal = String::from_utf8_lossy(&out.stderr).into_owned();
+        // (RBAC for alice may not be in force yet either.)
+        !out.status.success() && refusal.contains("ownership boundary")
+    });
+    assert!(refusal.contains("ResourceGroup 'app'"), "{refusal}");
+    assert!(
+        refusal.contains(&format!("kubectl get resourcegroup app -n {ns} -o yaml")),
+        "{refusal}"
+    );
+    assert_admitted(&controller_apply("faster"), "the controller's update");
+
+    // kubectl edit, as a tenant would (the editor changes the data).
+    let out = std::process::Command::new(cluster.bin("kubectl"))
+        .args(["edit", "configmap", "settings", "-n", &ns, "--as", "alice"])
+        .env("KUBECONFIG", cluster.kubeconfig())
+        .env("KUBE_EDITOR", "sed -i s/faster/edited/")
+        .output()
+        .expect("kubectl edit");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success(),
+        "kubectl edit of a member was admitted"
+    );
+    assert!(err.contains("ownership boundary"), "{err}");
+    // Leaving the group by dropping the label is a refused edit too.
+    let out = cluster.kubectl(&[
+        "label",
+        "configmap",
+        "settings",
+        "-n",
+        &ns,
+        "applyset.kubernetes.io/part-of-",
+        "--as",
+        "alice",
+    ]);
+    assert!(!out.status.success(), "the label removal was admitted");
+    let out = cluster.kubectl(&[
+        "delete",
+        "configmap",
+        "settings",
+        "-n",
+        &ns,
+        "--as",
+        "alice",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "the delete of a member was admitted");
+    assert!(err.contains("spec.resources"), "{err}");
+    // A new object claiming membership is refused.
+    let mut imposter = member("x");
+    imposter["metadata"]["name"] = json!("imposter");
+    let out = apply(cluster, &imposter, &["--as", "alice"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "the membership claim was admitted");
+    assert!(err.contains("claims to be a member"), "{err}");
+    let out = cluster.kubectl(&["get", "configmap", "settings", "-n", &ns, "-o", "json"]);
+    let cm: serde_json::Value = serde_json::from_slice(&out.stdout).expect("the member");
+    assert_eq!(cm["data"]["mode"], "faster");
+
+    // The group's deletion cascades through the garbage collector, which
+    // the boundary lets through.
+    assert_admitted(
+        &cluster.kubectl(&["delete", "resourcegroup", "app", "-n", &ns]),
+        "delete the group",
+    );
+    eventually("the garbage collector deletes the member", || {
+        !cluster
+            .kubectl(&["get", "configmap", "settings", "-n", &ns])
+            .status
+            .success()
+    });
 }

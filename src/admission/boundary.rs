@@ -464,4 +464,80 @@ mod tests {
             None
         );
     }
+
+    /// An AdmissionRequest of `op` on ConfigMap team/web as `user`.
+    fn request(
+        op: &str,
+        user: &str,
+        object: Option<Json>,
+        old: Option<Json>,
+        options: Json,
+    ) -> AdmissionRequest<DynamicObject> {
+        let with_kind = |o: Json| {
+            let mut o = o;
+            o["apiVersion"] = json!("v1");
+            o["kind"] = json!("ConfigMap");
+            o
+        };
+        let review: kube::core::admission::AdmissionReview<DynamicObject> =
+            serde_json::from_value(json!({
+                "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+                "request": {"uid": "u-1", "kind": {"group": "", "version": "v1", "kind": "ConfigMap"},
+                    "resource": {"group": "", "version": "v1", "resource": "configmaps"},
+                    "name": "web", "namespace": "team", "operation": op,
+                    "userInfo": {"username": user}, "object": object.map(with_kind),
+                    "oldObject": old.map(with_kind), "options": options}
+            }))
+            .unwrap();
+        review.try_into().unwrap()
+    }
+
+    fn engine(mode: Mode) -> crate::admission::Engine {
+        use crate::server::Reviewer as _;
+        let options = crate::admission::EngineOptions {
+            boundary: Boundary {
+                mode,
+                ..Boundary::default()
+            },
+            ..Default::default()
+        };
+        let e = crate::admission::Engine::new(
+            crate::policy::PolicySet::default(),
+            crate::inventory::Inventory::new(),
+            options,
+        );
+        e.set_ready(true);
+        assert!(e.ready());
+        e
+    }
+
+    #[test]
+    fn the_webhook_refuses_with_403_or_warns_per_installation() {
+        use crate::server::Reviewer as _;
+        let delete = request("DELETE", ALICE, None, Some(member("app")), json!({}));
+        let resp = engine(Mode::Deny).validate(&delete);
+        assert!(!resp.allowed);
+        assert_eq!(resp.result.code, 403);
+        assert!(
+            resp.result.message.contains("ResourceGroup 'app'"),
+            "{}",
+            resp.result.message
+        );
+        let resp = engine(Mode::Warn).validate(&delete);
+        assert!(resp.allowed);
+        let warnings = resp.warnings.unwrap_or_default();
+        assert!(
+            warnings.iter().any(|w| w.contains("ownership boundary")),
+            "{warnings:?}"
+        );
+        // The controller's apply, as the API server reports it.
+        let apply = request(
+            "UPDATE",
+            GROUP_SA,
+            Some(member("app")),
+            Some(member("app")),
+            json!({"kind": "UpdateOptions", "apiVersion": "meta.k8s.io/v1", "fieldManager": "interlock"}),
+        );
+        assert!(engine(Mode::Deny).validate(&apply).allowed);
+    }
 }

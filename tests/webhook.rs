@@ -870,3 +870,70 @@ fn a_member_is_written_only_by_the_controller_and_removed_by_the_group_cascade()
             .success()
     });
 }
+
+#[test]
+fn unstick_explains_a_namespace_stuck_on_its_contents() {
+    let cluster = TestCluster::shared();
+    let _logs = cluster.logs_on_panic();
+    let ns = cluster.create_namespace("unstick-ns");
+    let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "held", "namespace": ns, "finalizers": ["acme.example/cleanup"]}});
+    assert_admitted(&apply(cluster, &cm, &[]), "the ConfigMap");
+    assert_admitted(
+        &cluster.kubectl(&["delete", "namespace", &ns, "--wait=false"]),
+        "delete the namespace",
+    );
+    // The namespace controller deletes what it can; the held ConfigMap stays.
+    let (code, stuck) = stuck_in(cluster, &ns);
+    assert_eq!(code, 1);
+    let namespace = stuck
+        .iter()
+        .find(|s| s["kind"] == "Namespace")
+        .unwrap_or_else(|| panic!("the namespace is not listed: {stuck:?}"));
+    assert_eq!(
+        namespace["finalizers"][0]["name"], "kubernetes",
+        "{namespace}"
+    );
+    let blocked = namespace["blockedBy"].to_string();
+    assert!(blocked.contains("ConfigMap"), "{blocked}");
+    // Clearing the namespace finalizer itself is refused: clear the content.
+    let (code, _, err) = interlock(
+        cluster,
+        &[
+            "unstick",
+            "--clear",
+            "kubernetes",
+            "--yes",
+            &format!("namespace/{ns}"),
+        ],
+    );
+    assert_eq!(code, 2, "{err}");
+    eventually("the namespace controller deletes the ConfigMap", || {
+        let out = cluster.kubectl(&[
+            "get",
+            "configmap",
+            "held",
+            "-n",
+            &ns,
+            "-o",
+            "jsonpath={.metadata.deletionTimestamp}",
+        ]);
+        !out.stdout.is_empty()
+    });
+    let (code, _, err) = interlock(
+        cluster,
+        &[
+            "unstick",
+            "--clear",
+            "acme.example/cleanup",
+            "--yes",
+            "configmap/held",
+            "-n",
+            &ns,
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    eventually("the namespace goes once its contents are gone", || {
+        !cluster.kubectl(&["get", "namespace", &ns]).status.success()
+    });
+}

@@ -111,6 +111,8 @@ fn delta(after: &BTreeMap<String, f64>, before: &BTreeMap<String, f64>) -> BTree
         .collect()
 }
 
+/// Services are headless: the test cluster's service CIDR is a /24, and
+/// ClusterIPs would run out after about 250 Services.
 fn member(i: usize, j: usize) -> Value {
     match j % 3 {
         0 => {

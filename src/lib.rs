@@ -23,3 +23,4 @@ pub mod manifest;
 pub mod policy;
 pub mod server;
 pub mod webhook_config;
+pub mod unstick;

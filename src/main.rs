@@ -86,6 +86,8 @@ enum Command {
         /// Seconds one watch request lasts before it is re-established.
         #[arg(long, default_value_t = 290)]
         watch_timeout: u64,
+        #[command(flatten)]
+        boundary: interlock::admission::boundary::BoundaryArgs,
     },
     /// Write a CA and a serving certificate for the webhook.
     Certs {
@@ -135,6 +137,11 @@ enum Command {
         /// CA certificate (PEM) put in caBundle.
         #[arg(long)]
         ca_bundle: Option<PathBuf>,
+    },
+    /// Objects stuck in deletion and their finalizers (docs/finalizers.md).
+    Unstick {
+        #[command(flatten)]
+        args: interlock::unstick::UnstickArgs,
     },
     /// Run policy test cases (policies/NAME/tests/*.yaml).
     Test {
@@ -220,10 +227,12 @@ fn main() -> ExitCode {
             args,
             reveal_other_namespaces,
             watch_timeout,
+            boundary,
         } => {
             interlock::server::init_tracing(args.log_format.is_json());
             let options = interlock::admission::EngineOptions {
                 redact_other_namespaces: !reveal_other_namespaces,
+                boundary: boundary.config(),
                 ..Default::default()
             };
             let cluster_options = interlock::cluster::ClusterOptions {
@@ -322,6 +331,7 @@ fn main() -> ExitCode {
                 }
             }
         }
+        Command::Unstick { args } => interlock::unstick::main(&args),
         Command::Crd => {
             print!("{}", interlock::group::crd_yaml());
             0

@@ -259,13 +259,37 @@ pub fn generate(policies: &PolicySet, options: &Options) -> (Json, Json) {
             "rules": rules,
         }))
     };
-    let validating: Vec<Json> = [
+    let mut validating: Vec<Json> = [
         webhook("validate.interlock.dev", "/validate", &must, true),
         webhook("advise.interlock.dev", "/validate", &advise, false),
     ]
     .into_iter()
     .flatten()
     .collect();
+    // The ownership boundary of ResourceGroup members (admission/boundary.rs):
+    // only objects that carry an ApplySet part-of label are sent. It fails
+    // open: while the webhook is down a member can be edited by hand, and
+    // the controller reverts the edit; failing closed would also block the
+    // controller's own applies.
+    validating.push(json!({
+        "name": "members.interlock.dev",
+        "admissionReviewVersions": ["v1"],
+        "sideEffects": "None",
+        "failurePolicy": "Ignore",
+        "matchPolicy": "Equivalent",
+        "timeoutSeconds": IGNORE_TIMEOUT_SECONDS,
+        "clientConfig": options.endpoint.client_config("/validate", ca.as_deref()),
+        "namespaceSelector": {"matchExpressions": [{
+            "key": "kubernetes.io/metadata.name",
+            "operator": "NotIn",
+            "values": excluded_namespaces(&options.own_namespace),
+        }]},
+        "objectSelector": {"matchExpressions": [{
+            "key": "applyset.kubernetes.io/part-of", "operator": "Exists"}]},
+        "matchConditions": match_conditions(),
+        "rules": [{"apiGroups": ["*"], "apiVersions": ["*"], "resources": ["*"],
+                   "operations": ["CREATE", "UPDATE", "DELETE"], "scope": "Namespaced"}],
+    }));
     let mut mutating: Vec<Json> = webhook("mutate.interlock.dev", "/mutate", &mutate, true)
         .into_iter()
         .collect();

@@ -17,9 +17,17 @@ fn webhook() -> &'static Webhook {
     HOOK.get_or_init(|| {
         let policy = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("policies/pod-references-exist/policy.yaml");
+        // The test cluster's kube-controller-manager (garbage collector)
+        // runs with the admin kubeconfig: exempt as the break-glass user,
+        // as an installation would exempt its own control plane.
         support::webhook::start(
             TestCluster::shared(),
-            &["-p", &policy.display().to_string()],
+            &[
+                "-p",
+                &policy.display().to_string(),
+                "--boundary-exempt",
+                "admin",
+            ],
         )
     })
 }
@@ -448,6 +456,488 @@ fn kube_apiserver_runs_the_bundled_policies_on_pod_template_kinds() {
         "{err}"
     );
 }
+
+/// Runs `interlock ARGS` against `cluster`: (exit code, stdout, stderr).
+fn interlock(cluster: &TestCluster, args: &[&str]) -> (i32, String, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_interlock"))
+        .args(args)
+        .env("KUBECONFIG", cluster.kubeconfig())
+        .output()
+        .expect("run interlock");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// `unstick -n NS -o json` with no age threshold: its `stuck` entries.
+fn stuck_in(cluster: &TestCluster, ns: &str) -> (i32, Vec<serde_json::Value>) {
+    let (code, out, err) = interlock(
+        cluster,
+        &["unstick", "-n", ns, "--older-than", "0s", "-o", "json"],
+    );
+    let v: serde_json::Value =
+        serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out} {err}"));
+    (code, v["stuck"].as_array().cloned().unwrap_or_default())
+}
+
+#[test]
+fn unstick_lists_a_stuck_config_map_with_age_and_owner_and_clears_it_guarded() {
+    let cluster = TestCluster::shared();
+    let _logs = cluster.logs_on_panic();
+    let ns = cluster.create_namespace("unstick");
+    let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "held", "namespace": ns, "finalizers": ["acme.example/cleanup"]}});
+    // Written by a manager of its own: unstick names it as the remover.
+    let out = apply(
+        cluster,
+        &cm,
+        &["--server-side", "--field-manager", "acme-operator"],
+    );
+    assert_admitted(&out, "the ConfigMap");
+    let out = cluster.kubectl(&["delete", "configmap", "held", "-n", &ns, "--wait=false"]);
+    assert_admitted(&out, "delete");
+    std::thread::sleep(std::time::Duration::from_secs(2));
+
+    let (code, stuck) = stuck_in(cluster, &ns);
+    assert_eq!(code, 1, "stuck objects exit 1: {stuck:?}");
+    let held = stuck
+        .iter()
+        .find(|s| s["kind"] == "ConfigMap" && s["name"] == "held")
+        .unwrap_or_else(|| panic!("not listed: {stuck:?}"));
+    let age = held["deletingForSeconds"].as_i64().unwrap_or(-1);
+    assert!((2..120).contains(&age), "age {age}");
+    let f = &held["finalizers"][0];
+    assert_eq!(f["name"], "acme.example/cleanup");
+    assert_eq!(f["remover"]["controller"], "acme-operator", "{held}");
+    assert_eq!(f["remover"]["source"], "managedFields");
+    let listed_rv = held["resourceVersion"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+
+    // A change after the listing: clearing for the listed version fails and
+    // leaves the finalizer in place.
+    let out = cluster.kubectl(&["label", "configmap", "held", "-n", &ns, "touched=yes"]);
+    assert_admitted(&out, "label");
+    let target = "configmap/held";
+    let (code, _, err) = interlock(
+        cluster,
+        &[
+            "unstick",
+            "--clear",
+            "acme.example/cleanup",
+            "--yes",
+            target,
+            "-n",
+            &ns,
+            "--resource-version",
+            &listed_rv,
+        ],
+    );
+    assert_eq!(code, 3, "a stale resourceVersion must be refused: {err}");
+    assert!(err.contains("changed since"), "{err}");
+    let out = cluster.kubectl(&["get", "configmap", "held", "-n", &ns, "-o", "json"]);
+    assert_admitted(&out, "still there after the refused clear");
+
+    // Without --yes nothing is written.
+    let (code, said, _) = interlock(
+        cluster,
+        &[
+            "unstick",
+            "--clear",
+            "acme.example/cleanup",
+            target,
+            "-n",
+            &ns,
+        ],
+    );
+    assert_eq!(code, 2);
+    assert!(said.contains("not released"), "{said}");
+    assert!(cluster
+        .kubectl(&["get", "configmap", "held", "-n", &ns])
+        .status
+        .success());
+
+    let (code, said, err) = interlock(
+        cluster,
+        &[
+            "unstick",
+            "--clear",
+            "acme.example/cleanup",
+            "--yes",
+            target,
+            "-n",
+            &ns,
+        ],
+    );
+    assert_eq!(code, 0, "{said} {err}");
+    let out = cluster.kubectl(&["get", "configmap", "held", "-n", &ns]);
+    assert!(
+        !out.status.success(),
+        "the cleared ConfigMap is still there"
+    );
+    let (code, stuck) = stuck_in(cluster, &ns);
+    assert_eq!((code, stuck.len()), (0, 0), "{stuck:?}");
+}
+
+/// Installs the ResourceGroup CRD (once per test binary).
+fn resource_group_crd(cluster: &TestCluster) {
+    static DONE: OnceLock<()> = OnceLock::new();
+    DONE.get_or_init(|| {
+        let crd = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("manifests/base/crd-resourcegroup.yaml");
+        assert_admitted(
+            &cluster.kubectl(&["apply", "-f", &crd.display().to_string()]),
+            "the CRD",
+        );
+        assert_admitted(
+            &cluster.kubectl(&[
+                "wait",
+                "--for=condition=Established",
+                "crd/resourcegroups.interlock.dev",
+                "--timeout=60s",
+            ]),
+            "CRD established",
+        );
+    });
+}
+
+#[test]
+fn unstick_reports_a_resource_group_whose_controller_is_not_running() {
+    let cluster = TestCluster::shared();
+    let _logs = cluster.logs_on_panic();
+    resource_group_crd(cluster);
+    let ns = cluster.create_namespace("unstick-rg");
+    // No controller runs in this test binary: the finalizer it would
+    // remove stays.
+    let rg = json!({"apiVersion": "interlock.dev/v1alpha1", "kind": "ResourceGroup",
+        "metadata": {"name": "app", "namespace": ns, "finalizers": ["interlock.dev/members"]},
+        "spec": {"serviceAccountName": "deployer", "resources": []}});
+    assert_admitted(&apply(cluster, &rg, &[]), "the group");
+    assert_admitted(
+        &cluster.kubectl(&["delete", "resourcegroup", "app", "-n", &ns, "--wait=false"]),
+        "delete",
+    );
+    let (code, stuck) = stuck_in(cluster, &ns);
+    assert_eq!(code, 1);
+    let g = stuck
+        .iter()
+        .find(|s| s["kind"] == "ResourceGroup")
+        .unwrap_or_else(|| panic!("not listed: {stuck:?}"));
+    let f = &g["finalizers"][0];
+    assert_eq!(f["remover"]["controller"], "interlock controller");
+    let status = f["controller_status"].as_str().unwrap_or_default();
+    assert!(status.starts_with("controller not running"), "{status}");
+    let (code, _, err) = interlock(
+        cluster,
+        &[
+            "unstick",
+            "--clear",
+            "interlock.dev/members",
+            "--yes",
+            "resourcegroup/app",
+            "-n",
+            &ns,
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+}
+
+/// Registers the test webhook for UPDATE and DELETE of ConfigMaps that
+/// carry the ApplySet part-of label, as manifests/base does for members
+/// (the shared registration sends only CREATE and UPDATE).
+fn register_member_writes(cluster: &TestCluster, hook: &Webhook) {
+    use base64::Engine as _;
+    static DONE: OnceLock<()> = OnceLock::new();
+    DONE.get_or_init(|| {
+        let ca = std::fs::read_to_string(hook.dir.path().join("ca.crt")).expect("ca.crt");
+        let ca = base64::engine::general_purpose::STANDARD.encode(ca);
+        let config = json!({"apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingWebhookConfiguration",
+            "metadata": {"name": "interlock-test-members"},
+            "webhooks": [{
+                "name": "members.interlock.dev",
+                "clientConfig": {"url": format!("https://127.0.0.1:{}/validate", hook.port),
+                                 "caBundle": ca},
+                "rules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                           "operations": ["UPDATE", "DELETE"], "resources": ["configmaps"]}],
+                "namespaceSelector": {"matchLabels": {support::webhook::LABEL: "true"}},
+                "objectSelector": {"matchExpressions": [
+                    {"key": "applyset.kubernetes.io/part-of", "operator": "Exists"}]},
+                "sideEffects": "None", "admissionReviewVersions": ["v1"],
+                "failurePolicy": "Fail", "timeoutSeconds": 10}]});
+        assert_admitted(
+            &cluster.kubectl_stdin(&["apply", "-f", "-"], &config.to_string()),
+            "register the member webhook",
+        );
+    });
+}
+
+/// Retries `f` until it is true (registration and the GC take a moment).
+fn eventually(what: &str, mut f: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !f() {
+        assert!(std::time::Instant::now() < deadline, "timed out: {what}");
+        std::thread::sleep(std::time::Duration::from_millis(300));
+    }
+}
+
+#[test]
+fn a_member_is_written_only_by_the_controller_and_removed_by_the_group_cascade() {
+    let cluster = TestCluster::shared();
+    let _logs = cluster.logs_on_panic();
+    let hook = webhook();
+    resource_group_crd(cluster);
+    register_member_writes(cluster, hook);
+    let ns = namespace(cluster, "boundary");
+    // The group's ServiceAccount, allowed to write ConfigMaps, as the
+    // controller impersonates it.
+    assert_admitted(
+        &cluster.kubectl(&["create", "serviceaccount", "deployer", "-n", &ns]),
+        "ServiceAccount",
+    );
+    let sa = format!("system:serviceaccount:{ns}:deployer");
+    // (A Role of its own: the aggregated `edit` ClusterRole needs a
+    // controller the test cluster does not run.)
+    assert_admitted(
+        &cluster.kubectl(&[
+            "create",
+            "role",
+            "deployer",
+            "--verb=get,list,create,update,patch,delete",
+            "--resource=configmaps",
+            "-n",
+            &ns,
+        ]),
+        "Role",
+    );
+    assert_admitted(
+        &cluster.kubectl(&[
+            "create",
+            "rolebinding",
+            "deployer",
+            "--role=deployer",
+            "-n",
+            &ns,
+            &format!("--serviceaccount={ns}:deployer"),
+        ]),
+        "RoleBinding",
+    );
+    // The tenant, alice, may write ConfigMaps as far as RBAC goes: only
+    // the boundary stands in her way.
+    assert_admitted(
+        &cluster.kubectl(&[
+            "create",
+            "rolebinding",
+            "alice",
+            "--role=deployer",
+            "--user=alice",
+            "-n",
+            &ns,
+        ]),
+        "alice's RoleBinding",
+    );
+    let rg = json!({"apiVersion": "interlock.dev/v1alpha1", "kind": "ResourceGroup",
+        "metadata": {"name": "app", "namespace": ns},
+        "spec": {"serviceAccountName": "deployer", "resources": []}});
+    assert_admitted(&apply(cluster, &rg, &[]), "the group");
+    let out = cluster.kubectl(&[
+        "get",
+        "resourcegroup",
+        "app",
+        "-n",
+        &ns,
+        "-o",
+        "jsonpath={.metadata.uid}",
+    ]);
+    let uid = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(!uid.is_empty(), "no uid");
+    let member = |mode: &str| {
+        json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "settings", "namespace": ns,
+                "labels": {"applyset.kubernetes.io/part-of": "applyset-test-v1"},
+                "ownerReferences": [{"apiVersion": "interlock.dev/v1alpha1",
+                    "kind": "ResourceGroup", "name": "app", "uid": uid, "controller": true}]},
+            "data": {"mode": mode}})
+    };
+    // The controller's write: server-side apply as the group's
+    // ServiceAccount with field manager `interlock`; create, then update.
+    let controller_apply = |mode: &str| {
+        apply(
+            cluster,
+            &member(mode),
+            &[
+                "--server-side",
+                "--force-conflicts",
+                "--field-manager",
+                "interlock",
+                "--as",
+                &sa,
+                "--as-group",
+                "system:serviceaccounts",
+                "--as-group",
+                &format!("system:serviceaccounts:{ns}"),
+            ],
+        )
+    };
+    assert_admitted(&controller_apply("fast"), "the controller's create");
+    // The member registration and alice's RoleBinding may still be
+    // propagating: the first boundary refusal shows both are in force.
+    let mut refusal = String::new();
+    eventually("the member webhook refuses a patch", || {
+        let out = cluster.kubectl(&[
+            "patch",
+            "configmap",
+            "settings",
+            "-n",
+            &ns,
+            "-p",
+            r#"{"data":{"mode":"slow"}}"#,
+            "--as",
+            "alice",
+        ]);
+        refusal = String::from_utf8_lossy(&out.stderr).into_owned();
+        // (RBAC for alice may not be in force yet either.)
+        !out.status.success() && refusal.contains("ownership boundary")
+    });
+    assert!(refusal.contains("ResourceGroup 'app'"), "{refusal}");
+    assert!(
+        refusal.contains(&format!("kubectl get resourcegroup app -n {ns} -o yaml")),
+        "{refusal}"
+    );
+    assert_admitted(&controller_apply("faster"), "the controller's update");
+
+    // kubectl edit, as a tenant would (the editor changes the data).
+    let out = std::process::Command::new(cluster.bin("kubectl"))
+        .args(["edit", "configmap", "settings", "-n", &ns, "--as", "alice"])
+        .env("KUBECONFIG", cluster.kubeconfig())
+        .env("KUBE_EDITOR", "sed -i s/faster/edited/")
+        .output()
+        .expect("kubectl edit");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success(),
+        "kubectl edit of a member was admitted"
+    );
+    assert!(err.contains("ownership boundary"), "{err}");
+    // Leaving the group by dropping the label is a refused edit too.
+    let out = cluster.kubectl(&[
+        "label",
+        "configmap",
+        "settings",
+        "-n",
+        &ns,
+        "applyset.kubernetes.io/part-of-",
+        "--as",
+        "alice",
+    ]);
+    assert!(!out.status.success(), "the label removal was admitted");
+    let out = cluster.kubectl(&[
+        "delete",
+        "configmap",
+        "settings",
+        "-n",
+        &ns,
+        "--as",
+        "alice",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "the delete of a member was admitted");
+    assert!(err.contains("spec.resources"), "{err}");
+    // A new object claiming membership is refused.
+    let mut imposter = member("x");
+    imposter["metadata"]["name"] = json!("imposter");
+    let out = apply(cluster, &imposter, &["--as", "alice"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "the membership claim was admitted");
+    assert!(err.contains("claims to be a member"), "{err}");
+    let out = cluster.kubectl(&["get", "configmap", "settings", "-n", &ns, "-o", "json"]);
+    let cm: serde_json::Value = serde_json::from_slice(&out.stdout).expect("the member");
+    assert_eq!(cm["data"]["mode"], "faster");
+
+    // The group's deletion cascades through the garbage collector, which
+    // the boundary lets through.
+    assert_admitted(
+        &cluster.kubectl(&["delete", "resourcegroup", "app", "-n", &ns]),
+        "delete the group",
+    );
+    eventually("the garbage collector deletes the member", || {
+        !cluster
+            .kubectl(&["get", "configmap", "settings", "-n", &ns])
+            .status
+            .success()
+    });
+}
+
+#[test]
+fn unstick_explains_a_namespace_stuck_on_its_contents() {
+    let cluster = TestCluster::shared();
+    let _logs = cluster.logs_on_panic();
+    let ns = cluster.create_namespace("unstick-ns");
+    let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "held", "namespace": ns, "finalizers": ["acme.example/cleanup"]}});
+    assert_admitted(&apply(cluster, &cm, &[]), "the ConfigMap");
+    assert_admitted(
+        &cluster.kubectl(&["delete", "namespace", &ns, "--wait=false"]),
+        "delete the namespace",
+    );
+    // The namespace controller deletes what it can; the held ConfigMap stays.
+    let (code, stuck) = stuck_in(cluster, &ns);
+    assert_eq!(code, 1);
+    let namespace = stuck
+        .iter()
+        .find(|s| s["kind"] == "Namespace")
+        .unwrap_or_else(|| panic!("the namespace is not listed: {stuck:?}"));
+    assert_eq!(
+        namespace["finalizers"][0]["name"], "kubernetes",
+        "{namespace}"
+    );
+    let blocked = namespace["blockedBy"].to_string();
+    assert!(blocked.contains("ConfigMap"), "{blocked}");
+    // Clearing the namespace finalizer itself is refused: clear the content.
+    let (code, _, err) = interlock(
+        cluster,
+        &[
+            "unstick",
+            "--clear",
+            "kubernetes",
+            "--yes",
+            &format!("namespace/{ns}"),
+        ],
+    );
+    assert_eq!(code, 2, "{err}");
+    eventually("the namespace controller deletes the ConfigMap", || {
+        let out = cluster.kubectl(&[
+            "get",
+            "configmap",
+            "held",
+            "-n",
+            &ns,
+            "-o",
+            "jsonpath={.metadata.deletionTimestamp}",
+        ]);
+        !out.stdout.is_empty()
+    });
+    let (code, _, err) = interlock(
+        cluster,
+        &[
+            "unstick",
+            "--clear",
+            "acme.example/cleanup",
+            "--yes",
+            "configmap/held",
+            "-n",
+            &ns,
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    eventually("the namespace goes once its contents are gone", || {
+        !cluster.kubectl(&["get", "namespace", &ns]).status.success()
+    });
+}
+
 
 /// `interlock webhook-config` for `policies` (files under policies/ or
 /// absolute paths), reaching the webhook at `url`, with `ca` as caBundle.

@@ -2,6 +2,7 @@
 //! out, over the shared policy engine and a live (or file) inventory.
 //! It implements [`crate::server::Reviewer`].
 
+pub mod boundary;
 mod group;
 pub mod serve;
 
@@ -29,6 +30,8 @@ pub struct EngineOptions {
     /// How long an admitted write the watch has not shown yet stays in the
     /// inventory (so concurrent requests see it).
     pub pending_ttl: Duration,
+    /// Who may write ResourceGroup members (src/admission/boundary.rs).
+    pub boundary: boundary::Boundary,
 }
 
 impl Default for EngineOptions {
@@ -36,6 +39,7 @@ impl Default for EngineOptions {
         EngineOptions {
             redact_other_namespaces: true,
             pending_ttl: Duration::from_secs(30),
+            boundary: boundary::Boundary::default(),
         }
     }
 }
@@ -104,6 +108,15 @@ impl Engine {
         old_object: Option<Old>,
     ) -> AdmissionResponse {
         let resp = AdmissionResponse::from(req);
+        let boundary = boundary::check(
+            &self.options.boundary,
+            req,
+            object.as_ref(),
+            old_object.as_ref(),
+        );
+        if let Some(refused) = boundary.denial(&resp) {
+            return refused;
+        }
         let r = request(req, object.as_ref(), old_object.as_ref());
         let writes = !req.dry_run && matches!(req.operation, Operation::Create | Operation::Update);
         // Evaluate under the read lock, in parallel with other requests.
@@ -157,7 +170,7 @@ impl Engine {
         } else {
             first
         };
-        self.answer(resp, &r, verdicts, annotations)
+        boundary.warn(self.answer(resp, &r, verdicts, annotations))
     }
 
     /// While the inventory is not synced, inventory-reading policies answer

@@ -91,7 +91,8 @@ pub fn start_scoped(cluster: &TestCluster, scope: &Scope, extra: &[&str]) -> Web
             .unwrap();
         std::fs::write(dir.path().join("tls.crt"), &certs.cert_pem).unwrap();
         std::fs::write(dir.path().join("tls.key"), &certs.key_pem).unwrap();
-        // For configurations made by `interlock webhook-config --ca-bundle`.
+        // For configurations made by `interlock webhook-config --ca-bundle`, and
+        // for tests that register more configurations for the same server.
         std::fs::write(dir.path().join("ca.crt"), &certs.ca_cert_pem).unwrap();
         std::fs::write(dir.path().join("mutate.yaml"), MUTATION_POLICY).unwrap();
         let port = free_port();

@@ -22,5 +22,5 @@ pub mod k8s;
 pub mod manifest;
 pub mod policy;
 pub mod server;
-pub mod webhook_config;
 pub mod unstick;
+pub mod webhook_config;

@@ -480,7 +480,10 @@ mod tests {
 
     #[test]
     fn resource_groups_are_judged_strictly() {
-        let (validating, _) = generate(&bundled(), &Options::new(Endpoint::service("ns/svc").unwrap()));
+        let (validating, _) = generate(
+            &bundled(),
+            &Options::new(Endpoint::service("ns/svc").unwrap()),
+        );
         let strict = webhook(&validating, "validate.interlock.dev").expect("strict webhook");
         assert!(sends(strict, "interlock.dev", "resourcegroups", "CREATE"));
         assert!(sends(strict, "interlock.dev", "resourcegroups", "UPDATE"));

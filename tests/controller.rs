@@ -431,7 +431,10 @@ fn an_invalid_group_writes_nothing_and_says_why() {
     let (passes, writes) = (ctl.passes(), ctl.writes());
     std::thread::sleep(Duration::from_secs(10));
     let (more_passes, more_writes) = (ctl.passes() - passes, ctl.writes() - writes);
-    assert!(more_passes <= 2, "{more_passes} reconciles in 10 s of nothing changing");
+    assert!(
+        more_passes <= 2,
+        "{more_passes} reconciles in 10 s of nothing changing"
+    );
     assert_eq!(more_writes, 0, "no write while nothing changes");
 
     // No apiVersion: the CRD's schema (embedded resources) refuses it at

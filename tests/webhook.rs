@@ -938,7 +938,6 @@ fn unstick_explains_a_namespace_stuck_on_its_contents() {
     });
 }
 
-
 /// `interlock webhook-config` for `policies` (files under policies/ or
 /// absolute paths), reaching the webhook at `url`, with `ca` as caBundle.
 fn generated_config(policies: &[&str], url: &str, ca: &std::path::Path) -> String {

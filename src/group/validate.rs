@@ -119,7 +119,8 @@ pub fn spec_findings(
     validate(policies, base, &writer, current, &desired)
         .into_iter()
         .map(|mut v| {
-            v.verdict.message = crate::policy::redact(&v.verdict.message, &v.verdict.related, namespace);
+            v.verdict.message =
+                crate::policy::redact(&v.verdict.message, &v.verdict.related, namespace);
             GroupFinding::from_verdict(&v.verdict, &desired[v.member])
         })
         .collect()

@@ -111,8 +111,9 @@ fn delta(after: &BTreeMap<String, f64>, before: &BTreeMap<String, f64>) -> BTree
         .collect()
 }
 
-/// Services are headless: the test cluster's service CIDR is a /24, and
-/// ClusterIPs would run out after about 250 Services.
+/// Services are headless (the test cluster's service CIDR is a /24, and
+/// ClusterIPs would run out after about 250 Services) and select nothing
+/// (no workload here could become Ready without a Deployment controller).
 fn member(i: usize, j: usize) -> Value {
     match j % 3 {
         0 => {
@@ -121,7 +122,7 @@ fn member(i: usize, j: usize) -> Value {
         }
         1 => {
             json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": format!("g{i}-svc{j}")},
-                    "spec": {"selector": {"app": format!("g{i}")}, "ports": [{"name": format!("p{j}"), "port": 80 + j as i64}]}})
+                    "spec": {"clusterIP": "None", "ports": [{"name": format!("p{j}"), "port": 80 + j as i64}]}})
         }
         _ => {
             json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": format!("g{i}-sa{j}")}})

@@ -210,9 +210,13 @@ fn config_map(name: &str, mode: &str) -> Value {
     json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": {"mode": mode}})
 }
 
+/// A Service without a selector (endpoints managed by hand): the group rule
+/// that a selector must select a workload of the group does not apply, and
+/// no workload is needed (this cluster runs no Deployment controller, so a
+/// Deployment would never be Ready).
 fn service(name: &str) -> Value {
     json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": name},
-           "spec": {"selector": {"app": name}, "ports": [{"name": "http", "port": 80, "targetPort": 8080}]}})
+           "spec": {"ports": [{"name": "http", "port": 80, "targetPort": 8080}]}})
 }
 
 fn apply(v: &Value) {
@@ -394,6 +398,20 @@ fn an_invalid_group_writes_nothing_and_says_why() {
         get(&ns, "configmap/settings").is_none(),
         "nothing of an invalid group is written"
     );
+
+    // A group rule: a Service whose selector matches no workload of the group.
+    let typo = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "typo"},
+        "spec": {"selector": {"app": "wbe"}, "ports": [{"port": 80}]}});
+    apply(&group(&ns, "typo", json!([typo])));
+    let rg = wait_condition(&ns, "typo", "Valid", "False");
+    assert!(
+        rg["status"]["findings"]
+            .to_string()
+            .contains("group-service-selects-member"),
+        "{}",
+        rg["status"]
+    );
+    assert!(get(&ns, "service/typo").is_none());
 
     // Out of scope: another namespace, a cluster-scoped kind.
     let mut other = config_map("elsewhere", "x");

@@ -47,6 +47,7 @@ pub mod member;
 pub mod order;
 pub mod plan;
 pub mod ready;
+pub mod rules;
 pub mod validate;
 pub mod yaml;
 

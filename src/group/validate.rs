@@ -91,7 +91,8 @@ pub fn validate(
     out
 }
 
-/// Every policy on every usable member of a group's spec, as findings.
+/// The group rules ([`super::rules`]) and every policy on every usable
+/// member of a group's spec, as findings.
 /// Members that cannot be parsed are left to the plan (which refuses them
 /// by name). Admission and the controller both call this, so `kubectl
 /// apply` of a group and its reconcile judge it alike.
@@ -105,25 +106,28 @@ pub fn spec_findings(
     scopes: &dyn ScopeOracle,
     unknown_is_namespaced: bool,
 ) -> Vec<GroupFinding> {
-    let desired: Vec<Json> = spec
+    let members: Vec<_> = spec
         .resources
         .iter()
         .enumerate()
         .filter_map(|(i, raw)| parse_member(i, raw, namespace, scopes, unknown_is_namespaced).ok())
-        .map(|m| m.object)
         .collect();
+    let mut findings = super::rules::check(&members);
+    let desired: Vec<Json> = members.into_iter().map(|m| m.object).collect();
     let writer = Writer {
         namespace,
         service_account: &spec.service_account_name,
     };
-    validate(policies, base, &writer, current, &desired)
-        .into_iter()
-        .map(|mut v| {
-            v.verdict.message =
-                crate::policy::redact(&v.verdict.message, &v.verdict.related, namespace);
-            GroupFinding::from_verdict(&v.verdict, &desired[v.member])
-        })
-        .collect()
+    findings.extend(
+        validate(policies, base, &writer, current, &desired)
+            .into_iter()
+            .map(|mut v| {
+                v.verdict.message =
+                    crate::policy::redact(&v.verdict.message, &v.verdict.related, namespace);
+                GroupFinding::from_verdict(&v.verdict, &desired[v.member])
+            }),
+    );
+    findings
 }
 
 #[cfg(test)]

@@ -88,10 +88,10 @@ impl Context {
     }
 
     fn succeeded(&self, key: &(String, String)) {
-        self.failures
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(key);
+        let mut failures = self.failures.lock().unwrap_or_else(|p| p.into_inner());
+        if failures.remove(key).is_some() {
+            self.metrics.set_backing_off(failures.len());
+        }
     }
 }
 

@@ -37,8 +37,9 @@ use serde_json::Value as Json;
 use std::collections::{BTreeSet, HashMap};
 use std::path::PathBuf;
 
-/// The identity the audit's requests are made as: `check`'s auditor.
-pub const USER: &str = "system:serviceaccount:interlock-system:auditor";
+/// The identity the audit's requests are made as: `check`'s auditor, so a
+/// policy that exempts the auditor does so in both.
+pub const USER: &str = crate::check::DEFAULT_USER;
 
 /// The `source.file` of every result: the object came from the cluster.
 pub const SOURCE_FILE: &str = "cluster";

@@ -802,7 +802,8 @@ fn engine(
         req.operation = "UPDATE".into();
         req.old_object = policy::OldObject::Json(old);
     }
-    let (verdicts, annotations) = set.evaluate(&req, &inventory);
+    let o = set.evaluate(&req, &inventory);
+    let (verdicts, annotations) = (o.verdicts, o.annotations);
     let verdicts = verdicts
         .into_iter()
         .map(|v| {

@@ -1,6 +1,6 @@
 //! Decisions that kube-apiserver's ValidatingAdmissionPolicy plugin makes
 //! and the engine must make the same way. Each was found by the differential
-//! test (tests/vap_differential.rs) against a real kube-apiserver.
+//! test (tests/integration/vap_differential.rs) against a real kube-apiserver.
 
 use super::*;
 use serde_json::json;

@@ -60,7 +60,7 @@
 //! `VAP_DIFF_CASES=018,019` runs only the cases whose directory starts with
 //! one of the given prefixes (for working on the engine; the figure says so).
 
-mod support;
+use crate::support;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt::Write as _;

@@ -145,8 +145,15 @@ enum Command {
     },
     /// Run policy test cases (policies/NAME/tests/*.yaml).
     Test {
+        /// Policy folders, folders of them, policy.yaml files or case files.
         #[arg(default_value = "policies")]
         paths: Vec<PathBuf>,
+        /// Run only the cases whose POLICY/CASE matches this regular expression.
+        #[arg(long)]
+        run: Option<String>,
+        /// Output format.
+        #[arg(short, long, default_value = "human")]
+        output: check::policy_test::TestFormat,
     },
 }
 
@@ -192,6 +199,7 @@ fn main() -> ExitCode {
                 namespace,
                 inventory,
                 exclude,
+                ..Default::default()
             });
             print_report(&report, output)
         }
@@ -336,23 +344,16 @@ fn main() -> ExitCode {
             print!("{}", interlock::group::crd_yaml());
             0
         }
-        Command::Test { paths } => {
-            let cases = check::policy_test::discover(&paths);
-            let mut failed = 0;
-            for (policy, case) in &cases {
-                let r = check::policy_test::run_case(policy, case);
-                if r.passed() {
-                    println!("ok   {} ({})", r.file.display(), r.name);
-                } else {
-                    failed += 1;
-                    println!("FAIL {} ({})", r.file.display(), r.name);
-                    for f in &r.failures {
-                        println!("     {f}");
-                    }
+        Command::Test { paths, run, output } => {
+            let summary = check::policy_test::run(&check::policy_test::TestOptions { paths, run });
+            let mut stdout = std::io::stdout().lock();
+            match summary.write(output, &mut stdout) {
+                Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+                    eprintln!("interlock test: cannot write the report: {e}");
+                    2
                 }
+                _ => summary.exit_code(),
             }
-            println!("{} passed, {} failed", cases.len() - failed, failed);
-            i32::from(failed > 0 || cases.is_empty())
         }
     };
     ExitCode::from(code as u8)

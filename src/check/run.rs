@@ -7,14 +7,14 @@ use super::report::{
 };
 use crate::inventory::{Inventory, ObjectKey, Prepared, Source};
 use crate::manifest::{self, Document, LoadOptions};
-use crate::policy::{self, Action, PolicySet, Request};
+use crate::policy::{self, Action, PolicySet, Request, RequestShape};
 use rayon::prelude::*;
 use serde_json::Value as Json;
 use std::collections::HashMap;
 use std::path::PathBuf;
 
 /// The identity offline checks run as (docs/architecture.md: a fixed auditor identity).
-pub const DEFAULT_USER: &str = "system:serviceaccount:interlock-system:auditor";
+pub const DEFAULT_USER: &str = crate::policy::OFFLINE_USER;
 
 #[derive(Debug, Clone, Default)]
 pub struct CheckOptions {
@@ -35,6 +35,11 @@ pub struct CheckOptions {
     pub inventory: Vec<PathBuf>,
     /// Globs of files and folders to leave out of `inputs` and `inventory`.
     pub exclude: Vec<String>,
+    /// How each object is sent (`interlock test`); `None`: a CREATE by
+    /// `user`.
+    pub shape: Option<RequestShape>,
+    /// The stored objects an UPDATE replaces, by key (`interlock test`).
+    pub old_objects: HashMap<ObjectKey, Json>,
 }
 
 impl CheckOptions {
@@ -43,6 +48,17 @@ impl CheckOptions {
             .as_deref()
             .filter(|n| !n.is_empty())
             .unwrap_or("default")
+    }
+
+    /// The request that checks `object` (sent by `user`).
+    pub(crate) fn request<'a>(&'a self, object: &'a Json, user: &str) -> Option<Request<'a>> {
+        match &self.shape {
+            None => Request::create(object, user),
+            Some(shape) => {
+                let old = ObjectKey::of(object).and_then(|k| self.old_objects.get(&k));
+                Request::build(object, old, shape)
+            }
+        }
     }
 
     fn load_options(&self) -> LoadOptions {
@@ -78,10 +94,10 @@ pub fn compile_policies(
     inventory: &mut Inventory,
     report: &mut Report,
 ) -> PolicySet {
-    let pairs: Vec<_> = docs
+    let policy_docs: Vec<Document> = docs
         .iter()
         .filter(|d| policy::is_policy_document(&d.value))
-        .map(|d| (d.value.clone(), Source::of(d)))
+        .cloned()
         .collect();
     for d in docs
         .iter()
@@ -97,12 +113,12 @@ pub fn compile_policies(
             ),
         });
     }
-    let (set, errors) = PolicySet::compile(&pairs, inventory);
+    let (set, errors) = PolicySet::compile_documents(policy_docs, inventory);
     for e in errors {
         report.errors.push(InputError {
             file: e.location.file.clone(),
             line: Some(e.location.line),
-            column: None,
+            column: e.column,
             message: format!("policy {}: {}", e.policy, e.message),
         });
     }
@@ -277,7 +293,7 @@ struct Item {
 
 /// Puts a namespaced object without a namespace into `namespace`, as
 /// kubectl does when it sends it (`default`, or `kubectl apply -n`).
-fn default_namespace(value: &mut Json, namespace: &str) {
+pub(super) fn default_namespace(value: &mut Json, namespace: &str) {
     let (group, kind) = crate::policy::resources::group_kind(value);
     if crate::policy::resources::is_namespaced(group, kind) != Some(true) {
         return;
@@ -309,7 +325,7 @@ impl Item {
             .pointer("/metadata/namespace")
             .and_then(Json::as_str)
             .map(str::to_string);
-        let request = Request::create(&d.value, user);
+        let request = opts.request(&d.value, user);
         let reviewable = request.is_some();
         let body = request.is_some_and(|r| policies.may_match(&r)).then(|| {
             // Serialising a `serde_json::Value` cannot fail (string keys only).
@@ -371,17 +387,54 @@ pub fn check_documents(
     opts: &CheckOptions,
     report: &mut Report,
 ) {
+    check_documents_with(policy_docs, &[], resources, opts, report);
+}
+
+/// Checks `resources` against the policies in `policy_docs`, with
+/// `context` objects in the inventory too (seen by lookups, not checked).
+/// Returns the policies and the inventory the checks saw.
+pub fn check_documents_with(
+    policy_docs: &[Document],
+    context: &[Document],
+    resources: &[Document],
+    opts: &CheckOptions,
+    report: &mut Report,
+) -> (PolicySet, Inventory) {
     let mut inventory = Inventory::new();
     let policies = compile_policies(policy_docs, &mut inventory, report);
     if !opts.whole_objects {
         inventory.set_projection(policies.projection(&inventory));
+    }
+    for d in context {
+        let mut value = d.value.clone();
+        default_namespace(&mut value, opts.namespace());
+        drop_nulls(&mut value);
+        match inventory.prepare(&value) {
+            Ok(p) => {
+                for e in inventory.insert(p, Some(Source::of(d))) {
+                    report.errors.push(InputError {
+                        file: d.source.to_string(),
+                        line: Some(d.line),
+                        column: None,
+                        message: e.to_string(),
+                    });
+                }
+            }
+            Err(message) => report.errors.push(InputError {
+                file: d.source.to_string(),
+                line: Some(d.line),
+                column: None,
+                message,
+            }),
+        }
     }
     let items = resources
         .iter()
         .map(|d| expanded_items(d.clone(), &inventory, &policies, opts))
         .collect();
     let items = flatten_items(items, report);
-    check_items(items, &policies, inventory, opts, report);
+    let inventory = check_items(items, &policies, inventory, opts, report);
+    (policies, inventory)
 }
 
 /// Fills the inventory with the items, checks each; returns the inventory
@@ -504,7 +557,7 @@ struct Checked {
 /// Drops mapping entries whose value is null, as kube-apiserver does when
 /// it decodes a manifest into its type (Helm often renders `volumes:` with
 /// nothing under it); a null label or annotation value is the empty string.
-fn drop_nulls(value: &mut Json) {
+pub(super) fn drop_nulls(value: &mut Json) {
     #[derive(Clone, Copy, PartialEq)]
     enum Place {
         Any,
@@ -557,7 +610,7 @@ fn check_one(
     if !it.reviewable {
         return checked;
     }
-    let request = value.and_then(|v| Request::create(v, &opts.user));
+    let request = value.and_then(|v| opts.request(v, &opts.user));
     let verdicts = match &request {
         Some(req) if duplicated.copies.is_empty() => policies.evaluate(req, inventory).0,
         Some(req) => {

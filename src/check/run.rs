@@ -122,6 +122,16 @@ pub fn compile_policies(
             message: format!("policy {}: {}", e.policy, e.message),
         });
     }
+    for p in &set.policies {
+        for w in &p.warnings {
+            report.notices.push(InputError {
+                file: p.source.file.clone(),
+                line: Some(p.source.line),
+                column: None,
+                message: format!("policy {}: {w}", p.name),
+            });
+        }
+    }
     report.policy_names = set.policies.iter().map(|p| p.name.clone()).collect();
     set
 }
@@ -356,7 +366,9 @@ fn expanded_items(
     policies: &PolicySet,
     opts: &CheckOptions,
 ) -> (Vec<Item>, Vec<InputError>) {
+    let mut errors = non_string_metadata(&d);
     let e = crate::group::expand::expand(d);
+    errors.extend(e.errors);
     let items = e
         .documents
         .into_iter()
@@ -365,7 +377,52 @@ fn expanded_items(
             Item::from_document(d, inventory, policies, opts, user)
         })
         .collect();
-    (items, e.errors)
+    (items, errors)
+}
+
+/// Labels and annotations whose values are not strings: kube-apiserver
+/// refuses the object, and a policy that reads them as strings fails. Most
+/// are YAML 1.1 booleans (`app: y`) and numbers (`version: 2`) left unquoted.
+fn non_string_metadata(d: &Document) -> Vec<InputError> {
+    fn walk(v: &Json, at: &str, d: &Document, out: &mut Vec<InputError>) {
+        match v {
+            Json::Object(map) => {
+                for (k, child) in map {
+                    let here = format!("{at}/{}", k.replace('~', "~0").replace('/', "~1"));
+                    if k == "metadata" {
+                        for field in ["labels", "annotations"] {
+                            let Some(Json::Object(m)) = child.get(field) else {
+                                continue;
+                            };
+                            for (key, value) in m.iter().filter(|(_, v)| v.is_boolean() || v.is_number()) {
+                                let pointer = format!("{here}/{field}/{}", key.replace('~', "~0").replace('/', "~1"));
+                                out.push(InputError {
+                                    file: d.source.to_string(),
+                                    line: d.line_of_pointer(&pointer).or(Some(d.line)),
+                                    column: None,
+                                    message: format!(
+                                        "{}: {field} value {key}: {value} is a {}, not a string (YAML 1.1 reads y, yes, on, true, n, no, off, false and unquoted numbers so); kube-apiserver refuses the object: quote the value as written ({key}: \"...\")",
+                                        d.display_name(),
+                                        if value.is_boolean() { "boolean" } else { "number" },
+                                    ),
+                                });
+                            }
+                        }
+                    }
+                    walk(child, &here, d, out);
+                }
+            }
+            Json::Array(items) => {
+                for (i, item) in items.iter().enumerate() {
+                    walk(item, &format!("{at}/{i}"), d, out);
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    walk(&d.value, "", d, &mut out);
+    out
 }
 
 fn flatten_items(

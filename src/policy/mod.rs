@@ -152,6 +152,9 @@ pub struct CompiledPolicy {
     /// What the policy's expressions were compiled in (`interlock eval
     /// --policy` compiles more in it).
     env: Env,
+    /// What compiles but will not work as meant: lookups of kinds that do
+    /// not exist, or whose kind is computed (which `serve` cannot watch).
+    pub warnings: Vec<String>,
 }
 
 /// Why an expression evaluated in a policy's context gave no value.
@@ -812,6 +815,7 @@ fn compile_policy(
     let reads_request = programs.iter().any(|p| p.uses_global(slots.request));
     let reads_old_object = programs.iter().any(|p| p.uses_global(slots.old_object));
     let mut computed_lookup = false;
+    let mut warnings = Vec::new();
     for p in programs {
         for (id, args) in p.host_calls() {
             if matches!(id, host::GET | host::LIST) {
@@ -819,7 +823,10 @@ fn compile_policy(
                     args.first().cloned().flatten(),
                     args.get(1).cloned().flatten(),
                 ) {
-                    (Some(v), Some(k)) => kinds_read.push((v, k)),
+                    (Some(v), Some(k)) => {
+                        warnings.extend(resources::unknown_kind_warning(&v, &k));
+                        kinds_read.push((v, k));
+                    }
                     _ => {
                         computed_lookup = true;
                         tracing::warn!(policy = name, "an inventory lookup names its kind with a non-constant; that kind is not watched")
@@ -828,6 +835,10 @@ fn compile_policy(
             }
         }
     }
+    if computed_lookup {
+        warnings.push("an inventory lookup computes its apiVersion or kind: `serve` cannot know to watch that kind, so at admission the lookup finds only objects of kinds watched for other lookups; name the kind with a constant (one lookup per kind)".into());
+    }
+    warnings.dedup();
     Ok(CompiledPolicy {
         kinds_read,
         computed_lookup,
@@ -851,6 +862,7 @@ fn compile_policy(
         bindings,
         slots,
         env,
+        warnings,
     })
 }
 
@@ -1151,7 +1163,7 @@ impl CompiledPolicy {
                 Ok(Value::Bool(false)) => return,
                 Ok(_) => {}
                 Err(e) => {
-                    let message = expression_error(cond, &e);
+                    let message = self.expression_error(cond, &e);
                     if !condition_errors.contains(&message) {
                         condition_errors.push(message);
                     }
@@ -1178,7 +1190,7 @@ impl CompiledPolicy {
                     if !fail {
                         continue;
                     }
-                    expression_error(&v.expression, &e)
+                    self.expression_error(&v.expression, &e)
                 }
             };
             let mut related = host.related.borrow().clone();
@@ -1210,7 +1222,7 @@ impl CompiledPolicy {
                 }
                 Err(e) => {
                     if fail {
-                        out.push(self.config_error(binding, expression_error(p, &e)));
+                        out.push(self.config_error(binding, self.expression_error(p, &e)));
                     }
                     continue;
                 }
@@ -1260,6 +1272,37 @@ const MAX_EVALUATED_MESSAGE_EXPRESSION_SIZE: usize = 5 * 1024;
 /// kube-apiserver's message for an expression that fails to evaluate.
 fn expression_error(p: &Program, e: &crate::cel::EvalError) -> String {
     format!("expression '{}' resulted in error: {e}", p.source())
+}
+
+impl CompiledPolicy {
+    /// [`expression_error`], and for an InterlockPolicy what the failure
+    /// means and how to fix the policy (a ValidatingAdmissionPolicy's
+    /// message stays kube-apiserver's, word for word).
+    fn expression_error(&self, p: &Program, e: &crate::cel::EvalError) -> String {
+        let message = expression_error(p, e);
+        match (self.kind, evaluation_hint(&e.to_string())) {
+            (PolicyKind::Interlock, Some(hint)) => format!(
+                "{message}. This is an error in policy {}, not in your object: {hint}",
+                self.name
+            ),
+            _ => message,
+        }
+    }
+}
+
+/// What an evaluation error says about the policy, for its author.
+fn evaluation_hint(error: &str) -> Option<String> {
+    let tail = error.rsplit(": ").next().unwrap_or(error);
+    if error.contains("no such key: ") {
+        let field = tail.split_whitespace().next().unwrap_or(tail);
+        return Some(format!(
+            "the object has no field '{field}' where the expression reads it (the field is optional, or defaulted only by the apiserver); the policy should read it as `.?{field}.orValue(DEFAULT)` or test `has(....{field})` first"
+        ));
+    }
+    if error.contains("no such overload") {
+        return Some("a value has another type than the expression expects (a number or boolean where a string is expected: YAML reads `y`, `yes`, `on`, `true` and unquoted numbers as such); the policy should convert it with string(...) or check its type, and the manifest should quote such values".into());
+    }
+    None
 }
 
 /// Several errors as one message, like Kubernetes' `utilerrors.NewAggregate`.

@@ -56,6 +56,9 @@ pub struct Summary {
     /// Why something could not run: missing paths, files that are not
     /// PolicyTests, policies that do not compile (each said once).
     pub errors: Vec<String>,
+    /// What compiles but will not work as meant (a lookup of a kind that
+    /// does not exist), once per policy.
+    pub warnings: Vec<String>,
 }
 
 impl Summary {
@@ -117,6 +120,9 @@ fn run_policy(policy_file: &Path, cases: &[PathBuf], filter: Option<&Regex>, out
     let broken = !report.errors.is_empty();
     for e in &report.errors {
         out.errors.push(e.to_string());
+    }
+    for w in &report.notices {
+        out.warnings.push(w.to_string());
     }
     for file in cases {
         let case = match load_case(file) {

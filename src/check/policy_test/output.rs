@@ -42,6 +42,9 @@ impl Summary {
         for e in &self.errors {
             writeln!(out, "error: {e}")?;
         }
+        for w in &self.warnings {
+            writeln!(out, "warning: {w}")?;
+        }
         for c in &self.cases {
             let tag = match c.status() {
                 "passed" => "ok  ",
@@ -93,6 +96,7 @@ impl Summary {
             "passed": self.cases.len() - self.failed(),
             "failed": self.failed(),
             "errors": self.errors,
+            "warnings": self.warnings,
         })
     }
 

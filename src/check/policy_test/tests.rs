@@ -76,7 +76,7 @@ fn update_delete_user_groups_dry_run_and_subresource_cases() {
       action: Deny
       messageContains: owner label
 ",
-    ) + &cm("c", ", labels: {owner: y}");
+    ) + &cm("c", ", labels: {owner: z}");
     let delete = header(
         "delete-by-bob",
         "  request: {operation: DELETE, user: bob}
@@ -280,4 +280,14 @@ fn json_and_junit_reports() {
     assert!(xml.contains(r#"<testsuite name="configmap-rules" tests="2" failures="1" skipped="0">"#), "{xml}");
     assert!(xml.contains(r#"<testcase classname="configmap-rules" name="bad""#), "{xml}");
     assert!(xml.contains("<failure message=\"unexpected Deny on ConfigMap a/c: no status writes\">"), "{xml}");
+}
+
+#[test]
+fn a_yaml_1_1_boolean_label_is_named_with_its_line() {
+    let case = header("bool", "  expect: []\n") + &cm("c", ", labels: {app: y}");
+    let dir = library(POLICY, &[("c.yaml", case)]);
+    let f = failures(&run_dir(&dir, None));
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert!(f[0].contains("c.yaml:9: ConfigMap a/c: labels value app: true is a boolean, not a string"), "{f:?}");
+    assert!(f[0].contains("quote the value as written (app: \"...\")"), "{f:?}");
 }

@@ -201,13 +201,19 @@ fn in_policy(file: &PathBuf, opts: &EvalOptions) -> Result<Json, EvalCommandErro
         None => (opts.expr.clone().unwrap_or_default(), None),
         Some(n) => {
             let v = spec.pointer(&format!("/validations/{n}")).ok_or_else(|| {
-                let count = spec.get("validations").and_then(Json::as_array).map_or(0, Vec::len);
+                let count = spec
+                    .get("validations")
+                    .and_then(Json::as_array)
+                    .map_or(0, Vec::len);
                 EvalCommandError::Input(format!(
                     "--validation {n}: policy {} has {count} validation(s), numbered from 0",
                     compiled.name
                 ))
             })?;
-            let expr = v.get("expression").and_then(Json::as_str).unwrap_or_default();
+            let expr = v
+                .get("expression")
+                .and_then(Json::as_str)
+                .unwrap_or_default();
             (expr.to_string(), Some(v.clone()))
         }
     };

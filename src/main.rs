@@ -2,6 +2,7 @@
 
 use clap::{Parser, Subcommand};
 use interlock::check::{self, OutputFormat};
+use interlock::policy::overrides::Overrides;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -45,6 +46,8 @@ enum Command {
         /// without a `/` it matches any path segment); repeatable.
         #[arg(long)]
         exclude: Vec<String>,
+        #[command(flatten)]
+        overrides: Overrides,
         /// Files, folders, or - for standard input.
         #[arg(required = true)]
         paths: Vec<PathBuf>,
@@ -66,6 +69,8 @@ enum Command {
         /// one per namespace, written only when they changed.
         #[arg(long)]
         write_reports: bool,
+        #[command(flatten)]
+        overrides: Overrides,
     },
     /// Evaluate one CEL expression with the variables a policy sees.
     Eval {
@@ -88,6 +93,8 @@ enum Command {
         watch_timeout: u64,
         #[command(flatten)]
         boundary: interlock::admission::boundary::BoundaryArgs,
+        #[command(flatten)]
+        overrides: Overrides,
     },
     /// Write a CA and a serving certificate for the webhook.
     Certs {
@@ -122,6 +129,8 @@ enum Command {
         /// Log format.
         #[arg(long, default_value = "text", value_parser = ["text", "json"])]
         log_format: String,
+        #[command(flatten)]
+        overrides: Overrides,
     },
     /// Print the webhook configurations for the loaded policies' rules.
     WebhookConfig {
@@ -143,6 +152,11 @@ enum Command {
         #[command(flatten)]
         args: interlock::unstick::UnstickArgs,
     },
+    /// The bundled policy library.
+    Policies {
+        #[command(subcommand)]
+        command: PoliciesCommand,
+    },
     /// Run policy test cases (policies/NAME/tests/*.yaml).
     Test {
         /// Policy folders, folders of them, policy.yaml files or case files.
@@ -155,6 +169,13 @@ enum Command {
         #[arg(short, long, default_value = "human")]
         output: check::policy_test::TestFormat,
     },
+}
+
+#[derive(Subcommand)]
+enum PoliciesCommand {
+    /// Write the bundled library to DIR/NAME/policy.yaml, to edit and load
+    /// with -p DIR (refuses to overwrite).
+    Export { dir: PathBuf },
 }
 
 /// Prints a check or audit report; returns the exit status.
@@ -188,6 +209,7 @@ fn main() -> ExitCode {
             namespace,
             inventory,
             exclude,
+            overrides,
             paths,
         } => {
             let report = check::run(&check::CheckOptions {
@@ -199,6 +221,7 @@ fn main() -> ExitCode {
                 namespace,
                 inventory,
                 exclude,
+                overrides,
                 ..Default::default()
             });
             print_report(&report, output)
@@ -208,12 +231,14 @@ fn main() -> ExitCode {
             output,
             namespace,
             write_reports,
+            overrides,
         } => print_report(
             &interlock::audit::run(&interlock::audit::AuditOptions {
                 policies: policy,
                 namespaces: namespace,
                 record_evaluated: output == OutputFormat::Junit,
                 write_reports,
+                overrides,
             }),
             output,
         ),
@@ -236,6 +261,7 @@ fn main() -> ExitCode {
             reveal_other_namespaces,
             watch_timeout,
             boundary,
+            overrides,
         } => {
             interlock::server::init_tracing(args.log_format.is_json());
             let options = interlock::admission::EngineOptions {
@@ -257,6 +283,7 @@ fn main() -> ExitCode {
                 args,
                 options,
                 cluster_options,
+                overrides,
             )) {
                 Ok(()) => 0,
                 Err(e) => {
@@ -281,6 +308,7 @@ fn main() -> ExitCode {
             lease_name,
             identity,
             log_format,
+            overrides,
         } => {
             interlock::server::init_tracing(log_format == "json");
             let identity = identity.unwrap_or_else(|| {
@@ -302,6 +330,7 @@ fn main() -> ExitCode {
                 admin_addr,
                 lease,
                 watch_timeout: std::time::Duration::from_secs(290),
+                overrides,
             };
             match tokio::runtime::Runtime::new() {
                 Ok(rt) => match rt.block_on(interlock::controller::run::run(cfg)) {
@@ -344,6 +373,23 @@ fn main() -> ExitCode {
             print!("{}", interlock::group::crd_yaml());
             0
         }
+        Command::Policies {
+            command: PoliciesCommand::Export { dir },
+        } => match interlock::bundled::export(&dir) {
+            Ok(files) => {
+                use std::io::Write;
+                let mut out = std::io::stdout().lock();
+                // A closed pipe (`| head`) is the reader's choice, not an error.
+                for f in files {
+                    let _ = writeln!(out, "{}", f.display());
+                }
+                0
+            }
+            Err(e) => {
+                eprintln!("interlock policies export: {e}");
+                2
+            }
+        },
         Command::Test { paths, run, output } => {
             let summary = check::policy_test::run(&check::policy_test::TestOptions { paths, run });
             let mut stdout = std::io::stdout().lock();

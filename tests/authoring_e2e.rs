@@ -52,9 +52,18 @@ fn test_of_the_library_as_junit_and_json() {
     let o = interlock(&["test", "policies/hpa-target-exists", "-o", "junit"]);
     assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
     let xml = stdout(&o);
-    assert!(xml.contains(r#"<testsuite name="hpa-target-exists" tests="4" failures="0" skipped="0">"#), "{xml}");
+    assert!(
+        xml.contains(r#"<testsuite name="hpa-target-exists" tests="4" failures="0" skipped="0">"#),
+        "{xml}"
+    );
 
-    let o = interlock(&["test", "--run", "unique-ingress-host/duplicate", "-o", "json"]);
+    let o = interlock(&[
+        "test",
+        "--run",
+        "unique-ingress-host/duplicate",
+        "-o",
+        "json",
+    ]);
     assert_eq!(o.status.code(), Some(0));
     let v: Json = serde_json::from_slice(&o.stdout).expect("json");
     assert_eq!(v["passed"], 1);
@@ -65,10 +74,17 @@ fn test_of_the_library_as_junit_and_json() {
 fn test_says_why_nothing_ran() {
     let o = interlock(&["test", "no/such/folder"]);
     assert_eq!(o.status.code(), Some(2));
-    assert_eq!(stdout(&o), "error: no/such/folder: no such file or folder\n");
+    assert_eq!(
+        stdout(&o),
+        "error: no/such/folder: no such file or folder\n"
+    );
     let o = interlock(&["test", "docs"]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(stdout(&o).contains("docs: no policy.yaml in this folder or below it"), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("docs: no policy.yaml in this folder or below it"),
+        "{}",
+        stdout(&o)
+    );
 }
 
 #[test]
@@ -103,8 +119,15 @@ fn a_compile_error_is_reported_once_at_the_expression() {
         out.contains(&format!("policy.yaml:{line}:")),
         "expected line {line} (column near {column}):\n{out}"
     );
-    assert!(out.contains("spec.validations[0].messageExpression"), "{out}");
-    assert_eq!(out.matches("not run: the policy does not compile").count(), 2, "{out}");
+    assert!(
+        out.contains("spec.validations[0].messageExpression"),
+        "{out}"
+    );
+    assert_eq!(
+        out.matches("not run: the policy does not compile").count(),
+        2,
+        "{out}"
+    );
 }
 
 #[test]
@@ -114,11 +137,22 @@ fn eval_with_a_policy_sees_its_variables_and_request() {
     let inv = write(dir.path(), "inv/sts.yaml", STATEFULSET);
     let policy = "policies/hpa-target-exists/policy.yaml";
     let o = interlock(&[
-        "eval", "--policy", policy, "--object", hpa.to_str().unwrap(),
-        "--inventory", inv.parent().unwrap().to_str().unwrap(),
-        "-e", "variables.sameName",
+        "eval",
+        "--policy",
+        policy,
+        "--object",
+        hpa.to_str().unwrap(),
+        "--inventory",
+        inv.parent().unwrap().to_str().unwrap(),
+        "-e",
+        "variables.sameName",
     ]);
-    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     let v: Json = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["value"], json!(["StatefulSet"]));
 
@@ -129,22 +163,42 @@ fn eval_with_a_policy_sees_its_variables_and_request() {
         "-e", "[request.operation, request.userInfo.username, request.userInfo.groups[0], request.namespace, oldObject.metadata.name]",
     ]);
     let v: Json = serde_json::from_slice(&o.stdout).unwrap();
-    assert_eq!(v["value"], json!(["UPDATE", "alice", "devs", "team-a", "web"]));
+    assert_eq!(
+        v["value"],
+        json!(["UPDATE", "alice", "devs", "team-a", "web"])
+    );
 
     // A validation, with its message when it does not hold.
     let o = interlock(&[
-        "eval", "--policy", policy, "--object", hpa.to_str().unwrap(),
-        "--inventory", inv.parent().unwrap().to_str().unwrap(),
-        "--validation", "0",
+        "eval",
+        "--policy",
+        policy,
+        "--object",
+        hpa.to_str().unwrap(),
+        "--inventory",
+        inv.parent().unwrap().to_str().unwrap(),
+        "--validation",
+        "0",
     ]);
     let v: Json = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["value"], false);
     assert!(
-        v["message"].as_str().unwrap().contains("(but a StatefulSet named web does: fix spec.scaleTargetRef.kind)"),
+        v["message"]
+            .as_str()
+            .unwrap()
+            .contains("(but a StatefulSet named web does: fix spec.scaleTargetRef.kind)"),
         "{v}"
     );
 
-    let o = interlock(&["eval", "--policy", policy, "--validation", "3", "--object", hpa.to_str().unwrap()]);
+    let o = interlock(&[
+        "eval",
+        "--policy",
+        policy,
+        "--validation",
+        "3",
+        "--object",
+        hpa.to_str().unwrap(),
+    ]);
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("has 1 validation(s)"));
 }

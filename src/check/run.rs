@@ -40,6 +40,8 @@ pub struct CheckOptions {
     pub shape: Option<RequestShape>,
     /// The stored objects an UPDATE replaces, by key (`interlock test`).
     pub old_objects: HashMap<ObjectKey, Json>,
+    /// `--disable` and `--action`.
+    pub overrides: policy::overrides::Overrides,
 }
 
 impl CheckOptions {
@@ -165,7 +167,17 @@ fn skipped_notice(skipped: &[manifest::Skipped], report: &mut Report) {
 
 pub fn run(opts: &CheckOptions) -> Report {
     let mut report = Report::default();
-    let policy_docs = load_policy_documents(&opts.policies, &mut report);
+    let mut policy_docs = load_policy_documents(&opts.policies, &mut report);
+    if let Err(errors) = opts.overrides.apply(&mut policy_docs) {
+        report
+            .errors
+            .extend(errors.into_iter().map(|message| InputError {
+                file: policy_origin(opts),
+                line: None,
+                column: None,
+                message,
+            }));
+    }
     let mut inventory = Inventory::new();
     let policies = compile_policies(&policy_docs, &mut inventory, &mut report);
     if !opts.whole_objects {
@@ -394,8 +406,13 @@ fn non_string_metadata(d: &Document) -> Vec<InputError> {
                             let Some(Json::Object(m)) = child.get(field) else {
                                 continue;
                             };
-                            for (key, value) in m.iter().filter(|(_, v)| v.is_boolean() || v.is_number()) {
-                                let pointer = format!("{here}/{field}/{}", key.replace('~', "~0").replace('/', "~1"));
+                            for (key, value) in
+                                m.iter().filter(|(_, v)| v.is_boolean() || v.is_number())
+                            {
+                                let pointer = format!(
+                                    "{here}/{field}/{}",
+                                    key.replace('~', "~0").replace('/', "~1")
+                                );
                                 out.push(InputError {
                                     file: d.source.to_string(),
                                     line: d.line_of_pointer(&pointer).or(Some(d.line)),

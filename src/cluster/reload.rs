@@ -8,6 +8,7 @@ use super::{Cluster, KindName};
 use crate::inventory::projection::Projection;
 use crate::inventory::{IndexDecl, Inventory, Prepared, Source};
 use crate::manifest::{self, LoadOptions};
+use crate::policy::overrides::Overrides;
 use crate::policy::PolicySet;
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -46,7 +47,7 @@ impl Loaded {
     /// The policies of `-p` paths, or the bundled library when none; an
     /// empty set is refused unless `allow_empty`.
     pub fn from_sources(sources: &Sources) -> Result<Loaded, LoadError> {
-        let loaded = Loaded::from_paths(&sources.policies)?;
+        let loaded = Loaded::from_paths_with(&sources.policies, &sources.overrides)?;
         if loaded.policies.is_empty() && !sources.allow_empty {
             let paths: Vec<String> = sources
                 .policies
@@ -60,7 +61,13 @@ impl Loaded {
 
     /// The policies of `-p` paths, or the bundled library when none.
     pub fn from_paths(paths: &[PathBuf]) -> Result<Loaded, LoadError> {
-        let docs = if paths.is_empty() {
+        Loaded::from_paths_with(paths, &Overrides::default())
+    }
+
+    /// [`Loaded::from_paths`], with policies turned off or their actions
+    /// changed by `overrides`.
+    pub fn from_paths_with(paths: &[PathBuf], overrides: &Overrides) -> Result<Loaded, LoadError> {
+        let mut docs = if paths.is_empty() {
             crate::bundled::documents()
         } else {
             manifest::load_paths(paths, &LoadOptions::default())
@@ -73,6 +80,9 @@ impl Loaded {
         // Index ids are positions in the scratch inventory's declarations;
         // `install` makes the live inventory's declarations the same list.
         let mut scratch = Inventory::new();
+        overrides
+            .apply(&mut docs.documents)
+            .map_err(LoadError::Policies)?;
         let (policies, errors) = PolicySet::compile_documents(docs.documents, &mut scratch);
         if !errors.is_empty() {
             return Err(LoadError::Policies(
@@ -165,6 +175,8 @@ pub struct Sources {
     /// Accept a policy set with no policy (otherwise refused: a webhook
     /// that enforces nothing should be a decision, not an accident).
     pub allow_empty: bool,
+    /// `--disable` and `--action`.
+    pub overrides: Overrides,
 }
 
 /// Builds the cluster state from `sources`: policies loaded, `--inventory`

@@ -5,6 +5,7 @@
 pub mod host;
 mod matching;
 pub mod model;
+pub mod overrides;
 mod projection;
 /// The kinds table lives in [`crate::k8s::kinds`]; this name stays for callers.
 pub use crate::k8s::kinds as resources;
@@ -694,7 +695,11 @@ fn compile_policy(
     };
     let mut variables = Vec::new();
     for (i, v) in spec.variables.iter().enumerate() {
-        variables.push(compile(&env, format!("variables/{i}/expression"), &v.expression)?);
+        variables.push(compile(
+            &env,
+            format!("variables/{i}/expression"),
+            &v.expression,
+        )?);
         env.add_lazy_variable(&v.name);
     }
     let match_conditions: Vec<(String, Program)> = spec
@@ -704,7 +709,11 @@ fn compile_policy(
         .map(|(i, c)| {
             Ok((
                 c.name.clone(),
-                compile(&env, format!("matchConditions/{i}/expression"), &c.expression)?,
+                compile(
+                    &env,
+                    format!("matchConditions/{i}/expression"),
+                    &c.expression,
+                )?,
             ))
         })
         .collect::<Result<_, Failure>>()?;

@@ -188,7 +188,9 @@ pub(super) fn patches(
                     e.object,
                     if at.is_empty() { "its root" } else { &at },
                     want.pointer(&at).map_or("nothing".into(), Json::to_string),
-                    patched.pointer(&at).map_or("nothing".into(), Json::to_string),
+                    patched
+                        .pointer(&at)
+                        .map_or("nothing".into(), Json::to_string),
                 ));
             }
         }

@@ -83,7 +83,10 @@ fn add_file(file: &Path, out: &mut Discovered) {
                 file.display()
             ));
         }
-        out.policies.entry(file.to_path_buf()).or_default().extend(cases);
+        out.policies
+            .entry(file.to_path_buf())
+            .or_default()
+            .extend(cases);
         return;
     }
     let policy = file

@@ -56,7 +56,10 @@ impl Summary {
                 writeln!(out, "     {f}")?;
             }
             if c.not_run {
-                writeln!(out, "     not run: the policy does not compile (error above)")?;
+                writeln!(
+                    out,
+                    "     not run: the policy does not compile (error above)"
+                )?;
             }
         }
         // Nothing ran: the errors above say why, a count would only hide them.

@@ -32,7 +32,9 @@ spec:
 "#;
 
 fn cm(name: &str, extra: &str) -> String {
-    format!("---\napiVersion: v1\nkind: ConfigMap\nmetadata: {{name: {name}, namespace: a{extra}}}\n")
+    format!(
+        "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {{name: {name}, namespace: a{extra}}}\n"
+    )
 }
 
 /// A policy folder with the given cases (file name, text).
@@ -139,8 +141,14 @@ fn a_wrong_expectation_fails_with_what_was_found() {
     let s = run_dir(&dir, None);
     let f = failures(&s);
     assert_eq!(f.len(), 2, "{f:?}");
-    assert!(f[0].contains("expected 1 Deny on ConfigMap a/c with a message matching /carol/, found 0"), "{f:?}");
-    assert!(f[1].contains("unexpected Deny on ConfigMap a/c: only admin deletes, not bob"), "{f:?}");
+    assert!(
+        f[0].contains("expected 1 Deny on ConfigMap a/c with a message matching /carol/, found 0"),
+        "{f:?}"
+    );
+    assert!(
+        f[1].contains("unexpected Deny on ConfigMap a/c: only admin deletes, not bob"),
+        "{f:?}"
+    );
     assert_eq!(s.exit_code(), 1);
 }
 
@@ -156,7 +164,10 @@ fn counts_take_that_many_findings() {
     ) + &cm("c", ", labels: {l: v}");
     let dir = library(POLICY, &[("two.yaml", case)]);
     let f = failures(&run_dir(&dir, None));
-    assert_eq!(f, vec!["two: expected 2 Deny on ConfigMap a/c, found 1".to_string()]);
+    assert_eq!(
+        f,
+        vec!["two: expected 2 Deny on ConfigMap a/c, found 1".to_string()]
+    );
 }
 
 #[test]
@@ -214,10 +225,17 @@ fn run_filters_cases_by_policy_and_name() {
     let b = header("beta", "  expect: []\n") + &cm("c", ", labels: {l: v}");
     let dir = library(POLICY, &[("a.yaml", a), ("b.yaml", b)]);
     let s = run_dir(&dir, Some("configmap-rules/be"));
-    assert_eq!(s.cases.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(), ["beta"]);
+    assert_eq!(
+        s.cases.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(),
+        ["beta"]
+    );
     let none = run_dir(&dir, Some("gamma"));
     assert_eq!(none.exit_code(), 2);
-    assert!(none.errors[0].contains("no case matches"), "{:?}", none.errors);
+    assert!(
+        none.errors[0].contains("no case matches"),
+        "{:?}",
+        none.errors
+    );
 }
 
 #[test]
@@ -225,18 +243,30 @@ fn nothing_to_run_is_an_error_that_says_why() {
     let empty = tempfile::tempdir().unwrap();
     let s = run_dir(&empty, None);
     assert_eq!(s.exit_code(), 2);
-    assert!(s.errors[0].contains("no policy.yaml in this folder or below it"), "{:?}", s.errors);
+    assert!(
+        s.errors[0].contains("no policy.yaml in this folder or below it"),
+        "{:?}",
+        s.errors
+    );
 
     let missing = super::run(&TestOptions {
         paths: vec![empty.path().join("nope")],
         run: None,
     });
-    assert!(missing.errors[0].ends_with("nope: no such file or folder"), "{:?}", missing.errors);
+    assert!(
+        missing.errors[0].ends_with("nope: no such file or folder"),
+        "{:?}",
+        missing.errors
+    );
 
     let not_a_test = library(POLICY, &[("x.yaml", cm("c", ""))]);
     let s = run_dir(&not_a_test, None);
     assert_eq!(s.exit_code(), 2);
-    assert!(s.errors[0].contains("not a PolicyTest: the first document is ConfigMap a/c"), "{:?}", s.errors);
+    assert!(
+        s.errors[0].contains("not a PolicyTest: the first document is ConfigMap a/c"),
+        "{:?}",
+        s.errors
+    );
 
     let untested = library(POLICY, &[]);
     let s = run_dir(&untested, None);
@@ -260,13 +290,18 @@ fn an_update_without_its_old_object_is_a_failure() {
     let case = header("no-old", "  request: {operation: UPDATE}\n  expect: []\n") + &cm("c", "");
     let dir = library(POLICY, &[("c.yaml", case)]);
     let f = failures(&run_dir(&dir, None));
-    assert!(f.iter().any(|f| f.contains("needs its old version in spec.oldObjects")), "{f:?}");
+    assert!(
+        f.iter()
+            .any(|f| f.contains("needs its old version in spec.oldObjects")),
+        "{f:?}"
+    );
 }
 
 #[test]
 fn json_and_junit_reports() {
     let ok = header("ok", "  expect: []\n") + &cm("c", ", labels: {l: v}");
-    let bad = header("bad", "  request: {subResource: status}\n  expect: []\n") + &cm("c", ", labels: {l: v}");
+    let bad = header("bad", "  request: {subResource: status}\n  expect: []\n")
+        + &cm("c", ", labels: {l: v}");
     let dir = library(POLICY, &[("ok.yaml", ok), ("bad.yaml", bad)]);
     let s = run_dir(&dir, None);
     let json = s.to_json();
@@ -277,9 +312,18 @@ fn json_and_junit_reports() {
     let mut xml = Vec::new();
     s.write(TestFormat::Junit, &mut xml).unwrap();
     let xml = String::from_utf8(xml).unwrap();
-    assert!(xml.contains(r#"<testsuite name="configmap-rules" tests="2" failures="1" skipped="0">"#), "{xml}");
-    assert!(xml.contains(r#"<testcase classname="configmap-rules" name="bad""#), "{xml}");
-    assert!(xml.contains("<failure message=\"unexpected Deny on ConfigMap a/c: no status writes\">"), "{xml}");
+    assert!(
+        xml.contains(r#"<testsuite name="configmap-rules" tests="2" failures="1" skipped="0">"#),
+        "{xml}"
+    );
+    assert!(
+        xml.contains(r#"<testcase classname="configmap-rules" name="bad""#),
+        "{xml}"
+    );
+    assert!(
+        xml.contains("<failure message=\"unexpected Deny on ConfigMap a/c: no status writes\">"),
+        "{xml}"
+    );
 }
 
 #[test]
@@ -288,6 +332,12 @@ fn a_yaml_1_1_boolean_label_is_named_with_its_line() {
     let dir = library(POLICY, &[("c.yaml", case)]);
     let f = failures(&run_dir(&dir, None));
     assert_eq!(f.len(), 1, "{f:?}");
-    assert!(f[0].contains("c.yaml:9: ConfigMap a/c: labels value app: true is a boolean, not a string"), "{f:?}");
-    assert!(f[0].contains("quote the value as written (app: \"...\")"), "{f:?}");
+    assert!(
+        f[0].contains("c.yaml:9: ConfigMap a/c: labels value app: true is a boolean, not a string"),
+        "{f:?}"
+    );
+    assert!(
+        f[0].contains("quote the value as written (app: \"...\")"),
+        "{f:?}"
+    );
 }

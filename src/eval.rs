@@ -232,7 +232,7 @@ fn in_policy(file: &PathBuf, opts: &EvalOptions) -> Result<Json, EvalCommandErro
         let from_expression = v
             .get("messageExpression")
             .and_then(Json::as_str)
-            .map(|m| eval(m))
+            .map(eval)
             .transpose()?
             .and_then(|(_, m)| m.as_str().map(str::to_string));
         let message = from_expression

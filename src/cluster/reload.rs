@@ -179,6 +179,18 @@ pub struct Sources {
     pub overrides: Overrides,
 }
 
+impl Sources {
+    /// The files whose changes reload the policies: the `-p` paths (the
+    /// bundled library never changes) and the `--policy-config` file.
+    pub fn reloaded_files(&self) -> Vec<PathBuf> {
+        self.policies
+            .iter()
+            .chain(&self.overrides.config)
+            .cloned()
+            .collect()
+    }
+}
+
 /// Builds the cluster state from `sources`: policies loaded, `--inventory`
 /// files read (then ready at once) or nothing yet (ready once watched).
 pub fn initial(
@@ -257,14 +269,15 @@ fn fingerprint(paths: &[PathBuf]) -> HashMap<PathBuf, Vec<u8>> {
 /// so contents are compared, not events watched). A set that does not
 /// compile is rejected and the previous one keeps serving.
 async fn reload_loop(cluster: Arc<Cluster>, sources: Sources, mut watchers: Option<Watchers>) {
-    if sources.policies.is_empty() {
+    let watched = sources.reloaded_files();
+    if watched.is_empty() {
         // Nothing to reload; keep the watchers alive with the task.
         std::future::pending::<()>().await;
     }
-    let mut last = fingerprint(&sources.policies);
+    let mut last = fingerprint(&watched);
     loop {
         tokio::time::sleep(Duration::from_secs(3)).await;
-        let now = fingerprint(&sources.policies);
+        let now = fingerprint(&watched);
         if now == last {
             continue;
         }
@@ -366,5 +379,36 @@ mod tests {
             ..sources.clone()
         };
         assert!(initial(&allowed, Default::default()).is_ok());
+    }
+
+    #[test]
+    fn a_changed_policy_config_is_applied_by_the_next_reload() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        write(dir.path(), "config.yaml", "apiVersion: interlock.dev/v1alpha1\nkind: PolicyConfig\nmetadata: {name: site}\nspec: {}\n");
+        let sources = Sources {
+            overrides: crate::policy::overrides::Overrides {
+                config: Some(dir.path().join("config.yaml")),
+                ..Default::default()
+            },
+            ..Sources::default()
+        };
+        assert_eq!(
+            sources.reloaded_files(),
+            vec![dir.path().join("config.yaml")]
+        );
+        let (cluster, _) = initial(&sources, Default::default()).expect("starts");
+        let all = cluster.read(|st| st.policies.len());
+        write(dir.path(), "config.yaml", "apiVersion: interlock.dev/v1alpha1\nkind: PolicyConfig\nmetadata: {name: site}\nspec: {disable: [unique-ingress-host]}\n");
+        reload(&cluster, &sources).expect("reloads");
+        assert_eq!(cluster.read(|st| st.policies.len()), all - 1);
+        // A config naming no policy is refused; the set in force stays.
+        write(dir.path(), "config.yaml", "apiVersion: interlock.dev/v1alpha1\nkind: PolicyConfig\nmetadata: {name: site}\nspec: {disable: [no-such-policy]}\n");
+        let err = reload(&cluster, &sources).expect_err("refused");
+        assert!(
+            err.to_string()
+                .contains("--disable no-such-policy: no loaded policy has that name"),
+            "{err}"
+        );
+        assert_eq!(cluster.read(|st| st.policies.len()), all - 1);
     }
 }

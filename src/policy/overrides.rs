@@ -7,6 +7,7 @@ use super::{Action, INTERLOCK_GROUP, VAP_GROUP};
 use crate::k8s::kinds::group_of;
 use crate::manifest::Document;
 use serde_json::{json, Value as Json};
+use std::path::PathBuf;
 
 #[derive(Debug, Clone, Default, PartialEq, clap::Args)]
 pub struct Overrides {
@@ -18,6 +19,21 @@ pub struct Overrides {
     /// validationActions); repeatable.
     #[arg(long = "action", value_name = "NAME=ACTION", value_parser = parse_action)]
     pub actions: Vec<(String, Action)>,
+    /// A PolicyConfig file (interlock.dev/v1alpha1; spec.disable: [NAME],
+    /// spec.actions: {NAME: ACTION}) added to the flags; serve and the
+    /// controller read it again when it changes.
+    #[arg(long = "policy-config", value_name = "FILE")]
+    pub config: Option<PathBuf>,
+}
+
+/// The spec of a PolicyConfig document.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct ConfigSpec {
+    #[serde(default)]
+    disable: Vec<String>,
+    #[serde(default)]
+    actions: std::collections::BTreeMap<String, String>,
 }
 
 /// `NAME=Warn` as (NAME, Warn).
@@ -49,13 +65,59 @@ fn policy_of(d: &Document) -> Option<&str> {
 }
 
 impl Overrides {
-    pub fn is_empty(&self) -> bool {
-        self.disable.is_empty() && self.actions.is_empty()
+    /// The flags with the config file's entries added.
+    fn resolved(&self) -> Result<Overrides, Vec<String>> {
+        let mut out = Overrides {
+            config: None,
+            ..self.clone()
+        };
+        let Some(file) = &self.config else {
+            return Ok(out);
+        };
+        let loaded = crate::manifest::load_paths(&[file], &Default::default());
+        let mut errors: Vec<String> = loaded.errors.iter().map(ToString::to_string).collect();
+        for d in &loaded.documents {
+            let at = format!("{}:{}", d.source, d.line);
+            if (group_of(d.api_version()), d.kind()) != (INTERLOCK_GROUP, "PolicyConfig") {
+                errors.push(format!(
+                    "{at}: {} is not a PolicyConfig (interlock.dev/v1alpha1)",
+                    d.display_name()
+                ));
+                continue;
+            }
+            let spec: ConfigSpec = match d.value.get("spec").cloned().map(serde_json::from_value) {
+                None => ConfigSpec::default(),
+                Some(Ok(s)) => s,
+                Some(Err(e)) => {
+                    errors.push(format!("{at}: PolicyConfig spec: {e}"));
+                    continue;
+                }
+            };
+            out.disable.extend(spec.disable);
+            for (name, action) in spec.actions {
+                match Action::parse(&action) {
+                    Some(a) => out.actions.push((name, a)),
+                    None => errors.push(format!(
+                        "{at}: spec.actions.{name}: {action:?} is not an action: use Deny, Warn or Audit"
+                    )),
+                }
+            }
+        }
+        if errors.is_empty() {
+            Ok(out)
+        } else {
+            Err(errors)
+        }
     }
 
-    /// Applies the overrides to `docs`; a name no policy has is an error
-    /// (a typo would otherwise leave the policy on), naming those loaded.
+    /// Applies the overrides (flags and config file) to `docs`; a name no
+    /// policy has is an error (a typo would otherwise leave the policy on),
+    /// naming those loaded.
     pub fn apply(&self, docs: &mut Vec<Document>) -> Result<(), Vec<String>> {
+        self.resolved()?.apply_resolved(docs)
+    }
+
+    fn apply_resolved(&self, docs: &mut Vec<Document>) -> Result<(), Vec<String>> {
         let names: Vec<String> = docs
             .iter()
             .filter(|d| d.kind() != "ValidatingAdmissionPolicyBinding")
@@ -158,5 +220,39 @@ mod tests {
         assert!(e[0].contains("unique-ingress-host"), "{e:?}");
         assert!(parse_action("x=Block").is_err());
         assert!(parse_action("x").is_err());
+    }
+
+    #[test]
+    fn a_policy_config_file_adds_to_the_flags() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("config.yaml");
+        std::fs::write(
+            &file,
+            "apiVersion: interlock.dev/v1alpha1\nkind: PolicyConfig\nmetadata: {name: site}\nspec:\n  disable: [disallow-latest-tag]\n  actions: {hpa-target-exists: Warn}\n",
+        )
+        .unwrap();
+        let o = Overrides {
+            disable: vec!["unique-ingress-host".into()],
+            config: Some(file.clone()),
+            ..Default::default()
+        };
+        let mut d = docs();
+        o.apply(&mut d).expect("applies");
+        let names: Vec<&str> = d.iter().filter_map(policy_of).collect();
+        assert!(!names.contains(&"unique-ingress-host") && !names.contains(&"disallow-latest-tag"));
+        let hpa = d
+            .iter()
+            .find(|d| policy_of(d) == Some("hpa-target-exists"))
+            .unwrap();
+        assert_eq!(hpa.value["spec"]["validationActions"], json!(["Warn"]));
+
+        std::fs::write(&file, "apiVersion: interlock.dev/v1alpha1\nkind: PolicyConfig\nmetadata: {name: site}\nspec:\n  actions: {hpa-target-exists: Block}\n").unwrap();
+        let e = o.apply(&mut docs()).unwrap_err();
+        assert!(
+            e[0].contains(
+                "config.yaml:1: spec.actions.hpa-target-exists: \"Block\" is not an action"
+            ),
+            "{e:?}"
+        );
     }
 }

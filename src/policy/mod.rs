@@ -2,6 +2,7 @@
 //! [`PolicySet::evaluate`] serves `check`, `serve` and audit; only the
 //! [`Inventory`] differs.
 
+pub mod exceptions;
 pub mod host;
 mod matching;
 pub mod model;
@@ -474,6 +475,8 @@ pub type AuditAnnotations = Vec<(String, String)>;
 #[derive(Default)]
 pub struct PolicySet {
     pub policies: Vec<CompiledPolicy>,
+    /// PolicyException documents loaded with the policies.
+    pub exceptions: Vec<exceptions::Exception>,
 }
 
 const VAP_GROUP: &str = "admissionregistration.k8s.io";
@@ -494,7 +497,10 @@ pub fn is_policy_document(doc: &Json) -> bool {
         (
             Some(VAP_GROUP),
             Some("ValidatingAdmissionPolicy" | "ValidatingAdmissionPolicyBinding")
-        ) | (Some(INTERLOCK_GROUP), Some("InterlockPolicy"))
+        ) | (
+            Some(INTERLOCK_GROUP),
+            Some("InterlockPolicy" | "PolicyException")
+        )
     )
 }
 
@@ -528,6 +534,7 @@ impl PolicySet {
         let mut set = PolicySet::default();
         let mut errors = Vec::new();
         let mut bindings = Vec::new();
+        let mut exception_sources = Vec::new();
         for (doc, source) in docs {
             let name = doc
                 .pointer("/metadata/name")
@@ -542,6 +549,16 @@ impl PolicySet {
                 expression: None,
             };
             let kind = match doc.get("kind").and_then(Json::as_str) {
+                Some("PolicyException") => {
+                    match exceptions::Exception::parse(&name, doc) {
+                        Ok(e) => {
+                            set.exceptions.push(e);
+                            exception_sources.push(source.clone());
+                        }
+                        Err(e) => errors.push(err(e)),
+                    }
+                    continue;
+                }
                 Some("ValidatingAdmissionPolicyBinding") => {
                     match spec::<BindingSpec>(doc) {
                         Ok(b) => bindings.push((name.clone(), b, source.clone())),
@@ -622,6 +639,21 @@ impl PolicySet {
                 });
             }
         }
+        // An exception for a policy that is not loaded (a typo) excepts
+        // nothing: say so rather than let the policy deny unexpectedly.
+        for (e, source) in set.exceptions.iter().zip(exception_sources) {
+            for p in e.policies() {
+                if !set.policies.iter().any(|c| &c.name == p) {
+                    errors.push(PolicyError {
+                        location: source.clone(),
+                        column: None,
+                        policy: e.name.clone(),
+                        message: format!("spec.policies: {p:?} is not a loaded policy"),
+                        expression: None,
+                    });
+                }
+            }
+        }
         (set, errors)
     }
 
@@ -637,6 +669,7 @@ impl PolicySet {
         for p in &self.policies {
             p.evaluate(req, &shared, inventory, &mut verdicts, &mut annotations);
         }
+        exceptions::apply(&self.exceptions, req, &mut verdicts);
         (verdicts, annotations)
     }
 

@@ -171,4 +171,44 @@ mod tests {
         let e = exception(json!({"policies": ["p"], "reason": " "})).unwrap_err();
         assert!(e.contains("spec.reason"), "{e}");
     }
+
+    /// Through the policy set: a covered failure becomes an Audit verdict
+    /// naming the exception; an exception for a policy not loaded is an error.
+    #[test]
+    fn a_policy_set_turns_excepted_failures_into_audit_verdicts() {
+        let policy = json!({"apiVersion": "interlock.dev/v1alpha1", "kind": "InterlockPolicy",
+            "metadata": {"name": "no-cm"},
+            "spec": {"matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                        "resources": ["configmaps"], "operations": ["CREATE"]}]},
+                     "validations": [{"expression": "false", "message": "no ConfigMaps"}]}});
+        let exception = json!({"apiVersion": "interlock.dev/v1alpha1", "kind": "PolicyException",
+            "metadata": {"name": "legacy"},
+            "spec": {"policies": ["no-cm"], "names": ["old"], "reason": "migrating"}});
+        let source = crate::inventory::Source {
+            file: "p.yaml".into(),
+            line: 1,
+        };
+        let docs = vec![(policy, source.clone()), (exception, source.clone())];
+        let mut inv = crate::inventory::Inventory::new();
+        let (set, errors) = super::super::PolicySet::compile(&docs, &mut inv);
+        assert!(errors.is_empty(), "{errors:?}");
+        let cm = |name: &str| json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": "a"}});
+        let (old, new) = (cm("old"), cm("new"));
+        let verdicts = set.evaluate(&Request::create(&old, "u").unwrap(), &inv).0;
+        assert_eq!(verdicts[0].action, Action::Audit);
+        assert_eq!(
+            verdicts[0].message,
+            "excepted by PolicyException legacy (migrating): no ConfigMaps"
+        );
+        let verdicts = set.evaluate(&Request::create(&new, "u").unwrap(), &inv).0;
+        assert_eq!(verdicts[0].action, Action::Deny);
+
+        let stray = json!({"apiVersion": "interlock.dev/v1alpha1", "kind": "PolicyException",
+            "metadata": {"name": "typo"}, "spec": {"policies": ["no-cms"], "reason": "x"}});
+        let (_, errors) = super::super::PolicySet::compile(&[(stray, source)], &mut inv);
+        assert_eq!(
+            errors[0].message,
+            "spec.policies: \"no-cms\" is not a loaded policy"
+        );
+    }
 }

@@ -4,6 +4,7 @@
 use super::{Engine, EngineOptions};
 use crate::cluster::reload::{self, Sources, Supervisor};
 use crate::cluster::ClusterOptions;
+use crate::policy::overrides::Overrides;
 use crate::server::ServeArgs;
 use std::sync::Arc;
 
@@ -11,11 +12,13 @@ pub async fn run(
     args: ServeArgs,
     options: EngineOptions,
     cluster_options: ClusterOptions,
+    overrides: Overrides,
 ) -> anyhow::Result<()> {
     let sources = Sources {
         policies: args.policy.clone(),
         inventory: args.inventory.clone(),
         allow_empty: args.allow_empty,
+        overrides,
     };
     let (cluster, kinds) = reload::initial(&sources, cluster_options)?;
     let cluster = Arc::new(cluster);

@@ -58,6 +58,8 @@ pub struct AuditOptions {
     /// scope; a ClusterPolicyReport without `namespaces`), writing only
     /// those that changed.
     pub write_reports: bool,
+    /// `--disable` and `--action`.
+    pub overrides: crate::policy::overrides::Overrides,
 }
 
 impl AuditOptions {
@@ -82,7 +84,7 @@ pub enum AuditError {
 /// Audits the cluster of the current kubeconfig (a CLI call: it runs its
 /// own runtime for the listing, then evaluates on every core).
 pub fn run(opts: &AuditOptions) -> Report {
-    let loaded = match Loaded::from_paths(&opts.policies) {
+    let loaded = match Loaded::from_paths_with(&opts.policies, &opts.overrides) {
         Ok(l) => l,
         Err(e) => return failed(policy_errors(e, opts)),
     };

@@ -8,4 +8,4 @@ pub use crate::report::{
     stdout_wants_color, Action, Evaluated, Finding, InputError, ObjectRef, OutputFormat,
     RelatedObject, Report, SourceLocation,
 };
-pub use run::{check_documents, run, CheckOptions, DEFAULT_USER};
+pub use run::{check_documents, check_documents_with, run, CheckOptions, DEFAULT_USER};

@@ -4,7 +4,7 @@
 use super::producers;
 use crate::inventory::{Inventory, ObjectKey, Prepared, Source};
 use crate::manifest::{self, Document, LoadOptions};
-use crate::policy::{self, PolicySet, Request};
+use crate::policy::{self, PolicySet, Request, RequestShape};
 use crate::report::{
     Evaluated, Finding, InputError, ObjectRef, RelatedObject, Report, SourceLocation,
 };
@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 
 /// The identity offline checks run as (docs/architecture.md: a fixed auditor identity).
-pub const DEFAULT_USER: &str = "system:serviceaccount:interlock-system:auditor";
+pub const DEFAULT_USER: &str = crate::policy::OFFLINE_USER;
 
 #[derive(Debug, Clone, Default)]
 pub struct CheckOptions {
@@ -35,6 +35,13 @@ pub struct CheckOptions {
     pub inventory: Vec<PathBuf>,
     /// Globs of files and folders to leave out of `inputs` and `inventory`.
     pub exclude: Vec<String>,
+    /// How each object is sent (`interlock test`); `None`: a CREATE by
+    /// `user`.
+    pub shape: Option<RequestShape>,
+    /// The stored objects an UPDATE replaces, by key (`interlock test`).
+    pub old_objects: HashMap<ObjectKey, Json>,
+    /// `--disable` and `--action`.
+    pub overrides: policy::overrides::Overrides,
 }
 
 impl CheckOptions {
@@ -43,6 +50,17 @@ impl CheckOptions {
             .as_deref()
             .filter(|n| !n.is_empty())
             .unwrap_or("default")
+    }
+
+    /// The request that checks `object` (sent by `user`).
+    pub(crate) fn request<'a>(&'a self, object: &'a Json, user: &str) -> Option<Request<'a>> {
+        match &self.shape {
+            None => Request::create(object, user),
+            Some(shape) => {
+                let old = ObjectKey::of(object).and_then(|k| self.old_objects.get(&k));
+                Request::build(object, old, shape)
+            }
+        }
     }
 
     fn load_options(&self) -> LoadOptions {
@@ -78,10 +96,10 @@ pub fn compile_policies(
     inventory: &mut Inventory,
     report: &mut Report,
 ) -> PolicySet {
-    let pairs: Vec<_> = docs
+    let policy_docs: Vec<Document> = docs
         .iter()
         .filter(|d| policy::is_policy_document(&d.value))
-        .map(|d| (d.value.clone(), Source::of(d)))
+        .cloned()
         .collect();
     for d in docs
         .iter()
@@ -97,14 +115,24 @@ pub fn compile_policies(
             ),
         });
     }
-    let (set, errors) = PolicySet::compile(&pairs, inventory);
+    let (set, errors) = PolicySet::compile_documents(policy_docs, inventory);
     for e in errors {
         report.errors.push(InputError {
             file: e.location.file.clone(),
             line: Some(e.location.line),
-            column: None,
+            column: e.column,
             message: format!("policy {}: {}", e.policy, e.message),
         });
+    }
+    for p in &set.policies {
+        for w in &p.warnings {
+            report.notices.push(InputError {
+                file: p.source.file.clone(),
+                line: Some(p.source.line),
+                column: None,
+                message: format!("policy {}: {w}", p.name),
+            });
+        }
     }
     report.policy_names = set.policies.iter().map(|p| p.name.clone()).collect();
     set
@@ -139,7 +167,17 @@ fn skipped_notice(skipped: &[manifest::Skipped], report: &mut Report) {
 
 pub fn run(opts: &CheckOptions) -> Report {
     let mut report = Report::default();
-    let policy_docs = load_policy_documents(&opts.policies, &mut report);
+    let mut policy_docs = load_policy_documents(&opts.policies, &mut report);
+    if let Err(errors) = opts.overrides.apply(&mut policy_docs) {
+        report
+            .errors
+            .extend(errors.into_iter().map(|message| InputError {
+                file: policy_origin(opts),
+                line: None,
+                column: None,
+                message,
+            }));
+    }
     let mut inventory = Inventory::new();
     let policies = compile_policies(&policy_docs, &mut inventory, &mut report);
     if !opts.whole_objects {
@@ -277,7 +315,7 @@ struct Item {
 
 /// Puts a namespaced object without a namespace into `namespace`, as
 /// kubectl does when it sends it (`default`, or `kubectl apply -n`).
-fn default_namespace(value: &mut Json, namespace: &str) {
+pub(super) fn default_namespace(value: &mut Json, namespace: &str) {
     let (group, kind) = crate::policy::resources::group_kind(value);
     if crate::policy::resources::is_namespaced(group, kind) != Some(true) {
         return;
@@ -309,7 +347,7 @@ impl Item {
             .pointer("/metadata/namespace")
             .and_then(Json::as_str)
             .map(str::to_string);
-        let request = Request::create(&d.value, user);
+        let request = opts.request(&d.value, user);
         let reviewable = request.is_some();
         let body = request.is_some_and(|r| policies.may_match(&r)).then(|| {
             // Serialising a `serde_json::Value` cannot fail (string keys only).
@@ -340,7 +378,9 @@ fn expanded_items(
     policies: &PolicySet,
     opts: &CheckOptions,
 ) -> (Vec<Item>, Vec<InputError>) {
+    let mut errors = non_string_metadata(&d);
     let e = crate::group::expand::expand(d);
+    errors.extend(e.errors);
     let items = e
         .documents
         .into_iter()
@@ -349,7 +389,57 @@ fn expanded_items(
             Item::from_document(d, inventory, policies, opts, user)
         })
         .collect();
-    (items, e.errors)
+    (items, errors)
+}
+
+/// Labels and annotations whose values are not strings: kube-apiserver
+/// refuses the object, and a policy that reads them as strings fails. Most
+/// are YAML 1.1 booleans (`app: y`) and numbers (`version: 2`) left unquoted.
+fn non_string_metadata(d: &Document) -> Vec<InputError> {
+    fn walk(v: &Json, at: &str, d: &Document, out: &mut Vec<InputError>) {
+        match v {
+            Json::Object(map) => {
+                for (k, child) in map {
+                    let here = format!("{at}/{}", k.replace('~', "~0").replace('/', "~1"));
+                    if k == "metadata" {
+                        for field in ["labels", "annotations"] {
+                            let Some(Json::Object(m)) = child.get(field) else {
+                                continue;
+                            };
+                            for (key, value) in
+                                m.iter().filter(|(_, v)| v.is_boolean() || v.is_number())
+                            {
+                                let pointer = format!(
+                                    "{here}/{field}/{}",
+                                    key.replace('~', "~0").replace('/', "~1")
+                                );
+                                out.push(InputError {
+                                    file: d.source.to_string(),
+                                    line: d.line_of_pointer(&pointer).or(Some(d.line)),
+                                    column: None,
+                                    message: format!(
+                                        "{}: {field} value {key}: {value} is a {}, not a string (YAML 1.1 reads y, yes, on, true, n, no, off, false and unquoted numbers so); kube-apiserver refuses the object: quote the value as written ({key}: \"...\")",
+                                        d.display_name(),
+                                        if value.is_boolean() { "boolean" } else { "number" },
+                                    ),
+                                });
+                            }
+                        }
+                    }
+                    walk(child, &here, d, out);
+                }
+            }
+            Json::Array(items) => {
+                for (i, item) in items.iter().enumerate() {
+                    walk(item, &format!("{at}/{i}"), d, out);
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    walk(&d.value, "", d, &mut out);
+    out
 }
 
 fn flatten_items(
@@ -371,17 +461,54 @@ pub fn check_documents(
     opts: &CheckOptions,
     report: &mut Report,
 ) {
+    check_documents_with(policy_docs, &[], resources, opts, report);
+}
+
+/// Checks `resources` against the policies in `policy_docs`, with
+/// `context` objects in the inventory too (seen by lookups, not checked).
+/// Returns the policies and the inventory the checks saw.
+pub fn check_documents_with(
+    policy_docs: &[Document],
+    context: &[Document],
+    resources: &[Document],
+    opts: &CheckOptions,
+    report: &mut Report,
+) -> (PolicySet, Inventory) {
     let mut inventory = Inventory::new();
     let policies = compile_policies(policy_docs, &mut inventory, report);
     if !opts.whole_objects {
         inventory.set_projection(policies.projection(&inventory));
+    }
+    for d in context {
+        let mut value = d.value.clone();
+        default_namespace(&mut value, opts.namespace());
+        drop_nulls(&mut value);
+        match inventory.prepare(&value) {
+            Ok(p) => {
+                for e in inventory.insert(p, Some(Source::of(d))) {
+                    report.errors.push(InputError {
+                        file: d.source.to_string(),
+                        line: Some(d.line),
+                        column: None,
+                        message: e.to_string(),
+                    });
+                }
+            }
+            Err(e) => report.errors.push(InputError {
+                file: d.source.to_string(),
+                line: Some(d.line),
+                column: None,
+                message: e.to_string(),
+            }),
+        }
     }
     let items = resources
         .iter()
         .map(|d| expanded_items(d.clone(), &inventory, &policies, opts))
         .collect();
     let items = flatten_items(items, report);
-    check_items(items, &policies, inventory, opts, report);
+    let inventory = check_items(items, &policies, inventory, opts, report);
+    (policies, inventory)
 }
 
 /// Fills the inventory with the items, checks each; returns the inventory
@@ -504,7 +631,7 @@ struct Checked {
 /// Drops mapping entries whose value is null, as kube-apiserver does when
 /// it decodes a manifest into its type (Helm often renders `volumes:` with
 /// nothing under it); a null label or annotation value is the empty string.
-fn drop_nulls(value: &mut Json) {
+pub(super) fn drop_nulls(value: &mut Json) {
     #[derive(Clone, Copy, PartialEq)]
     enum Place {
         Any,
@@ -557,7 +684,7 @@ fn check_one(
     if !it.reviewable {
         return checked;
     }
-    let request = value.and_then(|v| Request::create(v, &opts.user));
+    let request = value.and_then(|v| opts.request(v, &opts.user));
     let verdicts = match &request {
         Some(req) if duplicated.copies.is_empty() => policies.evaluate(req, inventory).verdicts,
         Some(req) => {

@@ -5,6 +5,7 @@ use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 
 use crate::check::{self, OutputFormat};
+use crate::policy::overrides::Overrides;
 
 #[derive(Parser)]
 #[command(
@@ -42,6 +43,8 @@ pub enum Command {
         /// without a `/` it matches any path segment); repeatable.
         #[arg(long)]
         exclude: Vec<String>,
+        #[command(flatten)]
+        overrides: Overrides,
         /// Files, folders, or - for standard input.
         #[arg(required = true)]
         paths: Vec<PathBuf>,
@@ -63,6 +66,8 @@ pub enum Command {
         /// one per namespace, written only when they changed.
         #[arg(long)]
         write_reports: bool,
+        #[command(flatten)]
+        overrides: Overrides,
     },
     /// Evaluate one CEL expression with the variables a policy sees.
     Eval {
@@ -85,6 +90,8 @@ pub enum Command {
         watch_timeout: u64,
         #[command(flatten)]
         boundary: crate::admission::boundary::BoundaryArgs,
+        #[command(flatten)]
+        overrides: Overrides,
     },
     /// Write a CA and a serving certificate for the webhook.
     Certs {
@@ -119,6 +126,8 @@ pub enum Command {
         /// Log format.
         #[arg(long, default_value = "text", value_parser = ["text", "json"])]
         log_format: String,
+        #[command(flatten)]
+        overrides: Overrides,
     },
     /// Print the webhook configurations for the loaded policies' rules.
     WebhookConfig {
@@ -140,9 +149,28 @@ pub enum Command {
         #[command(flatten)]
         args: crate::unstick::UnstickArgs,
     },
+    /// The bundled policy library.
+    Policies {
+        #[command(subcommand)]
+        command: PoliciesCommand,
+    },
     /// Run policy test cases (policies/NAME/tests/*.yaml).
     Test {
+        /// Policy folders, folders of them, policy.yaml files or case files.
         #[arg(default_value = "policies")]
         paths: Vec<PathBuf>,
+        /// Run only the cases whose POLICY/CASE matches this regular expression.
+        #[arg(long)]
+        run: Option<String>,
+        /// Output format.
+        #[arg(short, long, default_value = "human")]
+        output: check::policy_test::TestFormat,
     },
+}
+
+#[derive(Subcommand)]
+pub enum PoliciesCommand {
+    /// Write the bundled library to DIR/NAME/policy.yaml, to edit and load
+    /// with -p DIR (refuses to overwrite).
+    Export { dir: PathBuf },
 }

@@ -15,7 +15,7 @@ use std::time::Duration;
 use clap::Parser;
 
 use crate::check::{self, OutputFormat};
-pub use flags::{Cli, Command};
+pub use flags::{Cli, Command, PoliciesCommand};
 
 /// Parses the arguments, runs the command, and returns its exit status.
 pub fn run() -> ExitCode {
@@ -40,6 +40,7 @@ fn dispatch(command: Command) -> u8 {
             namespace,
             inventory,
             exclude,
+            overrides,
             paths,
         } => print_report(
             &check::run(&check::CheckOptions {
@@ -51,6 +52,8 @@ fn dispatch(command: Command) -> u8 {
                 namespace,
                 inventory,
                 exclude,
+                overrides,
+                ..Default::default()
             }),
             output,
         ),
@@ -59,12 +62,14 @@ fn dispatch(command: Command) -> u8 {
             output,
             namespace,
             write_reports,
+            overrides,
         } => print_report(
             &crate::audit::run(&crate::audit::AuditOptions {
                 policies: policy,
                 namespaces: namespace,
                 record_evaluated: output == OutputFormat::Junit,
                 write_reports,
+                overrides,
             }),
             output,
         ),
@@ -74,6 +79,7 @@ fn dispatch(command: Command) -> u8 {
             reveal_other_namespaces,
             watch_timeout,
             boundary,
+            overrides,
         } => {
             crate::server::init_tracing(args.log_format.is_json());
             let options = crate::admission::EngineOptions {
@@ -85,7 +91,7 @@ fn dispatch(command: Command) -> u8 {
                 watch_timeout: Duration::from_secs(watch_timeout),
             };
             block_on("serve", async move {
-                crate::admission::serve::run(args, options, cluster_options).await
+                crate::admission::serve::run(args, options, cluster_options, overrides).await
             })
         }
         Command::Certs { args } => done("certs", crate::certs::run(&args)),
@@ -98,6 +104,7 @@ fn dispatch(command: Command) -> u8 {
             lease_name,
             identity,
             log_format,
+            overrides,
         } => {
             crate::server::init_tracing(log_format == "json");
             let lease = (!no_leader_election).then(|| crate::controller::lease::LeaseConfig {
@@ -113,6 +120,7 @@ fn dispatch(command: Command) -> u8 {
                 admin_addr,
                 lease,
                 watch_timeout: Duration::from_secs(290),
+                overrides,
             };
             block_on("controller", crate::controller::run::run(cfg))
         }
@@ -127,7 +135,10 @@ fn dispatch(command: Command) -> u8 {
             print!("{}", crate::group::crd_yaml());
             0
         }
-        Command::Test { paths } => policy_tests(&paths),
+        Command::Policies {
+            command: PoliciesCommand::Export { dir },
+        } => export_policies(&dir),
+        Command::Test { paths, run, output } => policy_tests(paths, run, output),
     }
 }
 
@@ -186,23 +197,39 @@ fn webhook_config(
     }
 }
 
-fn policy_tests(paths: &[PathBuf]) -> u8 {
-    let cases = check::policy_test::discover(paths);
-    let mut failed = 0;
-    for (policy, case) in &cases {
-        let r = check::policy_test::run_case(policy, case);
-        if r.passed() {
-            println!("ok   {} ({})", r.file.display(), r.name);
-        } else {
-            failed += 1;
-            println!("FAIL {} ({})", r.file.display(), r.name);
-            for f in &r.failures {
-                println!("     {f}");
+fn policy_tests(
+    paths: Vec<PathBuf>,
+    run: Option<String>,
+    output: check::policy_test::TestFormat,
+) -> u8 {
+    let summary = check::policy_test::run(&check::policy_test::TestOptions { paths, run });
+    let mut stdout = std::io::stdout().lock();
+    match summary.write(output, &mut stdout) {
+        // A closed pipe (`| head`) is the reader's choice, not an error.
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            eprintln!("interlock test: cannot write the report: {e}");
+            2
+        }
+        _ => exit_status(summary.exit_code()),
+    }
+}
+
+fn export_policies(dir: &std::path::Path) -> u8 {
+    use std::io::Write;
+    match crate::bundled::export(dir) {
+        Ok(files) => {
+            let mut out = std::io::stdout().lock();
+            for f in files {
+                // A closed pipe (`| head`) is the reader's choice.
+                let _ = writeln!(out, "{}", f.display());
             }
+            0
+        }
+        Err(e) => {
+            eprintln!("interlock policies export: {e}");
+            2
         }
     }
-    println!("{} passed, {} failed", cases.len() - failed, failed);
-    u8::from(failed > 0 || cases.is_empty())
 }
 
 /// Runs a long-running command on a multi-threaded runtime.

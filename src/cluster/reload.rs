@@ -8,6 +8,7 @@ use super::{Cluster, KindName};
 use crate::inventory::projection::Projection;
 use crate::inventory::{IndexDecl, Inventory, Prepared, Source};
 use crate::manifest::{self, LoadOptions};
+use crate::policy::overrides::Overrides;
 use crate::policy::PolicySet;
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -46,7 +47,7 @@ impl Loaded {
     /// The policies of `-p` paths, or the bundled library when none; an
     /// empty set is refused unless `allow_empty`.
     pub fn from_sources(sources: &Sources) -> Result<Loaded, LoadError> {
-        let loaded = Loaded::from_paths(&sources.policies)?;
+        let loaded = Loaded::from_paths_with(&sources.policies, &sources.overrides)?;
         if loaded.policies.is_empty() && !sources.allow_empty {
             let paths: Vec<String> = sources
                 .policies
@@ -60,7 +61,13 @@ impl Loaded {
 
     /// The policies of `-p` paths, or the bundled library when none.
     pub fn from_paths(paths: &[PathBuf]) -> Result<Loaded, LoadError> {
-        let docs = if paths.is_empty() {
+        Loaded::from_paths_with(paths, &Overrides::default())
+    }
+
+    /// [`Loaded::from_paths`], with policies turned off or their actions
+    /// changed by `overrides`.
+    pub fn from_paths_with(paths: &[PathBuf], overrides: &Overrides) -> Result<Loaded, LoadError> {
+        let mut docs = if paths.is_empty() {
             crate::bundled::documents()
         } else {
             manifest::load_paths(paths, &LoadOptions::default())
@@ -73,6 +80,9 @@ impl Loaded {
         // Index ids are positions in the scratch inventory's declarations;
         // `install` makes the live inventory's declarations the same list.
         let mut scratch = Inventory::new();
+        overrides
+            .apply(&mut docs.documents)
+            .map_err(LoadError::Policies)?;
         let (policies, errors) = PolicySet::compile_documents(docs.documents, &mut scratch);
         if !errors.is_empty() {
             return Err(LoadError::Policies(
@@ -168,6 +178,20 @@ pub struct Sources {
     /// Accept a policy set with no policy (otherwise refused: a webhook
     /// that enforces nothing should be a decision, not an accident).
     pub allow_empty: bool,
+    /// `--disable` and `--action`.
+    pub overrides: Overrides,
+}
+
+impl Sources {
+    /// The files whose changes reload the policies: the `-p` paths (the
+    /// bundled library never changes) and the `--policy-config` file.
+    pub fn reloaded_files(&self) -> Vec<PathBuf> {
+        self.policies
+            .iter()
+            .chain(&self.overrides.config)
+            .cloned()
+            .collect()
+    }
 }
 
 /// Builds the cluster state from `sources`: policies loaded, `--inventory`
@@ -248,14 +272,15 @@ fn fingerprint(paths: &[PathBuf]) -> HashMap<PathBuf, Vec<u8>> {
 /// so contents are compared, not events watched). A set that does not
 /// compile is rejected and the previous one keeps serving.
 async fn reload_loop(cluster: Arc<Cluster>, sources: Sources, mut watchers: Option<Watchers>) {
-    if sources.policies.is_empty() {
+    let watched = sources.reloaded_files();
+    if watched.is_empty() {
         // Nothing to reload; keep the watchers alive with the task.
         std::future::pending::<()>().await;
     }
-    let mut last = fingerprint(&sources.policies);
+    let mut last = fingerprint(&watched);
     loop {
         tokio::time::sleep(Duration::from_secs(3)).await;
-        let now = fingerprint(&sources.policies);
+        let now = fingerprint(&watched);
         if now == last {
             continue;
         }
@@ -357,5 +382,36 @@ mod tests {
             ..sources.clone()
         };
         assert!(initial(&allowed, Default::default()).is_ok());
+    }
+
+    #[test]
+    fn a_changed_policy_config_is_applied_by_the_next_reload() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        write(dir.path(), "config.yaml", "apiVersion: interlock.dev/v1alpha1\nkind: PolicyConfig\nmetadata: {name: site}\nspec: {}\n");
+        let sources = Sources {
+            overrides: crate::policy::overrides::Overrides {
+                config: Some(dir.path().join("config.yaml")),
+                ..Default::default()
+            },
+            ..Sources::default()
+        };
+        assert_eq!(
+            sources.reloaded_files(),
+            vec![dir.path().join("config.yaml")]
+        );
+        let (cluster, _) = initial(&sources, Default::default()).expect("starts");
+        let all = cluster.read(|st| st.policies.len());
+        write(dir.path(), "config.yaml", "apiVersion: interlock.dev/v1alpha1\nkind: PolicyConfig\nmetadata: {name: site}\nspec: {disable: [unique-ingress-host]}\n");
+        reload(&cluster, &sources).expect("reloads");
+        assert_eq!(cluster.read(|st| st.policies.len()), all - 1);
+        // A config naming no policy is refused; the set in force stays.
+        write(dir.path(), "config.yaml", "apiVersion: interlock.dev/v1alpha1\nkind: PolicyConfig\nmetadata: {name: site}\nspec: {disable: [no-such-policy]}\n");
+        let err = reload(&cluster, &sources).expect_err("refused");
+        assert!(
+            err.to_string()
+                .contains("--disable no-such-policy: no loaded policy has that name"),
+            "{err}"
+        );
+        assert_eq!(cluster.read(|st| st.policies.len()), all - 1);
     }
 }

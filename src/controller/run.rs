@@ -33,6 +33,8 @@ pub struct ControllerConfig {
     /// `None`: no leader election (a single replica, or tests).
     pub lease: Option<LeaseConfig>,
     pub watch_timeout: Duration,
+    /// `--disable` and `--action`.
+    pub overrides: crate::policy::overrides::Overrides,
 }
 
 struct Health(Arc<Cluster>);
@@ -50,6 +52,7 @@ pub async fn run(cfg: ControllerConfig) -> anyhow::Result<()> {
     let client = kube::Client::try_from(kube_config.clone())?;
     let sources = Sources {
         policies: cfg.policies.clone(),
+        overrides: cfg.overrides.clone(),
         ..Sources::default()
     };
     let options = ClusterOptions {

@@ -155,9 +155,53 @@ pub fn is_namespaced(group: &str, kind: &str) -> Option<bool> {
         .map(|(_, _, _, n)| *n)
 }
 
+/// The built-in kinds of an API group (`""` for the core group); empty for
+/// a group that is not built in (a custom resource's).
+pub fn kinds_of_group(group: &str) -> Vec<&'static str> {
+    BUILTIN
+        .iter()
+        .filter(|(g, ..)| *g == group)
+        .map(|(_, k, ..)| *k)
+        .collect()
+}
+
+/// A warning for a lookup of `kind` in `api_version` that names no
+/// built-in kind of a built-in group (a misspelling: `Deploymnet`, a kind
+/// of another group), listing the kinds that group has.
+pub fn unknown_kind_warning(api_version: &str, kind: &str) -> Option<String> {
+    let group = group_of(api_version);
+    let known = kinds_of_group(group);
+    if known.is_empty() || known.contains(&kind) {
+        return None;
+    }
+    let elsewhere: Vec<String> = BUILTIN
+        .iter()
+        .filter(|(_, k, ..)| k.eq_ignore_ascii_case(kind))
+        .map(|(g, k, ..)| match *g {
+            "" => format!("{k} is in v1"),
+            g => format!("{k} is in {g}"),
+        })
+        .collect();
+    Some(format!(
+        "looks up kind {kind:?} in {api_version}, which has no such kind{}: it finds nothing, and `serve` watches nothing for it; the kinds of {api_version} are {}",
+        if elsewhere.is_empty() { String::new() } else { format!(" ({})", elsewhere.join(", ")) },
+        known.join(", ")
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_misspelt_or_misplaced_kind_is_named_with_the_kinds_that_exist() {
+        let w = unknown_kind_warning("apps/v1", "Deploymnet").expect("a warning");
+        assert!(w.contains("the kinds of apps/v1 are Deployment, "), "{w}");
+        let w = unknown_kind_warning("v1", "deployment").expect("a warning");
+        assert!(w.contains("(Deployment is in apps)"), "{w}");
+        assert_eq!(unknown_kind_warning("apps/v1", "StatefulSet"), None);
+        assert_eq!(unknown_kind_warning("example.com/v1", "Widget"), None);
+    }
 
     #[test]
     fn plurals() {

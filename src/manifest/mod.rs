@@ -49,11 +49,14 @@ mod error;
 mod fast;
 mod inputs;
 mod json;
+mod locate;
 mod object;
 mod positions;
 mod scalar;
 mod skip;
 mod yaml;
+
+pub use locate::position_in_scalar;
 
 use std::collections::HashMap;
 use std::path::Path;

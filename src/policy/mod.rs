@@ -2,10 +2,12 @@
 //! [`PolicySet::evaluate`] serves `check`, `serve` and audit; only the
 //! [`Inventory`] differs.
 
+pub mod exceptions;
 pub mod finding;
 pub mod host;
 mod matching;
 pub mod model;
+pub mod overrides;
 mod projection;
 /// The kinds table lives in [`crate::k8s::kinds`]; this name stays for callers.
 pub use crate::k8s::kinds as resources;
@@ -38,11 +40,67 @@ pub enum PolicyKind {
 
 /// A policy that could not be loaded, with where and why.
 #[derive(Debug, Clone, thiserror::Error)]
-#[error("{}:{}: {policy}: {message}", location.file, location.line)]
+#[error("{}:{}{}: {policy}: {message}", location.file, location.line, column.map(|c| format!(":{c}")).unwrap_or_default())]
 pub struct PolicyError {
+    /// The document, or (once located) the line of the failing expression.
     pub location: Source,
+    /// The column of the failing expression's error in the file, once located.
+    pub column: Option<usize>,
     pub policy: String,
     pub message: String,
+    /// The expression that did not compile: its field and its error.
+    pub expression: Option<(String, CompileError)>,
+}
+
+impl PolicyError {
+    /// Puts the error at the line and column of the expression in `doc`'s
+    /// file (read again; the loader keeps no text), or at least at the
+    /// line of its field.
+    fn locate(&mut self, doc: &crate::manifest::Document) {
+        let Some((pointer, e)) = &self.expression else {
+            return;
+        };
+        let Some(key_line) = doc.line_of_pointer(pointer) else {
+            return;
+        };
+        self.location.line = key_line;
+        let value = doc.value.pointer(pointer).and_then(Json::as_str);
+        let text = match &doc.source {
+            crate::manifest::Source::File(path) => std::fs::read_to_string(path).ok(),
+            crate::manifest::Source::Stdin => None,
+        };
+        let key = pointer.rsplit('/').next().unwrap_or_default();
+        if let (Some(value), Some(text)) = (value, text) {
+            if let Some((line, column)) =
+                crate::manifest::position_in_scalar(&text, key_line, key, value, e.line, e.column)
+            {
+                self.location.line = line;
+                self.column = Some(column);
+            }
+        }
+    }
+}
+
+/// Why a policy document did not compile.
+struct Failure {
+    message: String,
+    /// The JSON pointer of the expression that failed, and its error.
+    expression: Option<(String, CompileError)>,
+}
+
+impl From<String> for Failure {
+    fn from(message: String) -> Failure {
+        Failure {
+            message,
+            expression: None,
+        }
+    }
+}
+
+impl From<&str> for Failure {
+    fn from(message: &str) -> Failure {
+        message.to_string().into()
+    }
 }
 
 struct CompiledValidation {
@@ -77,6 +135,21 @@ pub struct CompiledPolicy {
     reads_request: bool,
     /// Whether any expression reads `oldObject` (it may not be parsed yet).
     reads_old_object: bool,
+    /// What the policy's expressions were compiled in (`interlock eval
+    /// --policy` compiles more in it).
+    env: Env,
+    /// What compiles but will not work as meant: lookups of kinds that do
+    /// not exist, or whose kind is computed (which `serve` cannot watch).
+    pub warnings: Vec<String>,
+}
+
+/// Why an expression evaluated in a policy's context gave no value.
+#[derive(Debug, thiserror::Error)]
+pub enum ExpressionError {
+    #[error("{0}")]
+    Compile(CompileError),
+    #[error("{0}")]
+    Eval(String),
 }
 
 #[derive(Clone, Copy)]
@@ -126,6 +199,61 @@ impl OldObject<'_> {
     }
 }
 
+/// The operations a request made offline can have.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Operation {
+    #[default]
+    Create,
+    Update,
+    Delete,
+}
+
+impl Operation {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Operation::Create => "CREATE",
+            Operation::Update => "UPDATE",
+            Operation::Delete => "DELETE",
+        }
+    }
+
+    /// `CREATE`, `UPDATE` or `DELETE` (as AdmissionRequest spells them).
+    pub fn parse(s: &str) -> Option<Operation> {
+        match s {
+            "CREATE" => Some(Operation::Create),
+            "UPDATE" => Some(Operation::Update),
+            "DELETE" => Some(Operation::Delete),
+            _ => None,
+        }
+    }
+}
+
+/// The identity offline requests are made as (`check`, `audit`, `test`,
+/// `eval --policy`): a fixed auditor, see docs/architecture.md.
+pub const OFFLINE_USER: &str = "system:serviceaccount:interlock-system:auditor";
+
+/// How a request made offline (`check`, `test`, `eval`) sends an object:
+/// everything of an AdmissionRequest that the object does not say.
+#[derive(Debug, Clone, Default)]
+pub struct RequestShape {
+    pub operation: Operation,
+    pub user: String,
+    /// `None`: `system:authenticated` only.
+    pub groups: Option<Vec<String>>,
+    pub subresource: String,
+    pub dry_run: bool,
+}
+
+impl RequestShape {
+    /// A CREATE by `user`, as `interlock check` sends every object.
+    pub fn create(user: &str) -> RequestShape {
+        RequestShape {
+            user: user.into(),
+            ..RequestShape::default()
+        }
+    }
+}
+
 /// An admission request, or an object checked offline as one.
 #[derive(Debug, Clone)]
 pub struct Request<'a> {
@@ -153,6 +281,38 @@ impl<'a> Request<'a> {
     /// before it generates the name, so policies see the generateName and an
     /// empty `request.name`. `None` only without apiVersion, kind or metadata.
     pub fn create(object: &'a Json, username: &str) -> Option<Request<'a>> {
+        Request::build(object, None, &RequestShape::create(username))
+    }
+
+    /// The request that `shape` makes of `object`: a CREATE or UPDATE
+    /// sends it (an UPDATE with `old` as oldObject), a DELETE sends it as
+    /// oldObject and no object, as kube-apiserver does. `None` as for
+    /// [`Request::create`].
+    pub fn build(
+        object: &'a Json,
+        old: Option<&'a Json>,
+        shape: &RequestShape,
+    ) -> Option<Request<'a>> {
+        let mut r = Request::named(object, &shape.user)?;
+        r.operation = shape.operation.as_str().into();
+        match shape.operation {
+            Operation::Create => {}
+            Operation::Update => r.old_object = old.map_or(OldObject::None, OldObject::Json),
+            Operation::Delete => {
+                r.object = None;
+                r.old_object = OldObject::Json(object);
+            }
+        }
+        if let Some(groups) = &shape.groups {
+            r.groups = groups.clone();
+        }
+        r.subresource = shape.subresource.clone();
+        r.dry_run = shape.dry_run;
+        Some(r)
+    }
+
+    /// A CREATE of `object` by `username`.
+    fn named(object: &'a Json, username: &str) -> Option<Request<'a>> {
         let api_version = object.get("apiVersion")?.as_str()?;
         let kind = object.get("kind")?.as_str()?;
         let meta = object.get("metadata")?;
@@ -207,7 +367,7 @@ impl<'a> Request<'a> {
     /// subResource is left out for the main resource, and name and namespace
     /// when empty (reading them is "no such key"). Built as CEL values, not
     /// JSON: policies read a field or two of it on every request.
-    fn to_value(&self) -> Value<'static> {
+    pub fn to_value(&self) -> Value<'static> {
         fn map(entries: Vec<(&'static str, Value<'static>)>) -> Value<'static> {
             Value::map(
                 entries
@@ -317,6 +477,8 @@ impl Outcome {
 #[derive(Default)]
 pub struct PolicySet {
     pub policies: Vec<CompiledPolicy>,
+    /// PolicyException documents loaded with the policies.
+    pub exceptions: Vec<exceptions::Exception>,
 }
 
 const VAP_GROUP: &str = "admissionregistration.k8s.io";
@@ -337,7 +499,10 @@ pub fn is_policy_document(doc: &Json) -> bool {
         (
             Some(VAP_GROUP),
             Some("ValidatingAdmissionPolicy" | "ValidatingAdmissionPolicyBinding")
-        ) | (Some(INTERLOCK_GROUP), Some("InterlockPolicy"))
+        ) | (
+            Some(INTERLOCK_GROUP),
+            Some("InterlockPolicy" | "PolicyException")
+        )
     )
 }
 
@@ -349,13 +514,16 @@ impl PolicySet {
         inventory: &mut Inventory,
     ) -> (PolicySet, Vec<PolicyError>) {
         let pairs: Vec<(Json, Source)> = docs
-            .into_iter()
-            .map(|d| {
-                let source = Source::of(&d);
-                (d.value, source)
-            })
+            .iter()
+            .map(|d| (d.value.clone(), Source::of(d)))
             .collect();
-        PolicySet::compile(&pairs, inventory)
+        let (set, mut errors) = PolicySet::compile(&pairs, inventory);
+        for e in errors.iter_mut().filter(|e| e.expression.is_some()) {
+            if let Some(d) = docs.iter().find(|d| Source::of(d) == e.location) {
+                e.locate(d);
+            }
+        }
+        (set, errors)
     }
 
     /// Compiles every policy document; bindings attach to their policies.
@@ -368,6 +536,7 @@ impl PolicySet {
         let mut set = PolicySet::default();
         let mut errors = Vec::new();
         let mut bindings = Vec::new();
+        let mut exception_sources = Vec::new();
         for (doc, source) in docs {
             let name = doc
                 .pointer("/metadata/name")
@@ -376,10 +545,22 @@ impl PolicySet {
                 .to_string();
             let err = |message: String| PolicyError {
                 location: source.clone(),
+                column: None,
                 policy: name.clone(),
                 message,
+                expression: None,
             };
             let kind = match doc.get("kind").and_then(Json::as_str) {
+                Some("PolicyException") => {
+                    match exceptions::Exception::parse(&name, doc) {
+                        Ok(e) => {
+                            set.exceptions.push(e);
+                            exception_sources.push(source.clone());
+                        }
+                        Err(e) => errors.push(err(e)),
+                    }
+                    continue;
+                }
                 Some("ValidatingAdmissionPolicyBinding") => {
                     match spec::<BindingSpec>(doc) {
                         Ok(b) => bindings.push((name.clone(), b, source.clone())),
@@ -396,12 +577,18 @@ impl PolicySet {
                     continue;
                 }
             };
-            match spec::<PolicySpec>(doc).and_then(|s| compile_policy(&name, kind, s, inventory)) {
+            match spec::<PolicySpec>(doc)
+                .map_err(Failure::from)
+                .and_then(|s| compile_policy(&name, kind, s, inventory))
+            {
                 Ok(mut p) => {
                     p.source = source.clone();
                     set.policies.push(p);
                 }
-                Err(e) => errors.push(err(e)),
+                Err(f) => errors.push(PolicyError {
+                    expression: f.expression,
+                    ..err(f.message)
+                }),
             }
         }
         for (name, b, source) in bindings {
@@ -447,9 +634,26 @@ impl PolicySet {
             if let Err(message) = result {
                 errors.push(PolicyError {
                     location: source,
+                    column: None,
                     policy: name,
                     message,
+                    expression: None,
                 });
+            }
+        }
+        // An exception for a policy that is not loaded (a typo) excepts
+        // nothing: say so rather than let the policy deny unexpectedly.
+        for (e, source) in set.exceptions.iter().zip(exception_sources) {
+            for p in e.policies() {
+                if !set.policies.iter().any(|c| &c.name == p) {
+                    errors.push(PolicyError {
+                        location: source.clone(),
+                        column: None,
+                        policy: e.name.clone(),
+                        message: format!("spec.policies: {p:?} is not a loaded policy"),
+                        expression: None,
+                    });
+                }
             }
         }
         (set, errors)
@@ -474,6 +678,7 @@ impl PolicySet {
                 &mut outcome.annotations,
             );
         }
+        exceptions::apply(&self.exceptions, req, &mut outcome.verdicts);
         outcome
     }
 
@@ -496,7 +701,7 @@ fn compile_policy(
     kind: PolicyKind,
     spec: PolicySpec,
     inventory: &mut Inventory,
-) -> Result<CompiledPolicy, String> {
+) -> Result<CompiledPolicy, Failure> {
     let mut env = match kind {
         PolicyKind::Vap => Env::kubernetes(),
         PolicyKind::Interlock => Env::interlock(),
@@ -515,24 +720,26 @@ fn compile_policy(
         None | Some("Fail") => FailurePolicy::Fail,
         Some("Ignore") => FailurePolicy::Ignore,
         Some(other) => {
-            return Err(format!(
-                "spec.failurePolicy: {other:?} is not Fail or Ignore"
-            ))
+            return Err(format!("spec.failurePolicy: {other:?} is not Fail or Ignore").into())
         }
     };
     let matcher = spec
         .match_constraints
         .clone()
         .ok_or("spec.matchConstraints is required: say which resources the policy applies to")?;
-    let compile = |env: &Env, field: String, src: &str| -> Result<Program, String> {
-        env.compile(src)
-            .map_err(|e: CompileError| format!("{field}: {e}"))
+    // `field` is the expression's JSON pointer below spec, as
+    // `validations/0/expression`; messages spell it `spec.validations[0].expression`.
+    let compile = |env: &Env, field: String, src: &str| -> Result<Program, Failure> {
+        env.compile(src).map_err(|e: CompileError| Failure {
+            message: format!("{}: {e}", field_name(&field)),
+            expression: Some((format!("/spec/{field}"), e)),
+        })
     };
     let mut variables = Vec::new();
     for (i, v) in spec.variables.iter().enumerate() {
         variables.push(compile(
             &env,
-            format!("spec.variables[{i}] ({})", v.name),
+            format!("variables/{i}/expression"),
             &v.expression,
         )?);
         env.add_lazy_variable(&v.name);
@@ -546,25 +753,21 @@ fn compile_policy(
                 c.name.clone(),
                 compile(
                     &env,
-                    format!("spec.matchConditions[{i}] ({})", c.name),
+                    format!("matchConditions/{i}/expression"),
                     &c.expression,
                 )?,
             ))
         })
-        .collect::<Result<_, String>>()?;
+        .collect::<Result<_, Failure>>()?;
     let mut validations = Vec::new();
     for (i, v) in spec.validations.iter().enumerate() {
         validations.push(CompiledValidation {
-            expression: compile(
-                &env,
-                format!("spec.validations[{i}].expression"),
-                &v.expression,
-            )?,
+            expression: compile(&env, format!("validations/{i}/expression"), &v.expression)?,
             message: v.message.clone(),
             message_expression: v
                 .message_expression
                 .as_deref()
-                .map(|m| compile(&env, format!("spec.validations[{i}].messageExpression"), m))
+                .map(|m| compile(&env, format!("validations/{i}/messageExpression"), m))
                 .transpose()?,
             reason: v.reason.clone(),
         });
@@ -578,21 +781,21 @@ fn compile_policy(
                 a.key.clone(),
                 compile(
                     &env,
-                    format!("spec.auditAnnotations[{i}].valueExpression"),
+                    format!("auditAnnotations/{i}/valueExpression"),
                     &a.value_expression,
                 )?,
             ))
         })
-        .collect::<Result<_, String>>()?;
+        .collect::<Result<_, Failure>>()?;
     let mutations: Vec<Program> = spec
         .mutations
         .iter()
         .enumerate()
         .map(|(i, m)| match (m.patch_type.as_str(), &m.json_patch) {
-            ("JSONPatch", Some(p)) => compile(&env, format!("spec.mutations[{i}].jsonPatch.expression"), &p.expression),
-            (t, _) => Err(format!("spec.mutations[{i}]: patchType {t:?} is not supported; use JSONPatch with jsonPatch.expression")),
+            ("JSONPatch", Some(p)) => compile(&env, format!("mutations/{i}/jsonPatch/expression"), &p.expression),
+            (t, _) => Err(format!("spec.mutations[{i}]: patchType {t:?} is not supported; use JSONPatch with jsonPatch.expression").into()),
         })
-        .collect::<Result<_, String>>()?;
+        .collect::<Result<_, Failure>>()?;
     let mut indexes = HashMap::new();
     for (i, ix) in spec.indexes.iter().enumerate() {
         let id = inventory
@@ -663,6 +866,7 @@ fn compile_policy(
     let reads_request = programs.iter().any(|p| p.uses_global(slots.request));
     let reads_old_object = programs.iter().any(|p| p.uses_global(slots.old_object));
     let mut computed_lookup = false;
+    let mut warnings = Vec::new();
     for p in programs {
         for (id, args) in p.host_calls() {
             if matches!(id, host::GET | host::LIST) {
@@ -670,7 +874,10 @@ fn compile_policy(
                     args.first().cloned().flatten(),
                     args.get(1).cloned().flatten(),
                 ) {
-                    (Some(v), Some(k)) => kinds_read.push((v, k)),
+                    (Some(v), Some(k)) => {
+                        warnings.extend(resources::unknown_kind_warning(&v, &k));
+                        kinds_read.push((v, k));
+                    }
                     _ => {
                         computed_lookup = true;
                         tracing::warn!(policy = name, "an inventory lookup names its kind with a non-constant; that kind is not watched")
@@ -679,6 +886,10 @@ fn compile_policy(
             }
         }
     }
+    if computed_lookup {
+        warnings.push("an inventory lookup computes its apiVersion or kind: `serve` cannot know to watch that kind, so at admission the lookup finds only objects of kinds watched for other lookups; name the kind with a constant (one lookup per kind)".into());
+    }
+    warnings.dedup();
     Ok(CompiledPolicy {
         kinds_read,
         computed_lookup,
@@ -701,7 +912,23 @@ fn compile_policy(
         indexes,
         bindings,
         slots,
+        env,
+        warnings,
     })
+}
+
+/// `validations/0/expression` as `spec.validations[0].expression`.
+fn field_name(pointer: &str) -> String {
+    let mut out = String::from("spec");
+    for seg in pointer.split('/') {
+        if seg.bytes().all(|b| b.is_ascii_digit()) {
+            out.push_str(&format!("[{seg}]"));
+        } else {
+            out.push('.');
+            out.push_str(seg);
+        }
+    }
+    out
 }
 
 /// What every policy's evaluation of one request sees alike, computed when
@@ -836,6 +1063,35 @@ impl CompiledPolicy {
         Params::Found(found)
     }
 
+    /// Evaluates `expr` as one of the policy's own expressions: with its
+    /// `variables`, its params (`params`, else what its first binding's
+    /// paramRef finds) and its indexes, for `req`. Returns the value's type
+    /// and the value.
+    pub fn evaluate_expression(
+        &self,
+        expr: &str,
+        req: &Request,
+        inv: &dyn Lookup,
+        params: Option<&Json>,
+    ) -> Result<(String, Json), ExpressionError> {
+        let program = self.env.compile(expr).map_err(ExpressionError::Compile)?;
+        let found = match (params, self.bindings.first()) {
+            (None, Some(b)) => match self.params(b, req, inv) {
+                Params::Found(mut list) => Some(list.swap_remove(0).into_owned()),
+                _ => None,
+            },
+            _ => None,
+        };
+        let params = params.or(found.as_ref());
+        let shared = Shared::default();
+        self.with_activation_reading(req, &shared, inv, params, true, |act, _| {
+            program
+                .eval(act)
+                .map(|v| (v.type_name(), v.to_json()))
+                .map_err(|e| ExpressionError::Eval(e.to_string()))
+        })
+    }
+
     /// Builds the activation a policy's expressions see and runs `f` with it.
     fn with_activation<'i, R>(
         &self,
@@ -843,6 +1099,20 @@ impl CompiledPolicy {
         shared: &Shared<'i>,
         inv: &'i dyn Lookup,
         params: Option<&Json>,
+        f: impl FnOnce(&Activation<'_, '_>, &InventoryHost<'_>) -> R,
+    ) -> R {
+        self.with_activation_reading(req, shared, inv, params, false, f)
+    }
+
+    /// [`CompiledPolicy::with_activation`]; `everything`: set `request`
+    /// and `oldObject` even when no expression of the policy reads them.
+    fn with_activation_reading<'i, R>(
+        &self,
+        req: &Request,
+        shared: &Shared<'i>,
+        inv: &'i dyn Lookup,
+        params: Option<&Json>,
+        everything: bool,
         f: impl FnOnce(&Activation<'_, '_>, &InventoryHost<'_>) -> R,
     ) -> R {
         let namespace_object = shared
@@ -863,13 +1133,13 @@ impl CompiledPolicy {
             .with_cost_limit(POLICY_COST_BUDGET)
             .with_current_interrupt();
         act.set(s.object, Value::from_json(req.object.unwrap_or(&null)));
-        if self.reads_old_object {
+        if self.reads_old_object || everything {
             act.set(
                 s.old_object,
                 Value::from_json(req.old_object.get().unwrap_or(&null)),
             );
         }
-        if self.reads_request {
+        if self.reads_request || everything {
             act.set(
                 s.request,
                 shared.request.get_or_init(|| req.to_value()).clone(),
@@ -942,7 +1212,7 @@ impl CompiledPolicy {
                 Ok(Value::Bool(false)) => return,
                 Ok(_) => {}
                 Err(e) => {
-                    let message = expression_error(cond, &e);
+                    let message = self.expression_error(cond, &e);
                     if !condition_errors.contains(&message) {
                         condition_errors.push(message);
                     }
@@ -969,7 +1239,7 @@ impl CompiledPolicy {
                     if !fail {
                         continue;
                     }
-                    expression_error(&v.expression, &e)
+                    self.expression_error(&v.expression, &e)
                 }
             };
             let mut related = host.related.borrow().clone();
@@ -1001,7 +1271,7 @@ impl CompiledPolicy {
                 }
                 Err(e) => {
                     if fail {
-                        out.push(self.config_error(binding, expression_error(p, &e)));
+                        out.push(self.config_error(binding, self.expression_error(p, &e)));
                     }
                     continue;
                 }
@@ -1051,6 +1321,37 @@ const MAX_EVALUATED_MESSAGE_EXPRESSION_SIZE: usize = 5 * 1024;
 /// kube-apiserver's message for an expression that fails to evaluate.
 fn expression_error(p: &Program, e: &crate::cel::EvalError) -> String {
     format!("expression '{}' resulted in error: {e}", p.source())
+}
+
+impl CompiledPolicy {
+    /// [`expression_error`], and for an InterlockPolicy what the failure
+    /// means and how to fix the policy (a ValidatingAdmissionPolicy's
+    /// message stays kube-apiserver's, word for word).
+    fn expression_error(&self, p: &Program, e: &crate::cel::EvalError) -> String {
+        let message = expression_error(p, e);
+        match (self.kind, evaluation_hint(&e.to_string())) {
+            (PolicyKind::Interlock, Some(hint)) => format!(
+                "{message}. This is an error in policy {}, not in your object: {hint}",
+                self.name
+            ),
+            _ => message,
+        }
+    }
+}
+
+/// What an evaluation error says about the policy, for its author.
+fn evaluation_hint(error: &str) -> Option<String> {
+    let tail = error.rsplit(": ").next().unwrap_or(error);
+    if error.contains("no such key: ") {
+        let field = tail.split_whitespace().next().unwrap_or(tail);
+        return Some(format!(
+            "the object has no field '{field}' where the expression reads it (the field is optional, or defaulted only by the apiserver); the policy should read it as `.?{field}.orValue(DEFAULT)` or test `has(....{field})` first"
+        ));
+    }
+    if error.contains("no such overload") {
+        return Some("a value has another type than the expression expects (a number or boolean where a string is expected: YAML reads `y`, `yes`, `on`, `true` and unquoted numbers as such); the policy should convert it with string(...) or check its type, and the manifest should quote such values".into());
+    }
+    None
 }
 
 /// Several errors as one message, like Kubernetes' `utilerrors.NewAggregate`.

@@ -402,3 +402,40 @@ fn admission_actions_are_refused_on_a_validating_admission_policy() {
         "{errors:?}"
     );
 }
+
+/// An InterlockPolicy's evaluation error tells the tenant it is the
+/// policy's, which field was missing and how to fix the policy; a
+/// ValidatingAdmissionPolicy's stays kube-apiserver's message.
+#[test]
+fn an_interlock_policy_evaluation_error_says_what_to_fix() {
+    let spec = json!({"validations": [{"expression": "object.data.mode == 'x'"}]});
+    let mut docs = policy("strict-mode", spec.clone(), &["Deny"], None);
+    let mut interlock = json!({"apiVersion": "interlock.dev/v1alpha1", "kind": "InterlockPolicy",
+        "metadata": {"name": "mode"}, "spec": spec});
+    interlock["spec"]["matchConstraints"] = docs[0]["spec"]["matchConstraints"].clone();
+    docs.push(interlock);
+    let (set, inv) = compile(docs);
+    let (verdicts, _) = evaluate(&set, &inv, &configmap(json!({"other": "1"})));
+    let vap = verdicts
+        .iter()
+        .find(|v| v.policy == "strict-mode")
+        .expect("VAP verdict");
+    assert_eq!(
+        vap.message,
+        "expression 'object.data.mode == 'x'' resulted in error: no such key: mode"
+    );
+    let ours = verdicts
+        .iter()
+        .find(|v| v.policy == "mode")
+        .expect("InterlockPolicy verdict");
+    assert!(
+        ours.message.starts_with("expression 'object.data.mode == 'x'' resulted in error: no such key: mode. This is an error in policy mode, not in your object: the object has no field 'mode' where the expression reads it"),
+        "{}",
+        ours.message
+    );
+    assert!(
+        ours.message.contains("`.?mode.orValue(DEFAULT)`"),
+        "{}",
+        ours.message
+    );
+}

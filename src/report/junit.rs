@@ -139,7 +139,7 @@ impl Report {
 /// Escapes text for XML 1.0 content and attribute values. Characters XML
 /// cannot hold at all (most control characters, U+FFFE, U+FFFF) become
 /// `\u{..}` text.
-fn xml_escape(s: &str) -> String {
+pub(crate) fn xml_escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 16);
     for c in s.chars() {
         match c {

@@ -7,7 +7,7 @@
 
 mod human;
 mod json;
-mod junit;
+pub(crate) mod junit;
 mod sarif;
 
 use std::cmp::Ordering;

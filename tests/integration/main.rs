@@ -10,6 +10,8 @@ mod support;
 
 mod admission_robustness;
 mod audit_cli;
+mod authoring;
+mod authoring_exceptions;
 mod cel_robustness;
 mod control_plane;
 mod controller;

@@ -148,7 +148,8 @@ fn a_policy_that_does_not_compile_exits_2_with_the_position() {
     assert_eq!(out.status.code(), Some(2));
     let text =
         String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
-    assert!(text.contains("p.yaml:1"), "{text}");
+    // The line and column of the expression itself, not of the document.
+    assert!(text.contains("p.yaml:9:20: policy broken"), "{text}");
     assert!(text.contains("undeclared reference to 'objct'"), "{text}");
     assert!(text.contains("spec.validations[0].expression"), "{text}");
 }

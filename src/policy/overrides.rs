@@ -1,0 +1,258 @@
+//! Turning a loaded policy off, or changing what it does, without copying
+//! the library: `--disable NAME` and `--action NAME=Warn`, applied to the
+//! policy documents before they compile, alike in check, audit, serve and
+//! the controller.
+
+use super::{Action, INTERLOCK_GROUP, VAP_GROUP};
+use crate::k8s::kinds::group_of;
+use crate::manifest::Document;
+use serde_json::{json, Value as Json};
+use std::path::PathBuf;
+
+#[derive(Debug, Clone, Default, PartialEq, clap::Args)]
+pub struct Overrides {
+    /// Leave out the policy of this name (and its bindings); repeatable.
+    #[arg(long = "disable", value_name = "NAME")]
+    pub disable: Vec<String>,
+    /// Make the policy of this name only Deny, Warn or Audit (its
+    /// validationActions and admissionActions, or its bindings'
+    /// validationActions); repeatable.
+    #[arg(long = "action", value_name = "NAME=ACTION", value_parser = parse_action)]
+    pub actions: Vec<(String, Action)>,
+    /// A PolicyConfig file (interlock.dev/v1alpha1; spec.disable: [NAME],
+    /// spec.actions: {NAME: ACTION}) added to the flags; serve and the
+    /// controller read it again when it changes.
+    #[arg(long = "policy-config", value_name = "FILE")]
+    pub config: Option<PathBuf>,
+}
+
+/// The spec of a PolicyConfig document.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct ConfigSpec {
+    #[serde(default)]
+    disable: Vec<String>,
+    #[serde(default)]
+    actions: std::collections::BTreeMap<String, String>,
+}
+
+/// `NAME=Warn` as (NAME, Warn).
+pub fn parse_action(s: &str) -> Result<(String, Action), String> {
+    let (name, action) = s
+        .split_once('=')
+        .ok_or_else(|| format!("{s:?}: write NAME=ACTION, as unique-ingress-host=Warn"))?;
+    let action = Action::parse(action)
+        .ok_or_else(|| format!("{action:?} is not an action: use Deny, Warn or Audit"))?;
+    Ok((name.to_string(), action))
+}
+
+fn field<'a>(d: &'a Document, pointer: &str) -> &'a str {
+    d.value
+        .pointer(pointer)
+        .and_then(Json::as_str)
+        .unwrap_or("")
+}
+
+/// The name of the policy a document is or binds, if it is one of ours.
+fn policy_of(d: &Document) -> Option<&str> {
+    match (group_of(d.api_version()), d.kind()) {
+        (INTERLOCK_GROUP, "InterlockPolicy") | (VAP_GROUP, "ValidatingAdmissionPolicy") => {
+            Some(field(d, "/metadata/name"))
+        }
+        (VAP_GROUP, "ValidatingAdmissionPolicyBinding") => Some(field(d, "/spec/policyName")),
+        _ => None,
+    }
+}
+
+impl Overrides {
+    /// The flags with the config file's entries added.
+    fn resolved(&self) -> Result<Overrides, Vec<String>> {
+        let mut out = Overrides {
+            config: None,
+            ..self.clone()
+        };
+        let Some(file) = &self.config else {
+            return Ok(out);
+        };
+        let loaded = crate::manifest::load_paths(&[file], &Default::default());
+        let mut errors: Vec<String> = loaded.errors.iter().map(ToString::to_string).collect();
+        for d in &loaded.documents {
+            let at = format!("{}:{}", d.source, d.line);
+            if (group_of(d.api_version()), d.kind()) != (INTERLOCK_GROUP, "PolicyConfig") {
+                errors.push(format!(
+                    "{at}: {} is not a PolicyConfig (interlock.dev/v1alpha1)",
+                    d.display_name()
+                ));
+                continue;
+            }
+            let spec: ConfigSpec = match d.value.get("spec").cloned().map(serde_json::from_value) {
+                None => ConfigSpec::default(),
+                Some(Ok(s)) => s,
+                Some(Err(e)) => {
+                    errors.push(format!("{at}: PolicyConfig spec: {e}"));
+                    continue;
+                }
+            };
+            out.disable.extend(spec.disable);
+            for (name, action) in spec.actions {
+                match Action::parse(&action) {
+                    Some(a) => out.actions.push((name, a)),
+                    None => errors.push(format!(
+                        "{at}: spec.actions.{name}: {action:?} is not an action: use Deny, Warn or Audit"
+                    )),
+                }
+            }
+        }
+        if errors.is_empty() {
+            Ok(out)
+        } else {
+            Err(errors)
+        }
+    }
+
+    /// Applies the overrides (flags and config file) to `docs`; a name no
+    /// policy has is an error (a typo would otherwise leave the policy on),
+    /// naming those loaded.
+    pub fn apply(&self, docs: &mut Vec<Document>) -> Result<(), Vec<String>> {
+        self.resolved()?.apply_resolved(docs)
+    }
+
+    fn apply_resolved(&self, docs: &mut Vec<Document>) -> Result<(), Vec<String>> {
+        let names: Vec<String> = docs
+            .iter()
+            .filter(|d| d.kind() != "ValidatingAdmissionPolicyBinding")
+            .filter_map(policy_of)
+            .map(str::to_string)
+            .collect();
+        let mut errors = Vec::new();
+        let wanted = self
+            .disable
+            .iter()
+            .map(|n| ("--disable", n))
+            .chain(self.actions.iter().map(|(n, _)| ("--action", n)));
+        for (flag, name) in wanted {
+            if !names.contains(name) {
+                errors.push(format!(
+                    "{flag} {name}: no loaded policy has that name; the policies are {}",
+                    names.join(", ")
+                ));
+            }
+        }
+        if !errors.is_empty() {
+            return Err(errors);
+        }
+        docs.retain(|d| policy_of(d).is_none_or(|n| !self.disable.iter().any(|x| x == n)));
+        for (name, action) in &self.actions {
+            let actions = json!([format!("{action:?}")]);
+            for d in docs.iter_mut().filter(|d| policy_of(d) == Some(name)) {
+                let kind = d.kind().to_string();
+                let Some(spec) = d.value.get_mut("spec").and_then(Json::as_object_mut) else {
+                    continue;
+                };
+                match kind.as_str() {
+                    "InterlockPolicy" => {
+                        spec.insert("validationActions".into(), actions.clone());
+                        spec.insert("admissionActions".into(), actions.clone());
+                    }
+                    "ValidatingAdmissionPolicyBinding" => {
+                        spec.insert("validationActions".into(), actions.clone());
+                    }
+                    _ => {}
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn docs() -> Vec<Document> {
+        crate::bundled::documents().documents
+    }
+
+    #[test]
+    fn disable_leaves_the_policy_out() {
+        let mut d = docs();
+        let before = d.len();
+        let o = Overrides {
+            disable: vec!["unique-ingress-host".into()],
+            ..Default::default()
+        };
+        o.apply(&mut d).expect("applies");
+        assert_eq!(d.len(), before - 1);
+        assert!(d
+            .iter()
+            .all(|d| policy_of(d) != Some("unique-ingress-host")));
+    }
+
+    #[test]
+    fn action_rewrites_every_action_of_the_policy() {
+        let mut d = docs();
+        let o = Overrides {
+            actions: vec![parse_action("hpa-target-exists=Audit").unwrap()],
+            ..Default::default()
+        };
+        o.apply(&mut d).expect("applies");
+        let p = d
+            .iter()
+            .find(|d| policy_of(d) == Some("hpa-target-exists"))
+            .unwrap();
+        assert_eq!(p.value["spec"]["validationActions"], json!(["Audit"]));
+        assert_eq!(p.value["spec"]["admissionActions"], json!(["Audit"]));
+    }
+
+    #[test]
+    fn an_unknown_name_is_an_error_listing_the_policies() {
+        let o = Overrides {
+            disable: vec!["unique-ingres-host".into()],
+            ..Default::default()
+        };
+        let e = o.apply(&mut docs()).unwrap_err();
+        assert!(
+            e[0].starts_with(
+                "--disable unique-ingres-host: no loaded policy has that name; the policies are "
+            ),
+            "{e:?}"
+        );
+        assert!(e[0].contains("unique-ingress-host"), "{e:?}");
+        assert!(parse_action("x=Block").is_err());
+        assert!(parse_action("x").is_err());
+    }
+
+    #[test]
+    fn a_policy_config_file_adds_to_the_flags() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("config.yaml");
+        std::fs::write(
+            &file,
+            "apiVersion: interlock.dev/v1alpha1\nkind: PolicyConfig\nmetadata: {name: site}\nspec:\n  disable: [disallow-latest-tag]\n  actions: {hpa-target-exists: Warn}\n",
+        )
+        .unwrap();
+        let o = Overrides {
+            disable: vec!["unique-ingress-host".into()],
+            config: Some(file.clone()),
+            ..Default::default()
+        };
+        let mut d = docs();
+        o.apply(&mut d).expect("applies");
+        let names: Vec<&str> = d.iter().filter_map(policy_of).collect();
+        assert!(!names.contains(&"unique-ingress-host") && !names.contains(&"disallow-latest-tag"));
+        let hpa = d
+            .iter()
+            .find(|d| policy_of(d) == Some("hpa-target-exists"))
+            .unwrap();
+        assert_eq!(hpa.value["spec"]["validationActions"], json!(["Warn"]));
+
+        std::fs::write(&file, "apiVersion: interlock.dev/v1alpha1\nkind: PolicyConfig\nmetadata: {name: site}\nspec:\n  actions: {hpa-target-exists: Block}\n").unwrap();
+        let e = o.apply(&mut docs()).unwrap_err();
+        assert!(
+            e[0].contains(
+                "config.yaml:1: spec.actions.hpa-target-exists: \"Block\" is not an action"
+            ),
+            "{e:?}"
+        );
+    }
+}

@@ -88,6 +88,8 @@ enum Command {
         watch_timeout: u64,
         #[command(flatten)]
         boundary: interlock::admission::boundary::BoundaryArgs,
+        #[command(flatten)]
+        claims: interlock::admission::claims::ClaimArgs,
     },
     /// Write a CA and a serving certificate for the webhook.
     Certs {
@@ -228,6 +230,7 @@ fn main() -> ExitCode {
             reveal_other_namespaces,
             watch_timeout,
             boundary,
+            claims,
         } => {
             interlock::server::init_tracing(args.log_format.is_json());
             let options = interlock::admission::EngineOptions {
@@ -249,6 +252,7 @@ fn main() -> ExitCode {
                 args,
                 options,
                 cluster_options,
+                claims.options(),
             )) {
                 Ok(()) => 0,
                 Err(e) => {

@@ -3,6 +3,7 @@
 //! It implements [`crate::server::Reviewer`].
 
 pub mod boundary;
+pub mod claims;
 mod group;
 pub mod serve;
 
@@ -59,6 +60,8 @@ pub struct Engine {
     cluster: Arc<Cluster>,
     options: EngineOptions,
     metrics: Metrics,
+    /// Claims of unique keys on the API server (serve against a cluster).
+    claims: Option<Arc<claims::Claims>>,
 }
 
 impl Engine {
@@ -74,7 +77,14 @@ impl Engine {
             cluster,
             options,
             metrics: Metrics::default(),
+            claims: None,
         }
+    }
+
+    /// Arbitrates the keys of policies with `claims` through `claims`.
+    pub fn with_claims(mut self, claims: Arc<claims::Claims>) -> Engine {
+        self.claims = Some(claims);
+        self
     }
 
     pub fn cluster(&self) -> &Arc<Cluster> {
@@ -136,6 +146,11 @@ impl Engine {
             (readers, records, out, st.seen(), st.pending.has_due())
         });
         let denied = |out: &(Vec<Verdict>, _)| out.0.iter().any(|v| v.action == Action::Deny);
+        if writes && !denied(&first) {
+            if let Some(refused) = self.claim(&r, object.as_ref()) {
+                return boundary.warn(self.answer(resp, &r, refused, vec![]));
+            }
+        }
         let (verdicts, annotations) = if (readers && due) || (records && !denied(&first)) {
             // An admitted write of a kind that policies look up is recorded
             // under the write lock, in the same section as the decision on
@@ -171,6 +186,44 @@ impl Engine {
             first
         };
         boundary.warn(self.answer(resp, &r, verdicts, annotations))
+    }
+
+    /// Claims the unique keys an admitted write holds (see [`claims`]);
+    /// the verdicts that refuse it when a key is another holder's, or when
+    /// a claim cannot be made under a fail-closed policy. Runs outside the
+    /// lock: it waits on the API server.
+    fn claim(&self, r: &Request, object: Option<&Json>) -> Option<Vec<Verdict>> {
+        let claims = self.claims.as_ref()?;
+        let object = object?;
+        let wanted = self.read(|st| st.policies.claims_of(r, &st.inventory, object));
+        if wanted.is_empty() {
+            return None;
+        }
+        let subject = format!("{} {}/{}", r.kind, r.namespace, r.name);
+        let (error, fail_closed) = claims.claim(&self.cluster, &wanted, &subject).err()?;
+        let policy = wanted.first().map(|w| w.policy.clone()).unwrap_or_default();
+        let message = match &error {
+            claims::ClaimError::Taken { key, holder, .. } => {
+                let holder = if self.options.redact_other_namespaces
+                    && holder.split('/').next() != Some(r.namespace.as_str())
+                {
+                    "another namespace".to_string()
+                } else {
+                    holder.clone()
+                };
+                format!("{key} is being claimed by {holder} through another webhook replica; retry if that write does not persist")
+            }
+            claims::ClaimError::Api { .. } if !fail_closed => return None,
+            claims::ClaimError::Api { .. } => error.to_string(),
+        };
+        Some(vec![Verdict {
+            policy,
+            binding: None,
+            action: Action::Deny,
+            message,
+            reason: Some("Conflict".into()),
+            related: vec![],
+        }])
     }
 
     /// While the inventory is not synced, inventory-reading policies answer
@@ -341,6 +394,7 @@ fn status_of(reason: Option<&str>) -> (u16, &'static str) {
         Some("Unauthorized") => (401, "Unauthorized"),
         Some("RequestEntityTooLarge") => (413, "RequestEntityTooLarge"),
         Some("ServiceUnavailable") => (503, "ServiceUnavailable"),
+        Some("Conflict") => (409, "Conflict"),
         _ => (422, "Invalid"),
     }
 }
@@ -439,6 +493,10 @@ impl Reviewer for Engine {
     }
 
     fn register_metrics(&self, registry: &mut Registry) {
+        self.cluster.reloads.register(registry);
+        if let Some(c) = &self.claims {
+            c.register_metrics(registry);
+        }
         registry.register(
             "policy_decisions",
             "Admission decisions by policy and decision",

@@ -9,6 +9,9 @@ use crate::inventory::projection::Projection;
 use crate::inventory::{IndexDecl, Inventory, Prepared, Source};
 use crate::manifest::{self, LoadOptions};
 use crate::policy::PolicySet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -32,6 +35,37 @@ pub enum LoadError {
 
 fn join(v: &[String]) -> String {
     v.join("\n")
+}
+
+/// What /metrics shows of policy loading (handles share their values).
+#[derive(Clone, Default)]
+pub struct ReloadMetrics {
+    loaded: Gauge,
+    failures: Counter,
+}
+
+impl ReloadMetrics {
+    /// Registers `policies_loaded` and `policy_reload_failures`.
+    pub fn register(&self, registry: &mut Registry) {
+        registry.register(
+            "policies_loaded",
+            "Policies serving now (the last set that loaded)",
+            self.loaded.clone(),
+        );
+        registry.register(
+            "policy_reload_failures",
+            "Policy file changes refused (the previous policies kept serving)",
+            self.failures.clone(),
+        );
+    }
+
+    pub(super) fn loaded(&self, n: usize) {
+        self.loaded.set(i64::try_from(n).unwrap_or(i64::MAX));
+    }
+
+    pub fn failures(&self) -> u64 {
+        self.failures.get()
+    }
 }
 
 /// A compiled policy set with what the inventory must keep and index for
@@ -60,11 +94,7 @@ impl Loaded {
 
     /// The policies of `-p` paths, or the bundled library when none.
     pub fn from_paths(paths: &[PathBuf]) -> Result<Loaded, LoadError> {
-        let docs = if paths.is_empty() {
-            crate::bundled::documents()
-        } else {
-            manifest::load_paths(paths, &LoadOptions::default())
-        };
+        let docs = crate::policy::files::load_documents(paths);
         if !docs.errors.is_empty() {
             return Err(LoadError::Policies(
                 docs.errors.iter().map(|e| e.to_string()).collect(),
@@ -117,6 +147,7 @@ impl Cluster {
             let changed = *st.inventory.projection() != loaded.projection;
             st.inventory.set_projection(loaded.projection);
             st.policies = loaded.policies;
+            self.reloads.loaded(st.policies.len());
             if changed {
                 self.relist_all();
             }
@@ -265,6 +296,7 @@ async fn reload_loop(cluster: Arc<Cluster>, sources: Sources, mut watchers: Opti
                 }
             }
             Err(e) => {
+                cluster.reloads.failures.inc();
                 tracing::error!(error = %e, "policy change rejected; the previous policies keep serving")
             }
         }
@@ -354,5 +386,16 @@ mod tests {
             ..sources.clone()
         };
         assert!(initial(&allowed, Default::default()).is_ok());
+    }
+
+    /// `serve -p policies/` (the repository's library folder, with its
+    /// tests/ cases) serves the same policies as the bundled library.
+    #[test]
+    fn the_library_folder_loads_without_its_test_cases() {
+        let folder = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("policies");
+        let loaded = Loaded::from_paths(&[folder]).expect("policies/ loads");
+        let bundled = Loaded::from_paths(&[]).expect("the bundled library loads");
+        assert_eq!(loaded.policies.len(), bundled.policies.len());
+        assert!(loaded.policies.len() >= 8, "{}", loaded.policies.len());
     }
 }

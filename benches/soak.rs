@@ -107,7 +107,14 @@ fn loadavg() -> String {
 
 // ---------------------------------------------------------------- requests
 
-fn review(uid: u64, gvr: (&str, &str, &str, &str), op: &str, object: &Json, old: Option<&Json>, dry: bool) -> Bytes {
+fn review(
+    uid: u64,
+    gvr: (&str, &str, &str, &str),
+    op: &str,
+    object: &Json,
+    old: Option<&Json>,
+    dry: bool,
+) -> Bytes {
     let (group, version, kind, resource) = gvr;
     let gvk = json!({"group": group, "version": version, "kind": kind});
     let res = json!({"group": group, "version": version, "resource": resource});
@@ -167,7 +174,10 @@ fn normal_requests(docs: &[Json], n: usize) -> Vec<(Bytes, Bytes)> {
         let o = objs[(i / kinds.len()) % objs.len()];
         let uid = i as u64;
         let pair = |op: &str, new: &Json, old: Option<&Json>| {
-            (review(uid, *gvr, op, new, old, false), review(uid, *gvr, op, new, old, true))
+            (
+                review(uid, *gvr, op, new, old, false),
+                review(uid, *gvr, op, new, old, true),
+            )
         };
         out.push(if gvr.2 == "Pod" {
             let mut p = o.clone();
@@ -198,7 +208,14 @@ fn churn_request(i: u64, namespace: &str) -> Bytes {
     if i % 2 == 0 {
         review(1_000_000 + i, gvr, "CREATE", &object, None, false)
     } else {
-        review(1_000_000 + i, gvr, "DELETE", &object, Some(&stored(&object, i)), false)
+        review(
+            1_000_000 + i,
+            gvr,
+            "DELETE",
+            &object,
+            Some(&stored(&object, i)),
+            false,
+        )
     }
 }
 
@@ -207,16 +224,29 @@ fn churn_request(i: u64, namespace: &str) -> Bytes {
 fn hostile_request(i: u64, namespace: &str, limit: usize, keys: usize) -> (Bytes, &'static str) {
     match i % 3 {
         0 | 1 => {
-            let target = if i % 3 == 0 { limit - 64 * 1024 } else { limit + 64 * 1024 };
-            let entry = |k: usize| json!({"name": format!("E{k:06}"),
-                "valueFrom": {"configMapKeyRef": {"name": format!("cm-{}", k % 500), "key": "k"}}});
+            let target = if i % 3 == 0 {
+                limit - 64 * 1024
+            } else {
+                limit + 64 * 1024
+            };
+            let entry = |k: usize| {
+                json!({"name": format!("E{k:06}"),
+                "valueFrom": {"configMapKeyRef": {"name": format!("cm-{}", k % 500), "key": "k"}}})
+            };
             let per = serde_json::to_vec(&entry(0)).map_or(100, |v| v.len() + 1);
             let env: Vec<Json> = (0..target / per).map(entry).collect();
             let pod = json!({"apiVersion": "v1", "kind": "Pod",
                 "metadata": {"name": format!("hostile-{i}"), "namespace": namespace},
                 "spec": {"containers": [{"name": "c", "image": "registry.example.com/x:1", "env": env}]}});
-            let what = if i % 3 == 0 { "pod under the body limit" } else { "pod over the body limit" };
-            (review(2_000_000 + i, POD, "CREATE", &pod, None, false), what)
+            let what = if i % 3 == 0 {
+                "pod under the body limit"
+            } else {
+                "pod over the body limit"
+            };
+            (
+                review(2_000_000 + i, POD, "CREATE", &pod, None, false),
+                what,
+            )
         }
         _ => {
             let data: serde_json::Map<String, Json> = (0..keys)
@@ -224,7 +254,10 @@ fn hostile_request(i: u64, namespace: &str, limit: usize, keys: usize) -> (Bytes
                 .collect();
             let secret = json!({"apiVersion": "v1", "kind": "Secret",
                 "metadata": {"name": format!("hostile-{i}"), "namespace": namespace}, "data": data});
-            (review(2_000_000 + i, SECRET, "CREATE", &secret, None, false), "quadratic secret")
+            (
+                review(2_000_000 + i, SECRET, "CREATE", &secret, None, false),
+                "quadratic secret",
+            )
         }
     }
 }
@@ -246,7 +279,11 @@ async fn connect(addr: SocketAddr, tls: Arc<rustls::ClientConfig>) -> Result<Sen
 
 /// Sends `body` (GET when empty); the status and the answer.
 async fn send(s: &mut Sender, path: &str, body: &Bytes) -> Result<(u16, Bytes), BoxError> {
-    let builder = if body.is_empty() { Request::get(path) } else { Request::post(path) };
+    let builder = if body.is_empty() {
+        Request::get(path)
+    } else {
+        Request::post(path)
+    };
     let req = builder
         .header("host", "interlock.interlock-system.svc")
         .header("content-type", "application/json")
@@ -299,16 +336,30 @@ impl Drop for Server {
 
 fn start_server(dir: &Path, cluster: &Path) -> Result<Server, BoxError> {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port();
     std::fs::write(dir.join("adversarial.yaml"), ADVERSARIAL_POLICY)?;
     let p = |f: &str| dir.join(f).display().to_string();
     // `SOAK_SERVER`: another build of the binary (a release build when
     // this harness is a debug one).
-    let binary = std::env::var("SOAK_SERVER").unwrap_or_else(|_| env!("CARGO_BIN_EXE_interlock").into());
+    let binary =
+        std::env::var("SOAK_SERVER").unwrap_or_else(|_| env!("CARGO_BIN_EXE_interlock").into());
     let child = Command::new(binary)
-        .args(["serve", "--tls-cert", &p("tls.crt"), "--tls-key", &p("tls.key")])
+        .args([
+            "serve",
+            "--tls-cert",
+            &p("tls.crt"),
+            "--tls-key",
+            &p("tls.key"),
+        ])
         .args(["--listen", &format!("127.0.0.1:{port}")])
-        .args(["-p", &root.join("policies").display().to_string(), "-p", &p("adversarial.yaml")])
+        .args([
+            "-p",
+            &root.join("policies").display().to_string(),
+            "-p",
+            &p("adversarial.yaml"),
+        ])
         .args(["--inventory", &cluster.display().to_string()])
         .env("RUST_LOG", "warn")
         .stdout(Stdio::null())
@@ -320,7 +371,11 @@ fn start_server(dir: &Path, cluster: &Path) -> Result<Server, BoxError> {
     })
 }
 
-async fn wait_ready(addr: SocketAddr, tls: &Arc<rustls::ClientConfig>, log: &Path) -> Result<(), BoxError> {
+async fn wait_ready(
+    addr: SocketAddr,
+    tls: &Arc<rustls::ClientConfig>,
+    log: &Path,
+) -> Result<(), BoxError> {
     let start = Instant::now();
     while start.elapsed() < Duration::from_secs(600) {
         if let Ok(mut s) = connect(addr, tls.clone()).await {
@@ -330,7 +385,11 @@ async fn wait_ready(addr: SocketAddr, tls: &Arc<rustls::ClientConfig>, log: &Pat
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
-    Err(format!("the server never became ready:\n{}", std::fs::read_to_string(log)?).into())
+    Err(format!(
+        "the server never became ready:\n{}",
+        std::fs::read_to_string(log)?
+    )
+    .into())
 }
 
 // ----------------------------------------------------------------- clients
@@ -362,7 +421,8 @@ async fn normal(
                 let every = Duration::from_secs_f64(conns as f64 / rate);
                 let mut k = 0u64;
                 loop {
-                    let at = start + every.mul_f64(k as f64) + every.mul_f64(c as f64 / conns as f64);
+                    let at =
+                        start + every.mul_f64(k as f64) + every.mul_f64(c as f64 / conns as f64);
                     if at.duration_since(start).as_secs_f64() >= secs {
                         break;
                     }
@@ -428,7 +488,10 @@ async fn background(
             None => Err("not connected".into()),
         };
         let key = match &r {
-            Ok((200, a)) => format!("{what}: 200 allowed={}", allowed(a).map_or("?".into(), |b| b.to_string())),
+            Ok((200, a)) => format!(
+                "{what}: 200 allowed={}",
+                allowed(a).map_or("?".into(), |b| b.to_string())
+            ),
             Ok((status, _)) => format!("{what}: {status}"),
             Err(_) => format!("{what}: transport error"),
         };
@@ -442,7 +505,11 @@ async fn background(
 }
 
 /// `/healthz` every 100 ms on one connection: the worst answer time (µs).
-async fn probe(addr: SocketAddr, tls: Arc<rustls::ClientConfig>, stop: Arc<tokio::sync::Notify>) -> (u64, u64) {
+async fn probe(
+    addr: SocketAddr,
+    tls: Arc<rustls::ClientConfig>,
+    stop: Arc<tokio::sync::Notify>,
+) -> (u64, u64) {
     let (mut worst, mut failures) = (0u64, 0u64);
     let mut sender = connect(addr, tls.clone()).await.ok();
     let mut tick = tokio::time::interval(Duration::from_millis(100));
@@ -482,9 +549,21 @@ fn p50_p99(mut v: Vec<u64>) -> (f64, f64) {
 
 fn main() -> Result<(), BoxError> {
     let smoke = !std::env::args().any(|a| a == "--bench");
-    let objects: usize = if smoke { 400 } else { env("SOAK_OBJECTS", 50_000) };
-    let secs: f64 = if smoke { 3.0 } else { duration_arg().unwrap_or(env("SOAK_SECS", 600.0)) };
-    let quiet_secs: f64 = if smoke { 2.0 } else { env("SOAK_QUIET_SECS", 60.0) };
+    let objects: usize = if smoke {
+        400
+    } else {
+        env("SOAK_OBJECTS", 50_000)
+    };
+    let secs: f64 = if smoke {
+        3.0
+    } else {
+        duration_arg().unwrap_or(env("SOAK_SECS", 600.0))
+    };
+    let quiet_secs: f64 = if smoke {
+        2.0
+    } else {
+        env("SOAK_QUIET_SECS", 60.0)
+    };
     let rate: f64 = env("SOAK_RATE", 200.0);
     let churn_rate: f64 = env("SOAK_CHURN", 20.0);
     let hostile_rate: f64 = env("SOAK_HOSTILE", 1.0);

@@ -70,9 +70,26 @@ impl Process {
 
 /// `GET path` over HTTP/1.0, through TLS trusting `ca` when given.
 fn get(port: u16, path: &str, ca: Option<&str>) -> Option<String> {
+    exchange(
+        port,
+        &format!("GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n"),
+        ca,
+    )
+}
+
+/// `POST path` of a JSON `body` over HTTP/1.0 and TLS.
+fn post(port: u16, path: &str, body: &str, ca: &str) -> Option<String> {
+    let head = format!(
+        "POST {path} HTTP/1.0\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    );
+    exchange(port, &(head + body), Some(ca))
+}
+
+/// Sends `request`; the body of the answer.
+fn exchange(port: u16, request: &str, ca: Option<&str>) -> Option<String> {
     let tcp = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
     tcp.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
-    let request = format!("GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n");
     let mut out = Vec::new();
     match ca {
         None => {
@@ -114,7 +131,12 @@ fn sample(text: &str, series: &str) -> Option<f64> {
 }
 
 /// Scrapes until `series` is `want` (the reload loop polls every 3 s).
-fn wait_for(scrape: impl Fn() -> Option<String>, series: &str, want: f64, log: impl Fn() -> String) {
+fn wait_for(
+    scrape: impl Fn() -> Option<String>,
+    series: &str,
+    want: f64,
+    log: impl Fn() -> String,
+) {
     let deadline = Instant::now() + Duration::from_secs(60);
     let mut last = None;
     while Instant::now() < deadline {
@@ -145,7 +167,11 @@ fn reloads_show_on(dir: &Path, scrape: impl Fn() -> Option<String>, log: impl Fn
     std::fs::write(dir.join("broken.yaml"), BROKEN).expect("write");
     wait_for(&scrape, "interlock_policy_reload_failures_total", 1.0, &log);
     let text = scrape().expect("scrape");
-    assert_eq!(sample(&text, "interlock_policies_loaded"), Some(1.0), "{text}");
+    assert_eq!(
+        sample(&text, "interlock_policies_loaded"),
+        Some(1.0),
+        "{text}"
+    );
     std::fs::remove_file(dir.join("broken.yaml")).expect("rm");
     copy_policy(dir, "unique-ingress-host");
     wait_for(&scrape, "interlock_policies_loaded", 2.0, &log);
@@ -164,7 +190,11 @@ fn serve_metrics_show_policies_loaded_and_reloads_refused() {
     std::fs::create_dir(&policies).expect("mkdir");
     copy_policy(&policies, "disallow-latest-tag");
     let inventory = dir.path().join("inventory.yaml");
-    std::fs::write(&inventory, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, namespace: default}\n").expect("write");
+    std::fs::write(
+        &inventory,
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, namespace: default}\n",
+    )
+    .expect("write");
     let certs = interlock::certs::generate(&interlock::certs::CertsOptions::new(["127.0.0.1"]))
         .expect("certs");
     std::fs::write(dir.path().join("tls.crt"), &certs.cert_pem).expect("write");
@@ -208,7 +238,9 @@ fn controller_metrics_show_policies_loaded_and_reloads_refused() {
         dir.path().display().to_string(),
     ];
     let env = vec![("KUBECONFIG".to_string(), cluster.kubeconfig().to_path_buf())];
-    let log = tempfile::NamedTempFile::new().expect("log").into_temp_path();
+    let log = tempfile::NamedTempFile::new()
+        .expect("log")
+        .into_temp_path();
     let controller = Process::start(args, env, log.to_path_buf());
     reloads_show_on(
         dir.path(),
@@ -237,23 +269,65 @@ const REPLICA_B: Scope = Scope {
     resources: &["ingresses", "configmaps"],
 };
 
+/// A started replica: its port and CA.
+struct Replica {
+    port: u16,
+    ca: String,
+}
+
 /// Starts both replicas with `extra` arguments (and the unique-host rule).
-fn replicas(cluster: &support::cluster::TestCluster, extra: &[&str]) {
+fn replicas(cluster: &support::cluster::TestCluster, extra: &[&str]) -> [Replica; 2] {
     let policy = root()
         .join("policies/unique-ingress-host/policy.yaml")
         .display()
         .to_string();
     let mut args = vec!["-p", policy.as_str()];
     args.extend_from_slice(extra);
-    // The handles only hold temporary folders; the processes live until
-    // the test process ends.
-    std::mem::forget(start_scoped(cluster, &REPLICA_A, &args));
-    std::mem::forget(start_scoped(cluster, &REPLICA_B, &args));
+    // The processes live until the test process ends; so do their folders.
+    [&REPLICA_A, &REPLICA_B].map(|scope| {
+        let hook = start_scoped(cluster, scope, &args);
+        let ca = std::fs::read_to_string(hook.dir.path().join("ca.crt")).expect("ca");
+        let port = hook.port;
+        std::mem::forget(hook);
+        Replica { port, ca }
+    })
 }
 
-/// Creates one Ingress claiming `host` in each of `namespaces`, all at
-/// once; returns the namespaces whose create was admitted.
-fn race(cluster: &support::cluster::TestCluster, namespaces: &[String], host: &str) -> Vec<String> {
+/// An Ingress CREATE of `host` in `ns`, as the API server sends it.
+fn review(ns: &str, host: &str) -> String {
+    let mut ingress = support::webhook::ingress(ns, "direct", host);
+    ingress["metadata"]["uid"] = serde_json::json!(format!("{ns}-uid"));
+    let gvk = serde_json::json!({"group": "networking.k8s.io", "version": "v1", "kind": "Ingress"});
+    let gvr =
+        serde_json::json!({"group": "networking.k8s.io", "version": "v1", "resource": "ingresses"});
+    serde_json::json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+        "request": {"uid": format!("{ns}-review"), "kind": gvk, "resource": gvr,
+            "requestKind": gvk, "requestResource": gvr, "name": "direct", "namespace": ns,
+            "operation": "CREATE", "userInfo": {"username": "alice"},
+            "object": ingress, "dryRun": false}})
+    .to_string()
+}
+
+/// Reviews of one host for the first two namespaces, one through each
+/// replica, neither persisted (no watch can tell the other replica):
+/// which were allowed.
+fn one_through_each(replicas: &[Replica; 2], namespaces: &[String], host: &str) -> [bool; 2] {
+    [0, 1].map(|i| {
+        let r = &replicas[i];
+        let answer =
+            post(r.port, "/validate", &review(&namespaces[i], host), &r.ca).expect("answer");
+        answer.contains("\"allowed\":true")
+    })
+}
+
+/// Creates an Ingress `name` claiming `host` in each of `namespaces`, all
+/// at once; returns the namespaces whose create was admitted.
+fn race(
+    cluster: &support::cluster::TestCluster,
+    namespaces: &[String],
+    name: &str,
+    host: &str,
+) -> Vec<String> {
     use k8s_openapi::api::networking::v1::Ingress;
     let rt = tokio::runtime::Runtime::new().expect("runtime");
     rt.block_on(async {
@@ -261,9 +335,11 @@ fn race(cluster: &support::cluster::TestCluster, namespaces: &[String], host: &s
         let creates = namespaces.iter().map(|ns| {
             let api: kube::Api<Ingress> = kube::Api::namespaced(client.clone(), ns);
             let ingress: Ingress =
-                serde_json::from_value(support::webhook::ingress(ns, "web", host)).expect("ingress");
+                serde_json::from_value(support::webhook::ingress(ns, name, host)).expect("ingress");
             async move {
-                let r = api.create(&kube::api::PostParams::default(), &ingress).await;
+                let r = api
+                    .create(&kube::api::PostParams::default(), &ingress)
+                    .await;
                 (ns.clone(), r)
             }
         });
@@ -300,10 +376,13 @@ fn namespaces(cluster: &support::cluster::TestCluster, prefix: &str) -> Vec<Stri
         .collect()
 }
 
-/// Two webhook replicas, 50 concurrent creates of Ingresses claiming one
-/// host from 50 namespaces: exactly one is admitted, because each replica
-/// claims the host on the API server (a Lease) before it admits. Without
-/// claims the figure is printed (how many duplicates got through). When
+/// Two webhook replicas, five rounds of 50 concurrent creates of Ingresses
+/// claiming one host from 50 namespaces: exactly one is admitted in each,
+/// because each replica claims the host on the API server (a Lease) before
+/// it admits. Without claims the figures are printed (how many duplicates
+/// got through). And the race made certain: two reviews of one host, one
+/// through each replica, neither persisted, are both allowed without
+/// claims and only the first with them. When
 /// the winner is deleted the claim is released (after the grace period)
 /// and another namespace may take the host.
 #[test]
@@ -311,28 +390,75 @@ fn two_replicas_never_both_admit_a_duplicate_host() {
     let cluster = support::cluster::TestCluster::shared();
     let _logs = cluster.logs_on_panic();
 
-    replicas(cluster, &["--no-claims"]);
-    let without = race(cluster, &namespaces(cluster, "noclaim"), "race-a.example.com");
-    eprintln!("without claims: {} of 50 admitted", without.len());
+    const ROUNDS: usize = 5;
+    let unclaimed = replicas(cluster, &["--no-claims"]);
+    let spaces = namespaces(cluster, "noclaim");
+    // The race, made certain: each replica admits what the other did not
+    // see persisted.
+    assert_eq!(
+        one_through_each(&unclaimed, &spaces, "direct-a.example.com"),
+        [true, true]
+    );
+    let without: Vec<usize> = (0..ROUNDS)
+        .map(|r| {
+            race(
+                cluster,
+                &spaces,
+                &format!("web-{r}"),
+                &format!("race-a{r}.example.com"),
+            )
+            .len()
+        })
+        .collect();
+    eprintln!("without claims, admitted of 50 in each round: {without:?}");
 
     let claims_ns = cluster.create_namespace("claims");
-    replicas(cluster, &["--claims-namespace", &claims_ns, "--claim-grace", "3s"]);
+    let claimed = replicas(
+        cluster,
+        &["--claims-namespace", &claims_ns, "--claim-grace", "3s"],
+    );
     let spaces = namespaces(cluster, "claim");
-    let admitted = race(cluster, &spaces, "race-b.example.com");
-    eprintln!("with claims: {} of 50 admitted", admitted.len());
-    assert_eq!(admitted.len(), 1, "admitted in {admitted:?}");
-    let winner = &admitted[0];
-
+    assert_eq!(
+        one_through_each(&claimed, &spaces, "direct-b.example.com"),
+        [true, false],
+        "the second replica must find the first one's claim"
+    );
+    let mut winners = Vec::new();
+    for r in 0..ROUNDS {
+        let admitted = race(
+            cluster,
+            &spaces,
+            &format!("web-{r}"),
+            &format!("race-b{r}.example.com"),
+        );
+        eprintln!("with claims, round {r}: {} of 50 admitted", admitted.len());
+        assert_eq!(admitted.len(), 1, "round {r}: admitted in {admitted:?}");
+        winners.push(admitted[0].clone());
+    }
     let out = cluster.kubectl(&[
-        "get", "leases", "-n", &claims_ns, "-l", "interlock.dev/claim=true",
-        "-o", "jsonpath={.items[*].spec.holderIdentity}",
+        "get", "leases", "-n", &claims_ns, "-l", "interlock.dev/claim=true", "-o",
+        r#"jsonpath={range .items[*]}{.metadata.annotations.interlock\.dev/claim-key}={.spec.holderIdentity}{"\n"}{end}"#,
     ]);
-    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), winner.as_str());
+    let claims = String::from_utf8_lossy(&out.stdout).to_string();
+    for (r, winner) in winners.iter().enumerate() {
+        let host = format!("race-b{r}.example.com=");
+        let held: Vec<&str> = claims.lines().filter(|l| l.starts_with(&host)).collect();
+        assert_eq!(
+            held,
+            [format!("{host}{winner}")],
+            "one claim per host, held by its winner:\n{claims}"
+        );
+    }
+    let winner = &winners[0];
 
     // The winner goes: its claim is released and another namespace (behind
     // either replica) gets the host.
-    let out = cluster.kubectl(&["delete", "ingress", "web", "-n", winner]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = cluster.kubectl(&["delete", "ingress", "web-0", "-n", winner]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let others: Vec<&String> = spaces.iter().filter(|ns| *ns != winner).take(2).collect();
     let deadline = Instant::now() + Duration::from_secs(90);
     let mut last = String::new();
@@ -340,7 +466,7 @@ fn two_replicas_never_both_admit_a_duplicate_host() {
         for ns in &others {
             let out = support::webhook::apply(
                 cluster,
-                &support::webhook::ingress(ns, "web", "race-b.example.com"),
+                &support::webhook::ingress(ns, "web-0", "race-b0.example.com"),
                 &[],
             );
             if out.status.success() {
@@ -350,5 +476,8 @@ fn two_replicas_never_both_admit_a_duplicate_host() {
         }
         std::thread::sleep(Duration::from_secs(1));
     }
-    assert!(Instant::now() < deadline, "the host was never released: {last}");
+    assert!(
+        Instant::now() < deadline,
+        "the host was never released: {last}"
+    );
 }

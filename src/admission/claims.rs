@@ -158,8 +158,13 @@ impl Recorded {
             return false;
         }
         let held = cluster.read(|st| {
-            st.policies
-                .claim_held(&st.inventory, &self.policy, &self.index, &self.key, &self.holder)
+            st.policies.claim_held(
+                &st.inventory,
+                &self.policy,
+                &self.index,
+                &self.key,
+                &self.holder,
+            )
         });
         held != Some(true)
     }
@@ -168,7 +173,11 @@ impl Recorded {
 impl Claims {
     /// Claims in `options.namespace`, made on `runtime` (the evaluation
     /// threads that call [`Claims::claim`] are not the runtime's).
-    pub fn new(client: kube::Client, options: ClaimOptions, runtime: tokio::runtime::Handle) -> Self {
+    pub fn new(
+        client: kube::Client,
+        options: ClaimOptions,
+        runtime: tokio::runtime::Handle,
+    ) -> Self {
         Claims {
             api: Api::namespaced(client, &options.namespace),
             options,
@@ -196,18 +205,32 @@ impl Claims {
     /// evaluation thread (blocks it on the API calls). The first key that
     /// cannot be claimed ends it; keys claimed before stay, to be released
     /// by the sweep.
-    pub fn claim(&self, cluster: &Cluster, wanted: &[Wanted], object: &str) -> Result<(), (ClaimError, bool)> {
+    pub fn claim(
+        &self,
+        cluster: &Cluster,
+        wanted: &[Wanted],
+        object: &str,
+    ) -> Result<(), (ClaimError, bool)> {
         for w in wanted {
             let r = self.runtime.block_on(async {
-                match tokio::time::timeout(self.options.timeout, self.claim_one(cluster, w, object)).await {
+                match tokio::time::timeout(self.options.timeout, self.claim_one(cluster, w, object))
+                    .await
+                {
                     Ok(r) => r,
-                    Err(_) => Err(self.api_error(w, format!("no answer within {:?}", self.options.timeout))),
+                    Err(_) => {
+                        Err(self
+                            .api_error(w, format!("no answer within {:?}", self.options.timeout)))
+                    }
                 }
             });
             match r {
                 Ok(outcome) => self.count(outcome),
                 Err(e) => {
-                    self.count(if matches!(e, ClaimError::Taken { .. }) { "taken" } else { "error" });
+                    self.count(if matches!(e, ClaimError::Taken { .. }) {
+                        "taken"
+                    } else {
+                        "error"
+                    });
                     tracing::info!(policy = %w.policy, key = %w.key, holder = %w.holder, error = %e, "claim refused");
                     return Err((e, w.fail_closed));
                 }
@@ -236,7 +259,10 @@ impl Claims {
             metadata: ObjectMeta {
                 name: Some(lease_name(w)),
                 namespace: Some(self.options.namespace.clone()),
-                labels: Some(BTreeMap::from([(CLAIM_LABEL.to_string(), "true".to_string())])),
+                labels: Some(BTreeMap::from([(
+                    CLAIM_LABEL.to_string(),
+                    "true".to_string(),
+                )])),
                 annotations: Some(annotations),
                 ..ObjectMeta::default()
             },
@@ -249,11 +275,20 @@ impl Claims {
     }
 
     /// Create; else renew our own; else release a stale one and retry.
-    async fn claim_one(&self, cluster: &Cluster, w: &Wanted, object: &str) -> Result<&'static str, ClaimError> {
+    async fn claim_one(
+        &self,
+        cluster: &Cluster,
+        w: &Wanted,
+        object: &str,
+    ) -> Result<&'static str, ClaimError> {
         let name = lease_name(w);
         let err = |e: kube::Error| self.api_error(w, e.to_string());
         for _ in 0..3 {
-            match self.api.create(&PostParams::default(), &self.lease(w, object)).await {
+            match self
+                .api
+                .create(&PostParams::default(), &self.lease(w, object))
+                .await
+            {
                 Ok(_) => return Ok("created"),
                 Err(e) if status(&e) == Some(409) => {}
                 Err(e) => return Err(err(e)),
@@ -267,7 +302,11 @@ impl Claims {
             if holder == w.holder {
                 let mut renewed = self.lease(w, object);
                 renewed.metadata.resource_version = current.metadata.resource_version.clone();
-                match self.api.replace(&name, &PostParams::default(), &renewed).await {
+                match self
+                    .api
+                    .replace(&name, &PostParams::default(), &renewed)
+                    .await
+                {
                     Ok(_) => return Ok("renewed"),
                     Err(e) if matches!(status(&e), Some(409 | 404)) => continue,
                     Err(e) => return Err(err(e)),
@@ -320,8 +359,8 @@ impl Claims {
         let now = Timestamp::now();
         let mut released = 0;
         for lease in &leases.items {
-            let stale = Recorded::of(lease)
-                .is_none_or(|r| r.releasable(cluster, self.options.grace, now));
+            let stale =
+                Recorded::of(lease).is_none_or(|r| r.releasable(cluster, self.options.grace, now));
             if stale {
                 self.release(lease).await?;
                 released += 1;

@@ -29,9 +29,10 @@ pub async fn run(
         None
     };
     // Claims need the API server: not when serving from files.
-    let claims = client.clone().zip(claims).map(|(c, o)| {
-        Arc::new(Claims::new(c, o, tokio::runtime::Handle::current()))
-    });
+    let claims = client
+        .clone()
+        .zip(claims)
+        .map(|(c, o)| Arc::new(Claims::new(c, o, tokio::runtime::Handle::current())));
     let supervisor = Supervisor::start(cluster.clone(), client, sources, kinds);
     let engine = Engine::over(cluster.clone(), options);
     let (engine, sweep) = match claims {

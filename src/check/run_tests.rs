@@ -388,15 +388,27 @@ fn policy_test_files_found_in_a_walk_are_not_policies() {
     write(dir.path(), "p/policy.yaml", &policy);
     let case = "apiVersion: interlock.dev/v1alpha1\nkind: PolicyTest\nmetadata: {name: c}\nspec: {expect: []}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n";
     write(dir.path(), "p/cases/c.yaml", case);
-    write(dir.path(), "m/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: other}\n");
-    let r = run_on(&dir.path().join("m"), |o| o.policies = vec![dir.path().join("p")]);
+    write(
+        dir.path(),
+        "m/cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: other}\n",
+    );
+    let r = run_on(&dir.path().join("m"), |o| {
+        o.policies = vec![dir.path().join("p")]
+    });
     assert!(r.errors.is_empty(), "{:?}", r.errors);
     assert_eq!(r.policy_names, vec!["disallow-latest-tag".to_string()]);
     let named = run_on(&dir.path().join("m"), |o| {
-        o.policies = vec![dir.path().join("p/policy.yaml"), dir.path().join("p/cases/c.yaml")]
+        o.policies = vec![
+            dir.path().join("p/policy.yaml"),
+            dir.path().join("p/cases/c.yaml"),
+        ]
     });
     assert!(
-        named.errors.iter().any(|e| e.message.contains("is not a policy")),
+        named
+            .errors
+            .iter()
+            .any(|e| e.message.contains("is not a policy")),
         "{:?}",
         named.errors
     );
@@ -454,9 +466,16 @@ spec:
     assert_eq!(latest[0].object.namespace.as_deref(), Some("shop"));
     assert_eq!(latest[0].source.line, 5, "reported at spec.template");
     let pss = on("pod-security-baseline", "Rollout");
-    assert!(pss.iter().any(|f| f.message.contains("privileged")), "{pss:?}");
+    assert!(
+        pss.iter().any(|f| f.message.contains("privileged")),
+        "{pss:?}"
+    );
     let nightly = on("pod-security-baseline", "NightlyJob");
-    assert!(nightly.iter().any(|f| f.message.contains("hostNetwork")), "{:?}", r.results);
+    assert!(
+        nightly.iter().any(|f| f.message.contains("hostNetwork")),
+        "{:?}",
+        r.results
+    );
     assert_eq!(on("disallow-latest-tag", "Deployment").len(), 1);
     assert!(on("disallow-latest-tag", "PodTemplate").is_empty());
 }

@@ -91,7 +91,10 @@ mod tests {
 
         let cron = json!({"kind": "Schedule", "metadata": {"name": "s"},
             "spec": {"jobTemplate": {"spec": {"template": {"spec": {"containers": [{"name": "c"}]}}}}}});
-        assert_eq!(embedded(&cron)[0].pointer, "/spec/jobTemplate/spec/template");
+        assert_eq!(
+            embedded(&cron)[0].pointer,
+            "/spec/jobTemplate/spec/template"
+        );
 
         // A `template` that is not a pod's is left alone.
         let sealed = json!({"kind": "SealedSecret", "metadata": {"name": "x"},

@@ -304,7 +304,8 @@ impl Loaded {
 /// Files and the documents of large files are parsed in parallel; the result
 /// does not depend on the number of threads.
 pub fn load_paths<P: AsRef<Path>>(inputs: &[P], opts: &LoadOptions) -> Loaded {
-    let (files, mut discover_errors) = inputs::discover(inputs, &opts.exclude, &opts.skip_found_dirs);
+    let (files, mut discover_errors) =
+        inputs::discover(inputs, &opts.exclude, &opts.skip_found_dirs);
     let per_file: Vec<Loaded> = files.par_iter().map(|i| load_input(i, opts)).collect();
     let mut all = Loaded::default();
     all.errors.append(&mut discover_errors);

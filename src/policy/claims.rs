@@ -94,7 +94,8 @@ impl PolicySet {
         };
         let mut out = Vec::new();
         // A policy that cannot refuse the write has nothing to arbitrate.
-        let arbitrated = |p: &&super::CompiledPolicy| !p.claims.is_empty() && p.may_deny_at_admission();
+        let arbitrated =
+            |p: &&super::CompiledPolicy| !p.claims.is_empty() && p.may_deny_at_admission();
         for p in self.applying_to(r, inv).filter(arbitrated) {
             for c in &p.claims {
                 let holder = c.holder.of(&key.namespace, &key.name);
@@ -146,7 +147,8 @@ mod tests {
 
     fn bundled() -> (PolicySet, Inventory) {
         let mut inv = Inventory::new();
-        let (set, errors) = PolicySet::compile_documents(crate::bundled::documents().documents, &mut inv);
+        let (set, errors) =
+            PolicySet::compile_documents(crate::bundled::documents().documents, &mut inv);
         assert!(errors.is_empty(), "{errors:?}");
         (set, inv)
     }
@@ -169,14 +171,26 @@ mod tests {
             }]
         );
         let held = |inv: &Inventory, holder| {
-            set.claim_held(inv, "unique-ingress-host", "ingress-hosts", "shop.example.com", holder)
+            set.claim_held(
+                inv,
+                "unique-ingress-host",
+                "ingress-hosts",
+                "shop.example.com",
+                holder,
+            )
         };
         assert_eq!(held(&inv, "team-a"), Some(false), "nothing stored yet");
         inv.upsert(&web, None).expect("stored");
         assert_eq!(held(&inv, "team-a"), Some(true));
         assert_eq!(held(&inv, "team-b"), Some(false));
         assert_eq!(
-            set.claim_held(&inv, "retired-policy", "ingress-hosts", "shop.example.com", "team-a"),
+            set.claim_held(
+                &inv,
+                "retired-policy",
+                "ingress-hosts",
+                "shop.example.com",
+                "team-a"
+            ),
             None
         );
         // A ConfigMap claims nothing.
@@ -198,8 +212,12 @@ mod tests {
                     "validations": [{"expression": "true"}]}})
         };
         let errors = |claims| {
-            let source = crate::inventory::Source { file: "p.yaml".into(), line: 1 };
-            let (_, errors) = PolicySet::compile(&[(policy(claims), source)], &mut Inventory::new());
+            let source = crate::inventory::Source {
+                file: "p.yaml".into(),
+                line: 1,
+            };
+            let (_, errors) =
+                PolicySet::compile(&[(policy(claims), source)], &mut Inventory::new());
             errors.into_iter().map(|e| e.message).collect::<Vec<_>>()
         };
         assert!(errors(serde_json::json!([{"index": "names", "holder": "Object"}])).is_empty());

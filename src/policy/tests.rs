@@ -430,7 +430,10 @@ fn inventory_lookups_count_against_the_memory_budget() {
     };
     let (set, inv) = compiled(&format!("object.data.all(k, {each})"));
     let stored = inv.list("", "ConfigMap", Some("other"));
-    assert!(stored[0].built_bytes() > 4000, "kept compact, with its data");
+    assert!(
+        stored[0].built_bytes() > 4000,
+        "kept compact, with its data"
+    );
     let keys: serde_json::Map<String, Json> =
         (0..300).map(|i| (format!("k{i}"), json!("v"))).collect();
     let (verdicts, _) = evaluate(&set, &inv, &configmap(Json::Object(keys)));
@@ -442,5 +445,7 @@ fn inventory_lookups_count_against_the_memory_budget() {
     );
     // One list of the same objects is well within the budget.
     let (once, inv) = compiled(each);
-    assert!(evaluate(&once, &inv, &configmap(json!({"k": "v"}))).0.is_empty());
+    assert!(evaluate(&once, &inv, &configmap(json!({"k": "v"})))
+        .0
+        .is_empty());
 }

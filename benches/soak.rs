@@ -36,7 +36,7 @@ use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -119,6 +119,11 @@ fn review(
     let gvk = json!({"group": group, "version": version, "kind": kind});
     let res = json!({"group": group, "version": version, "resource": resource});
     let subject = old.unwrap_or(object);
+    let object = if op == "DELETE" {
+        Json::Null
+    } else {
+        object.clone()
+    };
     let body = json!({
         "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
         "request": {
@@ -128,7 +133,7 @@ fn review(
             "operation": op,
             "userInfo": {"username": "system:serviceaccount:ci:deployer",
                          "groups": ["system:serviceaccounts", "system:authenticated"]},
-            "object": if op == "DELETE" { Json::Null } else { object.clone() },
+            "object": object,
             "oldObject": old, "dryRun": dry,
         }
     });
@@ -345,22 +350,23 @@ fn start_server(dir: &Path, cluster: &Path) -> Result<Server, BoxError> {
     // this harness is a debug one).
     let binary =
         std::env::var("SOAK_SERVER").unwrap_or_else(|_| env!("CARGO_BIN_EXE_interlock").into());
+    let args: Vec<String> = vec![
+        "serve".into(),
+        "--tls-cert".into(),
+        p("tls.crt"),
+        "--tls-key".into(),
+        p("tls.key"),
+        "--listen".into(),
+        format!("127.0.0.1:{port}"),
+        "-p".into(),
+        root.join("policies").display().to_string(),
+        "-p".into(),
+        p("adversarial.yaml"),
+        "--inventory".into(),
+        cluster.display().to_string(),
+    ];
     let child = Command::new(binary)
-        .args([
-            "serve",
-            "--tls-cert",
-            &p("tls.crt"),
-            "--tls-key",
-            &p("tls.key"),
-        ])
-        .args(["--listen", &format!("127.0.0.1:{port}")])
-        .args([
-            "-p",
-            &root.join("policies").display().to_string(),
-            "-p",
-            &p("adversarial.yaml"),
-        ])
-        .args(["--inventory", &cluster.display().to_string()])
+        .args(&args)
         .env("RUST_LOG", "warn")
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(dir.join("serve.log"))?)
@@ -435,8 +441,6 @@ async fn normal(
                     };
                     let latency = at.elapsed().as_micros() as u64;
                     let minute = at.duration_since(start).as_secs() / 60;
-                    let mut o = out.lock().unwrap_or_else(|p| p.into_inner());
-                    o.by_minute.entry(minute).or_default().push(latency);
                     let wrong = match &r {
                         Ok((200, answer)) if allowed(answer) == Some(*expect) => None,
                         Ok((status, answer)) => Some(format!(
@@ -445,12 +449,18 @@ async fn normal(
                         )),
                         Err(e) => Some(e.to_string()),
                     };
-                    if let Some(w) = wrong {
-                        o.errors += 1;
-                        if o.first_errors.len() < 5 {
-                            o.first_errors.push(w);
+                    let failed = wrong.is_some();
+                    {
+                        let mut o = out.lock().unwrap_or_else(|p| p.into_inner());
+                        o.by_minute.entry(minute).or_default().push(latency);
+                        if let Some(w) = wrong {
+                            o.errors += 1;
+                            if o.first_errors.len() < 5 {
+                                o.first_errors.push(w);
+                            }
                         }
-                        drop(o);
+                    }
+                    if failed {
                         sender = connect(addr, tls.clone()).await.ok();
                     }
                 }
@@ -471,16 +481,18 @@ async fn background(
     addr: SocketAddr,
     tls: Arc<rustls::ClientConfig>,
     rate: f64,
-    stop: Arc<tokio::sync::Notify>,
+    stop: Arc<AtomicBool>,
     make: impl Fn(u64) -> (Bytes, &'static str) + Send + 'static,
 ) -> BTreeMap<String, u64> {
     let mut counts = BTreeMap::new();
     let mut sender = connect(addr, tls.clone()).await.ok();
     let mut tick = tokio::time::interval(Duration::from_secs_f64(1.0 / rate));
+    // A slow answer delays the next request, no burst after it.
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     for i in 0.. {
-        tokio::select! {
-            _ = tick.tick() => {}
-            _ = stop.notified() => break,
+        tick.tick().await;
+        if stop.load(Ordering::Relaxed) {
+            break;
         }
         let (body, what) = make(i);
         let r = match sender.as_mut() {
@@ -508,15 +520,16 @@ async fn background(
 async fn probe(
     addr: SocketAddr,
     tls: Arc<rustls::ClientConfig>,
-    stop: Arc<tokio::sync::Notify>,
+    stop: Arc<AtomicBool>,
 ) -> (u64, u64) {
     let (mut worst, mut failures) = (0u64, 0u64);
     let mut sender = connect(addr, tls.clone()).await.ok();
     let mut tick = tokio::time::interval(Duration::from_millis(100));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
-        tokio::select! {
-            _ = tick.tick() => {}
-            _ = stop.notified() => break,
+        tick.tick().await;
+        if stop.load(Ordering::Relaxed) {
+            break;
         }
         let t = Instant::now();
         let ok = match sender.as_mut() {
@@ -629,7 +642,7 @@ fn main() -> Result<(), BoxError> {
             loadavg()
         );
 
-        let stop = Arc::new(tokio::sync::Notify::new());
+        let stop = Arc::new(AtomicBool::new(false));
         let ns = namespace.clone();
         let churn = tokio::spawn(background(addr, tls.clone(), churn_rate, stop.clone(), move |i| {
             (churn_request(i, &ns), if i % 2 == 0 { "churn create" } else { "churn delete" })
@@ -657,7 +670,7 @@ fn main() -> Result<(), BoxError> {
             })
         };
         let soak = normal(addr, tls.clone(), requests, rate, conns, secs).await;
-        stop.notify_waiters();
+        stop.store(true, Ordering::Relaxed);
         rss_task.abort();
         let churned = churn.await?;
         let hostile = hostile.await?;

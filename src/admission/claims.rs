@@ -205,12 +205,12 @@ impl Claims {
     /// evaluation thread (blocks it on the API calls). The first key that
     /// cannot be claimed ends it; keys claimed before stay, to be released
     /// by the sweep.
-    pub fn claim(
+    pub fn claim<'w>(
         &self,
         cluster: &Cluster,
-        wanted: &[Wanted],
+        wanted: &'w [Wanted],
         object: &str,
-    ) -> Result<(), (ClaimError, bool)> {
+    ) -> Result<(), (ClaimError, &'w Wanted)> {
         for w in wanted {
             let r = self.runtime.block_on(async {
                 match tokio::time::timeout(self.options.timeout, self.claim_one(cluster, w, object))
@@ -232,7 +232,7 @@ impl Claims {
                         "error"
                     });
                     tracing::info!(policy = %w.policy, key = %w.key, holder = %w.holder, error = %e, "claim refused");
-                    return Err((e, w.fail_closed));
+                    return Err((e, w));
                 }
             }
         }

@@ -200,8 +200,7 @@ impl Engine {
             return None;
         }
         let subject = format!("{} {}/{}", r.kind, r.namespace, r.name);
-        let (error, fail_closed) = claims.claim(&self.cluster, &wanted, &subject).err()?;
-        let policy = wanted.first().map(|w| w.policy.clone()).unwrap_or_default();
+        let (error, refused) = claims.claim(&self.cluster, &wanted, &subject).err()?;
         let message = match &error {
             claims::ClaimError::Taken { key, holder, .. } => {
                 let holder = if self.options.redact_other_namespaces
@@ -213,11 +212,11 @@ impl Engine {
                 };
                 format!("{key} is being claimed by {holder} through another webhook replica; retry if that write does not persist")
             }
-            claims::ClaimError::Api { .. } if !fail_closed => return None,
+            claims::ClaimError::Api { .. } if !refused.fail_closed => return None,
             claims::ClaimError::Api { .. } => error.to_string(),
         };
         Some(vec![Verdict {
-            policy,
+            policy: refused.policy.clone(),
             binding: None,
             action: Action::Deny,
             message,

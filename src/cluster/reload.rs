@@ -62,10 +62,6 @@ impl ReloadMetrics {
     pub(super) fn loaded(&self, n: usize) {
         self.loaded.set(i64::try_from(n).unwrap_or(i64::MAX));
     }
-
-    pub fn failures(&self) -> u64 {
-        self.failures.get()
-    }
 }
 
 /// A compiled policy set with what the inventory must keep and index for

@@ -87,7 +87,8 @@ pub struct Wanted {
 
 impl PolicySet {
     /// The keys that `r` (of `object`) claims under the policies that
-    /// apply to it.
+    /// apply to it. An UPDATE claims only the keys its old version did not
+    /// yield: those are stored, so every replica's index check sees them.
     pub fn claims_of(&self, r: &Request, inv: &Inventory, object: &Json) -> Vec<Wanted> {
         let Some(key) = ObjectKey::of(object) else {
             return vec![];
@@ -99,7 +100,12 @@ impl PolicySet {
         for p in self.applying_to(r, inv).filter(arbitrated) {
             for c in &p.claims {
                 let holder = c.holder.of(&key.namespace, &key.name);
-                for k in inv.index_keys(c.id, object) {
+                let held = r
+                    .old_object
+                    .get()
+                    .map(|old| inv.index_keys(c.id, old))
+                    .unwrap_or_default();
+                for k in inv.index_keys(c.id, object).into_iter().filter(|k| !held.contains(k)) {
                     out.push(Wanted {
                         policy: p.name.clone(),
                         index: c.index.clone(),
@@ -193,6 +199,14 @@ mod tests {
             ),
             None
         );
+        // An UPDATE claims only what its old version did not hold.
+        let mut moved = web.clone();
+        moved["spec"]["rules"] = serde_json::json!([{"host": "shop.example.com"}, {"host": "new.example.com"}]);
+        let mut r = Request::create(&moved, "alice").expect("request");
+        r.operation = "UPDATE".into();
+        r.old_object = super::super::OldObject::Json(&web);
+        let keys: Vec<String> = set.claims_of(&r, &inv, &moved).into_iter().map(|w| w.key).collect();
+        assert_eq!(keys, ["new.example.com"]);
         // A ConfigMap claims nothing.
         let cm = serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap",
             "metadata": {"name": "c", "namespace": "team-a"}});

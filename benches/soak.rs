@@ -35,6 +35,7 @@ use std::collections::BTreeMap;
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::os::unix::process::CommandExt as _;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -236,7 +237,7 @@ fn hostile_request(i: u64, namespace: &str, limit: usize, keys: usize) -> (Bytes
             };
             let entry = |k: usize| {
                 json!({"name": format!("E{k:06}"),
-                "valueFrom": {"configMapKeyRef": {"name": format!("cm-{}", k % 500), "key": "k"}}})
+                "valueFrom": {"configMapKeyRef": {"name": format!("cm-{:03}", k % 500), "key": "k"}}})
             };
             let per = serde_json::to_vec(&entry(0)).map_or(100, |v| v.len() + 1);
             let env: Vec<Json> = (0..target / per).map(entry).collect();
@@ -365,8 +366,16 @@ fn start_server(dir: &Path, cluster: &Path) -> Result<Server, BoxError> {
         "--inventory".into(),
         cluster.display().to_string(),
     ];
-    let child = Command::new(binary)
-        .args(&args)
+    let mut command = Command::new(binary);
+    // SAFETY: prctl is async-signal-safe. The server dies with the bench.
+    unsafe {
+        command.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            Ok(())
+        });
+    }
+    let child = command
+        .args(args)
         .env("RUST_LOG", "warn")
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(dir.join("serve.log"))?)
@@ -570,7 +579,7 @@ fn main() -> Result<(), BoxError> {
     let secs: f64 = if smoke {
         3.0
     } else {
-        duration_arg().unwrap_or(env("SOAK_SECS", 600.0))
+        duration_arg().unwrap_or_else(|| env("SOAK_SECS", 600.0))
     };
     let quiet_secs: f64 = if smoke {
         2.0
@@ -585,6 +594,7 @@ fn main() -> Result<(), BoxError> {
 
     let dir = tempfile::tempdir()?;
     let cluster = dir.path().join("cluster");
+    std::fs::create_dir_all(&cluster)?;
     let generated = gen_cluster::generate(&cluster, objects)?;
     let certs = interlock::certs::generate(&interlock::certs::CertsOptions::new(["127.0.0.1"]))?;
     std::fs::write(dir.path().join("tls.crt"), &certs.cert_pem)?;

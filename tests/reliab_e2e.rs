@@ -42,7 +42,7 @@ impl Process {
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
             let mut cmd = Command::new(env!("CARGO_BIN_EXE_interlock"));
-            cmd.args(&args)
+            cmd.args(args)
                 .envs(env)
                 .env("RUST_LOG", "info")
                 .stdout(Stdio::null())

@@ -25,6 +25,7 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::registry::Registry;
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -114,11 +115,12 @@ pub struct Claims {
 pub fn lease_name(w: &Wanted) -> String {
     let input = format!("{}\n{}\n{}", w.policy, w.index, w.key);
     let digest = ring::digest::digest(&ring::digest::SHA256, input.as_bytes());
-    let hex: String = digest.as_ref()[..20]
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
-    format!("interlock-claim-{hex}")
+    let mut name = String::from("interlock-claim-");
+    for b in &digest.as_ref()[..20] {
+        // Writing to a String cannot fail.
+        let _ = write!(name, "{b:02x}");
+    }
+    name
 }
 
 /// A key a Lease records, as it was claimed.

@@ -34,8 +34,8 @@ mod gen_cluster;
 use std::collections::BTreeMap;
 use std::convert::Infallible;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
 use std::os::unix::process::CommandExt as _;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -202,7 +202,7 @@ fn normal_requests(docs: &[Json], n: usize) -> Vec<(Bytes, Bytes)> {
 /// Churn request `i`: a create, then a delete, of a ConfigMap or an Ingress.
 fn churn_request(i: u64, namespace: &str) -> Bytes {
     let n = i / 2;
-    let object = if n % 2 == 0 {
+    let object = if n.is_multiple_of(2) {
         json!({"apiVersion": "v1", "kind": "ConfigMap",
                "metadata": {"name": format!("churn-{n}"), "namespace": namespace}, "data": {"k": "v"}})
     } else {
@@ -210,8 +210,12 @@ fn churn_request(i: u64, namespace: &str) -> Bytes {
                "metadata": {"name": format!("churn-{n}"), "namespace": namespace},
                "spec": {"rules": [{"host": format!("churn-{n}.soak.example.com")}]}})
     };
-    let gvr = if n % 2 == 0 { CONFIGMAP } else { INGRESS };
-    if i % 2 == 0 {
+    let gvr = if n.is_multiple_of(2) {
+        CONFIGMAP
+    } else {
+        INGRESS
+    };
+    if i.is_multiple_of(2) {
         review(1_000_000 + i, gvr, "CREATE", &object, None, false)
     } else {
         review(
@@ -230,7 +234,7 @@ fn churn_request(i: u64, namespace: &str) -> Bytes {
 fn hostile_request(i: u64, namespace: &str, limit: usize, keys: usize) -> (Bytes, &'static str) {
     match i % 3 {
         0 | 1 => {
-            let target = if i % 3 == 0 {
+            let target = if i.is_multiple_of(3) {
                 limit - 64 * 1024
             } else {
                 limit + 64 * 1024
@@ -244,7 +248,7 @@ fn hostile_request(i: u64, namespace: &str, limit: usize, keys: usize) -> (Bytes
             let pod = json!({"apiVersion": "v1", "kind": "Pod",
                 "metadata": {"name": format!("hostile-{i}"), "namespace": namespace},
                 "spec": {"containers": [{"name": "c", "image": "registry.example.com/x:1", "env": env}]}});
-            let what = if i % 3 == 0 {
+            let what = if i.is_multiple_of(3) {
                 "pod under the body limit"
             } else {
                 "pod over the body limit"
@@ -655,7 +659,7 @@ fn main() -> Result<(), BoxError> {
         let stop = Arc::new(AtomicBool::new(false));
         let ns = namespace.clone();
         let churn = tokio::spawn(background(addr, tls.clone(), churn_rate, stop.clone(), move |i| {
-            (churn_request(i, &ns), if i % 2 == 0 { "churn create" } else { "churn delete" })
+            (churn_request(i, &ns), if i.is_multiple_of(2) { "churn create" } else { "churn delete" })
         }));
         let ns = namespace.clone();
         let limit = interlock::server::cli::DEFAULT_MAX_BODY_BYTES;

@@ -20,6 +20,9 @@ struct Cli {
     command: Command,
 }
 
+// Parsed once at start: the size of the largest variant (serve's flags)
+// costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand)]
 enum Command {
     /// Check manifest files against policies, offline.

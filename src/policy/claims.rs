@@ -105,7 +105,11 @@ impl PolicySet {
                     .get()
                     .map(|old| inv.index_keys(c.id, old))
                     .unwrap_or_default();
-                for k in inv.index_keys(c.id, object).into_iter().filter(|k| !held.contains(k)) {
+                for k in inv
+                    .index_keys(c.id, object)
+                    .into_iter()
+                    .filter(|k| !held.contains(k))
+                {
                     out.push(Wanted {
                         policy: p.name.clone(),
                         index: c.index.clone(),
@@ -201,11 +205,16 @@ mod tests {
         );
         // An UPDATE claims only what its old version did not hold.
         let mut moved = web.clone();
-        moved["spec"]["rules"] = serde_json::json!([{"host": "shop.example.com"}, {"host": "new.example.com"}]);
+        moved["spec"]["rules"] =
+            serde_json::json!([{"host": "shop.example.com"}, {"host": "new.example.com"}]);
         let mut r = Request::create(&moved, "alice").expect("request");
         r.operation = "UPDATE".into();
         r.old_object = super::super::OldObject::Json(&web);
-        let keys: Vec<String> = set.claims_of(&r, &inv, &moved).into_iter().map(|w| w.key).collect();
+        let keys: Vec<String> = set
+            .claims_of(&r, &inv, &moved)
+            .into_iter()
+            .map(|w| w.key)
+            .collect();
         assert_eq!(keys, ["new.example.com"]);
         // A ConfigMap claims nothing.
         let cm = serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap",

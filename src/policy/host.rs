@@ -144,7 +144,7 @@ impl<'a> InventoryHost<'a> {
                     .is_none_or(|want| has_labels(&e.object.json(), want))
             })
             .collect();
-        values(ctx, &kept, |e| record(e))
+        values(ctx, &kept, record)
     }
 
     fn index(&self, ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {

@@ -237,6 +237,12 @@ pub fn generate(policies: &PolicySet, options: &Options) -> (Json, Json) {
         use base64::Engine as _;
         base64::engine::general_purpose::STANDARD.encode(pem)
     });
+    // Claims of unique keys write Leases, except on dry runs (docs/admission.md).
+    let side_effects = if policies.has_claims() {
+        "NoneOnDryRun"
+    } else {
+        "None"
+    };
     let webhook = |name: &str, path: &str, atoms: &Atoms, fail: bool| -> Option<Json> {
         let rules = rules(atoms);
         if rules.is_empty() {
@@ -245,7 +251,7 @@ pub fn generate(policies: &PolicySet, options: &Options) -> (Json, Json) {
         Some(json!({
             "name": name,
             "admissionReviewVersions": ["v1"],
-            "sideEffects": "None",
+            "sideEffects": side_effects,
             "failurePolicy": if fail { "Fail" } else { "Ignore" },
             "matchPolicy": "Equivalent",
             "timeoutSeconds": if fail { FAIL_TIMEOUT_SECONDS } else { IGNORE_TIMEOUT_SECONDS },

@@ -3,6 +3,7 @@
 //! It implements [`crate::server::Reviewer`].
 
 pub mod boundary;
+pub mod claims;
 mod group;
 pub mod serve;
 
@@ -59,6 +60,8 @@ pub struct Engine {
     cluster: Arc<Cluster>,
     options: EngineOptions,
     metrics: Metrics,
+    /// Claims of unique keys on the API server (serve against a cluster).
+    claims: Option<Arc<claims::Claims>>,
 }
 
 impl Engine {
@@ -74,7 +77,14 @@ impl Engine {
             cluster,
             options,
             metrics: Metrics::default(),
+            claims: None,
         }
+    }
+
+    /// Arbitrates the keys of policies with `claims` through `claims`.
+    pub fn with_claims(mut self, claims: Arc<claims::Claims>) -> Engine {
+        self.claims = Some(claims);
+        self
     }
 
     pub fn cluster(&self) -> &Arc<Cluster> {
@@ -130,6 +140,11 @@ impl Engine {
             let (readers, out) = self.decide_now(st, &r);
             (readers, records, out, st.seen(), st.pending.has_due())
         });
+        if writes && !first.denied() {
+            if let Some(refused) = self.claim(&r, object.as_ref()) {
+                return boundary.warn(self.answer(resp, &r, refused, vec![]));
+            }
+        }
         let outcome = if (readers && due) || (records && !first.denied()) {
             // An admitted write of a kind that policies look up is recorded
             // under the write lock, in the same section as the decision on
@@ -174,6 +189,43 @@ impl Engine {
             outcome.annotations.clear();
         }
         (readers, outcome)
+    }
+
+    /// Claims the unique keys an admitted write holds (see [`claims`]);
+    /// the verdicts that refuse it when a key is another holder's, or when
+    /// a claim cannot be made under a fail-closed policy. Runs outside the
+    /// lock: it waits on the API server.
+    fn claim(&self, r: &Request, object: Option<&Json>) -> Option<Vec<Verdict>> {
+        let claims = self.claims.as_ref()?;
+        let object = object?;
+        let wanted = self.read(|st| st.policies.claims_of(r, &st.inventory, object));
+        if wanted.is_empty() {
+            return None;
+        }
+        let subject = format!("{} {}/{}", r.kind, r.namespace, r.name);
+        let (error, refused) = claims.claim(&self.cluster, &wanted, &subject).err()?;
+        let message = match &error {
+            claims::ClaimError::Taken { key, holder, .. } => {
+                let holder = if self.options.redact_other_namespaces
+                    && holder.split('/').next() != Some(r.namespace.as_str())
+                {
+                    "another namespace".to_string()
+                } else {
+                    holder.clone()
+                };
+                format!("{key} is being claimed by {holder} through another webhook replica; retry if that write does not persist")
+            }
+            claims::ClaimError::Api { .. } if !refused.fail_closed => return None,
+            claims::ClaimError::Api { .. } => error.to_string(),
+        };
+        Some(vec![Verdict {
+            policy: refused.policy.clone(),
+            binding: None,
+            action: Action::Deny,
+            message,
+            reason: Some("Conflict".into()),
+            related: vec![],
+        }])
     }
 
     /// The verdicts of inventory-reading policies while the inventory is
@@ -343,6 +395,7 @@ fn status_of(reason: Option<&str>) -> (u16, &'static str) {
         Some("Unauthorized") => (401, "Unauthorized"),
         Some("RequestEntityTooLarge") => (413, "RequestEntityTooLarge"),
         Some("ServiceUnavailable") => (503, "ServiceUnavailable"),
+        Some("Conflict") => (409, "Conflict"),
         _ => (422, "Invalid"),
     }
 }
@@ -441,6 +494,10 @@ impl Reviewer for Engine {
     }
 
     fn register_metrics(&self, registry: &mut Registry) {
+        self.cluster.reloads.register(registry);
+        if let Some(c) = &self.claims {
+            c.register_metrics(registry);
+        }
         registry.register(
             "policy_decisions",
             "Admission decisions by policy and decision",

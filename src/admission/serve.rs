@@ -1,6 +1,7 @@
 //! `interlock serve`: the cluster state (policies reloaded from files,
 //! inventory from watches or files) behind the TLS webhook.
 
+use super::claims::Claims;
 use super::{Engine, EngineOptions};
 use crate::cluster::reload::{self, Sources, Supervisor};
 use crate::cluster::ClusterOptions;
@@ -13,6 +14,7 @@ pub async fn run(
     options: EngineOptions,
     cluster_options: ClusterOptions,
     overrides: Overrides,
+    claims: Option<super::claims::ClaimOptions>,
 ) -> anyhow::Result<()> {
     let sources = Sources {
         policies: args.policy.clone(),
@@ -29,9 +31,24 @@ pub async fn run(
     } else {
         None
     };
+    // Claims need the API server: not when serving from files.
+    let claims = client
+        .clone()
+        .zip(claims)
+        .map(|(c, o)| Arc::new(Claims::new(c, o, tokio::runtime::Handle::current())));
     let supervisor = Supervisor::start(cluster.clone(), client, sources, kinds);
-    let engine = Arc::new(Engine::over(cluster, options));
-    let served = crate::server::run(args, engine).await;
+    let engine = Engine::over(cluster.clone(), options);
+    let (engine, sweep) = match claims {
+        Some(c) => (
+            engine.with_claims(c.clone()),
+            Some(tokio::spawn(c.sweep_forever(cluster))),
+        ),
+        None => (engine, None),
+    };
+    let served = crate::server::run(args, Arc::new(engine)).await;
+    if let Some(s) = sweep {
+        s.abort();
+    }
     supervisor.shutdown().await;
     served
 }

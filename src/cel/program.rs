@@ -204,8 +204,11 @@ impl Program {
 }
 
 /// Functions the host answers at evaluation time (inventory lookups).
+/// `ctx` is the evaluation's: what a call builds is accounted with
+/// [`Ctx::alloc`] like any other value, so lookups count against the
+/// memory budget.
 pub trait Host<'a> {
-    fn call(&self, id: usize, args: &[Value<'a>]) -> EvalResult<Value<'a>>;
+    fn call(&self, ctx: &mut Ctx<'a, '_>, id: usize, args: &[Value<'a>]) -> EvalResult<Value<'a>>;
 }
 
 /// The values of an evaluation's variables.
@@ -455,7 +458,7 @@ impl<'a, 'e> Ctx<'a, 'e> {
                 let vals = self.eval_args(args)?;
                 self.charge(1)?;
                 match self.act.host {
-                    Some(h) => h.call(*id, &vals),
+                    Some(h) => h.call(self, *id, &vals),
                     None => Err(EvalError::new(
                         "inventory lookups are not available in this evaluation",
                     )),

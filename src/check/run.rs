@@ -3,6 +3,7 @@
 
 use super::producers;
 use crate::inventory::{Inventory, ObjectKey, Prepared, Source};
+use crate::k8s::pod_template;
 use crate::manifest::{self, Document, LoadOptions};
 use crate::policy::{self, PolicySet, Request, RequestShape};
 use crate::report::{
@@ -81,11 +82,7 @@ pub const RENDER_HINT: &str = "render kustomize with `kubectl kustomize DIR | in
 
 /// Loads policy documents from paths, or the bundled library.
 pub fn load_policy_documents(paths: &[PathBuf], report: &mut Report) -> Vec<Document> {
-    let loaded = if paths.is_empty() {
-        crate::bundled::documents()
-    } else {
-        manifest::load_paths(paths, &LoadOptions::default())
-    };
+    let loaded = policy::files::load_documents(paths);
     report.add_load_errors(&loaded.errors);
     loaded.documents
 }
@@ -311,6 +308,8 @@ struct Item {
     prepared: Option<Result<Prepared, crate::inventory::NoIdentity>>,
     object: ObjectRef,
     source: SourceLocation,
+    /// A pod template taken out of an object (not an object of its own).
+    derived: bool,
 }
 
 /// Puts a namespaced object without a namespace into `namespace`, as
@@ -366,12 +365,58 @@ impl Item {
             object,
             source: SourceLocation::from_document(&d),
             body,
+            derived: false,
         }
+    }
+
+    /// The pod templates of `d` when no policy matches its kind (a CRD
+    /// that makes Pods, see `k8s::pod_template`): each checked as a
+    /// PodTemplate, its findings reported on `d` at the template's line.
+    /// Not in the inventory: nothing in a cluster stores them.
+    fn templates_of(d: &Document, policies: &PolicySet, opts: &CheckOptions) -> Vec<Item> {
+        if !pod_template::has_embedded(&d.value) {
+            return vec![];
+        }
+        let namespaced = crate::policy::resources::is_namespaced(
+            crate::policy::resources::group_of(d.api_version()),
+            d.kind(),
+        )
+        .unwrap_or(true);
+        if policies.may_match_kind(d.api_version(), d.kind(), namespaced) {
+            return vec![];
+        }
+        pod_template::embedded(&d.value)
+            .into_iter()
+            .map(|e| {
+                let mut template = e.pod_template;
+                default_namespace(&mut template, opts.namespace());
+                drop_nulls(&mut template);
+                let mut object = ObjectRef::from_document(d);
+                object.namespace = template
+                    .pointer("/metadata/namespace")
+                    .and_then(Json::as_str)
+                    .map(str::to_string);
+                let json = serde_json::to_vec(&template).unwrap_or_default();
+                Item {
+                    reviewable: true,
+                    made: vec![],
+                    prepared: None,
+                    object,
+                    source: SourceLocation {
+                        file: d.source.to_string(),
+                        line: d.line_of_pointer(e.pointer).unwrap_or(d.line),
+                    },
+                    body: Some(lz4_flex::block::compress_prepend_size(&json).into_boxed_slice()),
+                    derived: true,
+                }
+            })
+            .collect()
     }
 }
 
-/// The items of a document: itself, and the members of a ResourceGroup
-/// (checked as written by the group's ServiceAccount).
+/// The items of a document: itself, the members of a ResourceGroup
+/// (checked as written by the group's ServiceAccount), and the pod
+/// templates of a kind no policy matches.
 fn expanded_items(
     d: Document,
     inventory: &Inventory,
@@ -381,14 +426,12 @@ fn expanded_items(
     let mut errors = non_string_metadata(&d);
     let e = crate::group::expand::expand(d);
     errors.extend(e.errors);
-    let items = e
-        .documents
-        .into_iter()
-        .map(|(d, u)| {
-            let user = u.as_deref().unwrap_or(&opts.user);
-            Item::from_document(d, inventory, policies, opts, user)
-        })
-        .collect();
+    let mut items = Vec::with_capacity(e.documents.len());
+    for (d, u) in e.documents {
+        let user = u.as_deref().unwrap_or(&opts.user);
+        items.extend(Item::templates_of(&d, policies, opts));
+        items.push(Item::from_document(d, inventory, policies, opts, user));
+    }
     (items, errors)
 }
 
@@ -580,7 +623,7 @@ fn check_items(
             });
         }
     }
-    report.objects = items.len();
+    report.objects = items.iter().filter(|it| !it.derived).count();
     report.policies = policies.len();
     let duplicated = Duplicated {
         copies: &copies,

@@ -361,3 +361,121 @@ fn junit_lists_a_case_only_where_a_policy_applies() {
     assert!(!xml.contains("ConfigMap"), "{xml}");
     assert!(r.results.iter().all(|f| f.action != ReportAction::Deny));
 }
+
+/// The repository's own library folder, as `-p policies/`: its `tests/`
+/// folders hold PolicyTest cases, not policies.
+#[test]
+fn a_policy_folder_with_test_cases_loads_as_policies() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let r = run_on(&root.join("examples"), |o| {
+        o.policies = vec![root.join("policies")];
+    });
+    assert!(r.errors.is_empty(), "{:?}", r.errors);
+    let bundled = run_on(&root.join("examples"), |_| {});
+    assert_eq!(r.policy_names, bundled.policy_names);
+    assert_eq!(r.results.len(), bundled.results.len());
+}
+
+/// A PolicyTest file found outside a `tests/` folder is left out too; one
+/// named on the command line is read (and refused: it is no policy).
+#[test]
+fn policy_test_files_found_in_a_walk_are_not_policies() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let policy = fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("policies/disallow-latest-tag/policy.yaml"),
+    )
+    .expect("policy");
+    write(dir.path(), "p/policy.yaml", &policy);
+    let case = "apiVersion: interlock.dev/v1alpha1\nkind: PolicyTest\nmetadata: {name: c}\nspec: {expect: []}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n";
+    write(dir.path(), "p/cases/c.yaml", case);
+    write(
+        dir.path(),
+        "m/cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: other}\n",
+    );
+    let r = run_on(&dir.path().join("m"), |o| {
+        o.policies = vec![dir.path().join("p")]
+    });
+    assert!(r.errors.is_empty(), "{:?}", r.errors);
+    assert_eq!(r.policy_names, vec!["disallow-latest-tag".to_string()]);
+    let named = run_on(&dir.path().join("m"), |o| {
+        o.policies = vec![
+            dir.path().join("p/policy.yaml"),
+            dir.path().join("p/cases/c.yaml"),
+        ]
+    });
+    assert!(
+        named
+            .errors
+            .iter()
+            .any(|e| e.message.contains("is not a policy")),
+        "{:?}",
+        named.errors
+    );
+}
+
+/// A CRD that makes Pods (an Argo Rollout, a cron kind with a
+/// jobTemplate) is checked through its pod template, by shape, with the
+/// pod policies as they are; a kind the policies list is not checked twice.
+#[test]
+fn pod_templates_of_kinds_no_policy_lists_are_checked() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    write(
+        dir.path(),
+        "rollout.yaml",
+        "apiVersion: argoproj.io/v1alpha1
+kind: Rollout
+metadata: {name: web, namespace: shop}
+spec:
+  template:
+    spec:
+      containers: [{name: app, image: 'nginx:latest', securityContext: {privileged: true}}]
+---
+apiVersion: example.com/v1
+kind: NightlyJob
+metadata: {name: report, namespace: shop}
+spec:
+  jobTemplate:
+    spec:
+      template:
+        spec:
+          hostNetwork: true
+          containers: [{name: r, image: 'registry.example.com/report:1.0'}]
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: api, namespace: shop}
+spec:
+  selector: {matchLabels: {app: api}}
+  template:
+    metadata: {labels: {app: api}}
+    spec:
+      containers: [{name: app, image: 'nginx:latest'}]
+",
+    );
+    let r = run_on(dir.path(), |_| {});
+    assert_eq!(r.objects, 3, "templates are not objects of their own");
+    let on = |policy: &str, kind: &str| -> Vec<&Finding> {
+        findings(&r, policy)
+            .into_iter()
+            .filter(|f| f.object.kind == kind)
+            .collect()
+    };
+    let latest = on("disallow-latest-tag", "Rollout");
+    assert_eq!(latest.len(), 1, "{:?}", r.results);
+    assert_eq!(latest[0].object.namespace.as_deref(), Some("shop"));
+    assert_eq!(latest[0].source.line, 5, "reported at spec.template");
+    let pss = on("pod-security-baseline", "Rollout");
+    assert!(
+        pss.iter().any(|f| f.message.contains("privileged")),
+        "{pss:?}"
+    );
+    let nightly = on("pod-security-baseline", "NightlyJob");
+    assert!(
+        nightly.iter().any(|f| f.message.contains("hostNetwork")),
+        "{:?}",
+        r.results
+    );
+    assert_eq!(on("disallow-latest-tag", "Deployment").len(), 1);
+    assert!(on("disallow-latest-tag", "PodTemplate").is_empty());
+}

@@ -18,6 +18,9 @@ pub struct Cli {
     pub command: Command,
 }
 
+// Parsed once at start: the size of the largest variant (serve's flags)
+// costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand)]
 pub enum Command {
     /// Check manifest files against policies, offline.
@@ -90,6 +93,8 @@ pub enum Command {
         watch_timeout: u64,
         #[command(flatten)]
         boundary: crate::admission::boundary::BoundaryArgs,
+        #[command(flatten)]
+        claims: crate::admission::claims::ClaimArgs,
         #[command(flatten)]
         overrides: Overrides,
     },

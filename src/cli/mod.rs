@@ -79,6 +79,7 @@ fn dispatch(command: Command) -> u8 {
             reveal_other_namespaces,
             watch_timeout,
             boundary,
+            claims,
             overrides,
         } => {
             crate::server::init_tracing(args.log_format.is_json());
@@ -91,7 +92,14 @@ fn dispatch(command: Command) -> u8 {
                 watch_timeout: Duration::from_secs(watch_timeout),
             };
             block_on("serve", async move {
-                crate::admission::serve::run(args, options, cluster_options, overrides).await
+                crate::admission::serve::run(
+                    args,
+                    options,
+                    cluster_options,
+                    overrides,
+                    claims.options(),
+                )
+                .await
             })
         }
         Command::Certs { args } => done("certs", crate::certs::run(&args)),

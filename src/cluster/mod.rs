@@ -97,10 +97,14 @@ pub struct Cluster {
     relisting: AtomicUsize,
     /// Kinds watched whose first list has not completed.
     syncing: Mutex<HashSet<KindName>>,
+    /// The policies serving and the reloads refused, for /metrics.
+    pub reloads: reload::ReloadMetrics,
 }
 
 impl Cluster {
     pub fn new(policies: PolicySet, inventory: Inventory, options: ClusterOptions) -> Cluster {
+        let reloads = reload::ReloadMetrics::default();
+        reloads.loaded(policies.len());
         Cluster {
             state: RwLock::new(State {
                 policies,
@@ -114,6 +118,7 @@ impl Cluster {
             watchers: AtomicUsize::new(0),
             relisting: AtomicUsize::new(0),
             syncing: Mutex::new(HashSet::new()),
+            reloads,
         }
     }
 

@@ -10,6 +10,9 @@ use crate::inventory::{IndexDecl, Inventory, Prepared, Source};
 use crate::manifest::{self, LoadOptions};
 use crate::policy::overrides::Overrides;
 use crate::policy::PolicySet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -33,6 +36,33 @@ pub enum LoadError {
 
 fn join(v: &[String]) -> String {
     v.join("\n")
+}
+
+/// What /metrics shows of policy loading (handles share their values).
+#[derive(Clone, Default)]
+pub struct ReloadMetrics {
+    loaded: Gauge,
+    failures: Counter,
+}
+
+impl ReloadMetrics {
+    /// Registers `policies_loaded` and `policy_reload_failures`.
+    pub fn register(&self, registry: &mut Registry) {
+        registry.register(
+            "policies_loaded",
+            "Policies serving now (the last set that loaded)",
+            self.loaded.clone(),
+        );
+        registry.register(
+            "policy_reload_failures",
+            "Policy file changes refused (the previous policies kept serving)",
+            self.failures.clone(),
+        );
+    }
+
+    pub(super) fn loaded(&self, n: usize) {
+        self.loaded.set(i64::try_from(n).unwrap_or(i64::MAX));
+    }
 }
 
 /// A compiled policy set with what the inventory must keep and index for
@@ -67,11 +97,7 @@ impl Loaded {
     /// [`Loaded::from_paths`], with policies turned off or their actions
     /// changed by `overrides`.
     pub fn from_paths_with(paths: &[PathBuf], overrides: &Overrides) -> Result<Loaded, LoadError> {
-        let mut docs = if paths.is_empty() {
-            crate::bundled::documents()
-        } else {
-            manifest::load_paths(paths, &LoadOptions::default())
-        };
+        let mut docs = crate::policy::files::load_documents(paths);
         if !docs.errors.is_empty() {
             return Err(LoadError::Policies(
                 docs.errors.iter().map(|e| e.to_string()).collect(),
@@ -127,6 +153,7 @@ impl Cluster {
             let changed = *st.inventory.projection() != loaded.projection;
             st.inventory.set_projection(loaded.projection);
             st.policies = loaded.policies;
+            self.reloads.loaded(st.policies.len());
             if changed {
                 self.relist_all();
             }
@@ -293,6 +320,7 @@ async fn reload_loop(cluster: Arc<Cluster>, sources: Sources, mut watchers: Opti
                 }
             }
             Err(e) => {
+                cluster.reloads.failures.inc();
                 tracing::error!(error = %e, "policy change rejected; the previous policies keep serving")
             }
         }
@@ -413,5 +441,16 @@ mod tests {
             "{err}"
         );
         assert_eq!(cluster.read(|st| st.policies.len()), all - 1);
+    }
+
+    /// `serve -p policies/` (the repository's library folder, with its
+    /// tests/ cases) serves the same policies as the bundled library.
+    #[test]
+    fn the_library_folder_loads_without_its_test_cases() {
+        let folder = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("policies");
+        let loaded = Loaded::from_paths(&[folder]).expect("policies/ loads");
+        let bundled = Loaded::from_paths(&[]).expect("the bundled library loads");
+        assert_eq!(loaded.policies.len(), bundled.policies.len());
+        assert!(loaded.policies.len() >= 8, "{}", loaded.policies.len());
     }
 }

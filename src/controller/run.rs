@@ -64,7 +64,9 @@ pub async fn run(cfg: ControllerConfig) -> anyhow::Result<()> {
 
     let metrics = Metrics::default();
     let mut registry = Registry::default();
-    metrics.register(registry.sub_registry_with_prefix("interlock"));
+    let sub = registry.sub_registry_with_prefix("interlock");
+    metrics.register(sub);
+    cluster.reloads.register(sub);
     let admin = tokio::spawn(crate::server::admin::serve(
         cfg.admin_addr,
         Arc::new(registry),

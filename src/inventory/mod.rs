@@ -156,6 +156,17 @@ impl Stored {
 }
 
 impl Entry {
+    /// Bytes [`Entry::value`] builds: the compact text it parses (an
+    /// owned value is at least that large), nothing for a tree it views.
+    /// Counted whether or not the per-thread cache holds the value, so
+    /// that a decision never depends on the thread that made it.
+    pub fn built_bytes(&self) -> usize {
+        match &self.object {
+            Stored::Tree(_) => 0,
+            Stored::Compact(text) => text.len(),
+        }
+    }
+
     /// The object as a CEL value: a view of a tree, or compact JSON parsed
     /// into an owned value. Parsed values are cached per thread: policies
     /// look up the same objects again and again (every PDB of a namespace
@@ -633,6 +644,15 @@ impl Inventory {
             None => by_ns.iter().for_each(|(k, v)| push(k, v)),
         }
         out
+    }
+
+    /// The keys index `id` yields for `object` (none when it is of another
+    /// kind or its keys do not evaluate).
+    pub fn index_keys(&self, id: IndexId, object: &Json) -> Vec<String> {
+        match (self.indexes.get(id), ObjectKey::of(object)) {
+            (Some(i), Some(key)) => i.keys_of(&key, object).unwrap_or_default(),
+            _ => Vec::new(),
+        }
     }
 
     /// Objects whose index `id` yields `key`.

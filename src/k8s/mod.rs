@@ -3,3 +3,4 @@
 //! ask discovery, which this module does not do.
 
 pub mod kinds;
+pub mod pod_template;

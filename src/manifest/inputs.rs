@@ -42,10 +42,12 @@ fn describe_io(e: &std::io::Error) -> String {
 /// Hidden entries (names starting with `.`) are skipped inside directories;
 /// a directory reached twice (through a symlink loop) is read once.
 /// Paths matching one of `exclude` (see [`excluded`]) are left out, files
-/// and whole directories, whether named or found.
+/// and whole directories, whether named or found; directories named one of
+/// `skip_found_dirs` are left out when found, not when named.
 pub(crate) fn discover<P: AsRef<Path>>(
     inputs: &[P],
     exclude: &[String],
+    skip_found_dirs: &[String],
 ) -> (Vec<Input>, Vec<LoadError>) {
     let mut files = Vec::new();
     let mut errors = Vec::new();
@@ -115,7 +117,12 @@ pub(crate) fn discover<P: AsRef<Path>>(
             let mut next = Vec::new();
             for p in names {
                 match fs::metadata(&p) {
-                    Ok(m) if m.is_dir() => next.push((p, true)),
+                    Ok(m) if m.is_dir() => {
+                        let name = p.file_name().map(|n| n.to_string_lossy());
+                        if !name.is_some_and(|n| skip_found_dirs.iter().any(|s| *s == n)) {
+                            next.push((p, true));
+                        }
+                    }
                     Ok(_) => {
                         if has_manifest_extension(&p) {
                             next.push((p, false));

@@ -93,6 +93,10 @@ pub struct LoadOptions {
     /// their documents as an error; they are listed in
     /// [`LoadedFiles::skipped`]. Default false.
     pub skip_non_objects: bool,
+    /// Leave out directories with one of these names that a directory walk
+    /// finds (never an input given by name): a policy folder's `tests/`
+    /// holds test cases, not policies. Default none.
+    pub skip_found_dirs: Vec<String>,
 }
 
 impl Default for LoadOptions {
@@ -104,6 +108,7 @@ impl Default for LoadOptions {
             reject_duplicate_objects: true,
             exclude: Vec::new(),
             skip_non_objects: false,
+            skip_found_dirs: Vec::new(),
         }
     }
 }
@@ -302,7 +307,8 @@ impl Loaded {
 /// Files and the documents of large files are parsed in parallel; the result
 /// does not depend on the number of threads.
 pub fn load_paths<P: AsRef<Path>>(inputs: &[P], opts: &LoadOptions) -> Loaded {
-    let (files, mut discover_errors) = inputs::discover(inputs, &opts.exclude);
+    let (files, mut discover_errors) =
+        inputs::discover(inputs, &opts.exclude, &opts.skip_found_dirs);
     let per_file: Vec<Loaded> = files.par_iter().map(|i| load_input(i, opts)).collect();
     let mut all = Loaded::default();
     all.errors.append(&mut discover_errors);
@@ -350,7 +356,7 @@ where
     T: Send,
     F: Fn(Document) -> T + Sync,
 {
-    let (files, mut errors) = inputs::discover(inputs, &opts.exclude);
+    let (files, mut errors) = inputs::discover(inputs, &opts.exclude, &opts.skip_found_dirs);
     type PerFile<T> = (Vec<Identity>, Vec<T>, Vec<LoadError>, Option<Skipped>);
     let per_file: Vec<PerFile<T>> = files
         .par_iter()

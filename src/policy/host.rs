@@ -1,7 +1,7 @@
 //! The inventory functions policies call (`inventory.get/list/index`,
 //! `labelSelector.matches`), answered from an [`Inventory`].
 
-use crate::cel::{Env, EvalError, EvalResult, Host, Map, Value};
+use crate::cel::{Ctx, Env, EvalError, EvalResult, Host, Map, Value};
 use crate::inventory::{Entry, IndexId, Lookup, ObjectKey, ObjectKeyRef};
 use crate::k8s::kinds::group_of;
 use crate::policy::model::LabelSelector;
@@ -93,8 +93,13 @@ fn str_arg<'v>(f: &str, a: &'v [Value], i: usize) -> EvalResult<&'v str> {
         .ok_or_else(|| EvalError::new(format!("{f}: argument {} must be a string", i + 1)))
 }
 
+/// Accounts for a returned entry before its value is built.
+fn built(ctx: &mut Ctx, e: &Entry) -> EvalResult<()> {
+    ctx.alloc(e.built_bytes())
+}
+
 impl<'a> InventoryHost<'a> {
-    fn get(&self, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
+    fn get(&self, ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
         let f = "inventory.get";
         let key = ObjectKeyRef {
             group: group_of(str_arg(f, a, 0)?),
@@ -104,6 +109,7 @@ impl<'a> InventoryHost<'a> {
         };
         match self.inventory.find(key).filter(|e| !self.me.is(e)) {
             Some(e) => {
+                built(ctx, e)?;
                 record(e);
                 Ok(Value::optional(Some(e.value())))
             }
@@ -111,7 +117,7 @@ impl<'a> InventoryHost<'a> {
         }
     }
 
-    fn list(&self, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
+    fn list(&self, ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
         let f = "inventory.list";
         let group = group_of(str_arg(f, a, 0)?);
         let kind = str_arg(f, a, 1)?;
@@ -129,7 +135,7 @@ impl<'a> InventoryHost<'a> {
         let entries = self
             .inventory
             .list(group, kind, if ns.is_empty() { None } else { Some(ns) });
-        let out = entries
+        let kept: Vec<&Entry> = entries
             .into_iter()
             .filter(|e| !self.me.is(e))
             .filter(|e| {
@@ -137,15 +143,11 @@ impl<'a> InventoryHost<'a> {
                     .as_ref()
                     .is_none_or(|want| has_labels(&e.object.json(), want))
             })
-            .map(|e| {
-                record(e);
-                e.value()
-            })
             .collect();
-        Ok(Value::list(out))
+        values(ctx, &kept, record)
     }
 
-    fn index(&self, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
+    fn index(&self, ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
         let name = str_arg("inventory.index", a, 0)?;
         let key = str_arg("inventory.index", a, 1)?;
         let id = *self.indexes.get(name).ok_or_else(|| {
@@ -154,19 +156,37 @@ impl<'a> InventoryHost<'a> {
             ))
         })?;
         let mut related = self.related.borrow_mut();
-        let out = self
+        let kept: Vec<&Entry> = self
             .inventory
             .lookup_index(id, key)
             .into_iter()
             .filter(|e| !self.me.is(e))
-            .map(|e| {
-                record(e);
-                related.push(e.key.clone());
-                e.value()
-            })
             .collect();
-        Ok(Value::list(out))
+        values(ctx, &kept, |e| {
+            record(e);
+            related.push(e.key.clone());
+        })
     }
+}
+
+/// The list of `entries`' values, accounted for before any is built (a
+/// lookup over a large inventory, repeated in a loop, would otherwise
+/// build gigabytes at one cost unit a call).
+fn values<'a>(
+    ctx: &mut Ctx<'a, '_>,
+    entries: &[&'a Entry],
+    mut seen: impl FnMut(&Entry),
+) -> EvalResult<Value<'a>> {
+    ctx.alloc_values(entries.len())?;
+    ctx.alloc(entries.iter().map(|e| e.built_bytes()).sum())?;
+    let out = entries
+        .iter()
+        .map(|e| {
+            seen(e);
+            e.value()
+        })
+        .collect();
+    Ok(Value::list(out))
 }
 
 fn string_map(m: &Map) -> EvalResult<Vec<(String, String)>> {
@@ -211,11 +231,11 @@ pub fn selector_matches<'a>(a: &[Value<'a>]) -> EvalResult<Value<'a>> {
 }
 
 impl<'a> Host<'a> for InventoryHost<'a> {
-    fn call(&self, id: usize, args: &[Value<'a>]) -> EvalResult<Value<'a>> {
+    fn call(&self, ctx: &mut Ctx<'a, '_>, id: usize, args: &[Value<'a>]) -> EvalResult<Value<'a>> {
         match id {
-            GET => self.get(args),
-            LIST => self.list(args),
-            INDEX => self.index(args),
+            GET => self.get(ctx, args),
+            LIST => self.list(ctx, args),
+            INDEX => self.index(ctx, args),
             SELECTOR_MATCHES => selector_matches(args),
             _ => Err(EvalError::new("unknown inventory function")),
         }

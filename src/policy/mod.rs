@@ -2,7 +2,9 @@
 //! [`PolicySet::evaluate`] serves `check`, `serve` and audit; only the
 //! [`Inventory`] differs.
 
+pub mod claims;
 pub mod exceptions;
+pub mod files;
 pub mod finding;
 pub mod host;
 mod matching;
@@ -123,6 +125,7 @@ pub struct CompiledPolicy {
     audit_annotations: Vec<(String, Program)>,
     pub mutations: Vec<Program>,
     indexes: HashMap<String, IndexId>,
+    claims: Vec<claims::Claim>,
     bindings: Vec<Binding>,
     slots: Slots,
     /// (apiVersion, kind) pairs the policy reads from the inventory.
@@ -803,6 +806,10 @@ fn compile_policy(
             .map_err(|e| format!("spec.indexes[{i}].keys ({}): {e}", ix.name))?;
         indexes.insert(ix.name.clone(), id);
     }
+    if kind == PolicyKind::Vap && !spec.claims.is_empty() {
+        return Err("spec.claims is an InterlockPolicy field".into());
+    }
+    let claims = claims::compile(&spec.claims, &indexes)?;
     let param_kind = spec.param_kind.as_ref().map(|p| {
         (
             resources::group_of(&p.api_version).to_string(),
@@ -910,6 +917,7 @@ fn compile_policy(
         audit_annotations,
         mutations,
         indexes,
+        claims,
         bindings,
         slots,
         env,

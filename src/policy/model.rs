@@ -37,6 +37,19 @@ pub struct PolicySpec {
     pub mutations: Vec<Mutation>,
     #[serde(default)]
     pub reinvocation_policy: Option<String>,
+    /// InterlockPolicy only: keys of its indexes that one holder at a time
+    /// may hold, arbitrated by the API server (see `policy::claims`).
+    #[serde(default)]
+    pub claims: Vec<ClaimDecl>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ClaimDecl {
+    /// The name of one of the policy's `indexes`.
+    pub index: String,
+    /// `Namespace` or `Object`.
+    pub holder: String,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]

@@ -439,3 +439,55 @@ fn an_interlock_policy_evaluation_error_says_what_to_fix() {
         ours.message
     );
 }
+
+/// Lookups count against the memory budget: a policy that lists a kind
+/// in a loop builds every listed object again each time, at one cost
+/// unit per call. 300 lists of 200 stored 4 kB ConfigMaps build about
+/// 240 MB, past the 128 MiB budget; once is fine.
+#[test]
+fn inventory_lookups_count_against_the_memory_budget() {
+    let rule = |expression: &str| {
+        json!({
+            "apiVersion": "interlock.dev/v1alpha1", "kind": "InterlockPolicy",
+            "metadata": {"name": "lists"},
+            "spec": {
+                "validationActions": ["Deny"],
+                "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                    "resources": ["configmaps"], "operations": ["CREATE"]}]},
+                "validations": [{"expression": expression, "message": "empty value"}]
+            }
+        })
+    };
+    let each = "inventory.list('v1', 'ConfigMap', 'other').all(c, c.data.v.size() > 0)";
+    let compiled = |expression: &str| {
+        let (set, mut inv) = compile(vec![rule(expression)]);
+        inv.set_projection(set.projection(&inv));
+        let value = "x".repeat(4000);
+        for i in 0..200 {
+            let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": format!("cm-{i}"), "namespace": "other"}, "data": {"v": value}});
+            inv.upsert(&cm, None).expect("stored");
+        }
+        (set, inv)
+    };
+    let (set, inv) = compiled(&format!("object.data.all(k, {each})"));
+    let stored = inv.list("", "ConfigMap", Some("other"));
+    assert!(
+        stored[0].built_bytes() > 4000,
+        "kept compact, with its data"
+    );
+    let keys: serde_json::Map<String, Json> =
+        (0..300).map(|i| (format!("k{i}"), json!("v"))).collect();
+    let (verdicts, _) = evaluate(&set, &inv, &configmap(Json::Object(keys)));
+    assert_eq!(verdicts.len(), 1, "{verdicts:?}");
+    assert!(
+        verdicts[0].message.contains("cost limit exceeded"),
+        "{}",
+        verdicts[0].message
+    );
+    // One list of the same objects is well within the budget.
+    let (once, inv) = compiled(each);
+    assert!(evaluate(&once, &inv, &configmap(json!({"k": "v"})))
+        .0
+        .is_empty());
+}

@@ -17,6 +17,7 @@ mod control_plane;
 mod controller;
 mod policies;
 mod projection;
+mod reliability;
 mod resource_group;
 mod resource_group_crd;
 mod server_tls;

@@ -1271,6 +1271,19 @@ fn the_base_manifests_install_and_leave_a_small_blast_radius() {
     ]);
     let webhook = "system:serviceaccount:interlock-system:interlock";
     assert!(can_i(&cluster, webhook, &["watch", "pods", "-A"]));
+    // Claims of unique keys: Leases of its own namespace, nowhere else.
+    for verb in ["create", "get", "list", "update", "delete"] {
+        assert!(can_i(
+            &cluster,
+            webhook,
+            &[verb, "leases.coordination.k8s.io", "-n", "interlock-system"]
+        ));
+    }
+    assert!(!can_i(
+        &cluster,
+        webhook,
+        &["create", "leases.coordination.k8s.io", "-n", "tenant"]
+    ));
     assert!(!can_i(
         &cluster,
         webhook,

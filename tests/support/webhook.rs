@@ -107,9 +107,15 @@ pub fn start_scoped(cluster: &TestCluster, scope: &Scope, extra: &[&str]) -> Web
             "-p".into(),
             dir.path().join("mutate.yaml").display().to_string(),
         ];
+        // Claims of unique keys need their namespace; a test that does not
+        // name one runs a single replica and needs none.
+        let claims_named = ["--claims-namespace", "--no-claims"]
+            .iter()
+            .any(|f| extra.contains(f));
+        let claims_off = (!claims_named).then_some("--no-claims");
         let args: Vec<String> = args
             .into_iter()
-            .chain(extra.iter().map(|s| s.to_string()))
+            .chain(extra.iter().copied().chain(claims_off).map(String::from))
             .collect();
         let kubeconfig = cluster.kubeconfig().to_path_buf();
         let log = std::fs::File::create(dir.path().join("serve.log")).unwrap();

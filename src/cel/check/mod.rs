@@ -398,6 +398,12 @@ impl Checker<'_, '_> {
             });
         }
         if let Some(r) = result {
+            // With an argument of unknown type, a result cel-go would
+            // narrow (a type parameter, several overloads) stays unknown.
+            let unknown_arg = args.iter().any(|t| contains_unknown(&self.sub(t)));
+            if unknown_arg && (r == Ty::Dyn || has_param(&r)) {
+                return Ty::Error;
+            }
             return r;
         }
         // Library types have conversions and operators we do not declare.
@@ -499,7 +505,8 @@ impl Checker<'_, '_> {
             Ty::List(e) if two => (Ty::Int, (**e).clone()),
             Ty::List(e) => ((**e).clone(), Ty::Dyn),
             Ty::Map(k, v) => ((**k).clone(), (**v).clone()),
-            Ty::Dyn | Ty::Error | Ty::Param(_) => {
+            Ty::Error => (Ty::Error, Ty::Error),
+            Ty::Dyn | Ty::Param(_) => {
                 types::is_assignable(&mut self.mapping, &Ty::Dyn, &range);
                 (Ty::Dyn, Ty::Dyn)
             }
@@ -533,6 +540,16 @@ fn contains_unknown(t: &Ty) -> bool {
         Ty::List(e) | Ty::Optional(e) => contains_unknown(e),
         Ty::Map(k, v) => contains_unknown(k) || contains_unknown(v),
         Ty::Type(Some(e)) => contains_unknown(e),
+        _ => false,
+    }
+}
+
+fn has_param(t: &Ty) -> bool {
+    match t {
+        Ty::Param(_) => true,
+        Ty::List(e) | Ty::Optional(e) => has_param(e),
+        Ty::Map(k, v) => has_param(k) || has_param(v),
+        Ty::Type(Some(e)) => has_param(e),
         _ => false,
     }
 }

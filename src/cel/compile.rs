@@ -162,7 +162,60 @@ impl Env {
             scope: Vec::new(),
         };
         let root = c.compile(&ast)?;
+        if static_type.is_some() {
+            self.fold_conversions(src, &ast)?;
+        }
         Ok(Program::new(root, src, static_type))
+    }
+
+    /// cel-go's planner evaluates type conversions of constants when it
+    /// builds the program (`OptOptimize`); one that fails refuses the
+    /// expression. Duration and timestamp literals fail earlier, in the
+    /// literal validators' words.
+    fn fold_conversions(&self, src: &str, e: &Expr) -> Result<(), CompileError> {
+        stacker::maybe_grow(64 * 1024, 1024 * 1024, || {
+            if let ExprKind::Call { function, target: None, args } = &e.kind {
+                if let ([arg], Some(error)) = (args.as_slice(), self.fold_failure(function, args)) {
+                    return Err(match &**function {
+                        "duration" | "timestamp" => CompileError::new(
+                            src,
+                            arg.pos,
+                            format!("invalid {function} argument"),
+                        ),
+                        _ => CompileError {
+                            planning: true,
+                            ..CompileError::new(src, e.pos, error)
+                        },
+                    });
+                }
+            }
+            for child in children(e) {
+                self.fold_conversions(src, child)?;
+            }
+            Ok(())
+        })
+    }
+
+    /// The error of a conversion of one literal, if it fails.
+    fn fold_failure(&self, function: &str, args: &[Expr]) -> Option<String> {
+        const CONVERSIONS: [&str; 8] = [
+            "int", "uint", "double", "string", "bytes", "bool", "duration", "timestamp",
+        ];
+        let [arg] = args else { return None };
+        let ExprKind::Literal(l) = &arg.kind else { return None };
+        if !CONVERSIONS.contains(&function) {
+            return None;
+        }
+        let mut env = Env::with_libs(self.libs);
+        env.unchecked = true;
+        let program = env.compile(&format!("{function}({})", render_literal(l))).ok()?;
+        let err = program.eval(&super::program::Activation::new(&env)).err()?;
+        Some(match err.message() {
+            "no such overload" => {
+                format!("no such overload: {function}({})", literal(l).type_of().name())
+            }
+            m => m.to_string(),
+        })
     }
 
     fn check(&self, src: &str, ast: &Expr) -> Result<Ty, CompileError> {
@@ -193,6 +246,10 @@ impl Env {
             hidden: &self.hidden,
             lazy: self.lazy_enabled.then_some(lazy.as_slice()),
             is_global_function: &is_global_function,
+            is_member_function: &|name: &str| {
+                !functions::lookup(self.libs, name, Style::Member).is_empty()
+            },
+            bind_enabled: self.libs.has(Lib::Bind),
             type_name: &type_name,
         };
         super::check::check(src, ast, &scope)
@@ -340,8 +397,13 @@ impl<'e> Compiler<'e> {
                     result: result?,
                 }))
             }
-            ExprKind::Bind { name, init, body } => {
-                if !name.starts_with('@') && !self.env.libs.has(Lib::Bind) {
+            ExprKind::Bind {
+                name,
+                init,
+                body,
+                from_macro,
+            } => {
+                if !from_macro && !self.env.libs.has(Lib::Bind) {
                     return Err(self.err(
                         e.pos,
                         "undeclared reference to 'bind' (in container 'cel'): cel.bind is not available in this environment",
@@ -539,7 +601,13 @@ impl<'e> Compiler<'e> {
                     })
                 }
                 Ok(None) => {}
-                Err(m) if checks => return Err(self.err(exprs[1].pos, m)),
+                // cel-go validates only `matches` literals, in its words.
+                Err(_) if checks && decl.name == "matches" => {
+                    return Err(self.err(exprs[1].pos, "invalid matches argument"))
+                }
+                Err(m) if checks && decl.name != "matches" => {
+                    return Err(self.err(exprs[1].pos, m))
+                }
                 Err(_) => {}
             }
         }
@@ -598,6 +666,46 @@ impl<'e> Compiler<'e> {
             out.push((super::intern::literal(f), self.compile(e)?, *optional));
         }
         Ok(Node::Struct(out))
+    }
+}
+
+/// A literal as CEL source (JSON string escapes are valid CEL escapes).
+fn render_literal(l: &Literal) -> String {
+    match l {
+        Literal::Null => "null".into(),
+        Literal::Bool(b) => b.to_string(),
+        Literal::Int(i) => i.to_string(),
+        Literal::Uint(u) => format!("{u}u"),
+        Literal::Double(d) if d.is_finite() => format!("{d:?}"),
+        Literal::Double(d) => format!("double('{d}')"),
+        Literal::String(s) => serde_json::Value::String(s.to_string()).to_string(),
+        Literal::Bytes(b) => {
+            let hex: String = b.iter().map(|x| format!("\\x{x:02x}")).collect();
+            format!("b\"{hex}\"")
+        }
+    }
+}
+
+/// The direct subexpressions of `e`.
+fn children(e: &Expr) -> Vec<&Expr> {
+    match &e.kind {
+        ExprKind::Literal(_) | ExprKind::Ident(_) => vec![],
+        ExprKind::Select { operand, .. } | ExprKind::Has { operand, .. } => vec![operand],
+        ExprKind::Index { operand, index, .. } => vec![operand, index],
+        ExprKind::Call { target, args, .. } => target.iter().map(|t| &**t).chain(args).collect(),
+        ExprKind::List { elements, .. } => elements.iter().collect(),
+        ExprKind::Map { entries } => entries.iter().flat_map(|en| [&en.key, &en.value]).collect(),
+        ExprKind::Struct { fields, .. } => fields.iter().map(|(_, v, _)| v).collect(),
+        ExprKind::And(a, b) | ExprKind::Or(a, b) => vec![a, b],
+        ExprKind::Conditional(a, b, c) => vec![a, b, c],
+        ExprKind::Comprehension(c) => vec![
+            &c.range,
+            &c.accu_init,
+            &c.loop_cond,
+            &c.loop_step,
+            &c.result,
+        ],
+        ExprKind::Bind { init, body, .. } => vec![init, body],
     }
 }
 

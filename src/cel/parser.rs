@@ -535,6 +535,7 @@ impl<'s> Parser<'s> {
                 name,
                 init: Box::new(init),
                 body: Box::new(body),
+                from_macro: false,
             },
         ))
     }
@@ -572,9 +573,10 @@ impl<'s> Parser<'s> {
         let last = args.pop().expect("macro has arguments");
         let filter = args.pop();
         let item = iter_var2.clone().unwrap_or_else(|| iter_var.clone());
+        // cel-go places the conditional at the predicate.
         let guarded = |step: Expr, filter: Option<Expr>| match filter {
             Some(f) => Expr::new(
-                pos,
+                f.pos,
                 ExprKind::Conditional(Box::new(f), Box::new(step), Box::new(accu())),
             ),
             None => step,
@@ -676,6 +678,7 @@ impl<'s> Parser<'s> {
                 name: var,
                 init: Box::new(value),
                 body: Box::new(body),
+                from_macro: true,
             },
         );
         let then = if flat {
@@ -695,6 +698,7 @@ impl<'s> Parser<'s> {
                 name: tmp,
                 init: Box::new(target),
                 body: Box::new(body),
+                from_macro: true,
             },
         ))
     }
@@ -715,6 +719,7 @@ impl<'s> Parser<'s> {
                 name: tmp,
                 init: Box::new(target),
                 body: Box::new(sorted),
+                from_macro: true,
             },
         ))
     }

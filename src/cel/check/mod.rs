@@ -82,6 +82,10 @@ pub struct Scope<'e> {
     /// Resolves a global function the compiler knows but the checker does
     /// not declare (host and library functions): such calls are `dyn`.
     pub is_global_function: &'e dyn Fn(&str) -> bool,
+    /// Resolves a member function the checker does not declare.
+    pub is_member_function: &'e dyn Fn(&str) -> bool,
+    /// `cel.bind` is declared.
+    pub bind_enabled: bool,
     /// Type names (`int`, `net.IP`) to the type they denote.
     pub type_name: &'e dyn Fn(&str) -> Option<Ty>,
 }
@@ -147,6 +151,10 @@ impl Checker<'_, '_> {
         }
     }
 
+    fn undeclared(&mut self, pos: Pos, name: &str) -> Ty {
+        self.error(pos, format!("undeclared reference to '{name}' (in container '')"))
+    }
+
     fn error(&mut self, pos: Pos, msg: String) -> Ty {
         self.errors.push((pos, msg));
         Ty::Error
@@ -190,7 +198,8 @@ impl Checker<'_, '_> {
                 self.select(e.pos, operand, field, *optional)
             }
             ExprKind::Has { operand, field } => {
-                self.select(e.pos, operand, field, false);
+                let pos = self.open_paren(e.pos, "has");
+                self.select(pos, operand, field, false);
                 Ty::Bool
             }
             ExprKind::Index {
@@ -227,7 +236,15 @@ impl Checker<'_, '_> {
                 self.resolve(e.pos, "_?_:_", &args, false)
             }
             ExprKind::Comprehension(c) => self.comprehension(c),
-            ExprKind::Bind { name, init, body } => {
+            ExprKind::Bind {
+                from_macro: false, ..
+            } if !self.scope.bind_enabled => {
+                let pos = self.src[..e.pos as usize].rfind("cel").map_or(e.pos, |p| p as Pos);
+                self.error(pos, "undeclared reference to 'cel' (in container '')".into())
+            }
+            ExprKind::Bind {
+                name, init, body, ..
+            } => {
                 let t = self.check(init);
                 let t = self.sub(&t);
                 self.locals.push((name.clone(), t));
@@ -245,11 +262,13 @@ impl Checker<'_, '_> {
         if let Some(t) = self.local(name) {
             return t;
         }
-        if self.scope.hidden.iter().any(|h| &**h == name) {
-            return self.error(pos, format!("undeclared reference to '{name}' (in container '')"));
+        if name == "variables" && self.scope.lazy.is_some_and(|l| !l.is_empty()) {
+            return Ty::Dyn;
         }
-        // Other unknown names are the compiler's to report.
-        self.global(name).unwrap_or(Ty::Error)
+        match self.global(name) {
+            Some(t) if !self.scope.hidden.iter().any(|h| &**h == name) => t,
+            _ => self.error(pos, format!("undeclared reference to '{name}' (in container '')")),
+        }
     }
 
     fn global(&self, name: &str) -> Option<Ty> {
@@ -273,7 +292,7 @@ impl Checker<'_, '_> {
             return Some(t);
         }
         let field = q.strip_prefix("variables.")?;
-        let lazy = self.scope.lazy?;
+        let lazy = self.scope.lazy.filter(|l| !l.is_empty())?;
         if field.contains('.') {
             return None;
         }
@@ -340,10 +359,21 @@ impl Checker<'_, '_> {
                 types.extend(args.iter().map(|a| self.check(a)));
                 self.exempt -= exempt;
                 if !table().contains_key(name) {
+                    if !(self.scope.is_member_function)(name) {
+                        return self.undeclared(pos, name);
+                    }
                     return Ty::Error;
                 }
                 self.resolve(pos, name, &types, true)
             }
+        }
+    }
+
+    /// Where cel-go places `e` in its messages.
+    fn node_pos(&self, e: &Expr) -> Pos {
+        match &e.kind {
+            ExprKind::Call { function, .. } => self.open_paren(e.pos, function),
+            _ => e.pos,
         }
     }
 
@@ -371,6 +401,9 @@ impl Checker<'_, '_> {
         }
         let types: Vec<Ty> = args.iter().map(|a| self.check(a)).collect();
         if !table().contains_key(name) {
+            if !(self.scope.is_global_function)(name) && !name.starts_with('@') {
+                return self.undeclared(pos, name);
+            }
             return Ty::Error;
         }
         self.resolve(pos, name, &types, false)
@@ -406,8 +439,9 @@ impl Checker<'_, '_> {
             }
             return r;
         }
-        // Library types have conversions and operators we do not declare.
-        if args.iter().any(|t| matches!(t, Ty::Named(_))) {
+        // Library types may have conversions we do not declare.
+        let conversion = matches!(name, "string" | "int" | "uint" | "double" | "bytes" | "bool");
+        if conversion && args.iter().any(|t| matches!(t, Ty::Named(_))) {
             return Ty::Error;
         }
         let shown: Vec<String> = args
@@ -433,7 +467,7 @@ impl Checker<'_, '_> {
             if optional.contains(&i) {
                 t = self.unwrap_optional(e.pos, t);
             }
-            group.push((e.pos, t.clone()));
+            group.push((self.node_pos(e), t.clone()));
             elem = Some(self.join(elem, t));
         }
         self.record_literal(group);
@@ -446,13 +480,13 @@ impl Checker<'_, '_> {
         let (mut keys, mut values) = (Vec::new(), Vec::new());
         for en in entries {
             let k = self.check(&en.key);
-            keys.push((en.key.pos, k.clone()));
+            keys.push((self.node_pos(&en.key), k.clone()));
             kt = Some(self.join(kt, k));
             let mut v = self.check(&en.value);
             if en.optional {
                 v = self.unwrap_optional(en.value.pos, v);
             }
-            values.push((en.value.pos, v.clone()));
+            values.push((self.node_pos(&en.value), v.clone()));
             vt = Some(self.join(vt, v));
         }
         self.record_literal(keys);

@@ -353,7 +353,8 @@ fn parse_go_float(s: &str) -> Option<f64> {
     {
         return None;
     }
-    s.parse().ok()
+    // Go's ParseFloat fails with ErrRange where Rust rounds to infinity.
+    s.parse().ok().filter(|d: &f64| d.is_finite())
 }
 
 /// Formats a double as Go's `strconv.FormatFloat(d, 'g', -1, 64)`.

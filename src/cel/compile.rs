@@ -174,6 +174,9 @@ impl Env {
     /// literal validators' words.
     fn fold_conversions(&self, src: &str, e: &Expr) -> Result<(), CompileError> {
         stacker::maybe_grow(64 * 1024, 1024 * 1024, || {
+            if let Some(err) = self.format_failure(src, e) {
+                return Err(err);
+            }
             if let ExprKind::Call { function, target: None, args } = &e.kind {
                 if let ([arg], Some(error)) = (args.as_slice(), self.fold_failure(function, args)) {
                     return Err(match &**function {
@@ -196,6 +199,55 @@ impl Env {
         })
     }
 
+    /// cel-go's strings extension validates `format` on a literal format
+    /// string and a list of literals at compile time: a clause that does
+    /// not fit its argument is reported at the argument, anything else at
+    /// the call.
+    fn format_failure(&self, src: &str, e: &Expr) -> Option<CompileError> {
+        let ExprKind::Call { function, target: Some(t), args } = &e.kind else {
+            return None;
+        };
+        let (ExprKind::Literal(Literal::String(_)), [list]) = (&t.kind, args.as_slice()) else {
+            return None;
+        };
+        let ExprKind::List { elements, optional } = &list.kind else {
+            return None;
+        };
+        let literals: Option<Vec<&Literal>> = elements
+            .iter()
+            .map(|el| match &el.kind {
+                ExprKind::Literal(l) => Some(l),
+                _ => None,
+            })
+            .collect();
+        let (Some(literals), true) = (literals, &**function == "format" && optional.is_empty())
+        else {
+            return None;
+        };
+        let ExprKind::Literal(format) = &t.kind else { return None };
+        let run = |n: usize| self.constant_error(&format!(
+            "{}.format([{}])",
+            render_literal(format),
+            literals[..n].iter().map(|l| render_literal(l)).collect::<Vec<_>>().join(", ")
+        ));
+        let message = run(literals.len())?;
+        let culprit = (1..=literals.len()).find(|&n| run(n).as_deref() == Some(&message));
+        let pos = match culprit {
+            Some(n) if message.starts_with("error during formatting") => elements[n - 1].pos,
+            _ => src[e.pos as usize..].find('(').map_or(e.pos, |o| e.pos + o as Pos),
+        };
+        Some(CompileError::new(src, pos, message))
+    }
+
+    /// The error of evaluating a constant expression, if any.
+    fn constant_error(&self, expr: &str) -> Option<String> {
+        let mut env = Env::with_libs(self.libs);
+        env.unchecked = true;
+        let program = env.compile(expr).ok()?;
+        let err = program.eval(&super::program::Activation::new(&env)).err()?;
+        Some(err.message().to_string())
+    }
+
     /// The error of a conversion of one literal, if it fails.
     fn fold_failure(&self, function: &str, args: &[Expr]) -> Option<String> {
         const CONVERSIONS: [&str; 8] = [
@@ -206,15 +258,18 @@ impl Env {
         if !CONVERSIONS.contains(&function) {
             return None;
         }
-        let mut env = Env::with_libs(self.libs);
-        env.unchecked = true;
-        let program = env.compile(&format!("{function}({})", render_literal(l))).ok()?;
-        let err = program.eval(&super::program::Activation::new(&env)).err()?;
-        Some(match err.message() {
+        // cel-go converts only strings (and, to timestamps, ints) to these.
+        match (function, l) {
+            ("duration", Literal::String(_)) | ("timestamp", Literal::String(_) | Literal::Int(_)) => {}
+            ("duration" | "timestamp", _) => return Some(String::new()),
+            _ => {}
+        }
+        let message = self.constant_error(&format!("{function}({})", render_literal(l)))?;
+        Some(match message.as_str() {
             "no such overload" => {
                 format!("no such overload: {function}({})", literal(l).type_of().name())
             }
-            m => m.to_string(),
+            _ => message,
         })
     }
 

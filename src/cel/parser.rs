@@ -573,10 +573,9 @@ impl<'s> Parser<'s> {
         let last = args.pop().expect("macro has arguments");
         let filter = args.pop();
         let item = iter_var2.clone().unwrap_or_else(|| iter_var.clone());
-        // cel-go places the conditional at the predicate.
         let guarded = |step: Expr, filter: Option<Expr>| match filter {
             Some(f) => Expr::new(
-                f.pos,
+                pos,
                 ExprKind::Conditional(Box::new(f), Box::new(step), Box::new(accu())),
             ),
             None => step,

@@ -233,7 +233,13 @@ impl Checker<'_, '_> {
             }
             ExprKind::Conditional(c, t, f) => {
                 let args = [self.check(c), self.check(t), self.check(f)];
-                self.resolve(e.pos, "_?_:_", &args, false)
+                // A macro's conditional sits at the macro's `.`; cel-go
+                // places it at the macro call's parenthesis.
+                let pos = match self.src.as_bytes().get(e.pos as usize) {
+                    Some(b'.') => self.open_paren(e.pos, "."),
+                    _ => e.pos,
+                };
+                self.resolve(pos, "_?_:_", &args, false)
             }
             ExprKind::Comprehension(c) => self.comprehension(c),
             ExprKind::Bind {

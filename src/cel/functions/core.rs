@@ -446,9 +446,7 @@ fn to_bool<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
         Value::String(s) => match s.as_str() {
             "1" | "t" | "T" | "TRUE" | "true" | "True" => Ok(Value::Bool(true)),
             "0" | "f" | "F" | "FALSE" | "false" | "False" => Ok(Value::Bool(false)),
-            other => Err(EvalError::new(format!(
-                "type conversion error from 'string' to 'bool': {other}"
-            ))),
+            _ => Err(EvalError::conversion("string", "bool")),
         },
         _ => no_overload("bool", a),
     }

@@ -77,14 +77,30 @@ fn policy(i: usize, case: &Case) -> Json {
 /// result-type message.
 fn normalize(text: &str) -> String {
     if let Some(i) = text.find("ERROR: <input>:") {
-        return text[i..].lines().next().unwrap_or_default().trim().to_string();
+        return text[i..]
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .trim()
+            .to_string();
     }
     if let Some(i) = text.find("program instantiation failed: ") {
-        return text[i..].lines().next().unwrap_or_default().trim().to_string();
+        return text[i..]
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .trim()
+            .to_string();
     }
     if let Some(i) = text.find("must evaluate to") {
         let rest = &text[i..];
-        return rest.lines().next().unwrap_or_default().trim_end_matches(['"', ']']).trim().to_string();
+        return rest
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .trim_end_matches(['"', ']'])
+            .trim()
+            .to_string();
     }
     text.trim().to_string()
 }
@@ -102,7 +118,11 @@ fn interlock_answer(doc: &Json) -> Option<String> {
 #[test]
 fn policy_creation_agrees_with_kube_apiserver() {
     let cases = corpus();
-    assert!(cases.len() >= 300, "the corpus has {} expressions", cases.len());
+    assert!(
+        cases.len() >= 300,
+        "the corpus has {} expressions",
+        cases.len()
+    );
     let cluster = TestCluster::shared();
     let next = AtomicUsize::new(0);
     let kube: Mutex<BTreeMap<usize, Option<String>>> = Mutex::new(BTreeMap::new());
@@ -115,7 +135,9 @@ fn policy_creation_agrees_with_kube_apiserver() {
                 let out = cluster.kubectl_stdin(&["create", "--dry-run=server", "-f", "-"], &doc);
                 let answer = (!out.status.success())
                     .then(|| normalize(&String::from_utf8_lossy(&out.stderr)));
-                kube.lock().unwrap_or_else(|e| e.into_inner()).insert(i, answer);
+                kube.lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(i, answer);
             });
         }
     });
@@ -161,5 +183,8 @@ fn policy_creation_agrees_with_kube_apiserver() {
         unexpected.len(),
         unexpected.join("\n")
     );
-    assert!(stale.is_empty(), "listed disagreements that now agree: {stale:?}");
+    assert!(
+        stale.is_empty(),
+        "listed disagreements that now agree: {stale:?}"
+    );
 }

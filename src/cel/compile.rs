@@ -177,14 +177,17 @@ impl Env {
             if let Some(err) = self.format_failure(src, e) {
                 return Err(err);
             }
-            if let ExprKind::Call { function, target: None, args } = &e.kind {
+            if let ExprKind::Call {
+                function,
+                target: None,
+                args,
+            } = &e.kind
+            {
                 if let ([arg], Some(error)) = (args.as_slice(), self.fold_failure(function, args)) {
                     return Err(match &**function {
-                        "duration" | "timestamp" => CompileError::new(
-                            src,
-                            arg.pos,
-                            format!("invalid {function} argument"),
-                        ),
+                        "duration" | "timestamp" => {
+                            CompileError::new(src, arg.pos, format!("invalid {function} argument"))
+                        }
                         _ => CompileError {
                             planning: true,
                             ..CompileError::new(src, e.pos, error)
@@ -204,7 +207,12 @@ impl Env {
     /// not fit its argument is reported at the argument, anything else at
     /// the call.
     fn format_failure(&self, src: &str, e: &Expr) -> Option<CompileError> {
-        let ExprKind::Call { function, target: Some(t), args } = &e.kind else {
+        let ExprKind::Call {
+            function,
+            target: Some(t),
+            args,
+        } = &e.kind
+        else {
             return None;
         };
         let (ExprKind::Literal(Literal::String(_)), [list]) = (&t.kind, args.as_slice()) else {
@@ -224,17 +232,27 @@ impl Env {
         else {
             return None;
         };
-        let ExprKind::Literal(format) = &t.kind else { return None };
-        let run = |n: usize| self.constant_error(&format!(
-            "{}.format([{}])",
-            render_literal(format),
-            literals[..n].iter().map(|l| render_literal(l)).collect::<Vec<_>>().join(", ")
-        ));
+        let ExprKind::Literal(format) = &t.kind else {
+            return None;
+        };
+        let run = |n: usize| {
+            self.constant_error(&format!(
+                "{}.format([{}])",
+                render_literal(format),
+                literals[..n]
+                    .iter()
+                    .map(|l| render_literal(l))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))
+        };
         let message = run(literals.len())?;
         let culprit = (1..=literals.len()).find(|&n| run(n).as_deref() == Some(&message));
         let pos = match culprit {
             Some(n) if message.starts_with("error during formatting") => elements[n - 1].pos,
-            _ => src[e.pos as usize..].find('(').map_or(e.pos, |o| e.pos + o as Pos),
+            _ => src[e.pos as usize..]
+                .find('(')
+                .map_or(e.pos, |o| e.pos + o as Pos),
         };
         Some(CompileError::new(src, pos, message))
     }
@@ -251,23 +269,36 @@ impl Env {
     /// The error of a conversion of one literal, if it fails.
     fn fold_failure(&self, function: &str, args: &[Expr]) -> Option<String> {
         const CONVERSIONS: [&str; 8] = [
-            "int", "uint", "double", "string", "bytes", "bool", "duration", "timestamp",
+            "int",
+            "uint",
+            "double",
+            "string",
+            "bytes",
+            "bool",
+            "duration",
+            "timestamp",
         ];
         let [arg] = args else { return None };
-        let ExprKind::Literal(l) = &arg.kind else { return None };
+        let ExprKind::Literal(l) = &arg.kind else {
+            return None;
+        };
         if !CONVERSIONS.contains(&function) {
             return None;
         }
         // cel-go converts only strings (and, to timestamps, ints) to these.
         match (function, l) {
-            ("duration", Literal::String(_)) | ("timestamp", Literal::String(_) | Literal::Int(_)) => {}
+            ("duration", Literal::String(_))
+            | ("timestamp", Literal::String(_) | Literal::Int(_)) => {}
             ("duration" | "timestamp", _) => return Some(String::new()),
             _ => {}
         }
         let message = self.constant_error(&format!("{function}({})", render_literal(l)))?;
         Some(match message.as_str() {
             "no such overload" => {
-                format!("no such overload: {function}({})", literal(l).type_of().name())
+                format!(
+                    "no such overload: {function}({})",
+                    literal(l).type_of().name()
+                )
             }
             _ => message,
         })
@@ -660,9 +691,7 @@ impl<'e> Compiler<'e> {
                 Err(_) if checks && decl.name == "matches" => {
                     return Err(self.err(exprs[1].pos, "invalid matches argument"))
                 }
-                Err(m) if checks && decl.name != "matches" => {
-                    return Err(self.err(exprs[1].pos, m))
-                }
+                Err(m) if checks && decl.name != "matches" => return Err(self.err(exprs[1].pos, m)),
                 Err(_) => {}
             }
         }

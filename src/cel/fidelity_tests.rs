@@ -164,7 +164,12 @@ fn without_position(r: Result<serde_json::Value, String>) -> Result<serde_json::
     r.map_err(|e| {
         let first = e.lines().next().unwrap_or_default();
         match first.strip_prefix("compile: ERROR: <input>:") {
-            Some(rest) => rest.splitn(3, ':').nth(2).unwrap_or(rest).trim().to_string(),
+            Some(rest) => rest
+                .splitn(3, ':')
+                .nth(2)
+                .unwrap_or(rest)
+                .trim()
+                .to_string(),
             None => e,
         }
     })

@@ -210,7 +210,6 @@ pub fn named_type(libs: LibSet, name: &str) -> Option<Type> {
 
 // --- quantity
 
-
 fn quantity<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
     let s = str_arg("quantity", a, 0)?;
     Ok(wrap(QuantityValue(Quantity::parse(s).map_err(err)?)))
@@ -329,7 +328,6 @@ fn sv_patch<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
 
 // --- ip
 
-
 fn ip<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
     Ok(wrap(IpValue(Ip::parse(str_arg("ip", a, 0)?).map_err(err)?)))
 }
@@ -372,7 +370,6 @@ fn ip_is_global<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a
 }
 
 // --- cidr
-
 
 fn cidr<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
     Ok(wrap(CidrValue(

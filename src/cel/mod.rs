@@ -12,9 +12,9 @@
 //! ```
 
 pub mod ast;
-pub mod check;
 #[cfg(test)]
 mod budget_tests;
+pub mod check;
 mod compile;
 pub mod error;
 #[cfg(test)]

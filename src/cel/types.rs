@@ -299,7 +299,10 @@ pub fn substitute(m: &Mapping, t: &Ty, param_to_dyn: bool) -> Ty {
     match t {
         Ty::Param(_) if param_to_dyn => Ty::Dyn,
         Ty::List(e) => Ty::list(substitute(m, e, param_to_dyn)),
-        Ty::Map(k, v) => Ty::map(substitute(m, k, param_to_dyn), substitute(m, v, param_to_dyn)),
+        Ty::Map(k, v) => Ty::map(
+            substitute(m, k, param_to_dyn),
+            substitute(m, v, param_to_dyn),
+        ),
         Ty::Optional(e) => Ty::optional(substitute(m, e, param_to_dyn)),
         Ty::Type(Some(e)) => Ty::type_of(substitute(m, e, param_to_dyn)),
         _ => t.clone(),

@@ -551,9 +551,8 @@ fn compile_policy(
         }
     };
     let compile = |env: &Env, field: String, src: &str| compile_as(env, field, src, &[Ty::Bool]);
-    let compile_string = |env: &Env, field: String, src: &str| {
-        compile_as(env, field, src, &[Ty::String])
-    };
+    let compile_string =
+        |env: &Env, field: String, src: &str| compile_as(env, field, src, &[Ty::String]);
     let mut variables = Vec::new();
     for (i, v) in spec.variables.iter().enumerate() {
         let program = compile_as(

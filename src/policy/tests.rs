@@ -265,7 +265,10 @@ fn a_failing_audit_annotation_denies_whatever_the_binding_actions() {
     let (v, _) = evaluate(&set, &inv, &cm);
     assert_eq!(
         messages(&v),
-        [(Action::Deny, "expression 'string(1 / int(object.data.zero))' resulted in error: division by zero")]
+        [(
+            Action::Deny,
+            "expression 'string(1 / int(object.data.zero))' resulted in error: division by zero"
+        )]
     );
     // Ignore drops the evaluation error.
     let (set, inv) = compile(policy("p", spec("Ignore"), &["Audit"], None));

@@ -64,10 +64,17 @@ fn parse_overload(sig: &str) -> Overload {
     }
 }
 
-/// Whether the checker has a declaration for `name` (the library surface
-/// tests compare this with the runtime).
-pub fn declares(name: &str) -> bool {
-    table().contains_key(name)
+/// Every declared overload as (function, member call), for the library
+/// surface tests.
+#[cfg(test)]
+fn declarations() -> Vec<(&'static str, bool)> {
+    let mut out: Vec<(&'static str, bool)> = table()
+        .iter()
+        .flat_map(|(name, overloads)| overloads.iter().map(move |o| (*name, o.member)))
+        .collect();
+    out.sort();
+    out.dedup();
+    out
 }
 
 /// What the checker needs to know about the environment.
@@ -152,7 +159,10 @@ impl Checker<'_, '_> {
     }
 
     fn undeclared(&mut self, pos: Pos, name: &str) -> Ty {
-        self.error(pos, format!("undeclared reference to '{name}' (in container '')"))
+        self.error(
+            pos,
+            format!("undeclared reference to '{name}' (in container '')"),
+        )
     }
 
     fn error(&mut self, pos: Pos, msg: String) -> Ty {
@@ -245,8 +255,13 @@ impl Checker<'_, '_> {
             ExprKind::Bind {
                 from_macro: false, ..
             } if !self.scope.bind_enabled => {
-                let pos = self.src[..e.pos as usize].rfind("cel").map_or(e.pos, |p| p as Pos);
-                self.error(pos, "undeclared reference to 'cel' (in container '')".into())
+                let pos = self.src[..e.pos as usize]
+                    .rfind("cel")
+                    .map_or(e.pos, |p| p as Pos);
+                self.error(
+                    pos,
+                    "undeclared reference to 'cel' (in container '')".into(),
+                )
             }
             ExprKind::Bind {
                 name, init, body, ..
@@ -273,7 +288,10 @@ impl Checker<'_, '_> {
         }
         match self.global(name) {
             Some(t) if !self.scope.hidden.iter().any(|h| &**h == name) => t,
-            _ => self.error(pos, format!("undeclared reference to '{name}' (in container '')")),
+            _ => self.error(
+                pos,
+                format!("undeclared reference to '{name}' (in container '')"),
+            ),
         }
     }
 
@@ -349,8 +367,8 @@ impl Checker<'_, '_> {
                 let shadowed = self.local(root).is_some()
                     || self.scope.variables.iter().any(|(n, _)| &**n == root);
                 let full = format!("{}.{name}", q.trim_start_matches('.'));
-                let known = table().contains_key(full.as_str())
-                    || (self.scope.is_global_function)(&full);
+                let known =
+                    table().contains_key(full.as_str()) || (self.scope.is_global_function)(&full);
                 if known && (!shadowed || q.starts_with('.')) {
                     return self.global_call(pos, &full, args);
                 }
@@ -425,7 +443,11 @@ impl Checker<'_, '_> {
                 .iter()
                 .map(|p| (p.clone(), self.fresh_var()))
                 .collect();
-            let params: Vec<Ty> = o.args.iter().map(|t| types::instantiate(t, &fresh)).collect();
+            let params: Vec<Ty> = o
+                .args
+                .iter()
+                .map(|t| types::instantiate(t, &fresh))
+                .collect();
             if !types::is_assignable_list(&mut self.mapping, args, &params) {
                 continue;
             }
@@ -446,7 +468,10 @@ impl Checker<'_, '_> {
             return r;
         }
         // Library types may have conversions we do not declare.
-        let conversion = matches!(name, "string" | "int" | "uint" | "double" | "bytes" | "bool");
+        let conversion = matches!(
+            name,
+            "string" | "int" | "uint" | "double" | "bytes" | "bool"
+        );
         if conversion && args.iter().any(|t| matches!(t, Ty::Named(_))) {
             return Ty::Error;
         }
@@ -567,7 +592,8 @@ impl Checker<'_, '_> {
         self.assert_type(c.loop_cond.pos, &Ty::Bool, &cond);
         let step = self.check(&c.loop_step);
         self.assert_type(c.loop_step.pos, &accu, &step);
-        self.locals.truncate(self.locals.len() - if two { 2 } else { 1 });
+        self.locals
+            .truncate(self.locals.len() - if two { 2 } else { 1 });
         let r = self.check(&c.result);
         self.locals.pop();
         self.sub(&r)
@@ -682,10 +708,7 @@ pub fn namespace_type() -> Ty {
     };
     let status = StructTy {
         name: "kubernetes.NamespaceStatus",
-        fields: vec![
-            ("conditions", Ty::list(Ty::Struct(condition))),
-            s("phase"),
-        ],
+        fields: vec![("conditions", Ty::list(Ty::Struct(condition))), s("phase")],
     };
     Ty::Struct(Arc::new(StructTy {
         name: "kubernetes.Namespace",

@@ -10,6 +10,7 @@ mod support;
 
 mod admission_robustness;
 mod audit_cli;
+mod cel_creation_e2e;
 mod cel_robustness;
 mod control_plane;
 mod controller;

@@ -219,7 +219,7 @@ fn load_corpus() -> (Vec<Case>, Option<String>) {
         .filter_map(Result::ok)
         .map(|e| e.path())
         // Object cases have a setup.yaml; `creation/` is the policy
-        // creation corpus of tests/cel_creation_e2e.rs.
+        // creation corpus of tests/integration/cel_creation_e2e.rs.
         .filter(|p| p.join("setup.yaml").is_file())
         .collect();
     dirs.sort();

@@ -123,7 +123,7 @@ fn declarations_match_the_kubernetes_runtime() {
 }
 
 /// The surface kube-apiserver v1.36 gives a ValidatingAdmissionPolicy where
-/// Interlock used to differ (found by tests/cel_creation_e2e.rs).
+/// Interlock used to differ (found by tests/integration/cel_creation_e2e.rs).
 #[test]
 fn vap_library_surface_of_1_36() {
     for (src, refusal) in [

@@ -10,17 +10,15 @@
 //! `tests/vap-corpus/creation/known-disagreements.txt` does not list, and
 //! on a listed one that now agrees (so the list only shrinks).
 
-mod support;
-
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
+use crate::support::cluster::TestCluster;
 use interlock::inventory::{Inventory, Source};
 use interlock::policy::PolicySet;
 use serde_json::{json, Value as Json};
-use support::cluster::TestCluster;
 
 struct Case {
     class: String,

@@ -68,11 +68,13 @@ pub enum ExprKind {
     Conditional(Box<Expr>, Box<Expr>, Box<Expr>),
     /// The general comprehension all macros expand to.
     Comprehension(Box<Comprehension>),
-    /// `cel.bind(name, init, body)`.
+    /// `cel.bind(name, init, body)`, or a binding a macro expansion
+    /// introduces (`optMap`, `sortBy`), which needs no `cel.bind`.
     Bind {
         name: Arc<str>,
         init: Box<Expr>,
         body: Box<Expr>,
+        from_macro: bool,
     },
 }
 

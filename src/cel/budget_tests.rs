@@ -60,7 +60,10 @@ fn join_is_charged_by_the_size_of_its_result() {
     );
     // A small join is still fine.
     assert_eq!(
-        run("['a', 'b', object.small].join('-').size() == 204", None),
+        run(
+            "['a', 'b', string(object.small)].join('-').size() == 204",
+            None
+        ),
         Ok(true)
     );
 }

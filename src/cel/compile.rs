@@ -6,6 +6,7 @@ use super::error::CompileError;
 use super::functions::{self, FnDecl, Lib, LibSet, Style};
 use super::parser::{self, qualified_name, ParseLimits, ACCU};
 use super::program::{Node, OptionalEnd, Program};
+use super::types::Ty;
 use super::value::{Type, Value};
 use std::sync::Arc;
 
@@ -21,8 +22,14 @@ pub struct HostFunction {
 pub struct Env {
     libs: LibSet,
     variables: Vec<Arc<str>>,
+    /// Static types of `variables` (same order; `dyn` unless declared).
+    variable_types: Vec<Ty>,
     /// Names reachable as `variables.NAME`, in declaration order.
     lazy: Vec<Arc<str>>,
+    lazy_types: Vec<Ty>,
+    /// Variables that have a slot but that the checker reports as
+    /// undeclared (`params` of a policy without a paramKind).
+    hidden: Vec<Arc<str>>,
     lazy_enabled: bool,
     host: Vec<HostFunction>,
     limits: ParseLimits,
@@ -57,7 +64,10 @@ impl Env {
         Env {
             libs,
             variables: Vec::new(),
+            variable_types: Vec::new(),
             lazy: Vec::new(),
+            lazy_types: Vec::new(),
+            hidden: Vec::new(),
             lazy_enabled: false,
             host: Vec::new(),
             limits: ParseLimits::default(),
@@ -75,7 +85,16 @@ impl Env {
             return i;
         }
         self.variables.push(name.into());
+        self.variable_types.push(Ty::Dyn);
         self.variables.len() - 1
+    }
+
+    /// Declares a variable with a static type (the checker's; evaluation
+    /// does not depend on it).
+    pub fn add_typed_variable(&mut self, name: &str, ty: Ty) -> usize {
+        let slot = self.add_variable(name);
+        self.variable_types[slot] = ty;
+        slot
     }
 
     pub fn with_variables(mut self, names: &[&str]) -> Env {
@@ -95,7 +114,19 @@ impl Env {
 
     /// Declares `variables.NAME` (a policy's variables, evaluated lazily).
     pub fn add_lazy_variable(&mut self, name: &str) -> usize {
+        self.add_typed_lazy_variable(name, Ty::Dyn)
+    }
+
+    /// Keeps `name`'s slot but refuses expressions that read it, as
+    /// kube-apiserver does not declare it.
+    pub fn hide_variable(&mut self, name: &str) {
+        self.hidden.push(name.into());
+    }
+
+    /// [`Env::add_lazy_variable`] with the static type of its expression.
+    pub fn add_typed_lazy_variable(&mut self, name: &str, ty: Ty) -> usize {
         self.lazy_enabled = true;
+        self.lazy_types.push(ty);
         self.lazy.push(name.into());
         self.lazy.len() - 1
     }
@@ -114,16 +145,221 @@ impl Env {
         self.host.len() - 1
     }
 
+    /// Whether expressions are type-checked as kube-apiserver does.
+    pub fn checks_types(&self) -> bool {
+        self.libs.has(Lib::Homogeneous) && !self.unchecked
+    }
+
     pub fn compile(&self, src: &str) -> Result<Program, CompileError> {
         let ast = parser::parse(src, self.limits)?;
+        let static_type = self
+            .checks_types()
+            .then(|| self.check(src, &ast))
+            .transpose()?;
         let mut c = Compiler {
             env: self,
             src,
             scope: Vec::new(),
-            exempt_literal: false,
         };
         let root = c.compile(&ast)?;
-        Ok(Program::new(root, src))
+        if static_type.is_some() {
+            self.fold_conversions(src, &ast)?;
+        }
+        Ok(Program::new(root, src, static_type))
+    }
+
+    /// cel-go's planner evaluates type conversions of constants when it
+    /// builds the program (`OptOptimize`); one that fails refuses the
+    /// expression. Duration and timestamp literals fail earlier, in the
+    /// literal validators' words.
+    fn fold_conversions(&self, src: &str, e: &Expr) -> Result<(), CompileError> {
+        stacker::maybe_grow(64 * 1024, 1024 * 1024, || {
+            if let Some(err) = self.format_failure(src, e) {
+                return Err(err);
+            }
+            if let ExprKind::Call {
+                function,
+                target: None,
+                args,
+            } = &e.kind
+            {
+                if let ([arg], Some(error)) = (args.as_slice(), self.fold_failure(function, args)) {
+                    return Err(match &**function {
+                        "duration" | "timestamp" => {
+                            CompileError::new(src, arg.pos, format!("invalid {function} argument"))
+                        }
+                        _ => CompileError {
+                            planning: true,
+                            ..CompileError::new(src, e.pos, error)
+                        },
+                    });
+                }
+            }
+            for child in children(e) {
+                self.fold_conversions(src, child)?;
+            }
+            Ok(())
+        })
+    }
+
+    /// cel-go's strings extension validates `format` on a literal format
+    /// string and a list of literals at compile time: a clause that does
+    /// not fit its argument is reported at the argument, anything else at
+    /// the call.
+    fn format_failure(&self, src: &str, e: &Expr) -> Option<CompileError> {
+        let ExprKind::Call {
+            function,
+            target: Some(t),
+            args,
+        } = &e.kind
+        else {
+            return None;
+        };
+        let (ExprKind::Literal(Literal::String(_)), [list]) = (&t.kind, args.as_slice()) else {
+            return None;
+        };
+        let ExprKind::List { elements, optional } = &list.kind else {
+            return None;
+        };
+        let literals: Option<Vec<&Literal>> = elements
+            .iter()
+            .map(|el| match &el.kind {
+                ExprKind::Literal(l) => Some(l),
+                _ => None,
+            })
+            .collect();
+        let (Some(literals), true) = (literals, &**function == "format" && optional.is_empty())
+        else {
+            return None;
+        };
+        let ExprKind::Literal(format) = &t.kind else {
+            return None;
+        };
+        let run = |n: usize| {
+            self.constant_error(&format!(
+                "{}.format([{}])",
+                render_literal(format),
+                literals[..n]
+                    .iter()
+                    .map(|l| render_literal(l))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))
+        };
+        let message = run(literals.len())?;
+        let culprit = (1..=literals.len()).find(|&n| run(n).as_deref() == Some(&message));
+        let pos = match culprit {
+            Some(n) if message.starts_with("error during formatting") => elements[n - 1].pos,
+            _ => src[e.pos as usize..]
+                .find('(')
+                .map_or(e.pos, |o| e.pos + o as Pos),
+        };
+        Some(CompileError::new(src, pos, message))
+    }
+
+    /// The error of evaluating a constant expression, if any.
+    fn constant_error(&self, expr: &str) -> Option<String> {
+        let mut env = Env::with_libs(self.libs);
+        env.unchecked = true;
+        let program = env.compile(expr).ok()?;
+        let err = program.eval(&super::program::Activation::new(&env)).err()?;
+        Some(err.message().to_string())
+    }
+
+    /// The error of a conversion of one literal, if it fails.
+    fn fold_failure(&self, function: &str, args: &[Expr]) -> Option<String> {
+        const CONVERSIONS: [&str; 8] = [
+            "int",
+            "uint",
+            "double",
+            "string",
+            "bytes",
+            "bool",
+            "duration",
+            "timestamp",
+        ];
+        let [arg] = args else { return None };
+        let ExprKind::Literal(l) = &arg.kind else {
+            return None;
+        };
+        if !CONVERSIONS.contains(&function) {
+            return None;
+        }
+        // cel-go converts only strings (and, to timestamps, ints) to these.
+        match (function, l) {
+            ("duration", Literal::String(_))
+            | ("timestamp", Literal::String(_) | Literal::Int(_)) => {}
+            ("duration" | "timestamp", _) => return Some(String::new()),
+            _ => {}
+        }
+        let message = self.constant_error(&format!("{function}({})", render_literal(l)))?;
+        Some(match message.as_str() {
+            "no such overload" => {
+                format!(
+                    "no such overload: {function}({})",
+                    literal(l).type_of().name()
+                )
+            }
+            _ => message,
+        })
+    }
+
+    fn check(&self, src: &str, ast: &Expr) -> Result<Ty, CompileError> {
+        let variables: Vec<(Arc<str>, Ty)> = self
+            .variables
+            .iter()
+            .cloned()
+            .zip(self.variable_types.iter().cloned())
+            .filter(|(n, _)| !self.hidden.contains(n))
+            .collect();
+        let lazy: Vec<(Arc<str>, Ty)> = self
+            .lazy
+            .iter()
+            .cloned()
+            .zip(self.lazy_types.iter().cloned())
+            .collect();
+        let is_global_function = |name: &str| {
+            self.host.iter().any(|h| &*h.name == name)
+                || !functions::lookup(self.libs, name, Style::Global).is_empty()
+        };
+        let type_name = |name: &str| {
+            Type::from_name(name)
+                .or_else(|| functions::named_type(self.libs, name))
+                .map(|t| static_type_of(&t))
+        };
+        let scope = super::check::Scope {
+            variables: &variables,
+            hidden: &self.hidden,
+            lazy: self.lazy_enabled.then_some(lazy.as_slice()),
+            is_global_function: &is_global_function,
+            is_member_function: &|name: &str| {
+                !functions::lookup(self.libs, name, Style::Member).is_empty()
+            },
+            bind_enabled: self.libs.has(Lib::Bind),
+            type_name: &type_name,
+        };
+        super::check::check(src, ast, &scope)
+    }
+}
+
+/// The checker's type for a runtime type name (`list` is `list(dyn)`).
+fn static_type_of(t: &Type) -> Ty {
+    match t {
+        Type::Null => Ty::Null,
+        Type::Bool => Ty::Bool,
+        Type::Int => Ty::Int,
+        Type::Uint => Ty::Uint,
+        Type::Double => Ty::Double,
+        Type::String => Ty::String,
+        Type::Bytes => Ty::Bytes,
+        Type::List => Ty::list(Ty::Dyn),
+        Type::Map => Ty::map(Ty::Dyn, Ty::Dyn),
+        Type::Type => Ty::Type(None),
+        Type::Duration => Ty::Duration,
+        Type::Timestamp => Ty::Timestamp,
+        Type::Optional => Ty::optional(Ty::Dyn),
+        Type::Dyn => Ty::Dyn,
+        Type::Named(n) => Ty::Named(n.clone()),
     }
 }
 
@@ -132,10 +368,6 @@ struct Compiler<'e> {
     src: &'e str,
     /// Local names in scope, innermost last; the index is the runtime slot.
     scope: Vec<Arc<str>>,
-    /// The next expression compiled is an argument of `format` (or a
-    /// list or map literal inside one): its literals may mix types, as
-    /// cel-go exempts `format` from the homogeneous-literal check.
-    exempt_literal: bool,
 }
 
 type CResult = Result<Node, CompileError>;
@@ -154,7 +386,6 @@ impl<'e> Compiler<'e> {
     }
 
     fn compile_node(&mut self, e: &Expr) -> CResult {
-        let exempt = std::mem::take(&mut self.exempt_literal);
         Ok(match &e.kind {
             ExprKind::Literal(l) => Node::Const(literal(l)),
             ExprKind::Ident(name) => self.ident(e.pos, name)?,
@@ -193,37 +424,16 @@ impl<'e> Compiler<'e> {
                 args,
             } => self.call(e.pos, function, target.as_deref(), args)?,
             ExprKind::List { elements, optional } => {
-                let hetero: Vec<&Expr> = elements
-                    .iter()
-                    .enumerate()
-                    .filter(|(i, _)| !optional.contains(i))
-                    .map(|(_, e)| e)
-                    .collect();
-                if !exempt {
-                    self.check_homogeneous(hetero, "list")?;
-                }
                 if !optional.is_empty() && !self.env.libs.has(Lib::Optional) {
                     return Err(self.err(e.pos, "optional syntax is not enabled"));
                 }
                 let mut items = Vec::with_capacity(elements.len());
                 for (i, el) in elements.iter().enumerate() {
-                    self.exempt_literal = exempt;
                     items.push((self.compile(el)?, optional.contains(&i)));
                 }
                 Node::List(items)
             }
             ExprKind::Map { entries } => {
-                if !exempt {
-                    self.check_homogeneous(entries.iter().map(|en| &en.key).collect(), "map key")?;
-                    self.check_homogeneous(
-                        entries
-                            .iter()
-                            .filter(|en| !en.optional)
-                            .map(|en| &en.value)
-                            .collect(),
-                        "map value",
-                    )?;
-                }
                 let mut items = Vec::with_capacity(entries.len());
                 for en in entries {
                     if let ExprKind::Literal(l) = &en.key.kind {
@@ -231,9 +441,7 @@ impl<'e> Compiler<'e> {
                             return Err(self.err(en.key.pos, "unsupported map key type"));
                         }
                     }
-                    self.exempt_literal = exempt;
                     let key = self.compile(&en.key)?;
-                    self.exempt_literal = exempt;
                     let value = self.compile(&en.value)?;
                     items.push((key, value, en.optional));
                 }
@@ -275,8 +483,13 @@ impl<'e> Compiler<'e> {
                     result: result?,
                 }))
             }
-            ExprKind::Bind { name, init, body } => {
-                if !name.starts_with('@') && !self.env.libs.has(Lib::Bind) {
+            ExprKind::Bind {
+                name,
+                init,
+                body,
+                from_macro,
+            } => {
+                if !from_macro && !self.env.libs.has(Lib::Bind) {
                     return Err(self.err(
                         e.pos,
                         "undeclared reference to 'bind' (in container 'cel'): cel.bind is not available in this environment",
@@ -351,27 +564,6 @@ impl<'e> Compiler<'e> {
         Ok(None)
     }
 
-    fn check_homogeneous(&self, items: Vec<&Expr>, what: &str) -> Result<(), CompileError> {
-        if !self.env.libs.has(Lib::Homogeneous) {
-            return Ok(());
-        }
-        let mut first: Option<(&'static str, Pos)> = None;
-        for it in items {
-            let Some(t) = literal_type(it) else { continue };
-            match first {
-                None => first = Some((t, it.pos)),
-                Some((f, _)) if f != t => {
-                    return Err(self.err(
-                        it.pos,
-                        format!("expected type '{f}' but found '{t}' in {what} literal"),
-                    ))
-                }
-                _ => {}
-            }
-        }
-        Ok(())
-    }
-
     fn call(&mut self, pos: Pos, name: &str, target: Option<&Expr>, args: &[Expr]) -> CResult {
         // `ns.fn(...)` where `ns.fn` is a global function (math.greatest,
         // optional.of, inventory.get...) unless `ns` is a local or variable.
@@ -440,7 +632,6 @@ impl<'e> Compiler<'e> {
         let mut compiled = Vec::with_capacity(args.len() + 1);
         compiled.push(self.compile(target)?);
         for a in args {
-            self.exempt_literal = name == "format";
             compiled.push(self.compile(a)?);
         }
         let mut all_args = Vec::with_capacity(args.len() + 1);
@@ -496,7 +687,11 @@ impl<'e> Compiler<'e> {
                     })
                 }
                 Ok(None) => {}
-                Err(m) if checks => return Err(self.err(exprs[1].pos, m)),
+                // cel-go validates only `matches` literals, in its words.
+                Err(_) if checks && decl.name == "matches" => {
+                    return Err(self.err(exprs[1].pos, "invalid matches argument"))
+                }
+                Err(m) if checks && decl.name != "matches" => return Err(self.err(exprs[1].pos, m)),
                 Err(_) => {}
             }
         }
@@ -558,6 +753,46 @@ impl<'e> Compiler<'e> {
     }
 }
 
+/// A literal as CEL source (JSON string escapes are valid CEL escapes).
+fn render_literal(l: &Literal) -> String {
+    match l {
+        Literal::Null => "null".into(),
+        Literal::Bool(b) => b.to_string(),
+        Literal::Int(i) => i.to_string(),
+        Literal::Uint(u) => format!("{u}u"),
+        Literal::Double(d) if d.is_finite() => format!("{d:?}"),
+        Literal::Double(d) => format!("double('{d}')"),
+        Literal::String(s) => serde_json::Value::String(s.to_string()).to_string(),
+        Literal::Bytes(b) => {
+            let hex: String = b.iter().map(|x| format!("\\x{x:02x}")).collect();
+            format!("b\"{hex}\"")
+        }
+    }
+}
+
+/// The direct subexpressions of `e`.
+fn children(e: &Expr) -> Vec<&Expr> {
+    match &e.kind {
+        ExprKind::Literal(_) | ExprKind::Ident(_) => vec![],
+        ExprKind::Select { operand, .. } | ExprKind::Has { operand, .. } => vec![operand],
+        ExprKind::Index { operand, index, .. } => vec![operand, index],
+        ExprKind::Call { target, args, .. } => target.iter().map(|t| &**t).chain(args).collect(),
+        ExprKind::List { elements, .. } => elements.iter().collect(),
+        ExprKind::Map { entries } => entries.iter().flat_map(|en| [&en.key, &en.value]).collect(),
+        ExprKind::Struct { fields, .. } => fields.iter().map(|(_, v, _)| v).collect(),
+        ExprKind::And(a, b) | ExprKind::Or(a, b) => vec![a, b],
+        ExprKind::Conditional(a, b, c) => vec![a, b, c],
+        ExprKind::Comprehension(c) => vec![
+            &c.range,
+            &c.accu_init,
+            &c.loop_cond,
+            &c.loop_step,
+            &c.result,
+        ],
+        ExprKind::Bind { init, body, .. } => vec![init, body],
+    }
+}
+
 fn literal(l: &Literal) -> Value<'static> {
     match l {
         Literal::Null => Value::Null,
@@ -567,24 +802,6 @@ fn literal(l: &Literal) -> Value<'static> {
         Literal::Double(d) => Value::Double(*d),
         Literal::String(s) => Value::String(super::intern::literal(s)),
         Literal::Bytes(b) => Value::Bytes(b.clone()),
-    }
-}
-
-/// The static type of an expression, when it is obvious without a checker.
-fn literal_type(e: &Expr) -> Option<&'static str> {
-    match &e.kind {
-        ExprKind::Literal(l) => Some(match l {
-            Literal::Null => return None,
-            Literal::Bool(_) => "bool",
-            Literal::Int(_) => "int",
-            Literal::Uint(_) => "uint",
-            Literal::Double(_) => "double",
-            Literal::String(_) => "string",
-            Literal::Bytes(_) => "bytes",
-        }),
-        ExprKind::List { .. } => Some("list"),
-        ExprKind::Map { .. } => Some("map"),
-        _ => None,
     }
 }
 

@@ -15,6 +15,9 @@ pub struct CompileError {
     pub column: usize,
     /// The source line the error is on, for the caret display.
     pub source_line: String,
+    /// Found while planning the program (a constant conversion that
+    /// fails), where cel-go gives no position.
+    pub planning: bool,
 }
 
 impl CompileError {
@@ -30,6 +33,7 @@ impl CompileError {
             line,
             column,
             source_line,
+            planning: false,
         }
     }
 }
@@ -43,6 +47,9 @@ fn floor_char_boundary(s: &str, mut i: usize) -> usize {
 
 impl fmt::Display for CompileError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.planning {
+            return write!(f, "program instantiation failed: {}", self.message);
+        }
         let caret: String = self
             .source_line
             .chars()

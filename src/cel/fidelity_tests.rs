@@ -153,9 +153,26 @@ fn format_arguments_may_mix_types_other_lists_may_not() {
     let err =
         kube("'%s'.format([1]) == [[1], 'a'][1]").expect_err("a mixed list beside a format call");
     assert!(
-        err.contains("expected type 'list' but found 'string'"),
+        err.contains("expected type 'list(int)' but found 'string'"),
         "{err}"
     );
+}
+
+/// A compile error's message without its position and caret, which
+/// `dyn(...)` shifts.
+fn without_position(r: Result<serde_json::Value, String>) -> Result<serde_json::Value, String> {
+    r.map_err(|e| {
+        let first = e.lines().next().unwrap_or_default();
+        match first.strip_prefix("compile: ERROR: <input>:") {
+            Some(rest) => rest
+                .splitn(3, ':')
+                .nth(2)
+                .unwrap_or(rest)
+                .trim()
+                .to_string(),
+            None => e,
+        }
+    })
 }
 
 /// `x.?a.?b.orValue(d)` and `x.?a.?b.hasValue()` are evaluated as one
@@ -195,9 +212,15 @@ fn fused_optional_selects_answer_as_the_selects_and_the_call() {
     for operand in operands {
         for chain in chains {
             for end in ends {
-                let fused = format!("{operand}{chain}{end}");
-                let apart = format!("dyn({operand}{chain}){end}");
-                assert_eq!(kube(&fused), kube(&apart), "{fused}");
+                // `dyn(operand)`: the checker would refuse some chains on
+                // typed literals; the evaluation is what is compared.
+                let fused = format!("dyn({operand}){chain}{end}");
+                let apart = format!("dyn(dyn({operand}){chain}){end}");
+                assert_eq!(
+                    without_position(kube(&fused)),
+                    without_position(kube(&apart)),
+                    "{fused}"
+                );
                 compared += 1;
             }
         }

@@ -94,7 +94,7 @@ const fn m(name: &'static str, n: usize, lib: Lib, imp: super::functions::Imp) -
 
 static DECLS: &[FnDecl] = &[
     // quantity
-    g("quantity", 1, Lib::Quantity, quantity).validated(check_quantity),
+    g("quantity", 1, Lib::Quantity, quantity),
     g("isQuantity", 1, Lib::Quantity, is_quantity),
     FnDecl::both("sign", 1, Lib::Quantity, q_sign),
     m("isInteger", 1, Lib::Quantity, q_is_integer),
@@ -125,7 +125,7 @@ static DECLS: &[FnDecl] = &[
     m("minor", 1, Lib::Semver, sv_minor),
     m("patch", 1, Lib::Semver, sv_patch),
     // ip
-    g("ip", 1, Lib::Ip, ip).validated(check_ip),
+    g("ip", 1, Lib::Ip, ip),
     g("isIP", 1, Lib::Ip, is_ip),
     g("ip.isCanonical", 1, Lib::Ip, ip_is_canonical),
     m("family", 1, Lib::Ip, ip_family),
@@ -135,7 +135,7 @@ static DECLS: &[FnDecl] = &[
     m("isLinkLocalUnicast", 1, Lib::Ip, ip_is_llu),
     m("isGlobalUnicast", 1, Lib::Ip, ip_is_global),
     // cidr
-    g("cidr", 1, Lib::Cidr, cidr).validated(check_cidr),
+    g("cidr", 1, Lib::Cidr, cidr),
     g("isCIDR", 1, Lib::Cidr, is_cidr),
     m("containsIP", 2, Lib::Cidr, cidr_contains_ip),
     m("containsCIDR", 2, Lib::Cidr, cidr_contains_cidr),
@@ -143,7 +143,7 @@ static DECLS: &[FnDecl] = &[
     m("masked", 1, Lib::Cidr, cidr_masked),
     m("prefixLength", 1, Lib::Cidr, cidr_prefix_length),
     // url
-    g("url", 1, Lib::Urls, url).validated(check_url),
+    g("url", 1, Lib::Urls, url),
     g("isURL", 1, Lib::Urls, is_url),
     m("getScheme", 1, Lib::Urls, url_scheme),
     m("getHost", 1, Lib::Urls, url_host),
@@ -209,10 +209,6 @@ pub fn named_type(libs: LibSet, name: &str) -> Option<Type> {
 }
 
 // --- quantity
-
-fn check_quantity(_: usize, s: &str) -> Result<(), String> {
-    Quantity::parse(s).map(|_| ()).map_err(|e| e.to_string())
-}
 
 fn quantity<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
     let s = str_arg("quantity", a, 0)?;
@@ -332,10 +328,6 @@ fn sv_patch<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
 
 // --- ip
 
-fn check_ip(_: usize, s: &str) -> Result<(), String> {
-    Ip::parse(s).map(|_| ()).map_err(|e| e.to_string())
-}
-
 fn ip<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
     Ok(wrap(IpValue(Ip::parse(str_arg("ip", a, 0)?).map_err(err)?)))
 }
@@ -378,10 +370,6 @@ fn ip_is_global<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a
 }
 
 // --- cidr
-
-fn check_cidr(_: usize, s: &str) -> Result<(), String> {
-    Cidr::parse(s).map(|_| ()).map_err(|e| e.to_string())
-}
 
 fn cidr<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
     Ok(wrap(CidrValue(
@@ -426,9 +414,6 @@ fn cidr_prefix_length<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Va
 
 // --- url
 
-fn check_url(_: usize, s: &str) -> Result<(), String> {
-    Url::parse(s).map(|_| ()).map_err(|e| e.to_string())
-}
 fn url<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
     Ok(wrap(UrlValue(
         Url::parse(str_arg("url", a, 0)?).map_err(err)?,

@@ -14,6 +14,7 @@
 pub mod ast;
 #[cfg(test)]
 mod budget_tests;
+pub mod check;
 mod compile;
 pub mod error;
 #[cfg(test)]
@@ -27,10 +28,12 @@ mod k8s_bindings;
 mod lexer;
 pub mod parser;
 mod program;
+pub mod types;
 pub mod value;
 
 pub use compile::{Env, HostFunction, DEFAULT_COST_LIMIT};
 pub use error::{CompileError, EvalError, EvalResult};
 pub use interrupt::{CancelOnDrop, Interrupt};
 pub use program::{Activation, Ctx, Host, Program, DEFAULT_MEMORY_LIMIT};
+pub use types::Ty;
 pub use value::{Json, Key, List, Map, Str, Type, Value};

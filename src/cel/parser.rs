@@ -535,6 +535,7 @@ impl<'s> Parser<'s> {
                 name,
                 init: Box::new(init),
                 body: Box::new(body),
+                from_macro: false,
             },
         ))
     }
@@ -676,6 +677,7 @@ impl<'s> Parser<'s> {
                 name: var,
                 init: Box::new(value),
                 body: Box::new(body),
+                from_macro: true,
             },
         );
         let then = if flat {
@@ -695,6 +697,7 @@ impl<'s> Parser<'s> {
                 name: tmp,
                 init: Box::new(target),
                 body: Box::new(body),
+                from_macro: true,
             },
         ))
     }
@@ -715,6 +718,7 @@ impl<'s> Parser<'s> {
                 name: tmp,
                 init: Box::new(target),
                 body: Box::new(sorted),
+                from_macro: true,
             },
         ))
     }

@@ -138,14 +138,23 @@ pub struct Comprehension {
 pub struct Program {
     root: Arc<Node>,
     source: Arc<str>,
+    /// The static type the checker gave the expression (`None` in
+    /// environments without the checker).
+    static_type: Option<super::types::Ty>,
 }
 
 impl Program {
-    pub(crate) fn new(root: Node, source: &str) -> Program {
+    pub(crate) fn new(root: Node, source: &str, static_type: Option<super::types::Ty>) -> Program {
         Program {
             root: Arc::new(root),
             source: source.into(),
+            static_type,
         }
+    }
+
+    /// The expression's static type, when the environment checks types.
+    pub fn static_type(&self) -> Option<&super::types::Ty> {
+        self.static_type.as_ref()
     }
 
     pub fn source(&self) -> &str {

@@ -18,7 +18,7 @@ pub mod selector;
 pub use finding::Action;
 
 use crate::cel::value::{Key, Str};
-use crate::cel::{Activation, CompileError, Env, Program, Value};
+use crate::cel::{check, Activation, CompileError, Env, Program, Ty, Value};
 use crate::inventory::{IndexId, Inventory, Lookup, ObjectKey, ObjectKeyRef, Source};
 use host::{InventoryHost, SelfIdentity};
 use model::{BindingSpec, MatchResources, ParamRef, PolicySpec};
@@ -694,6 +694,26 @@ impl PolicySet {
     }
 }
 
+/// kube-apiserver's words for an expression of the wrong static type
+/// (admission/plugin/cel/compile.go).
+fn must_evaluate_to(want: &[Ty], got: &Ty) -> String {
+    match want {
+        [one] => format!(
+            "must evaluate to {} but got {}",
+            one.declared_name(),
+            got.declared_name()
+        ),
+        _ => {
+            let names: Vec<String> = want.iter().map(Ty::declared_name).collect();
+            format!(
+                "must evaluate to one of [{}] but got {}",
+                names.join(" "),
+                got.declared_name()
+            )
+        }
+    }
+}
+
 fn spec<T: serde::de::DeserializeOwned>(doc: &Json) -> Result<T, String> {
     let spec = doc.get("spec").cloned().ok_or("has no spec")?;
     serde_json::from_value(spec).map_err(|e| format!("spec: {e}"))
@@ -712,10 +732,13 @@ fn compile_policy(
     let slots = Slots {
         object: env.add_variable("object"),
         old_object: env.add_variable("oldObject"),
-        request: env.add_variable("request"),
+        request: env.add_typed_variable("request", check::request_type()),
         params: env.add_variable("params"),
-        namespace_object: env.add_variable("namespaceObject"),
+        namespace_object: env.add_typed_variable("namespaceObject", check::namespace_type()),
     };
+    if kind == PolicyKind::Vap && spec.param_kind.is_none() {
+        env.hide_variable("params");
+    }
     env.add_variable("authorizer");
     host::declare(&mut env, kind == PolicyKind::Interlock);
     env.enable_lazy_variables();
@@ -730,22 +753,36 @@ fn compile_policy(
         .match_constraints
         .clone()
         .ok_or("spec.matchConstraints is required: say which resources the policy applies to")?;
+    let vap = kind == PolicyKind::Vap;
     // `field` is the expression's JSON pointer below spec, as
     // `validations/0/expression`; messages spell it `spec.validations[0].expression`.
-    let compile = |env: &Env, field: String, src: &str| -> Result<Program, Failure> {
-        env.compile(src).map_err(|e: CompileError| Failure {
-            message: format!("{}: {e}", field_name(&field)),
-            expression: Some((format!("/spec/{field}"), e)),
-        })
-    };
+    let compile_as =
+        |env: &Env, field: String, src: &str, want: &[Ty]| -> Result<Program, Failure> {
+            let program = env.compile(src).map_err(|e: CompileError| Failure {
+                message: format!("{}: {e}", field_name(&field)),
+                expression: Some((format!("/spec/{field}"), e)),
+            })?;
+            match program.static_type() {
+                Some(t) if vap && !want.is_empty() && *t != Ty::Error && !want.contains(t) => {
+                    Err(format!("{}: {}", field_name(&field), must_evaluate_to(want, t)).into())
+                }
+                _ => Ok(program),
+            }
+        };
+    let compile = |env: &Env, field: String, src: &str| compile_as(env, field, src, &[Ty::Bool]);
+    let compile_string =
+        |env: &Env, field: String, src: &str| compile_as(env, field, src, &[Ty::String]);
     let mut variables = Vec::new();
     for (i, v) in spec.variables.iter().enumerate() {
-        variables.push(compile(
+        let program = compile_as(
             &env,
             format!("variables/{i}/expression"),
             &v.expression,
-        )?);
-        env.add_lazy_variable(&v.name);
+            &[],
+        )?;
+        let ty = program.static_type().cloned().unwrap_or(Ty::Dyn);
+        variables.push(program);
+        env.add_typed_lazy_variable(&v.name, ty);
     }
     let match_conditions: Vec<(String, Program)> = spec
         .match_conditions
@@ -770,7 +807,7 @@ fn compile_policy(
             message_expression: v
                 .message_expression
                 .as_deref()
-                .map(|m| compile(&env, format!("validations/{i}/messageExpression"), m))
+                .map(|m| compile_string(&env, format!("validations/{i}/messageExpression"), m))
                 .transpose()?,
             reason: v.reason.clone(),
         });
@@ -782,10 +819,11 @@ fn compile_policy(
         .map(|(i, a)| {
             Ok((
                 a.key.clone(),
-                compile(
+                compile_as(
                     &env,
                     format!("auditAnnotations/{i}/valueExpression"),
                     &a.value_expression,
+                    &[Ty::String, Ty::Null],
                 )?,
             ))
         })
@@ -795,7 +833,7 @@ fn compile_policy(
         .iter()
         .enumerate()
         .map(|(i, m)| match (m.patch_type.as_str(), &m.json_patch) {
-            ("JSONPatch", Some(p)) => compile(&env, format!("mutations/{i}/jsonPatch/expression"), &p.expression),
+            ("JSONPatch", Some(p)) => compile_as(&env, format!("mutations/{i}/jsonPatch/expression"), &p.expression, &[]),
             (t, _) => Err(format!("spec.mutations[{i}]: patchType {t:?} is not supported; use JSONPatch with jsonPatch.expression").into()),
         })
         .collect::<Result<_, Failure>>()?;

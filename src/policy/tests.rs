@@ -258,8 +258,7 @@ fn audit_annotations_are_trimmed_and_empty_values_left_out() {
 fn a_failing_audit_annotation_denies_whatever_the_binding_actions() {
     let spec = |fp: &str| {
         json!({"failurePolicy": fp, "validations": [{"expression": "true"}], "auditAnnotations": [
-            {"key": "ratio", "valueExpression": "string(1 / int(object.data.zero))"},
-            {"key": "kind", "valueExpression": "1"}
+            {"key": "ratio", "valueExpression": "string(1 / int(object.data.zero))"}
         ]})
     };
     let cm = configmap(json!({"zero": "0"}));
@@ -267,19 +266,57 @@ fn a_failing_audit_annotation_denies_whatever_the_binding_actions() {
     let (v, _) = evaluate(&set, &inv, &cm);
     assert_eq!(
         messages(&v),
-        [
-            (Action::Deny, "expression 'string(1 / int(object.data.zero))' resulted in error: division by zero"),
-            (
-                Action::Deny,
-                "valueExpression '1' resulted in unsupported return type: int. Return type must be either string or null."
-            ),
-        ]
+        [(
+            Action::Deny,
+            "expression 'string(1 / int(object.data.zero))' resulted in error: division by zero"
+        )]
     );
-    // Ignore drops the evaluation error, not the wrong type.
+    // Ignore drops the evaluation error.
     let (set, inv) = compile(policy("p", spec("Ignore"), &["Audit"], None));
     let (v, _) = evaluate(&set, &inv, &cm);
-    assert_eq!(v.len(), 1);
-    assert!(v[0].message.starts_with("valueExpression '1'"));
+    assert!(v.is_empty());
+}
+
+/// kube-apiserver refuses at creation an expression whose static type is
+/// not the one its field needs, so such results never reach evaluation.
+#[test]
+fn expressions_of_the_wrong_static_type_are_refused_at_load() {
+    for (spec, message) in [
+        (
+            json!({"validations": [{"expression": "true"}], "auditAnnotations": [{"key": "k", "valueExpression": "1"}]}),
+            "spec.auditAnnotations[0].valueExpression: must evaluate to one of [string null_type] but got int",
+        ),
+        (
+            json!({"validations": [{"expression": "object.data.name"}]}),
+            "spec.validations[0].expression: must evaluate to bool but got dyn",
+        ),
+        (
+            json!({"validations": [{"expression": "true", "messageExpression": "1"}]}),
+            "spec.validations[0].messageExpression: must evaluate to string but got int",
+        ),
+        (
+            json!({"validations": [{"expression": "params.x == 1"}]}),
+            "undeclared reference to 'params' (in container '')",
+        ),
+        (
+            json!({"validations": [{"expression": "1 == 1.0"}]}),
+            "spec.validations[0].expression: ERROR: <input>:1:3: found no matching overload for '_==_' applied to '(int, double)'",
+        ),
+    ] {
+        let mut inventory = Inventory::new();
+        let source = Source {
+            file: "test.yaml".into(),
+            line: 1,
+        };
+        let docs: Vec<(Json, Source)> = policy("p", spec, &["Deny"], None)
+            .into_iter()
+            .map(|d| (d, source.clone()))
+            .collect();
+        let (set, errors) = PolicySet::compile(&docs, &mut inventory);
+        assert!(set.is_empty());
+        assert!(errors[0].message.contains(message), "{:?}", errors[0]);
+        assert_eq!(errors[0].policy, "p");
+    }
 }
 
 #[test]
@@ -287,7 +324,7 @@ fn audit_annotation_values_of_several_bindings_are_joined() {
     let docs = policy(
         "p",
         json!({"validations": [{"expression": "true"}], "auditAnnotations": [
-            {"key": "limit", "valueExpression": "params.data.limit"}
+            {"key": "limit", "valueExpression": "string(params.data.limit)"}
         ], "paramKind": {"apiVersion": "v1", "kind": "ConfigMap"}}),
         &["Deny"],
         Some(json!({"selector": {}, "namespace": "params", "parameterNotFoundAction": "Deny"})),
@@ -306,7 +343,7 @@ fn a_validation_that_is_not_true_fails_with_its_message() {
     let (set, inv) = compile(policy(
         "p",
         json!({"failurePolicy": "Ignore", "validations": [
-            {"expression": "object.data.name", "message": "  not a bool  "},
+            {"expression": "object.data.name == 'y'", "message": "  not true  "},
             {"expression": "  1 == 2  "}
         ]}),
         &["Deny"],
@@ -316,7 +353,7 @@ fn a_validation_that_is_not_true_fails_with_its_message() {
     assert_eq!(
         messages(&v),
         [
-            (Action::Deny, "not a bool"),
+            (Action::Deny, "not true"),
             (Action::Deny, "failed expression: 1 == 2")
         ]
     );

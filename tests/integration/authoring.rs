@@ -156,11 +156,13 @@ fn eval_with_a_policy_sees_its_variables_and_request() {
     let v: Json = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["value"], json!(["StatefulSet"]));
 
+    // A list literal is homogeneous, as in kube-apiserver: request's fields
+    // are typed (string), oldObject's are dyn, hence string(...).
     let o = interlock(&[
         "eval", "--policy", policy, "--object", hpa.to_str().unwrap(),
         "--operation", "UPDATE", "--old-object", hpa.to_str().unwrap(),
         "--user", "alice", "--group", "devs",
-        "-e", "[request.operation, request.userInfo.username, request.userInfo.groups[0], request.namespace, oldObject.metadata.name]",
+        "-e", "[request.operation, request.userInfo.username, request.userInfo.groups[0], request.namespace, string(oldObject.metadata.name)]",
     ]);
     let v: Json = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(

@@ -12,6 +12,7 @@ mod admission_robustness;
 mod audit_cli;
 mod authoring;
 mod authoring_exceptions;
+mod cel_creation_e2e;
 mod cel_robustness;
 mod control_plane;
 mod controller;

@@ -218,7 +218,9 @@ fn load_corpus() -> (Vec<Case>, Option<String>) {
         .expect("read tests/vap-corpus")
         .filter_map(Result::ok)
         .map(|e| e.path())
-        .filter(|p| p.is_dir())
+        // Object cases have a setup.yaml; `creation/` is the policy
+        // creation corpus of tests/integration/cel_creation_e2e.rs.
+        .filter(|p| p.join("setup.yaml").is_file())
         .collect();
     dirs.sort();
     let filter = std::env::var("VAP_DIFF_CASES")

@@ -353,7 +353,8 @@ fn parse_go_float(s: &str) -> Option<f64> {
     {
         return None;
     }
-    s.parse().ok()
+    // Go's ParseFloat fails with ErrRange where Rust rounds to infinity.
+    s.parse().ok().filter(|d: &f64| d.is_finite())
 }
 
 /// Formats a double as Go's `strconv.FormatFloat(d, 'g', -1, 64)`.
@@ -445,9 +446,7 @@ fn to_bool<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
         Value::String(s) => match s.as_str() {
             "1" | "t" | "T" | "TRUE" | "true" | "True" => Ok(Value::Bool(true)),
             "0" | "f" | "F" | "FALSE" | "false" | "False" => Ok(Value::Bool(false)),
-            other => Err(EvalError::new(format!(
-                "type conversion error from 'string' to 'bool': {other}"
-            ))),
+            _ => Err(EvalError::conversion("string", "bool")),
         },
         _ => no_overload("bool", a),
     }

@@ -121,11 +121,17 @@ impl LibSet {
         Lib::Format,
         Lib::Semver,
         Lib::Authz,
-        Lib::JsonPatch,
     ]);
 
-    pub const INTERLOCK: LibSet =
-        LibSet(LibSet::KUBERNETES.0 | Lib::Bind as u32 | Lib::Math as u32 | Lib::Encoders as u32);
+    /// Kubernetes plus what InterlockPolicy adds; `jsonpatch` belongs to
+    /// mutations (kube-apiserver has it only for MutatingAdmissionPolicy).
+    pub const INTERLOCK: LibSet = LibSet(
+        LibSet::KUBERNETES.0
+            | Lib::Bind as u32
+            | Lib::Math as u32
+            | Lib::Encoders as u32
+            | Lib::JsonPatch as u32,
+    );
 
     pub const ALL: LibSet = LibSet(
         (LibSet::INTERLOCK.0 | Lib::Spec as u32)

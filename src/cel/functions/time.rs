@@ -82,12 +82,17 @@ pub const DECLS: &[FnDecl] = &[
     ),
 ];
 
+/// cel-go's duration literal validator, in its words.
 fn check_duration_literal(_: usize, s: &str) -> Result<(), String> {
-    parse_duration(s).map(|_| ()).map_err(|e| e.to_string())
+    parse_duration(s)
+        .map(|_| ())
+        .map_err(|_| "invalid duration argument".to_string())
 }
 
 fn check_timestamp_literal(_: usize, s: &str) -> Result<(), String> {
-    parse_timestamp(s).map(|_| ()).map_err(|e| e.to_string())
+    parse_timestamp(s)
+        .map(|_| ())
+        .map_err(|_| "invalid timestamp argument".to_string())
 }
 
 fn to_duration<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {

@@ -273,6 +273,8 @@ struct Item {
     prepared: Option<Result<Prepared, String>>,
     object: ObjectRef,
     source: SourceLocation,
+    /// Findings known before any policy runs: a ResourceGroup's group rules.
+    group_findings: Vec<Finding>,
 }
 
 /// Puts a namespaced object without a namespace into `namespace`, as
@@ -328,6 +330,7 @@ impl Item {
             object,
             source: SourceLocation::from_document(&d),
             body,
+            group_findings: vec![],
         }
     }
 }
@@ -341,7 +344,7 @@ fn expanded_items(
     opts: &CheckOptions,
 ) -> (Vec<Item>, Vec<InputError>) {
     let e = crate::group::expand::expand(d);
-    let items = e
+    let mut items: Vec<Item> = e
         .documents
         .into_iter()
         .map(|(d, u)| {
@@ -349,7 +352,40 @@ fn expanded_items(
             Item::from_document(d, inventory, policies, opts, user)
         })
         .collect();
+    // The group is the first item; its rules' findings are reported at its
+    // file and line, like its members' findings.
+    if let Some(group) = items.first_mut() {
+        let source = group.source.clone();
+        group.group_findings = e
+            .findings
+            .iter()
+            .map(|f| group_finding(f, &source))
+            .collect();
+    }
     (items, e.errors)
+}
+
+fn group_finding(f: &crate::group::crd::GroupFinding, source: &SourceLocation) -> Finding {
+    use crate::group::crd::FindingAction;
+    Finding {
+        policy: f.policy.clone(),
+        binding: f.binding.clone(),
+        action: match f.action {
+            FindingAction::Deny => report::Action::Deny,
+            FindingAction::Warn => report::Action::Warn,
+            FindingAction::Audit => report::Action::Audit,
+        },
+        object: ObjectRef {
+            api_version: f.object.api_version.clone(),
+            kind: f.object.kind.clone(),
+            namespace: f.object.namespace.clone(),
+            name: f.object.name.clone(),
+        },
+        message: f.message.clone(),
+        source: source.clone(),
+        related: vec![],
+        reason: None,
+    }
 }
 
 fn flatten_items(
@@ -480,6 +516,9 @@ fn check_items(
             )
         })
         .collect();
+    for it in items.iter_mut() {
+        report.results.append(&mut it.group_findings);
+    }
     for c in per_object {
         report.results.extend(c.findings);
         report.evaluated.extend(c.evaluated);

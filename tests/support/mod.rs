@@ -5,4 +5,6 @@
 
 pub mod cluster;
 
+pub mod controller;
+
 pub mod webhook;

@@ -194,7 +194,10 @@ fn usage(pid: u32) -> (f64, f64) {
 /// The machine's load averages (it is shared: other work skews timings).
 fn load_average() -> String {
     let text = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
-    text.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
+    text.split_whitespace()
+        .take(3)
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 fn ready_count(c: &TestCluster, ns: &str) -> usize {

@@ -60,7 +60,11 @@ fn controller() -> std::sync::MutexGuard<'static, Option<Controller>> {
     static C: Mutex<Option<Controller>> = Mutex::new(None);
     let mut g = C.lock().unwrap_or_else(|p| p.into_inner());
     if g.is_none() {
-        *g = Some(Controller::start(cluster(), log_dir(), &["--no-leader-election"]));
+        *g = Some(Controller::start(
+            cluster(),
+            log_dir(),
+            &["--no-leader-election"],
+        ));
     }
     g
 }
@@ -404,7 +408,11 @@ fn a_restarted_controller_converges_with_zero_writes_and_orphans_on_request() {
 
     // Restart: every group is listed and reconciled again.
     *guard = None;
-    *guard = Some(Controller::start(cluster(), log_dir(), &["--no-leader-election"]));
+    *guard = Some(Controller::start(
+        cluster(),
+        log_dir(),
+        &["--no-leader-election"],
+    ));
     std::thread::sleep(Duration::from_secs(8));
     let c = guard.as_ref().expect("controller");
     assert!(c.log().contains("reconciling"), "{}", c.log());

@@ -197,7 +197,12 @@ fn two_replicas_one_reconciles_and_the_other_takes_over_when_it_dies() {
     // Only the leader reconciles: the group converges by its writes, and
     // the follower has run no reconcile and written nothing.
     let ns = tenant(c, "leader");
-    apply_group(c, &ns, "first", json!([config_map("one", json!({"k": "v"}))]));
+    apply_group(
+        c,
+        &ns,
+        "first",
+        json!([config_map("one", json!({"k": "v"}))]),
+    );
     wait_condition(c, &ns, "first", "Ready", "True", || logs(dir.path()));
     assert!(a.writes() > 0, "the leader wrote:\n{}", a.log());
     assert_eq!(
@@ -207,18 +212,25 @@ fn two_replicas_one_reconciles_and_the_other_takes_over_when_it_dies() {
         b.log()
     );
     assert_eq!(lease(c, &lease_ns, "interlock-controller").0, "replica-a");
-    let first_version = get(c, &ns, "configmap/one").expect("member")["metadata"]
-        ["resourceVersion"]
-        .clone();
+    let first_version =
+        get(c, &ns, "configmap/one").expect("member")["metadata"]["resourceVersion"].clone();
 
     // The leader dies without giving the lease up (SIGKILL): the other
     // replica takes it once it expires and converges a new group.
     drop(a);
-    apply_group(c, &ns, "second", json!([config_map("two", json!({"k": "v"}))]));
+    apply_group(
+        c,
+        &ns,
+        "second",
+        json!([config_map("two", json!({"k": "v"}))]),
+    );
     wait_condition(c, &ns, "second", "Ready", "True", || logs(dir.path()));
     let (holder, transitions) = lease(c, &lease_ns, "interlock-controller");
     assert_eq!(holder, "replica-b");
-    assert!(transitions >= 1, "a takeover is a transition: {transitions}");
+    assert!(
+        transitions >= 1,
+        "a takeover is a transition: {transitions}"
+    );
     assert!(b.writes() > 0, "the new leader wrote:\n{}", b.log());
     assert!(b.log().contains("leading"), "{}", b.log());
     // The group the old leader converged is not rewritten by the new one.
@@ -288,7 +300,9 @@ fn a_group_that_cannot_be_applied_backs_off_as_kube_apiserver_counts() {
     install_crd(&c);
     let ctl = Controller::start(&c, dir.path(), &["--no-leader-election"]);
     let ns = tenant(&c, "broken");
-    let from = std::fs::metadata(&audit).map(|m| m.len() as usize).unwrap_or(0);
+    let from = std::fs::metadata(&audit)
+        .map(|m| m.len() as usize)
+        .unwrap_or(0);
     let window = Instant::now();
 
     // Two ways to fail for good: a Secret beyond the ServiceAccount's

@@ -236,7 +236,10 @@ spec:
             .iter()
             .map(|f| (f.policy.as_str(), f.object.name.as_str()))
             .collect();
-        assert_eq!(found, [(super::super::rules::SERVICE_SELECTS_MEMBER, "web")]);
+        assert_eq!(
+            found,
+            [(super::super::rules::SERVICE_SELECTS_MEMBER, "web")]
+        );
         assert_eq!(e.findings[0].object.namespace.as_deref(), Some("a"));
     }
 

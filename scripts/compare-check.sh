@@ -4,8 +4,9 @@
 # objects), every output format. A restructure must leave them identical.
 #
 # Usage: scripts/compare-check.sh [BASE_REV] [OBJECTS]
-# Needs: cargo. Builds both binaries (debug) in their own target dirs under
-# ${COMPARE_DIR:-/tmp/interlock-compare}.
+# Needs: cargo. Builds both binaries (debug) one after the other in one target
+# dir (${CARGO_TARGET_DIR}, else under ${COMPARE_DIR:-/tmp/interlock-compare}),
+# so the dependencies are built once; the base binary is copied aside.
 set -Eeuo pipefail
 cd "$(dirname "$0")/.."
 base=${1:-HEAD~1}
@@ -17,16 +18,18 @@ git worktree add -f --detach "$work/base-src" "$base" >/dev/null
 trap 'git worktree remove --force "$work/base-src" >/dev/null 2>&1 || true' EXIT
 
 echo "==> building $base and the work tree"
-(cd "$work/base-src" && CARGO_TARGET_DIR="$work/target-base" cargo build -q --bin interlock)
-CARGO_TARGET_DIR="$work/target-new" cargo build -q --bin interlock
-old="$work/target-base/debug/interlock"
-new="$work/target-new/debug/interlock"
+target=${CARGO_TARGET_DIR:-$work/target}
+(cd "$work/base-src" && CARGO_TARGET_DIR="$target" cargo build -q --bin interlock)
+cp "$target/debug/interlock" "$work/interlock-base"
+CARGO_TARGET_DIR="$target" cargo build -q --bin interlock
+old="$work/interlock-base"
+new="$target/debug/interlock"
 
 echo "==> generating a cluster of $objects objects"
 rm -rf "$work/cluster"
 # The check bench under `cargo test` runs the debug binary and keeps its
 # generated cluster with --keep.
-CARGO_TARGET_DIR="$work/target-new" cargo test -q --bench check -- --sizes "$objects" --runs 1 --keep "$work/cluster" >/dev/null
+CARGO_TARGET_DIR="$target" cargo test -q --bench check -- --sizes "$objects" --runs 1 --keep "$work/cluster" >/dev/null
 cluster="$work/cluster/cluster-$objects"
 
 status=0

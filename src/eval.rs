@@ -127,8 +127,10 @@ pub fn run(opts: &EvalOptions) -> Result<Json, EvalCommandError> {
                 line: d.line,
             };
             inventory
-                .upsert(&d.value, Some(source))
-                .map_err(EvalCommandError::Input)?;
+                .upsert(&d.value, Some(source.clone()))
+                .map_err(|e| {
+                    EvalCommandError::Input(format!("{}:{}: {e}", source.file, source.line))
+                })?;
         }
     }
     let indexes = HashMap::new();

@@ -5,7 +5,7 @@
 //! a JSON AdmissionReview body.
 //!
 //! Run: `cargo +nightly fuzz run admission -- -max_total_time=180` from the
-//! repository root. `tests/admission_robustness.rs` runs seeded mutations
+//! repository root. `tests/integration/admission_robustness.rs` runs seeded mutations
 //! of the same kind in the normal test suite.
 #![no_main]
 

@@ -9,7 +9,7 @@ pub mod serve;
 use crate::cluster::{Cluster, ClusterOptions, State};
 use crate::inventory::Inventory;
 use crate::k8s::kinds::group_of;
-use crate::policy::{Action, FailurePolicy, OldObject, PolicySet, Request, Verdict};
+use crate::policy::{Action, FailurePolicy, OldObject, Outcome, PolicySet, Request, Verdict};
 use crate::server::{ParsedReview, Reviewer};
 use kube::core::admission::{AdmissionRequest, AdmissionResponse, Operation};
 use kube::core::DynamicObject;
@@ -123,20 +123,14 @@ impl Engine {
         // The readiness flag is read under the lock: a reload that needs a
         // re-list clears it in the same update that installs the policies.
         let (readers, records, first, seen, due) = self.read(|st| {
-            let readers = !st.policies.inventory_readers(&r, &st.inventory).is_empty();
             // Only kinds that policies look up are worth a record: the
             // inventory holds no others (a Pod, or the Scale of a
             // deployments/scale request, would only wait there to expire).
             let records = writes && object.as_ref().is_some_and(|o| read_kind(&st.policies, o));
-            let out = if readers && !self.cluster.is_ready() {
-                (self.unready(st, &r), vec![])
-            } else {
-                evaluate(st, &r)
-            };
+            let (readers, out) = self.decide_now(st, &r);
             (readers, records, out, st.seen(), st.pending.has_due())
         });
-        let denied = |out: &(Vec<Verdict>, _)| out.0.iter().any(|v| v.action == Action::Deny);
-        let (verdicts, annotations) = if (readers && due) || (records && !denied(&first)) {
+        let outcome = if (readers && due) || (records && !first.denied()) {
             // An admitted write of a kind that policies look up is recorded
             // under the write lock, in the same section as the decision on
             // the state it records into: the one above if the policies are
@@ -146,20 +140,16 @@ impl Engine {
             let mut st = self.cluster.write();
             let st = &mut *st;
             st.pending.expire(&mut st.inventory);
-            let out = if st.still_holds(seen, &r) {
+            let out = if st.still_holds(seen, &first) {
                 first
             } else {
                 self.metrics.reevaluations.inc();
-                if !self.cluster.is_ready() {
-                    (self.unready(st, &r), vec![])
-                } else {
-                    evaluate(st, &r)
-                }
+                self.decide_now(st, &r).1
             };
             // A decision whose deadline passed is answered 503 and the
             // apiserver applies the webhook's failurePolicy: recording the
             // write would only make it block others until it expires.
-            if records && !denied(&out) && !crate::cel::interrupt::cancelled() {
+            if records && !out.denied() && !crate::cel::interrupt::cancelled() {
                 if let Some(o) = &object {
                     st.pending
                         .record(&mut st.inventory, o, self.options.pending_ttl);
@@ -170,15 +160,27 @@ impl Engine {
         } else {
             first
         };
-        boundary.warn(self.answer(resp, &r, verdicts, annotations))
+        boundary.warn(self.answer(resp, &r, outcome.verdicts, outcome.annotations))
     }
 
-    /// While the inventory is not synced, inventory-reading policies answer
-    /// by their failurePolicy.
-    fn unready(&self, st: &State, r: &Request) -> Vec<Verdict> {
+    /// The outcome of `r` on the state `st`, and whether a policy that reads
+    /// the inventory matched it. While the inventory is not synced, such
+    /// policies answer by their failurePolicy instead.
+    fn decide_now(&self, st: &State, r: &Request) -> (bool, Outcome) {
+        let mut outcome = evaluate(st, r);
+        let readers = st.policies.inventory_readers(&outcome).next().is_some();
+        if readers && !self.cluster.is_ready() {
+            outcome.verdicts = Self::unready(st, &outcome);
+            outcome.annotations.clear();
+        }
+        (readers, outcome)
+    }
+
+    /// The verdicts of inventory-reading policies while the inventory is
+    /// not synced: Deny where their failurePolicy is Fail.
+    fn unready(st: &State, outcome: &Outcome) -> Vec<Verdict> {
         st.policies
-            .inventory_readers(r, &st.inventory)
-            .into_iter()
+            .inventory_readers(outcome)
             .filter(|p| p.failure_policy() == FailurePolicy::Fail)
             .map(|p| Verdict {
                 policy: p.name.clone(),
@@ -306,12 +308,12 @@ impl Engine {
 
 /// Every matching policy's verdicts, and for a ResourceGroup those of its
 /// members too.
-fn evaluate(st: &State, r: &Request) -> (Vec<Verdict>, Vec<(String, String)>) {
-    let (mut verdicts, annotations) = st.policies.evaluate(r, &st.inventory);
+fn evaluate(st: &State, r: &Request) -> Outcome {
+    let mut outcome = st.policies.evaluate(r, &st.inventory);
     if group::is_group_write(r) {
-        verdicts.extend(group::verdicts(st, r));
+        outcome.verdicts.extend(group::verdicts(st, r));
     }
-    (verdicts, annotations)
+    outcome
 }
 
 /// Parses the operations and checks that they apply to the object.
@@ -763,7 +765,12 @@ spec:
         let pod = object("Pod", "v1", "p");
         let service = object("Service", "v1", "s");
         let holds = |seen: crate::cluster::Seen, o: &Json| {
-            e.read(|st| st.still_holds(seen, &Request::create(o, "me").unwrap()))
+            e.read(|st| {
+                let outcome = st
+                    .policies
+                    .evaluate(&Request::create(o, "me").unwrap(), &st.inventory);
+                st.still_holds(seen, &outcome)
+            })
         };
         let add = |o: Json| {
             e.cluster

@@ -26,12 +26,12 @@ pub mod list;
 pub mod policy_report;
 pub mod write;
 
-use crate::check::report::{
-    self, Evaluated, Finding, InputError, ObjectRef, RelatedObject, Report, SourceLocation,
-};
 use crate::cluster::reload::{LoadError, Loaded};
 use crate::inventory::{Inventory, ObjectKey, Source};
-use crate::policy::{Action, PolicySet, Request};
+use crate::policy::{PolicySet, Request};
+use crate::report::{
+    Evaluated, Finding, InputError, ObjectRef, RelatedObject, Report, SourceLocation,
+};
 use rayon::prelude::*;
 use serde_json::Value as Json;
 use std::collections::{BTreeSet, HashMap};
@@ -330,17 +330,13 @@ pub fn evaluate(policies: &PolicySet, snapshot: Snapshot, opts: &AuditOptions) -
             let Some(request) = value.as_ref().and_then(|v| Request::create(v, USER)) else {
                 return (vec![], vec![]);
             };
-            let (verdicts, _) = policies.evaluate(&request, &snapshot.inventory);
+            let verdicts = policies.evaluate(&request, &snapshot.inventory).verdicts;
             let findings = verdicts
                 .into_iter()
                 .map(|v| Finding {
                     policy: v.policy,
                     binding: v.binding,
-                    action: match v.action {
-                        Action::Deny => report::Action::Deny,
-                        Action::Warn => report::Action::Warn,
-                        Action::Audit => report::Action::Audit,
-                    },
+                    action: v.action,
                     object: it.object.clone(),
                     message: v.message,
                     source: source.clone(),

@@ -14,7 +14,7 @@
 //!   as admission does with redaction on: a tenant who may read its own
 //!   report learns nothing of another tenant's names.
 
-use crate::check::report::{Action, Finding, Report};
+use crate::report::{Action, Finding, Report};
 use serde_json::{json, Value as Json};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -116,7 +116,7 @@ fn result(f: &Finding, namespace: Option<&str>) -> Json {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::check::report::{ObjectRef, RelatedObject, SourceLocation};
+    use crate::report::{ObjectRef, RelatedObject, SourceLocation};
 
     fn obj(ns: Option<&str>, kind: &str, name: &str) -> ObjectRef {
         ObjectRef {

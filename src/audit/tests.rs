@@ -61,7 +61,7 @@ fn a_deployment_whose_config_map_is_missing_is_denied_as_check_denies_it() {
         .collect();
     assert_eq!(found.len(), 1, "{:#?}", broken.results);
     // Warn at admission, Deny offline: an audit is offline (empty uid).
-    assert_eq!(found[0].action, report::Action::Deny);
+    assert_eq!(found[0].action, crate::policy::Action::Deny);
     assert_eq!(found[0].object.to_string(), "Deployment shop/web");
     assert_eq!(found[0].source.file, SOURCE_FILE);
     assert_eq!(found[0].source.line, 0);

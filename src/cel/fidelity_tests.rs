@@ -1,5 +1,5 @@
 //! What kube-apiserver v1.36's CEL answers, checked against a real
-//! kube-apiserver (tests/vap_differential.rs and probes made while writing
+//! kube-apiserver (tests/integration/vap_differential.rs and probes made while writing
 //! it): runtime error texts, `format` as its strings extension (version 2)
 //! prints, and the literals `format` exempts from the homogeneous check.
 

@@ -2,10 +2,9 @@
 
 pub mod policy_test;
 pub mod producers;
-pub mod report;
 pub mod run;
 
-pub use report::{
+pub use crate::report::{
     stdout_wants_color, Action, Evaluated, Finding, InputError, ObjectRef, OutputFormat,
     RelatedObject, Report, SourceLocation,
 };

@@ -2,9 +2,9 @@
 //! each case is a PolicyTest document that lists the expected findings of
 //! one policy, followed by the objects checked (which are the inventory).
 
-use super::report::{Finding, Report};
 use super::run::{check_documents, CheckOptions, DEFAULT_USER};
 use crate::manifest::{self, Document, LoadOptions};
+use crate::report::{Finding, Report};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 

@@ -2,12 +2,12 @@
 //! matching policy, with all the objects as the inventory.
 
 use super::producers;
-use super::report::{
-    self, Evaluated, Finding, InputError, ObjectRef, RelatedObject, Report, SourceLocation,
-};
 use crate::inventory::{Inventory, ObjectKey, Prepared, Source};
 use crate::manifest::{self, Document, LoadOptions};
-use crate::policy::{self, Action, PolicySet, Request};
+use crate::policy::{self, PolicySet, Request};
+use crate::report::{
+    Evaluated, Finding, InputError, ObjectRef, RelatedObject, Report, SourceLocation,
+};
 use rayon::prelude::*;
 use serde_json::Value as Json;
 use std::collections::HashMap;
@@ -270,7 +270,7 @@ struct Item {
     made: Vec<Prepared>,
     /// Can it be checked at all (as a CREATE request)?
     reviewable: bool,
-    prepared: Option<Result<Prepared, String>>,
+    prepared: Option<Result<Prepared, crate::inventory::NoIdentity>>,
     object: ObjectRef,
     source: SourceLocation,
     /// Findings known before any policy runs: a ResourceGroup's group rules.
@@ -598,10 +598,11 @@ fn check_one(
     }
     let request = value.and_then(|v| Request::create(v, &opts.user));
     let verdicts = match &request {
-        Some(req) if duplicated.copies.is_empty() => policies.evaluate(req, inventory).0,
+        Some(req) if duplicated.copies.is_empty() => policies.evaluate(req, inventory).verdicts,
         Some(req) => {
-            let (verdicts, read) =
-                crate::policy::host::recording_lookups(|| policies.evaluate(req, inventory).0);
+            let (verdicts, read) = crate::policy::host::recording_lookups(|| {
+                policies.evaluate(req, inventory).verdicts
+            });
             let mut read: Vec<&ObjectKey> = read
                 .iter()
                 .filter(|k| duplicated.copies.contains_key(*k))
@@ -637,11 +638,7 @@ fn check_one(
         .map(|v| Finding {
             policy: v.policy,
             binding: v.binding,
-            action: match v.action {
-                Action::Deny => report::Action::Deny,
-                Action::Warn => report::Action::Warn,
-                Action::Audit => report::Action::Audit,
-            },
+            action: v.action,
             object: object.clone(),
             message: v.message,
             source: source.clone(),

@@ -3,7 +3,7 @@
 //! `--namespace`, `--inventory`, `--exclude`, empty runs, JUnit cases.
 
 use super::*;
-use crate::check::report::Action as ReportAction;
+use crate::report::Action as ReportAction;
 use std::fs;
 use std::path::Path;
 

@@ -20,7 +20,7 @@ pub mod reload;
 pub mod watch;
 
 use crate::inventory::Inventory;
-use crate::policy::{PolicySet, Request};
+use crate::policy::{Outcome, PolicySet};
 use pending::Pending;
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -71,14 +71,16 @@ impl State {
         }
     }
 
-    /// Whether evaluating `r` now would give what it gave when the state
-    /// was `seen`: same policies, and no change since to a kind they read.
-    pub fn still_holds(&self, seen: Seen, r: &Request) -> bool {
+    /// Whether evaluating the request now would give `outcome`, which it
+    /// gave when the state was `seen`: same policies, and no change since to
+    /// a kind they read.
+    pub fn still_holds(&self, seen: Seen, outcome: &Outcome) -> bool {
+        // Same generation, same policy set: `outcome` indexes into it.
         self.generation == seen.generation
             && (self.inventory.version() == seen.inventory
                 || !self
                     .inventory
-                    .changed_since(seen.inventory, self.policies.kinds_read_by(r)))
+                    .changed_since(seen.inventory, self.policies.kinds_read_by(outcome)))
     }
 }
 

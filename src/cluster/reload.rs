@@ -143,7 +143,10 @@ pub fn prepare_files(
     }
     prepared
         .into_iter()
-        .map(|(p, s)| p.map(|p| (p, s)).map_err(LoadError::Inventory))
+        .map(|(p, s)| {
+            p.map(|p| (p, s.clone()))
+                .map_err(|e| LoadError::Inventory(format!("{}:{}: {e}", s.file, s.line)))
+        })
         .collect()
 }
 
@@ -327,7 +330,7 @@ mod tests {
             assert_eq!(st.inventory.lookup_index(0, "cert").len(), 1);
             let two = ingress("a", "two", "a.example", "cert");
             let r = Request::create(&two, "me").expect("request");
-            let (verdicts, _) = st.policies.evaluate(&r, &st.inventory);
+            let verdicts = st.policies.evaluate(&r, &st.inventory).verdicts;
             assert_eq!(
                 verdicts.len(),
                 1,

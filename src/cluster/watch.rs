@@ -418,7 +418,7 @@ mod reload_tests {
         let denied = |cluster: &Cluster| {
             cluster.read(|st| {
                 let r = Request::create(&two, "me").unwrap();
-                !st.policies.evaluate(&r, &st.inventory).0.is_empty()
+                !st.policies.evaluate(&r, &st.inventory).verdicts.is_empty()
             })
         };
         assert!(

@@ -81,7 +81,7 @@ pub fn validate(
             req.operation = "UPDATE".into();
             req.old_object = OldObject::Json(old);
         }
-        let (verdicts, _) = policies.evaluate(&req, &overlay);
+        let verdicts = policies.evaluate(&req, &overlay).verdicts;
         out.extend(
             verdicts
                 .into_iter()

@@ -285,6 +285,12 @@ pub struct IndexError {
     pub message: String,
 }
 
+/// An object the inventory cannot hold: without the identity every key is
+/// built from.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("object has no apiVersion, kind or metadata.name")]
+pub struct NoIdentity;
+
 impl Inventory {
     pub fn new() -> Self {
         Self::default()
@@ -457,14 +463,14 @@ impl Inventory {
         &mut self,
         object: &Json,
         source: Option<Source>,
-    ) -> Result<Vec<IndexError>, String> {
+    ) -> Result<Vec<IndexError>, NoIdentity> {
         let prepared = self.prepare(object)?;
         Ok(self.insert(prepared, source))
     }
 
     /// Projects `object` and computes its index keys.
-    pub fn prepare(&self, object: &Json) -> Result<Prepared, String> {
-        let key = ObjectKey::of(object).ok_or("object has no apiVersion, kind or metadata.name")?;
+    pub fn prepare(&self, object: &Json) -> Result<Prepared, NoIdentity> {
+        let key = ObjectKey::of(object).ok_or(NoIdentity)?;
         let fields = self.projection.for_kind(&key.group, &key.kind);
         let mut projected = if fields.is_whole() {
             object.clone()

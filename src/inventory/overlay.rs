@@ -6,7 +6,7 @@
 //! exactly as the base would store them.
 
 use super::view::Lookup;
-use super::{Entry, IndexId, Inventory, ObjectKey, ObjectKeyRef};
+use super::{Entry, IndexId, Inventory, NoIdentity, ObjectKey, ObjectKeyRef};
 use serde_json::Value as Json;
 use std::collections::HashSet;
 
@@ -17,11 +17,6 @@ pub struct Overlay<'b> {
     /// Keys of `base` that are hidden (removed or replaced).
     hidden: HashSet<ObjectKey>,
 }
-
-/// An object that cannot be put in the overlay (no key).
-#[derive(Debug, Clone, thiserror::Error)]
-#[error("{0}")]
-pub struct OverlayError(pub String);
 
 impl<'b> Overlay<'b> {
     pub fn new(base: &'b Inventory) -> Self {
@@ -39,8 +34,8 @@ impl<'b> Overlay<'b> {
     }
 
     /// Puts `object` in place of the base's object of the same key, if any.
-    pub fn put(&mut self, object: &Json) -> Result<(), OverlayError> {
-        let prepared = self.added.prepare(object).map_err(OverlayError)?;
+    pub fn put(&mut self, object: &Json) -> Result<(), NoIdentity> {
+        let prepared = self.added.prepare(object)?;
         self.hidden.insert(prepared.key().clone());
         let errors = self.added.insert(prepared, None);
         for e in errors {

@@ -207,7 +207,7 @@ pub fn selector_matches<'a>(a: &[Value<'a>]) -> EvalResult<Value<'a>> {
     selector
         .matches(labels)
         .map(Value::Bool)
-        .map_err(EvalError::new)
+        .map_err(|e| EvalError::new(e.to_string()))
 }
 
 impl<'a> Host<'a> for InventoryHost<'a> {

@@ -2,6 +2,7 @@
 //! [`PolicySet::evaluate`] serves `check`, `serve` and audit; only the
 //! [`Inventory`] differs.
 
+pub mod finding;
 pub mod host;
 mod matching;
 pub mod model;
@@ -9,6 +10,8 @@ mod projection;
 /// The kinds table lives in [`crate::k8s::kinds`]; this name stays for callers.
 pub use crate::k8s::kinds as resources;
 pub mod selector;
+
+pub use finding::Action;
 
 use crate::cel::value::{Key, Str};
 use crate::cel::{Activation, CompileError, Env, Program, Value};
@@ -18,25 +21,6 @@ use model::{BindingSpec, MatchResources, ParamRef, PolicySpec};
 use serde_json::Value as Json;
 use std::cell::OnceCell;
 use std::collections::HashMap;
-
-/// What a failed validation does, as a binding's validationActions.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
-pub enum Action {
-    Deny,
-    Warn,
-    Audit,
-}
-
-impl Action {
-    fn parse(s: &str) -> Option<Action> {
-        match s {
-            "Deny" => Some(Action::Deny),
-            "Warn" => Some(Action::Warn),
-            "Audit" => Some(Action::Audit),
-            _ => None,
-        }
-    }
-}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FailurePolicy {
@@ -312,6 +296,24 @@ pub fn redact(message: &str, related: &[ObjectKey], namespace: &str) -> String {
 /// Audit annotations produced by a policy (key is `policy/key`).
 pub type AuditAnnotations = Vec<(String, String)>;
 
+/// What [`PolicySet::evaluate`] found for one request.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    pub verdicts: Vec<Verdict>,
+    pub annotations: AuditAnnotations,
+    /// Indexes of the policies whose matchConstraints matched, in the set
+    /// that evaluated (valid only for that set: see
+    /// [`PolicySet::inventory_readers`], [`PolicySet::kinds_read_by`]).
+    matched: Vec<usize>,
+}
+
+impl Outcome {
+    /// Whether some verdict refuses the request.
+    pub fn denied(&self) -> bool {
+        self.verdicts.iter().any(|v| v.action == Action::Deny)
+    }
+}
+
 #[derive(Default)]
 pub struct PolicySet {
     pub policies: Vec<CompiledPolicy>,
@@ -453,19 +455,26 @@ impl PolicySet {
         (set, errors)
     }
 
-    /// Every verdict of every matching policy for one request.
-    pub fn evaluate(
-        &self,
-        req: &Request,
-        inventory: &dyn Lookup,
-    ) -> (Vec<Verdict>, AuditAnnotations) {
-        let mut verdicts = Vec::new();
-        let mut annotations = Vec::new();
+    /// Every verdict of every matching policy for one request, and which
+    /// policies matched: the one question admission, check, audit and the
+    /// controller ask the policy set per object.
+    pub fn evaluate(&self, req: &Request, inventory: &dyn Lookup) -> Outcome {
+        let mut outcome = Outcome::default();
         let shared = Shared::default();
-        for p in &self.policies {
-            p.evaluate(req, &shared, inventory, &mut verdicts, &mut annotations);
+        for (i, p) in self.policies.iter().enumerate() {
+            if !matching::matches(&p.matcher, req, inventory, false) {
+                continue;
+            }
+            outcome.matched.push(i);
+            p.evaluate(
+                req,
+                &shared,
+                inventory,
+                &mut outcome.verdicts,
+                &mut outcome.annotations,
+            );
         }
-        (verdicts, annotations)
+        outcome
     }
 
     pub fn len(&self) -> usize {
@@ -722,6 +731,7 @@ impl CompiledPolicy {
         self.kind == PolicyKind::Interlock
     }
 
+    /// The verdicts of a policy whose matchConstraints matched `req`.
     fn evaluate<'i>(
         &self,
         req: &Request,
@@ -730,9 +740,6 @@ impl CompiledPolicy {
         out: &mut Vec<Verdict>,
         annotations: &mut AuditAnnotations,
     ) {
-        if !matching::matches(&self.matcher, req, inv, false) {
-            return;
-        }
         let fail = self.failure_policy == FailurePolicy::Fail;
         // Audit annotations of every binding and param, by key: kube-apiserver
         // publishes each distinct value once, joined with ", ".
@@ -1166,29 +1173,25 @@ impl PolicySet {
         })
     }
 
-    /// Policies that match the request and read the inventory: they decide
-    /// what happens while the inventory is not ready.
+    /// Of the policies an [`Outcome`] matched, those that read the
+    /// inventory: they decide what happens while the inventory is not ready.
+    /// The outcome must come from this set.
     pub fn inventory_readers<'s>(
         &'s self,
-        req: &Request,
-        inv: &dyn Lookup,
-    ) -> Vec<&'s CompiledPolicy> {
-        self.policies
-            .iter()
-            .filter(|p| p.reads_inventory() && matching::matches(&p.matcher, req, inv, false))
-            .collect()
+        outcome: &'s Outcome,
+    ) -> impl Iterator<Item = &'s CompiledPolicy> + 's {
+        self.matched(outcome).filter(|p| p.reads_inventory())
     }
 
-    /// The (group, kind) pairs that evaluating `req` may read from the
-    /// inventory: those of every policy whose rules match it, and Namespaces
-    /// (namespace selectors, `namespaceObject`). `None` when one of those
-    /// policies computes a lookup's kind, which could then be any.
-    pub fn kinds_read_by(&self, req: &Request) -> Option<Vec<(&str, &str)>> {
+    /// The (group, kind) pairs that the evaluation behind `outcome` may have
+    /// read from the inventory: those of every policy it matched, and
+    /// Namespaces (namespace selectors, `namespaceObject`; a policy that did
+    /// not match for its namespace's labels matches again only if they
+    /// change). `None` when one of those policies computes a lookup's kind,
+    /// which could then be any. The outcome must come from this set.
+    pub fn kinds_read_by<'s>(&'s self, outcome: &'s Outcome) -> Option<Vec<(&'s str, &'s str)>> {
         let mut kinds = vec![("", "Namespace")];
-        for p in &self.policies {
-            if !matching::rules_match(&p.matcher, req) {
-                continue;
-            }
+        for p in self.matched(outcome) {
             if p.computed_lookup {
                 return None;
             }
@@ -1199,6 +1202,13 @@ impl PolicySet {
             );
         }
         Some(kinds)
+    }
+
+    fn matched<'s>(
+        &'s self,
+        outcome: &'s Outcome,
+    ) -> impl Iterator<Item = &'s CompiledPolicy> + 's {
+        outcome.matched.iter().filter_map(|&i| self.policies.get(i))
     }
 
     /// Does some policy read objects of this kind from the inventory (see

@@ -3,10 +3,15 @@
 use super::model::LabelSelector;
 use serde_json::{Map, Value as Json};
 
+/// A `matchExpressions` operator Kubernetes does not define.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown label selector operator {0:?}; use In, NotIn, Exists or DoesNotExist")]
+pub struct UnknownOperator(pub String);
+
 impl LabelSelector {
     /// Does the selector select an object with these labels? An empty
     /// selector selects everything, as in Kubernetes.
-    pub fn matches(&self, labels: Option<&Map<String, Json>>) -> Result<bool, String> {
+    pub fn matches(&self, labels: Option<&Map<String, Json>>) -> Result<bool, UnknownOperator> {
         let get = |k: &str| labels.and_then(|l| l.get(k)).and_then(Json::as_str);
         for (k, v) in &self.match_labels {
             if get(k) != Some(v.as_str()) {
@@ -20,7 +25,7 @@ impl LabelSelector {
                 "NotIn" => value.is_none_or(|v| !r.values.iter().any(|x| x == v)),
                 "Exists" => value.is_some(),
                 "DoesNotExist" => value.is_none(),
-                other => return Err(format!("unknown label selector operator {other:?}; use In, NotIn, Exists or DoesNotExist")),
+                other => return Err(UnknownOperator(other.to_string())),
             };
             if !ok {
                 return Ok(false);

@@ -1,6 +1,6 @@
 //! Decisions that kube-apiserver's ValidatingAdmissionPolicy plugin makes
 //! and the engine must make the same way. Each was found by the differential
-//! test (tests/vap_differential.rs) against a real kube-apiserver.
+//! test (tests/integration/vap_differential.rs) against a real kube-apiserver.
 
 use super::*;
 use serde_json::json;
@@ -52,7 +52,8 @@ fn evaluate(
     object: &Json,
 ) -> (Vec<Verdict>, AuditAnnotations) {
     let req = Request::create(object, "admin").expect("an object");
-    set.evaluate(&req, inventory)
+    let o = set.evaluate(&req, inventory);
+    (o.verdicts, o.annotations)
 }
 
 fn messages(verdicts: &[Verdict]) -> Vec<(Action, &str)> {
@@ -359,7 +360,11 @@ fn admission_actions_apply_at_admission_only() {
     let cm = configmap(json!({}));
     let mut req = Request::create(&cm, "admin").expect("a request");
     let actions = |req: &Request| -> Vec<Action> {
-        set.evaluate(req, &inv).0.iter().map(|v| v.action).collect()
+        set.evaluate(req, &inv)
+            .verdicts
+            .iter()
+            .map(|v| v.action)
+            .collect()
     };
     assert!(!req.is_admission());
     assert_eq!(actions(&req), [Action::Deny]);

@@ -1,9 +1,10 @@
-//! Shared support for integration tests: `mod support;` in a test file.
-//!
-//! Each test binary compiles this module on its own and uses only part of it.
+//! Shared support for the integration tests (tests/integration) and the
+//! benchmarks, which compile it on their own and use only part of it.
 #![allow(dead_code)]
 
+pub mod admission_engine;
 pub mod cluster;
+pub mod rng;
 
 pub mod controller;
 

@@ -1,4 +1,6 @@
+use super::sarif::sarif_uri;
 use super::*;
+use serde_json::{json, Value};
 
 fn obj(kind: &str, ns: Option<&str>, name: &str) -> ObjectRef {
     ObjectRef {

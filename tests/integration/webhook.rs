@@ -1,7 +1,7 @@
 //! `interlock serve` against a real kube-apiserver: the webhook registered by
 //! URL on 127.0.0.1, kubectl as the tenant.
 
-mod support;
+use crate::support;
 
 use k8s_openapi::api::networking::v1::Ingress;
 use kube::api::{Api, PostParams};
@@ -585,33 +585,36 @@ fn unstick_lists_a_stuck_config_map_with_age_and_owner_and_clears_it_guarded() {
 /// Installs the ResourceGroup CRD (once per test binary).
 fn resource_group_crd(cluster: &TestCluster) {
     static DONE: OnceLock<()> = OnceLock::new();
-    DONE.get_or_init(|| {
-        let crd = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("manifests/base/crd-resourcegroup.yaml");
-        assert_admitted(
-            &cluster.kubectl(&["apply", "-f", &crd.display().to_string()]),
-            "the CRD",
-        );
-        assert_admitted(
-            &cluster.kubectl(&[
-                "wait",
-                "--for=condition=Established",
-                "crd/resourcegroups.interlock.dev",
-                "--timeout=60s",
-            ]),
-            "CRD established",
-        );
-    });
+    DONE.get_or_init(|| install_resource_group_crd(cluster));
+}
+
+fn install_resource_group_crd(cluster: &TestCluster) {
+    let crd = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("manifests/base/crd-resourcegroup.yaml");
+    assert_admitted(
+        &cluster.kubectl(&["apply", "-f", &crd.display().to_string()]),
+        "the CRD",
+    );
+    assert_admitted(
+        &cluster.kubectl(&[
+            "wait",
+            "--for=condition=Established",
+            "crd/resourcegroups.interlock.dev",
+            "--timeout=60s",
+        ]),
+        "CRD established",
+    );
 }
 
 #[test]
 fn unstick_reports_a_resource_group_whose_controller_is_not_running() {
-    let cluster = TestCluster::shared();
+    // A cluster of its own: the controller tests run a controller on the
+    // shared one, which would remove the finalizer this test needs stuck.
+    let own = TestCluster::start();
+    let cluster = &own;
     let _logs = cluster.logs_on_panic();
-    resource_group_crd(cluster);
+    install_resource_group_crd(cluster);
     let ns = cluster.create_namespace("unstick-rg");
-    // No controller runs in this test binary: the finalizer it would
-    // remove stays.
     let rg = json!({"apiVersion": "interlock.dev/v1alpha1", "kind": "ResourceGroup",
         "metadata": {"name": "app", "namespace": ns, "finalizers": ["interlock.dev/members"]},
         "spec": {"serviceAccountName": "deployer", "resources": []}});

@@ -11,10 +11,8 @@
 //! (default 300 per seed); `fuzz/fuzz_targets/admission.rs` is the
 //! coverage-guided version.
 
-#[path = "support/admission_engine.rs"]
-mod admission_engine;
-#[path = "support/rng.rs"]
-mod rng;
+use crate::support::admission_engine;
+use crate::support::rng;
 
 use admission_engine::engine;
 use interlock::admission::Engine;

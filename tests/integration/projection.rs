@@ -3,12 +3,12 @@
 //! kept, and nothing a policy reads is lost (the same report with whole
 //! objects and with projected ones).
 
-use interlock::check::report::Report;
 use interlock::check::{self, check_documents, CheckOptions};
 use interlock::inventory::projection::Projection;
 use interlock::inventory::Inventory;
 use interlock::manifest::{self, Document, Format, LoadOptions};
 use interlock::policy::PolicySet;
+use interlock::report::Report;
 use serde_json::json;
 use std::path::PathBuf;
 

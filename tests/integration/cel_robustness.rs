@@ -2,8 +2,7 @@
 //! deep nesting, huge inputs, runaway comprehensions, and mutations of every
 //! conformance expression.
 
-#[path = "support/rng.rs"]
-mod rng;
+use crate::support::rng;
 
 use interlock::cel::{Activation, Env};
 use rng::Rng;

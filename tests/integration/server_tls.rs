@@ -4,8 +4,7 @@
 //! what is under test is the server: TLS versions, routes, limits, error
 //! answers, certificate reload, client certificates and graceful shutdown.
 
-#[path = "support/rng.rs"]
-mod rng;
+use crate::support::rng;
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -1079,6 +1078,14 @@ async fn certificate_rotation_by_kubelet_symlink_swap_and_by_file_replace() {
     s.shutdown().await;
 }
 
+/// Replaces a file in one step, as a Secret volume does: a poll never reads
+/// it half-written (which would count as one more distinct failure).
+fn replace(path: &Path, content: &[u8]) {
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, content).expect("write");
+    std::fs::rename(&tmp, path).expect("rename");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn invalid_new_certificate_keeps_the_old_one() {
     let (b1, b2) = (bundle(), bundle());
@@ -1087,7 +1094,7 @@ async fn invalid_new_certificate_keeps_the_old_one() {
     let served = |c: &Conn| c.peer_cert.clone();
 
     // Garbage certificate.
-    std::fs::write(s.dir.join("tls.crt"), b"not a certificate").expect("write");
+    replace(&s.dir.join("tls.crt"), b"not a certificate");
     tokio::time::sleep(Duration::from_millis(400)).await; // several polls
     let c = connect(s.addr, &trust).await.expect("still serving");
     assert_eq!(served(&c), der(&b1.cert_pem).to_vec());
@@ -1099,7 +1106,7 @@ async fn invalid_new_certificate_keeps_the_old_one() {
     );
 
     // A certificate whose key does not match.
-    std::fs::write(s.dir.join("tls.crt"), &b2.cert_pem).expect("write");
+    replace(&s.dir.join("tls.crt"), b2.cert_pem.as_bytes());
     tokio::time::sleep(Duration::from_millis(400)).await;
     let c = connect(s.addr, &trust).await.expect("still serving");
     assert_eq!(served(&c), der(&b1.cert_pem).to_vec());
@@ -1341,7 +1348,7 @@ async fn sigterm_finishes_in_flight_request() {
     let mut child = tokio::process::Command::new(std::env::current_exe().expect("exe"))
         .args([
             "--exact",
-            "sigterm_child",
+            "server_tls::sigterm_child",
             "--nocapture",
             "--test-threads=1",
         ])
@@ -1869,7 +1876,12 @@ async fn spawn_logging_child(
     use tokio::io::AsyncBufReadExt;
     let mut command = tokio::process::Command::new(std::env::current_exe().expect("exe"));
     command
-        .args(["--exact", "accept_child", "--nocapture", "--test-threads=1"])
+        .args([
+            "--exact",
+            "server_tls::accept_child",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env(ACCEPT_CHILD_ENV, dir)
         .env("RUST_LOG", "warn")
         .env("NO_COLOR", "1")

@@ -3,7 +3,7 @@
 //! tenant. One controller process serves the steps of each test, in
 //! sequence, each in its own namespace.
 
-mod support;
+use crate::support;
 
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};

@@ -2,7 +2,7 @@
 //! accepted, `kubectl` knows the short name and the columns, defaults are
 //! filled in, and the schema refuses what it should.
 
-mod support;
+use crate::support;
 
 use interlock::group::{plan, BuiltinScopes, GroupRef, PlanInput, ResourceGroup};
 use serde_json::{json, Value};

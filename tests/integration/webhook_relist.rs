@@ -3,7 +3,7 @@
 //! gets 410 and re-lists. Rules must keep answering from a complete index
 //! (never an empty one) and never from a stale one.
 
-mod support;
+use crate::support;
 
 use serde_json::Value;
 use std::process::Command;

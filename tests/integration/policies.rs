@@ -1,8 +1,7 @@
 //! The bundled policy library's own test cases (policies/NAME/tests/*.yaml)
 //! and `interlock check` over examples/, end to end through the binary.
 
-#[path = "support/rng.rs"]
-mod rng;
+use crate::support::rng;
 
 use interlock::check::policy_test::{discover, run_case};
 use serde_json::{json, Value as Json};

@@ -3,7 +3,7 @@
 //! sees the new fields of objects created before it was loaded. And a
 //! webhook started after the objects knows them from its first list.
 
-mod support;
+use crate::support;
 
 use serde_json::json;
 use std::time::{Duration, Instant};

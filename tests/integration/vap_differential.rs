@@ -60,7 +60,7 @@
 //! `VAP_DIFF_CASES=018,019` runs only the cases whose directory starts with
 //! one of the given prefixes (for working on the engine; the figure says so).
 
-mod support;
+use crate::support;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt::Write as _;
@@ -802,7 +802,8 @@ fn engine(
         req.operation = "UPDATE".into();
         req.old_object = policy::OldObject::Json(old);
     }
-    let (verdicts, annotations) = set.evaluate(&req, &inventory);
+    let o = set.evaluate(&req, &inventory);
+    let (verdicts, annotations) = (o.verdicts, o.annotations);
     let verdicts = verdicts
         .into_iter()
         .map(|v| {

@@ -2,9 +2,7 @@
 //! the same cluster, the garbage collector, 410 Gone, and the harness's
 //! promises (logs on failure, children stopped on drop and on process death).
 
-mod support;
-// `interlock audit` against this control plane (tests/audit_cli/mod.rs).
-mod audit_cli;
+use crate::support;
 
 use std::os::unix::process::ExitStatusExt as _;
 use std::path::Path;
@@ -348,7 +346,7 @@ fn children_die_with_the_test_process() {
     let out = Command::new(exe)
         .args([
             "--exact",
-            "children_die_with_the_test_process",
+            "control_plane::children_die_with_the_test_process",
             "--nocapture",
         ])
         .env(ORPHAN_ROLE, &file)

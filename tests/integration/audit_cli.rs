@@ -6,7 +6,7 @@
 //! thread: unlike `serve` or `controller`, it needs no long-lived spawning
 //! thread for PR_SET_PDEATHSIG.
 
-use super::support::cluster::TestCluster;
+use crate::support::cluster::TestCluster;
 use serde_json::Value;
 use std::path::Path;
 use std::process::Command;

@@ -1,0 +1,148 @@
+//! Every flag of every command, in one place (docs/usage.md documents
+//! them). Parsing only: what a command does is in `super`.
+
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+
+use crate::check::{self, OutputFormat};
+
+#[derive(Parser)]
+#[command(
+    name = "interlock",
+    version,
+    about = "Rules that span several Kubernetes objects"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand)]
+pub enum Command {
+    /// Check manifest files against policies, offline.
+    Check {
+        /// Policy file or folder (repeatable); default: the bundled library.
+        #[arg(short, long = "policy")]
+        policy: Vec<PathBuf>,
+        /// Output format.
+        #[arg(short, long, default_value = "human")]
+        output: OutputFormat,
+        /// The user the offline CREATE requests are made as.
+        #[arg(long, default_value = check::DEFAULT_USER)]
+        user: String,
+        /// The namespace of namespaced objects that have none (as `kubectl
+        /// apply -n`); default: default.
+        #[arg(short = 'n', long)]
+        namespace: Option<String>,
+        /// Objects that lookups see but that are not checked (a cluster
+        /// baseline, objects made by hand); file or folder, repeatable.
+        #[arg(long)]
+        inventory: Vec<PathBuf>,
+        /// Leave out files and folders matching this glob (`*`, `**`, `?`;
+        /// without a `/` it matches any path segment); repeatable.
+        #[arg(long)]
+        exclude: Vec<String>,
+        /// Files, folders, or - for standard input.
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+    },
+    /// Audit the objects in the cluster of the current kubeconfig, once, as
+    /// `check` checks manifests (same reports and exit codes).
+    Audit {
+        /// Policy file or folder (repeatable); default: the bundled library.
+        #[arg(short, long = "policy")]
+        policy: Vec<PathBuf>,
+        /// Output format.
+        #[arg(short, long, default_value = "human")]
+        output: OutputFormat,
+        /// Report only objects of this namespace (repeatable; lookups still
+        /// see every namespace).
+        #[arg(short = 'n', long)]
+        namespace: Vec<String>,
+        /// Also store the results as PolicyReports (wgpolicyk8s.io/v1alpha2),
+        /// one per namespace, written only when they changed.
+        #[arg(long)]
+        write_reports: bool,
+    },
+    /// Evaluate one CEL expression with the variables a policy sees.
+    Eval {
+        #[command(flatten)]
+        opts: crate::eval::EvalOptions,
+        /// Output: json prints {"type": T, "value": V}; text prints the value.
+        #[arg(short, long, default_value = "json")]
+        output: String,
+    },
+    /// Serve the admission webhook (POST /validate, /mutate) over TLS.
+    Serve {
+        #[command(flatten)]
+        args: crate::server::ServeArgs,
+        /// Name objects of other namespaces in messages (off by default: a
+        /// tenant only learns the kind of another tenant's object).
+        #[arg(long)]
+        reveal_other_namespaces: bool,
+        /// Seconds one watch request lasts before it is re-established.
+        #[arg(long, default_value_t = 290)]
+        watch_timeout: u64,
+        #[command(flatten)]
+        boundary: crate::admission::boundary::BoundaryArgs,
+    },
+    /// Write a CA and a serving certificate for the webhook.
+    Certs {
+        #[command(flatten)]
+        args: crate::server::cli::CertsArgs,
+    },
+    /// Print the CRDs of the project's kinds (ResourceGroup) as YAML.
+    Crd,
+    /// Reconcile ResourceGroups against the cluster of the current kubeconfig.
+    Controller {
+        /// Policy file or folder (repeatable); default: the bundled library.
+        #[arg(short, long = "policy")]
+        policy: Vec<PathBuf>,
+        /// Groups reconciled at once.
+        #[arg(long, default_value_t = 4)]
+        concurrency: u16,
+        /// Plain-HTTP address of /metrics, /healthz and /readyz.
+        #[arg(long, default_value = "0.0.0.0:8080")]
+        admin_addr: std::net::SocketAddr,
+        /// Run without leader election (one replica only).
+        #[arg(long)]
+        no_leader_election: bool,
+        /// Namespace of the leader-election Lease.
+        #[arg(long, env = "POD_NAMESPACE", default_value = "interlock-system")]
+        lease_namespace: String,
+        /// Name of the leader-election Lease.
+        #[arg(long, default_value = "interlock-controller")]
+        lease_name: String,
+        /// This replica's identity in the Lease (default: POD_NAME, or host and pid).
+        #[arg(long, env = "POD_NAME")]
+        identity: Option<String>,
+        /// Log format.
+        #[arg(long, default_value = "text", value_parser = ["text", "json"])]
+        log_format: String,
+    },
+    /// Print the webhook configurations for the loaded policies' rules.
+    WebhookConfig {
+        /// Policy file or folder (repeatable); default: the bundled library.
+        #[arg(short, long = "policy")]
+        policy: Vec<PathBuf>,
+        /// The webhook's Service, NAMESPACE/NAME.
+        #[arg(long, conflicts_with = "url", required_unless_present = "url")]
+        service: Option<String>,
+        /// The webhook's https:// URL (outside the cluster).
+        #[arg(long)]
+        url: Option<String>,
+        /// CA certificate (PEM) put in caBundle.
+        #[arg(long)]
+        ca_bundle: Option<PathBuf>,
+    },
+    /// Objects stuck in deletion and their finalizers (docs/finalizers.md).
+    Unstick {
+        #[command(flatten)]
+        args: crate::unstick::UnstickArgs,
+    },
+    /// Run policy test cases (policies/NAME/tests/*.yaml).
+    Test {
+        #[arg(default_value = "policies")]
+        paths: Vec<PathBuf>,
+    },
+}

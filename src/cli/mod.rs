@@ -1,0 +1,242 @@
+//! The `interlock` command line: the one place that parses arguments, starts
+//! tracing, prints results and decides exit codes. Every command is a call
+//! into the library; `main.rs` only returns [`run`]'s code.
+//!
+//! Exit codes (the command-line contract): 0 nothing denied, 1 a Deny
+//! finding (or a failed policy test), 2 the command could not do its job
+//! (bad input, no cluster, a server that stopped with an error).
+
+mod flags;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Parser;
+
+use crate::check::{self, OutputFormat};
+pub use flags::{Cli, Command};
+
+/// Parses the arguments, runs the command, and returns its exit status.
+pub fn run() -> ExitCode {
+    let cli = Cli::parse();
+    // The long-running commands set up their own (JSON-capable) tracing;
+    // the others log the engine's warnings to standard error.
+    if !matches!(
+        cli.command,
+        Command::Serve { .. } | Command::Controller { .. }
+    ) {
+        crate::server::init_tracing_at(false, "warn");
+    }
+    ExitCode::from(dispatch(cli.command))
+}
+
+fn dispatch(command: Command) -> u8 {
+    match command {
+        Command::Check {
+            policy,
+            output,
+            user,
+            namespace,
+            inventory,
+            exclude,
+            paths,
+        } => print_report(
+            &check::run(&check::CheckOptions {
+                policies: policy,
+                inputs: paths,
+                user,
+                record_evaluated: output == OutputFormat::Junit,
+                whole_objects: false,
+                namespace,
+                inventory,
+                exclude,
+            }),
+            output,
+        ),
+        Command::Audit {
+            policy,
+            output,
+            namespace,
+            write_reports,
+        } => print_report(
+            &crate::audit::run(&crate::audit::AuditOptions {
+                policies: policy,
+                namespaces: namespace,
+                record_evaluated: output == OutputFormat::Junit,
+                write_reports,
+            }),
+            output,
+        ),
+        Command::Eval { opts, output } => eval(&opts, &output),
+        Command::Serve {
+            args,
+            reveal_other_namespaces,
+            watch_timeout,
+            boundary,
+        } => {
+            crate::server::init_tracing(args.log_format.is_json());
+            let options = crate::admission::EngineOptions {
+                redact_other_namespaces: !reveal_other_namespaces,
+                boundary: boundary.config(),
+                ..Default::default()
+            };
+            let cluster_options = crate::cluster::ClusterOptions {
+                watch_timeout: Duration::from_secs(watch_timeout),
+            };
+            block_on("serve", async move {
+                crate::admission::serve::run(args, options, cluster_options).await
+            })
+        }
+        Command::Certs { args } => done("certs", crate::certs::run(&args)),
+        Command::Controller {
+            policy,
+            concurrency,
+            admin_addr,
+            no_leader_election,
+            lease_namespace,
+            lease_name,
+            identity,
+            log_format,
+        } => {
+            crate::server::init_tracing(log_format == "json");
+            let lease = (!no_leader_election).then(|| crate::controller::lease::LeaseConfig {
+                namespace: lease_namespace,
+                name: lease_name,
+                identity: identity.unwrap_or_else(default_identity),
+                duration: Duration::from_secs(15),
+                renew_every: Duration::from_secs(5),
+            });
+            let cfg = crate::controller::run::ControllerConfig {
+                policies: policy,
+                concurrency: concurrency.max(1),
+                admin_addr,
+                lease,
+                watch_timeout: Duration::from_secs(290),
+            };
+            block_on("controller", crate::controller::run::run(cfg))
+        }
+        Command::WebhookConfig {
+            policy,
+            service,
+            url,
+            ca_bundle,
+        } => webhook_config(&policy, service, url, ca_bundle),
+        Command::Unstick { args } => exit_status(crate::unstick::main(&args)),
+        Command::Crd => {
+            print!("{}", crate::group::crd_yaml());
+            0
+        }
+        Command::Test { paths } => policy_tests(&paths),
+    }
+}
+
+/// Prints a check or audit report; returns the exit status.
+fn print_report(report: &check::Report, output: OutputFormat) -> u8 {
+    match report.print(output) {
+        // A closed pipe (`| head`) is the reader's choice, not an error.
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+        Err(e) => {
+            eprintln!("interlock: cannot write the report: {e}");
+            return 2;
+        }
+        Ok(()) => {}
+    }
+    let _ = report.write_errors(&mut std::io::stderr());
+    exit_status(report.exit_code())
+}
+
+fn eval(opts: &crate::eval::EvalOptions, output: &str) -> u8 {
+    match crate::eval::run(opts) {
+        Ok(v) if output == "json" => {
+            println!("{v}");
+            0
+        }
+        Ok(v) => {
+            println!("{} ({})", v["value"], v["type"].as_str().unwrap_or(""));
+            0
+        }
+        Err(e) => {
+            eprintln!("{e}");
+            exit_status(e.exit_code())
+        }
+    }
+}
+
+fn webhook_config(
+    policy: &[PathBuf],
+    service: Option<String>,
+    url: Option<String>,
+    ca_bundle: Option<PathBuf>,
+) -> u8 {
+    use crate::webhook_config::{run, Endpoint};
+    let endpoint = match (service, url) {
+        (Some(s), _) => Endpoint::service(&s),
+        (None, u) => Endpoint::url(&u.unwrap_or_default()),
+    };
+    match endpoint.and_then(|e| run(policy, e, ca_bundle.as_deref())) {
+        Ok(yaml) => {
+            print!("{yaml}");
+            0
+        }
+        Err(e) => {
+            eprintln!("interlock webhook-config: {e}");
+            2
+        }
+    }
+}
+
+fn policy_tests(paths: &[PathBuf]) -> u8 {
+    let cases = check::policy_test::discover(paths);
+    let mut failed = 0;
+    for (policy, case) in &cases {
+        let r = check::policy_test::run_case(policy, case);
+        if r.passed() {
+            println!("ok   {} ({})", r.file.display(), r.name);
+        } else {
+            failed += 1;
+            println!("FAIL {} ({})", r.file.display(), r.name);
+            for f in &r.failures {
+                println!("     {f}");
+            }
+        }
+    }
+    println!("{} passed, {} failed", cases.len() - failed, failed);
+    u8::from(failed > 0 || cases.is_empty())
+}
+
+/// Runs a long-running command on a multi-threaded runtime.
+fn block_on(command: &str, future: impl std::future::Future<Output = anyhow::Result<()>>) -> u8 {
+    match tokio::runtime::Runtime::new() {
+        Ok(rt) => done(command, rt.block_on(future)),
+        Err(e) => {
+            eprintln!("interlock: cannot start the runtime: {e}");
+            2
+        }
+    }
+}
+
+fn done(command: &str, result: anyhow::Result<()>) -> u8 {
+    match result {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("interlock {command}: {e:#}");
+            2
+        }
+    }
+}
+
+/// A library exit status (0, 1 or 2) as a process status; anything else
+/// is the command failing.
+fn exit_status(code: i32) -> u8 {
+    u8::try_from(code).unwrap_or(2)
+}
+
+/// A replica's identity in the leader-election Lease when the Pod's name is
+/// not given: the host name and process id, unique on one machine.
+fn default_identity() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_else(|_| "interlock".into());
+    format!("{host}-{}", std::process::id())
+}

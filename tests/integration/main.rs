@@ -1,0 +1,24 @@
+//! The integration tests, as one binary: one link of kube, axum and the
+//! library instead of one per file. Each module is what used to be a
+//! `tests/*.rs` file; run one with `cargo test --test integration MODULE::`.
+//!
+//! The CEL conformance suite stays its own binary (`tests/cel_conformance.rs`):
+//! `scripts/test.sh` runs it first for its pass-rate table.
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod admission_robustness;
+mod audit_cli;
+mod cel_robustness;
+mod control_plane;
+mod controller;
+mod policies;
+mod projection;
+mod resource_group;
+mod resource_group_crd;
+mod server_tls;
+mod vap_differential;
+mod webhook;
+mod webhook_relist;
+mod webhook_reload;

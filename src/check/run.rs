@@ -371,9 +371,9 @@ fn group_finding(f: &crate::group::crd::GroupFinding, source: &SourceLocation) -
         policy: f.policy.clone(),
         binding: f.binding.clone(),
         action: match f.action {
-            FindingAction::Deny => report::Action::Deny,
-            FindingAction::Warn => report::Action::Warn,
-            FindingAction::Audit => report::Action::Audit,
+            FindingAction::Deny => policy::Action::Deny,
+            FindingAction::Warn => policy::Action::Warn,
+            FindingAction::Audit => policy::Action::Audit,
         },
         object: ObjectRef {
             api_version: f.object.api_version.clone(),

@@ -191,6 +191,15 @@ fn usage(pid: u32) -> (f64, f64) {
     (cpu, hwm / 1024.0)
 }
 
+/// The machine's load averages (it is shared: other work skews timings).
+fn load_average() -> String {
+    let text = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    text.split_whitespace()
+        .take(3)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 fn ready_count(c: &TestCluster, ns: &str) -> usize {
     let out = c.kubectl(&["get", "resourcegroups", "-n", ns, "-o", "json"]);
     let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
@@ -244,6 +253,7 @@ fn main() {
         .port();
     let dir = tempfile::tempdir().expect("tempdir");
     let log = dir.path().join("controller.log");
+    let load_before = load_average();
     let mut child = spawn_controller(&c, admin, &log);
     let before = requests(&c);
     let start = Instant::now();
@@ -261,8 +271,10 @@ fn main() {
     }
     let limit = Duration::from_secs(60 + o.groups as u64 * 2);
     let mut ready = 0;
+    let mut polls = 0;
     while start.elapsed() < limit {
         ready = ready_count(&c, ns);
+        polls += 1;
         if ready == o.groups {
             break;
         }
@@ -279,10 +291,11 @@ fn main() {
     let (cpu_after, _) = usage(child.id());
     let _ = child.kill();
     let _ = child.wait();
+    let load_after = load_average();
 
     let total: f64 = converged_requests.values().sum();
-    // The bench's own creates: one POST per group.
-    let controller_requests = total - o.groups as f64;
+    // The bench's own requests: one POST per group, one LIST per poll.
+    let controller_requests = total - o.groups as f64 - polls as f64;
     println!(
         "controller_converge: {} groups x {} members",
         o.groups, o.members
@@ -300,6 +313,7 @@ fn main() {
     );
     println!("  controller peak RSS    {rss:.0} MiB");
     println!("  steady-state writes    {steady_writes}  (API requests: {steady_requests:?})");
+    println!("  machine load (1/5/15)  {load_before} at start, {load_after} at end");
     if ready != o.groups {
         let out = c.kubectl(&[
             "get",

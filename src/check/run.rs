@@ -310,6 +310,8 @@ struct Item {
     source: SourceLocation,
     /// A pod template taken out of an object (not an object of its own).
     derived: bool,
+    /// Findings known before any policy runs: a ResourceGroup's group rules.
+    group_findings: Vec<Finding>,
 }
 
 /// Puts a namespaced object without a namespace into `namespace`, as
@@ -366,6 +368,7 @@ impl Item {
             source: SourceLocation::from_document(&d),
             body,
             derived: false,
+            group_findings: vec![],
         }
     }
 
@@ -408,6 +411,7 @@ impl Item {
                     },
                     body: Some(lz4_flex::block::compress_prepend_size(&json).into_boxed_slice()),
                     derived: true,
+                    group_findings: vec![],
                 }
             })
             .collect()
@@ -427,10 +431,22 @@ fn expanded_items(
     let e = crate::group::expand::expand(d);
     errors.extend(e.errors);
     let mut items = Vec::with_capacity(e.documents.len());
+    let mut group_at = None;
     for (d, u) in e.documents {
         let user = u.as_deref().unwrap_or(&opts.user);
         items.extend(Item::templates_of(&d, policies, opts));
+        group_at.get_or_insert(items.len());
         items.push(Item::from_document(d, inventory, policies, opts, user));
+    }
+    // The group is the first document; its rules' findings are reported at
+    // its file and line, like its members' findings.
+    if let Some(group) = group_at.and_then(|i| items.get_mut(i)) {
+        let source = group.source.clone();
+        group.group_findings = e
+            .findings
+            .iter()
+            .map(|f| group_finding(f, &source))
+            .collect();
     }
     (items, errors)
 }
@@ -483,6 +499,29 @@ fn non_string_metadata(d: &Document) -> Vec<InputError> {
     let mut out = Vec::new();
     walk(&d.value, "", d, &mut out);
     out
+}
+
+fn group_finding(f: &crate::group::crd::GroupFinding, source: &SourceLocation) -> Finding {
+    use crate::group::crd::FindingAction;
+    Finding {
+        policy: f.policy.clone(),
+        binding: f.binding.clone(),
+        action: match f.action {
+            FindingAction::Deny => policy::Action::Deny,
+            FindingAction::Warn => policy::Action::Warn,
+            FindingAction::Audit => policy::Action::Audit,
+        },
+        object: ObjectRef {
+            api_version: f.object.api_version.clone(),
+            kind: f.object.kind.clone(),
+            namespace: f.object.namespace.clone(),
+            name: f.object.name.clone(),
+        },
+        message: f.message.clone(),
+        source: source.clone(),
+        related: vec![],
+        reason: None,
+    }
 }
 
 fn flatten_items(
@@ -650,6 +689,9 @@ fn check_items(
             )
         })
         .collect();
+    for it in items.iter_mut() {
+        report.results.append(&mut it.group_findings);
+    }
     for c in per_object {
         report.results.extend(c.findings);
         report.evaluated.extend(c.evaluated);

@@ -10,10 +10,15 @@
 //!   through `reconcile_on`: member kinds are only known from the groups'
 //!   specs, so their caches start on demand ([`members`]), one reflector
 //!   per kind, filtered by the ApplySet part-of label.
-//! - **Reads from caches.** Observed members come from those reflectors; an
+//! - **Reads from caches.** Observed members come from those reflectors, and
+//!   no group is decided before the caches of its kinds have synced. An
 //!   object at a member's name that the cache lacks (not labelled: new, or
-//!   someone else's) is read once with a GET, only when the plan is about to
-//!   create it: that read decides "conflict" versus "create".
+//!   someone else's) is read once with a GET: that read decides "conflict"
+//!   versus "create". The GET stays on purpose: the label filter is what
+//!   keeps the caches to the groups' own objects (an unfiltered cache would
+//!   hold and follow every ConfigMap, Secret and Service in the cluster),
+//!   and a converged group has no such member, so it costs nothing in the
+//!   steady state.
 //! - **Writes as the group's ServiceAccount** (impersonation), so a group
 //!   can create only what its ServiceAccount may. Status is written as the
 //!   controller, through the status subresource, only when it changed.

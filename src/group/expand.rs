@@ -7,10 +7,11 @@
 //! would add, and it joins the inventory that lookups see. Its findings are
 //! reported at the group's file and line (DESIGN.md, command-line
 //! contract); a member that cannot be used at all is an input error at the
-//! member's own line.
+//! member's own line. The built-in group rules ([`super::rules`]) judge the
+//! usable members together, as the controller and admission do.
 
-use super::crd::{applyset_id, GROUP, KIND, PART_OF_LABEL};
-use super::member::{parse_member, BuiltinScopes};
+use super::crd::{applyset_id, GroupFinding, GROUP, KIND, PART_OF_LABEL};
+use super::member::{parse_member, BuiltinScopes, Member};
 use crate::check::InputError;
 use crate::manifest::Document;
 use crate::policy::resources::group_of;
@@ -24,6 +25,8 @@ pub struct Expansion {
     /// the user that writes it (`None`: the user of the check).
     pub documents: Vec<(Document, Option<String>)>,
     pub errors: Vec<InputError>,
+    /// The group rules' findings over the usable members.
+    pub findings: Vec<GroupFinding>,
 }
 
 /// Is `value` a ResourceGroup?
@@ -40,7 +43,7 @@ pub fn expand(doc: Document) -> Expansion {
     if !is_group(&doc.value) {
         return Expansion {
             documents: vec![(doc, None)],
-            errors: vec![],
+            ..Expansion::default()
         };
     }
     let mut out = Expansion::default();
@@ -78,6 +81,7 @@ pub fn expand(doc: Document) -> Expansion {
     };
     let id = applyset_id(&namespace, &group_name);
     let mut seen: HashMap<(String, String, String), usize> = HashMap::new();
+    let mut usable: Vec<Member> = Vec::new();
     for (i, raw) in resources.iter().enumerate() {
         let pointer = format!("/spec/resources/{i}");
         let member = match parse_member(i, raw, &namespace, &BuiltinScopes, true) {
@@ -100,11 +104,13 @@ pub fn expand(doc: Document) -> Expansion {
             out.errors.push(error(&pointer, message));
             continue;
         }
-        let mut object = member.object;
+        let mut object = member.object.clone();
         label(&mut object, &id);
         let member_doc = Document::new(doc.source.clone(), doc.line, object);
         out.documents.push((member_doc, user.clone()));
+        usable.push(member);
     }
+    out.findings = super::rules::check(&usable);
     out.documents.insert(0, (doc, None));
     out
 }
@@ -221,10 +227,28 @@ spec:
     }
 
     #[test]
+    fn the_group_rules_judge_the_usable_members_together() {
+        let doc = load("apiVersion: interlock.dev/v1alpha1\nkind: ResourceGroup\nmetadata: {name: g, namespace: a}\nspec:\n  serviceAccountName: sa\n  resources:\n  - {apiVersion: v1, kind: Service, metadata: {name: web}, spec: {selector: {app: wbe}, ports: [{port: 80}]}}\n  - {apiVersion: apps/v1, kind: Deployment, metadata: {name: web}, spec: {selector: {matchLabels: {app: web}}, template: {metadata: {labels: {app: web}}}}}\n");
+        let e = expand(doc);
+        assert!(e.errors.is_empty(), "{:?}", e.errors);
+        let found: Vec<(&str, &str)> = e
+            .findings
+            .iter()
+            .map(|f| (f.policy.as_str(), f.object.name.as_str()))
+            .collect();
+        assert_eq!(
+            found,
+            [(super::super::rules::SERVICE_SELECTS_MEMBER, "web")]
+        );
+        assert_eq!(e.findings[0].object.namespace.as_deref(), Some("a"));
+    }
+
+    #[test]
     fn other_documents_pass_through() {
         let doc = load("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n");
         let e = expand(doc);
         assert_eq!(e.documents.len(), 1);
         assert!(e.errors.is_empty());
+        assert!(e.findings.is_empty());
     }
 }

@@ -6,118 +6,14 @@
 use crate::support;
 
 use serde_json::{json, Value};
-use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 use support::cluster::TestCluster;
+use support::controller::Controller;
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// A running `interlock controller`, killed on drop.
-struct Controller {
-    child: Child,
-    admin: u16,
-    log: PathBuf,
-}
-
-impl Drop for Controller {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Controller {
-    fn start(cluster: &TestCluster, dir: &Path) -> Controller {
-        let admin = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("free port")
-            .port();
-        let log = dir.join(format!("controller-{admin}.log"));
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_interlock"));
-        cmd.args([
-            "controller",
-            "--no-leader-election",
-            "--admin-addr",
-            &format!("127.0.0.1:{admin}"),
-        ])
-        .env("KUBECONFIG", cluster.kubeconfig())
-        .env("RUST_LOG", "info,interlock=debug")
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log).expect("log file"));
-        // SAFETY: prctl is async-signal-safe.
-        unsafe {
-            cmd.pre_exec(|| {
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-                Ok(())
-            });
-        }
-        // PR_SET_PDEATHSIG fires when the spawning *thread* ends: spawn from
-        // one that lives as long as the test process, not from a test's.
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let _ = tx.send(cmd.spawn());
-            loop {
-                std::thread::park();
-            }
-        });
-        let child = rx
-            .recv()
-            .expect("spawner thread")
-            .expect("start interlock controller");
-        let c = Controller { child, admin, log };
-        c.wait_ready();
-        c
-    }
-
-    fn get(&self, path: &str) -> Option<(u16, String)> {
-        use std::io::{Read, Write};
-        let mut s = std::net::TcpStream::connect(("127.0.0.1", self.admin)).ok()?;
-        write!(s, "GET {path} HTTP/1.0\r\nHost: x\r\n\r\n").ok()?;
-        let mut out = String::new();
-        s.read_to_string(&mut out).ok()?;
-        let code = out.split_whitespace().nth(1)?.parse().ok()?;
-        let body = out.split("\r\n\r\n").nth(1).unwrap_or("").to_string();
-        Some((code, body))
-    }
-
-    fn wait_ready(&self) {
-        let start = Instant::now();
-        while start.elapsed() < Duration::from_secs(60) {
-            if matches!(self.get("/readyz"), Some((200, _))) {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(200));
-        }
-        panic!("the controller did not become ready:\n{}", self.log());
-    }
-
-    fn log(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    /// A counter of the admin endpoint, summed over its labels.
-    fn counter(&self, name: &str) -> u64 {
-        let (_, body) = self.get("/metrics").expect("metrics");
-        body.lines()
-            .filter(|l| l.starts_with(name))
-            .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
-            .sum()
-    }
-
-    fn writes(&self) -> u64 {
-        self.counter("interlock_controller_writes_total")
-    }
-
-    /// Reconciles that ran, successful or not.
-    fn passes(&self) -> u64 {
-        self.counter("interlock_controller_reconciles_total")
-            + self.counter("interlock_controller_reconcile_errors_total")
-    }
 }
 
 /// The shared cluster with the CRD installed.
@@ -164,7 +60,11 @@ fn controller() -> std::sync::MutexGuard<'static, Option<Controller>> {
     static C: Mutex<Option<Controller>> = Mutex::new(None);
     let mut g = C.lock().unwrap_or_else(|p| p.into_inner());
     if g.is_none() {
-        *g = Some(Controller::start(cluster(), log_dir()));
+        *g = Some(Controller::start(
+            cluster(),
+            log_dir(),
+            &["--no-leader-election"],
+        ));
     }
     g
 }
@@ -508,7 +408,11 @@ fn a_restarted_controller_converges_with_zero_writes_and_orphans_on_request() {
 
     // Restart: every group is listed and reconciled again.
     *guard = None;
-    *guard = Some(Controller::start(cluster(), log_dir()));
+    *guard = Some(Controller::start(
+        cluster(),
+        log_dir(),
+        &["--no-leader-election"],
+    ));
     std::thread::sleep(Duration::from_secs(8));
     let c = guard.as_ref().expect("controller");
     assert!(c.log().contains("reconciling"), "{}", c.log());

@@ -16,6 +16,7 @@ mod cel_creation_e2e;
 mod cel_robustness;
 mod control_plane;
 mod controller;
+mod controller_replicas;
 mod policies;
 mod projection;
 mod reliability;

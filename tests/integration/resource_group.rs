@@ -103,3 +103,56 @@ fn a_member_out_of_scope_is_an_input_error_at_its_line() {
         "{text}"
     );
 }
+
+#[test]
+fn check_applies_the_group_rules_at_the_group() {
+    let file = "tests/groups/rule-breaking.yaml";
+    let out = interlock(&["check", "-o", "json", file]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "a group rule denies: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let v = json_report(&out);
+    let results = v["results"].as_array().unwrap();
+    let mut found: Vec<(&str, &str)> = results
+        .iter()
+        .map(|r| {
+            (
+                r["policy"].as_str().unwrap_or(""),
+                r["object"]["kind"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    found.sort();
+    assert_eq!(
+        found,
+        [
+            ("group-ingress-backend-member", "Ingress"),
+            ("group-service-selects-member", "Service")
+        ],
+        "{results:?}"
+    );
+    for r in results {
+        assert_eq!(r["action"], "Deny");
+        assert_eq!(r["object"]["namespace"], "team-c");
+        assert_eq!(r["source"]["file"], file);
+        assert_eq!(r["source"]["line"], 5, "the group's line");
+    }
+    // The same members with the selector and port fixed: clean.
+    let fixed = std::fs::read_to_string(root().join(file))
+        .unwrap()
+        .replace("{app: wbe}", "{app: web}")
+        .replace("port: {number: 8080}", "port: {number: 80}");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("fixed.yaml");
+    std::fs::write(&path, fixed).unwrap();
+    let out = interlock(&["check", "-o", "json", path.to_str().unwrap()]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}

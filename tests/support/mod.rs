@@ -6,4 +6,6 @@ pub mod admission_engine;
 pub mod cluster;
 pub mod rng;
 
+pub mod controller;
+
 pub mod webhook;

@@ -64,6 +64,12 @@ pub struct Seen {
 }
 
 impl State {
+    /// Counts policy reloads: a reader that saw another value must
+    /// evaluate everything again (the continuous audit).
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
     pub fn seen(&self) -> Seen {
         Seen {
             generation: self.generation,

@@ -88,6 +88,8 @@ enum Command {
         watch_timeout: u64,
         #[command(flatten)]
         boundary: interlock::admission::boundary::BoundaryArgs,
+        #[command(flatten)]
+        audit: interlock::audit::live::AuditArgs,
     },
     /// Write a CA and a serving certificate for the webhook.
     Certs {
@@ -122,6 +124,8 @@ enum Command {
         /// Log format.
         #[arg(long, default_value = "text", value_parser = ["text", "json"])]
         log_format: String,
+        #[command(flatten)]
+        audit: interlock::audit::live::AuditArgs,
     },
     /// Print the webhook configurations for the loaded policies' rules.
     WebhookConfig {
@@ -228,6 +232,7 @@ fn main() -> ExitCode {
             reveal_other_namespaces,
             watch_timeout,
             boundary,
+            audit,
         } => {
             interlock::server::init_tracing(args.log_format.is_json());
             let options = interlock::admission::EngineOptions {
@@ -249,6 +254,7 @@ fn main() -> ExitCode {
                 args,
                 options,
                 cluster_options,
+                audit.companion(),
             )) {
                 Ok(()) => 0,
                 Err(e) => {
@@ -273,6 +279,7 @@ fn main() -> ExitCode {
             lease_name,
             identity,
             log_format,
+            audit,
         } => {
             interlock::server::init_tracing(log_format == "json");
             let identity = identity.unwrap_or_else(|| {
@@ -296,13 +303,15 @@ fn main() -> ExitCode {
                 watch_timeout: std::time::Duration::from_secs(290),
             };
             match tokio::runtime::Runtime::new() {
-                Ok(rt) => match rt.block_on(interlock::controller::run::run(cfg)) {
-                    Ok(()) => 0,
-                    Err(e) => {
-                        eprintln!("interlock controller: {e:#}");
-                        2
+                Ok(rt) => {
+                    match rt.block_on(interlock::controller::run::run(cfg, audit.companion())) {
+                        Ok(()) => 0,
+                        Err(e) => {
+                            eprintln!("interlock controller: {e:#}");
+                            2
+                        }
                     }
-                },
+                }
                 Err(e) => {
                     eprintln!("interlock: cannot start the runtime: {e}");
                     2

@@ -59,6 +59,8 @@ pub struct Engine {
     cluster: Arc<Cluster>,
     options: EngineOptions,
     metrics: Metrics,
+    /// A task beside admission whose metrics /metrics serves too.
+    companion: Option<Arc<dyn crate::cluster::Companion>>,
 }
 
 impl Engine {
@@ -74,7 +76,14 @@ impl Engine {
             cluster,
             options,
             metrics: Metrics::default(),
+            companion: None,
         }
+    }
+
+    /// Serves `companion`'s metrics with the engine's.
+    pub fn with_companion(mut self, companion: Arc<dyn crate::cluster::Companion>) -> Engine {
+        self.companion = Some(companion);
+        self
     }
 
     pub fn cluster(&self) -> &Arc<Cluster> {
@@ -459,6 +468,9 @@ impl Reviewer for Engine {
             "Admission decisions evaluated again before recording the write, because a write since changed a kind their policies read",
             self.metrics.reevaluations.clone(),
         );
+        if let Some(c) = &self.companion {
+            c.register_metrics(registry);
+        }
     }
 }
 

@@ -3,14 +3,17 @@
 
 use super::{Engine, EngineOptions};
 use crate::cluster::reload::{self, Sources, Supervisor};
-use crate::cluster::ClusterOptions;
+use crate::cluster::{ClusterOptions, Companion};
 use crate::server::ServeArgs;
 use std::sync::Arc;
 
+/// Serves until a shutdown signal; `companion` (the continuous audit) runs
+/// beside admission over the same cluster state.
 pub async fn run(
     args: ServeArgs,
     options: EngineOptions,
     cluster_options: ClusterOptions,
+    companion: Option<Arc<dyn Companion>>,
 ) -> anyhow::Result<()> {
     let sources = Sources {
         policies: args.policy.clone(),
@@ -26,9 +29,20 @@ pub async fn run(
     } else {
         None
     };
+    let task = match (&companion, &client) {
+        (Some(c), Some(client)) => Some(c.start(cluster.clone(), client.clone())),
+        (Some(_), None) => anyhow::bail!("--audit needs a cluster to audit, not --inventory files"),
+        (None, _) => None,
+    };
     let supervisor = Supervisor::start(cluster.clone(), client, sources, kinds);
-    let engine = Arc::new(Engine::over(cluster, options));
-    let served = crate::server::run(args, engine).await;
+    let mut engine = Engine::over(cluster, options);
+    if let Some(c) = companion {
+        engine = engine.with_companion(c);
+    }
+    let served = crate::server::run(args, Arc::new(engine)).await;
+    if let Some(t) = task {
+        t.abort();
+    }
     supervisor.shutdown().await;
     served
 }

@@ -23,6 +23,7 @@
 //!   claimed twice), as they do at admission.
 
 pub mod list;
+pub mod live;
 pub mod policy_report;
 pub mod write;
 
@@ -128,6 +129,41 @@ pub fn run(opts: &AuditOptions) -> Report {
         report.sort();
     }
     report
+}
+
+/// A verdict on `object` as a result of the report; `name` gives the
+/// apiVersion of related objects (the inventory keys them by group).
+pub(crate) fn finding(
+    v: crate::policy::Verdict,
+    object: &ObjectRef,
+    name: impl Fn(&ObjectKey) -> ObjectRef,
+) -> Finding {
+    Finding {
+        policy: v.policy,
+        binding: v.binding,
+        action: match v.action {
+            Action::Deny => report::Action::Deny,
+            Action::Warn => report::Action::Warn,
+            Action::Audit => report::Action::Audit,
+        },
+        object: object.clone(),
+        message: v.message,
+        source: SourceLocation {
+            file: SOURCE_FILE.into(),
+            line: 0,
+        },
+        related: v
+            .related
+            .iter()
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .map(|k| RelatedObject {
+                object: name(k),
+                source: None,
+            })
+            .collect(),
+        reason: v.reason,
+    }
 }
 
 fn failed(errors: Vec<InputError>) -> Report {
@@ -333,29 +369,7 @@ pub fn evaluate(policies: &PolicySet, snapshot: Snapshot, opts: &AuditOptions) -
             let (verdicts, _) = policies.evaluate(&request, &snapshot.inventory);
             let findings = verdicts
                 .into_iter()
-                .map(|v| Finding {
-                    policy: v.policy,
-                    binding: v.binding,
-                    action: match v.action {
-                        Action::Deny => report::Action::Deny,
-                        Action::Warn => report::Action::Warn,
-                        Action::Audit => report::Action::Audit,
-                    },
-                    object: it.object.clone(),
-                    message: v.message,
-                    source: source.clone(),
-                    related: v
-                        .related
-                        .iter()
-                        .collect::<BTreeSet<_>>()
-                        .into_iter()
-                        .map(|k| RelatedObject {
-                            object: snapshot.object_ref(k),
-                            source: None,
-                        })
-                        .collect(),
-                    reason: v.reason,
-                })
+                .map(|v| finding(v, &it.object, |k| snapshot.object_ref(k)))
                 .collect();
             // JUnit lists a test case only where a policy applies.
             let evaluated = if opts.record_evaluated {

@@ -88,6 +88,19 @@ impl State {
     }
 }
 
+/// A task that runs beside a front-end over the front-end's cluster state
+/// (the continuous audit): `serve` and `controller` start it without
+/// knowing what it is, and serve its metrics on their /metrics.
+pub trait Companion: Send + Sync {
+    fn register_metrics(&self, registry: &mut prometheus_client::registry::Registry);
+    /// Starts the task; it runs until the handle is aborted.
+    fn start(
+        &self,
+        cluster: std::sync::Arc<Cluster>,
+        client: kube::Client,
+    ) -> tokio::task::JoinHandle<()>;
+}
+
 pub struct Cluster {
     state: RwLock<State>,
     ready: AtomicBool,

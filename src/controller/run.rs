@@ -43,7 +43,12 @@ impl crate::server::admin::Health for Health {
     }
 }
 
-pub async fn run(cfg: ControllerConfig) -> anyhow::Result<()> {
+/// Runs until a shutdown signal or a lost lease; `companion` (the
+/// continuous audit) runs beside the reconciles while this replica leads.
+pub async fn run(
+    cfg: ControllerConfig,
+    companion: Option<Arc<dyn crate::cluster::Companion>>,
+) -> anyhow::Result<()> {
     let kube_config = kube::Config::infer()
         .await
         .map_err(|e| anyhow::anyhow!("no cluster to reconcile against ({e})"))?;
@@ -62,6 +67,9 @@ pub async fn run(cfg: ControllerConfig) -> anyhow::Result<()> {
     let metrics = Metrics::default();
     let mut registry = Registry::default();
     metrics.register(registry.sub_registry_with_prefix("interlock"));
+    if let Some(c) = &companion {
+        c.register_metrics(registry.sub_registry_with_prefix("interlock"));
+    }
     let admin = tokio::spawn(crate::server::admin::serve(
         cfg.admin_addr,
         Arc::new(registry),
@@ -77,6 +85,8 @@ pub async fn run(cfg: ControllerConfig) -> anyhow::Result<()> {
         }
     }
 
+    // After the lease: one replica audits and writes reports.
+    let audit = companion.map(|c| c.start(cluster.clone(), client.clone()));
     let (wake, woken) = tokio::sync::mpsc::unbounded_channel();
     let members = Members::new(client.clone(), wake);
     let ctx = Arc::new(Context::new(
@@ -114,6 +124,9 @@ pub async fn run(cfg: ControllerConfig) -> anyhow::Result<()> {
     };
     if let Some(e) = &elector {
         e.release().await;
+    }
+    if let Some(t) = audit {
+        t.abort();
     }
     supervisor.shutdown().await;
     admin.abort();

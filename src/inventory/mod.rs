@@ -828,7 +828,10 @@ mod tests {
         let names = |v: Option<Vec<(Arc<str>, Arc<str>)>>| {
             v.map(|v| v.iter().map(|(_, k)| k.to_string()).collect::<Vec<_>>())
         };
-        assert_eq!(names(inv.kinds_changed_since(seen)), Some(vec!["Ingress".into()]));
+        assert_eq!(
+            names(inv.kinds_changed_since(seen)),
+            Some(vec!["Ingress".into()])
+        );
         assert_eq!(names(inv.kinds_changed_since(inv.version())), Some(vec![]));
         let seen = inv.version();
         inv.declare_index("v1", "Service", "[object.metadata.name]")

@@ -84,6 +84,25 @@ impl Drop for Audit {
     }
 }
 
+/// `interlock_audit_violations` of pod-references-exist in `ns`, as
+/// /metrics would show it; `None` without such a series.
+fn violations(audit: &Audit, ns: &str) -> Option<i64> {
+    let mut registry = prometheus_client::registry::Registry::default();
+    audit
+        .audit
+        .register_metrics(registry.sub_registry_with_prefix("interlock"));
+    let mut text = String::new();
+    prometheus_client::encoding::text::encode(&mut text, &registry).expect("encode");
+    let series = format!("namespace=\"{ns}\"");
+    text.lines()
+        .find(|l| {
+            l.starts_with("interlock_audit_violations{")
+                && l.contains("policy=\"pod-references-exist\"")
+                && l.contains(&series)
+        })
+        .and_then(|l| l.rsplit(' ').next()?.parse().ok())
+}
+
 fn install_crds(cluster: &TestCluster) {
     let crds = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("manifests/policyreport/crds.yaml");
     let crds = crds.display().to_string();
@@ -218,11 +237,20 @@ fn objects_stored_before_the_audit_are_reported_and_a_deleted_config_map_reports
         ],
     );
 
+    // The gauges of the process's /metrics say the same.
+    let gauge = || violations(&audit, &ns);
+    eventually("the gauge counts both Deployments", || {
+        (gauge() == Some(2)).then_some(())
+    });
+
     // Fixing both clears the results; the report stays, empty.
     apply(cluster, &ns, &config_map("settings"));
     apply(cluster, &ns, &config_map("absent"));
     let fixed = results_become(cluster, &ns, &[]);
     assert_eq!(fixed["summary"]["fail"], 0, "{fixed:#}");
+    eventually("the gauge's series goes away", || {
+        gauge().is_none().then_some(())
+    });
     assert!(audit.audit.metrics.evaluations() > 0);
 }
 
@@ -286,7 +314,8 @@ fn a_tenants_report_never_names_another_tenants_objects() {
     install_crds(cluster);
     let a = cluster.create_namespace("auditd-tenant-a");
     let b = cluster.create_namespace("auditd-tenant-b");
-    let host = format!("{a}.example");
+    // A host that names neither namespace (the message quotes it).
+    let host = format!("shop-{}.example", std::process::id());
     apply(cluster, &a, &ingress("secret-shop", &host));
     apply(cluster, &b, &ingress("copy", &host));
     let _audit = Audit::start(cluster, Duration::from_secs(3600));

@@ -165,6 +165,8 @@ impl LiveAudit {
             if let Some(r) = reporter.as_mut() {
                 if r.is_seeded() {
                     self.write_reports(r, &a, &cluster, &pass).await;
+                } else {
+                    r.defer(&pass.changed);
                 }
             }
             auditor = Some(a);

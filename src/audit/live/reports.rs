@@ -42,7 +42,12 @@ pub struct Reporter {
     /// the next pass.
     pending: BTreeSet<String>,
     seeded: bool,
+    /// When to try listing the stored reports again after a failure.
+    retry_seed: Option<std::time::Instant>,
 }
+
+/// Between attempts to list the stored reports (the CRDs not installed yet).
+const SEED_RETRY: std::time::Duration = std::time::Duration::from_secs(60);
 
 impl Reporter {
     pub fn new(client: Client) -> Self {
@@ -51,13 +56,18 @@ impl Reporter {
             written: HashMap::new(),
             pending: BTreeSet::new(),
             seeded: false,
+            retry_seed: None,
         }
     }
 
     /// Reads the reports an earlier run stored (once; again after a
     /// failure, e.g. before the CRDs are installed).
     pub async fn seed(&mut self) {
-        if self.seeded {
+        if self.seeded
+            || self
+                .retry_seed
+                .is_some_and(|t| t > std::time::Instant::now())
+        {
             return;
         }
         let params = ListParams::default()
@@ -75,7 +85,9 @@ impl Reporter {
                     }
                 }
                 Err(e) => {
-                    tracing::warn!(kind, error = %e, "audit: cannot list stored reports; reports are not written until this succeeds");
+                    tracing::warn!(kind, error = %e, retry_in = ?SEED_RETRY,
+                        "audit: cannot list stored reports (are manifests/policyreport/crds.yaml installed?); reports are not written until this succeeds");
+                    self.retry_seed = Some(std::time::Instant::now() + SEED_RETRY);
                     return;
                 }
             }
@@ -93,6 +105,12 @@ impl Reporter {
         let mut out = std::mem::take(&mut self.pending);
         out.extend(changed.iter().cloned());
         out
+    }
+
+    /// Keeps `changed` for the first write (before the stored reports
+    /// could be listed).
+    pub fn defer(&mut self, changed: &BTreeSet<String>) {
+        self.pending.extend(changed.iter().cloned());
     }
 
     /// Whether a namespace's report is one to write: it has results or

@@ -110,19 +110,23 @@ impl LiveAudit {
             .options
             .write_reports
             .then(|| Reporter::new(client.clone()));
-        let mut auditor = Some(Auditor::default());
+        let mut auditor = Auditor::default();
         let mut last_full: Option<Instant> = None;
-        let mut planned_for: Option<u64> = None;
+        // The policy generation and time of the last discovery.
+        let mut discovered: Option<(u64, Instant)> = None;
         tracing::info!(full_interval = ?self.options.full_interval, reports = self.options.write_reports, "continuous audit started");
         loop {
             tokio::time::sleep(self.options.tick).await;
             let generation = cluster.read(|st| st.generation());
             let full_due = last_full.is_none_or(|t| t.elapsed() >= self.options.full_interval);
-            if planned_for != Some(generation) || full_due {
+            let stale = discovered.is_none_or(|(g, at)| {
+                g != generation || at.elapsed() >= self.options.full_interval
+            });
+            if stale {
                 match matched_kinds(&client, &cluster).await {
                     Ok(kinds) => {
                         watchers.set_kinds(&kinds);
-                        planned_for = Some(generation);
+                        discovered = Some((generation, Instant::now()));
                     }
                     Err(e) => {
                         tracing::warn!(error = %e, "audit: discovery failed; retrying");
@@ -136,7 +140,7 @@ impl LiveAudit {
             if let Some(r) = reporter.as_mut() {
                 r.seed().await;
             }
-            let Some(mut a) = auditor.take() else { break };
+            let mut a = std::mem::take(&mut auditor);
             let (st, c, m) = (store.clone(), cluster.clone(), self.metrics.clone());
             let started = Instant::now();
             let joined = tokio::task::spawn_blocking(move || {
@@ -169,7 +173,7 @@ impl LiveAudit {
                     r.defer(&pass.changed);
                 }
             }
-            auditor = Some(a);
+            auditor = a;
         }
     }
 

@@ -208,7 +208,7 @@ fn one_change(cluster: &Cluster, store: &Shared, auditor: &mut Auditor, cm: &Jso
 /// looked up in the index, the write recorded under the write lock) and
 /// new Deployments (their references looked up).
 fn requests(docs: &[Json], n: usize) -> Vec<AdmissionRequest<DynamicObject>> {
-    let pick = |kind: &str| docs.iter().filter(move |d| d["kind"] == kind);
+    let pick = |kind: &'static str| docs.iter().filter(move |d| d["kind"] == kind);
     pick("Ingress")
         .zip(pick("Deployment"))
         .take(n)

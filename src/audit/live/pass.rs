@@ -30,6 +30,9 @@ use std::sync::Arc;
 /// Objects evaluated per hold of the read lock.
 pub const BATCH: usize = 64;
 
+/// A tracked object's apiVersion and compressed JSON.
+type Body = (Arc<str>, Arc<[u8]>);
+
 /// The kinds an evaluation may read; `None`: any (a computed lookup).
 type ReadSet = Option<Vec<(String, String)>>;
 
@@ -133,7 +136,7 @@ impl Auditor {
         pass: &mut Pass,
     ) {
         // Copies of the compressed bytes, decompressed outside every lock.
-        let bodies: Vec<(ObjectKey, Option<(Arc<str>, Arc<[u8]>)>)> = {
+        let bodies: Vec<(ObjectKey, Option<Body>)> = {
             let s = store.lock();
             keys.iter()
                 .map(|k| {

@@ -62,6 +62,8 @@ pub struct Engine {
     metrics: Metrics,
     /// Claims of unique keys on the API server (serve against a cluster).
     claims: Option<Arc<claims::Claims>>,
+    /// A task beside admission whose metrics /metrics serves too.
+    companion: Option<Arc<dyn crate::cluster::Companion>>,
 }
 
 impl Engine {
@@ -78,12 +80,19 @@ impl Engine {
             options,
             metrics: Metrics::default(),
             claims: None,
+            companion: None,
         }
     }
 
     /// Arbitrates the keys of policies with `claims` through `claims`.
     pub fn with_claims(mut self, claims: Arc<claims::Claims>) -> Engine {
         self.claims = Some(claims);
+        self
+    }
+
+    /// Serves `companion`'s metrics with the engine's.
+    pub fn with_companion(mut self, companion: Arc<dyn crate::cluster::Companion>) -> Engine {
+        self.companion = Some(companion);
         self
     }
 
@@ -518,6 +527,9 @@ impl Reviewer for Engine {
             "Admission decisions evaluated again before recording the write, because a write since changed a kind their policies read",
             self.metrics.reevaluations.clone(),
         );
+        if let Some(c) = &self.companion {
+            c.register_metrics(registry);
+        }
     }
 }
 

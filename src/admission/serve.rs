@@ -4,17 +4,20 @@
 use super::claims::Claims;
 use super::{Engine, EngineOptions};
 use crate::cluster::reload::{self, Sources, Supervisor};
-use crate::cluster::ClusterOptions;
+use crate::cluster::{ClusterOptions, Companion};
 use crate::policy::overrides::Overrides;
 use crate::server::ServeArgs;
 use std::sync::Arc;
 
+/// Serves until a shutdown signal; `companion` (the continuous audit) runs
+/// beside admission over the same cluster state.
 pub async fn run(
     args: ServeArgs,
     options: EngineOptions,
     cluster_options: ClusterOptions,
     overrides: Overrides,
     claims: Option<super::claims::ClaimOptions>,
+    companion: Option<Arc<dyn Companion>>,
 ) -> anyhow::Result<()> {
     let sources = Sources {
         policies: args.policy.clone(),
@@ -31,13 +34,21 @@ pub async fn run(
     } else {
         None
     };
+    let task = match (&companion, &client) {
+        (Some(c), Some(client)) => Some(c.start(cluster.clone(), client.clone())),
+        (Some(_), None) => anyhow::bail!("--audit needs a cluster to audit, not --inventory files"),
+        (None, _) => None,
+    };
     // Claims need the API server: not when serving from files.
     let claims = client
         .clone()
         .zip(claims)
         .map(|(c, o)| Arc::new(Claims::new(c, o, tokio::runtime::Handle::current())));
     let supervisor = Supervisor::start(cluster.clone(), client, sources, kinds);
-    let engine = Engine::over(cluster.clone(), options);
+    let mut engine = Engine::over(cluster.clone(), options);
+    if let Some(c) = companion {
+        engine = engine.with_companion(c);
+    }
     let (engine, sweep) = match claims {
         Some(c) => (
             engine.with_claims(c.clone()),
@@ -46,6 +57,9 @@ pub async fn run(
         None => (engine, None),
     };
     let served = crate::server::run(args, Arc::new(engine)).await;
+    if let Some(t) = task {
+        t.abort();
+    }
     if let Some(s) = sweep {
         s.abort();
     }

@@ -23,6 +23,7 @@
 //!   claimed twice), as they do at admission.
 
 pub mod list;
+pub mod live;
 pub mod policy_report;
 pub mod write;
 
@@ -130,6 +131,37 @@ pub fn run(opts: &AuditOptions) -> Report {
         report.sort();
     }
     report
+}
+
+/// A verdict on `object` as a result of the report; `name` gives the
+/// apiVersion of related objects (the inventory keys them by group).
+pub(crate) fn finding(
+    v: crate::policy::Verdict,
+    object: &ObjectRef,
+    name: impl Fn(&ObjectKey) -> ObjectRef,
+) -> Finding {
+    Finding {
+        policy: v.policy,
+        binding: v.binding,
+        action: v.action,
+        object: object.clone(),
+        message: v.message,
+        source: SourceLocation {
+            file: SOURCE_FILE.into(),
+            line: 0,
+        },
+        related: v
+            .related
+            .iter()
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .map(|k| RelatedObject {
+                object: name(k),
+                source: None,
+            })
+            .collect(),
+        reason: v.reason,
+    }
 }
 
 fn failed(errors: Vec<InputError>) -> Report {
@@ -335,25 +367,7 @@ pub fn evaluate(policies: &PolicySet, snapshot: Snapshot, opts: &AuditOptions) -
             let verdicts = policies.evaluate(&request, &snapshot.inventory).verdicts;
             let findings = verdicts
                 .into_iter()
-                .map(|v| Finding {
-                    policy: v.policy,
-                    binding: v.binding,
-                    action: v.action,
-                    object: it.object.clone(),
-                    message: v.message,
-                    source: source.clone(),
-                    related: v
-                        .related
-                        .iter()
-                        .collect::<BTreeSet<_>>()
-                        .into_iter()
-                        .map(|k| RelatedObject {
-                            object: snapshot.object_ref(k),
-                            source: None,
-                        })
-                        .collect(),
-                    reason: v.reason,
-                })
+                .map(|v| finding(v, &it.object, |k| snapshot.object_ref(k)))
                 .collect();
             // JUnit lists a test case only where a policy applies.
             let evaluated = if opts.record_evaluated {

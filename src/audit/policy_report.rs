@@ -1,7 +1,7 @@
 //! Audit results as PolicyReport / ClusterPolicyReport objects
 //! (`wgpolicyk8s.io/v1alpha2`, the format Kyverno and Policy Reporter
-//! read): the building block of the continuous audit, not yet written to
-//! any cluster (see docs/audit.md).
+//! read), as `interlock audit --write-reports` and the continuous audit
+//! store them (see docs/audit.md).
 //!
 //! Decisions:
 //! - One PolicyReport named [`REPORT_NAME`] per namespace, every audited
@@ -43,7 +43,8 @@ pub fn policy_reports(report: &Report, namespaces: &BTreeSet<String>) -> Vec<Jso
     out
 }
 
-fn one(kind: &str, namespace: Option<&str>, findings: &[&Finding]) -> Json {
+/// One report: a PolicyReport of `namespace`, or the ClusterPolicyReport.
+pub(crate) fn one(kind: &str, namespace: Option<&str>, findings: &[&Finding]) -> Json {
     let mut results: Vec<Json> = findings.iter().map(|f| result(f, namespace)).collect();
     results.sort_by_key(|r| r.to_string());
     let count = |r: &str| results.iter().filter(|x| x["result"] == r).count();

@@ -30,7 +30,7 @@ pub enum WriteError {
     },
 }
 
-fn resource(kind: &str) -> ApiResource {
+pub(crate) fn resource(kind: &str) -> ApiResource {
     let (group, version) = API_VERSION.split_once('/').unwrap_or(("", API_VERSION));
     ApiResource {
         group: group.into(),
@@ -42,7 +42,7 @@ fn resource(kind: &str) -> ApiResource {
 }
 
 /// The fields the audit owns, to compare a stored report with a desired one.
-fn owned(o: &Json) -> (&Json, &Json) {
+pub(crate) fn owned(o: &Json) -> (&Json, &Json) {
     (&o["summary"], &o["results"])
 }
 

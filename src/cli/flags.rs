@@ -96,6 +96,8 @@ pub enum Command {
         #[command(flatten)]
         claims: crate::admission::claims::ClaimArgs,
         #[command(flatten)]
+        audit: crate::audit::live::AuditArgs,
+        #[command(flatten)]
         overrides: Overrides,
     },
     /// Write a CA and a serving certificate for the webhook.
@@ -131,6 +133,8 @@ pub enum Command {
         /// Log format.
         #[arg(long, default_value = "text", value_parser = ["text", "json"])]
         log_format: String,
+        #[command(flatten)]
+        audit: crate::audit::live::AuditArgs,
         #[command(flatten)]
         overrides: Overrides,
     },

@@ -80,6 +80,7 @@ fn dispatch(command: Command) -> u8 {
             watch_timeout,
             boundary,
             claims,
+            audit,
             overrides,
         } => {
             crate::server::init_tracing(args.log_format.is_json());
@@ -98,6 +99,7 @@ fn dispatch(command: Command) -> u8 {
                     cluster_options,
                     overrides,
                     claims.options(),
+                    audit.companion(),
                 )
                 .await
             })
@@ -112,6 +114,7 @@ fn dispatch(command: Command) -> u8 {
             lease_name,
             identity,
             log_format,
+            audit,
             overrides,
         } => {
             crate::server::init_tracing(log_format == "json");
@@ -130,7 +133,10 @@ fn dispatch(command: Command) -> u8 {
                 watch_timeout: Duration::from_secs(290),
                 overrides,
             };
-            block_on("controller", crate::controller::run::run(cfg))
+            block_on(
+                "controller",
+                crate::controller::run::run(cfg, audit.companion()),
+            )
         }
         Command::WebhookConfig {
             policy,

@@ -64,6 +64,12 @@ pub struct Seen {
 }
 
 impl State {
+    /// Counts policy reloads: a reader that saw another value must
+    /// evaluate everything again (the continuous audit).
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
     pub fn seen(&self) -> Seen {
         Seen {
             generation: self.generation,
@@ -82,6 +88,19 @@ impl State {
                     .inventory
                     .changed_since(seen.inventory, self.policies.kinds_read_by(outcome)))
     }
+}
+
+/// A task that runs beside a front-end over the front-end's cluster state
+/// (the continuous audit): `serve` and `controller` start it without
+/// knowing what it is, and serve its metrics on their /metrics.
+pub trait Companion: Send + Sync {
+    fn register_metrics(&self, registry: &mut prometheus_client::registry::Registry);
+    /// Starts the task; it runs until the handle is aborted.
+    fn start(
+        &self,
+        cluster: std::sync::Arc<Cluster>,
+        client: kube::Client,
+    ) -> tokio::task::JoinHandle<()>;
 }
 
 pub struct Cluster {

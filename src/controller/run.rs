@@ -45,7 +45,12 @@ impl crate::server::admin::Health for Health {
     }
 }
 
-pub async fn run(cfg: ControllerConfig) -> anyhow::Result<()> {
+/// Runs until a shutdown signal or a lost lease; `companion` (the
+/// continuous audit) runs beside the reconciles while this replica leads.
+pub async fn run(
+    cfg: ControllerConfig,
+    companion: Option<Arc<dyn crate::cluster::Companion>>,
+) -> anyhow::Result<()> {
     let kube_config = kube::Config::infer()
         .await
         .map_err(|e| anyhow::anyhow!("no cluster to reconcile against ({e})"))?;
@@ -67,6 +72,9 @@ pub async fn run(cfg: ControllerConfig) -> anyhow::Result<()> {
     let sub = registry.sub_registry_with_prefix("interlock");
     metrics.register(sub);
     cluster.reloads.register(sub);
+    if let Some(c) = &companion {
+        c.register_metrics(registry.sub_registry_with_prefix("interlock"));
+    }
     let admin = tokio::spawn(crate::server::admin::serve(
         cfg.admin_addr,
         Arc::new(registry),
@@ -82,6 +90,8 @@ pub async fn run(cfg: ControllerConfig) -> anyhow::Result<()> {
         }
     }
 
+    // After the lease: one replica audits and writes reports.
+    let audit = companion.map(|c| c.start(cluster.clone(), client.clone()));
     let (wake, woken) = tokio::sync::mpsc::unbounded_channel();
     let members = Members::new(client.clone(), wake);
     let ctx = Arc::new(Context::new(
@@ -119,6 +129,9 @@ pub async fn run(cfg: ControllerConfig) -> anyhow::Result<()> {
     };
     if let Some(e) = &elector {
         e.release().await;
+    }
+    if let Some(t) = audit {
+        t.abort();
     }
     supervisor.shutdown().await;
     admin.abort();

@@ -612,6 +612,23 @@ impl Inventory {
             })
     }
 
+    /// The (group, kind) pairs changed since `version` was read; `None`
+    /// when a change concerned every kind (an index declared). The
+    /// continuous audit re-evaluates only what reads one of them.
+    pub fn kinds_changed_since(&self, version: u64) -> Option<Vec<(Arc<str>, Arc<str>)>> {
+        let c = &self.changes;
+        if c.all > version {
+            return None;
+        }
+        Some(
+            c.by_kind
+                .iter()
+                .filter(|(_, _, last)| *last > version)
+                .map(|(g, k, _)| (g.clone(), k.clone()))
+                .collect(),
+        )
+    }
+
     pub fn entries(&self) -> impl Iterator<Item = &Entry> {
         self.objects.values()
     }
@@ -834,6 +851,14 @@ mod tests {
         assert_eq!(inv.version(), seen, "removing nothing changes nothing");
         inv.remove(&ObjectKey::of(&ingress("a", "one", &[])).unwrap());
         assert!(inv.changed_since(seen, kinds("Ingress")));
+        let names = |v: Option<Vec<(Arc<str>, Arc<str>)>>| {
+            v.map(|v| v.iter().map(|(_, k)| k.to_string()).collect::<Vec<_>>())
+        };
+        assert_eq!(
+            names(inv.kinds_changed_since(seen)),
+            Some(vec!["Ingress".into()])
+        );
+        assert_eq!(names(inv.kinds_changed_since(inv.version())), Some(vec![]));
         let seen = inv.version();
         inv.declare_index("v1", "Service", "[object.metadata.name]")
             .unwrap();
@@ -841,6 +866,7 @@ mod tests {
             inv.changed_since(seen, kinds("IngressClass")),
             "an index concerns every kind"
         );
+        assert_eq!(inv.kinds_changed_since(seen), None, "every kind");
     }
 
     #[test]

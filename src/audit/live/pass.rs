@@ -1,0 +1,256 @@
+//! One pass of the continuous audit: which objects to evaluate again, and
+//! their evaluation in short batches under the cluster state's read lock.
+//!
+//! Decisions:
+//! - What to re-evaluate is decided by kind: an object is evaluated again
+//!   when it changed, or when a kind its policies read
+//!   ([`PolicySet::kinds_read_by`](crate::policy::PolicySet::kinds_read_by),
+//!   Namespaces always) changed in the inventory since the last pass
+//!   ([`Inventory::kinds_changed_since`](crate::inventory::Inventory::kinds_changed_since)).
+//!   Lookups record only the objects they found, not the ones they missed
+//!   (a deleted ConfigMap), so object-level dependencies would miss exactly
+//!   the case the audit is for.
+//! - A policy reload (a new generation) or the slow timer makes a full pass.
+//! - The read lock is held for one batch at a time ([`BATCH`] objects,
+//!   decompressed before the lock is taken): admission waits at most one
+//!   batch's evaluation for the write lock's holders to go first.
+//! - The inventory version is read before the batches: a change made
+//!   during a pass is seen by the next one (evaluated twice at worst,
+//!   never missed).
+
+use super::store::Shared;
+use crate::cluster::Cluster;
+use crate::inventory::ObjectKey;
+use crate::policy::Request;
+use crate::report::{Finding, ObjectRef};
+use serde_json::Value as Json;
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::sync::Arc;
+
+/// Objects evaluated per hold of the read lock.
+pub const BATCH: usize = 64;
+
+/// A tracked object's apiVersion and compressed JSON.
+type Body = (Arc<str>, Arc<[u8]>);
+
+/// The kinds an evaluation may read; `None`: any (a computed lookup).
+type ReadSet = Option<Vec<(String, String)>>;
+
+/// What one pass did.
+#[derive(Debug, Default, Clone)]
+pub struct Pass {
+    pub full: bool,
+    pub evaluated: usize,
+    /// Namespaces whose results changed ("" for cluster-scoped objects).
+    pub changed: BTreeSet<String>,
+}
+
+/// The results of the continuous audit and what it needs to decide what
+/// to evaluate next.
+#[derive(Default)]
+pub struct Auditor {
+    /// Only objects with results.
+    results: HashMap<ObjectKey, Vec<Finding>>,
+    /// The read set of each object's last evaluation (an index in `read_sets`).
+    reads: HashMap<ObjectKey, usize>,
+    read_sets: Vec<ReadSet>,
+    /// (policy generation, inventory version) the last pass started from.
+    seen: Option<(u64, u64)>,
+}
+
+impl Auditor {
+    /// Evaluates what changed (everything when `full`, on the first pass,
+    /// or after a policy reload).
+    pub fn pass(&mut self, cluster: &Cluster, store: &Shared, full: bool) -> Pass {
+        let (generation, version, changed_kinds, names) = cluster.read(|st| {
+            let changed = self
+                .seen
+                .and_then(|(_, v)| st.inventory.kinds_changed_since(v));
+            (
+                st.generation(),
+                st.inventory.version(),
+                changed,
+                api_versions(&st.policies.kinds_read()),
+            )
+        });
+        let full = full || self.seen.map(|s| s.0) != Some(generation) || changed_kinds.is_none();
+        let hit = self.hit_read_sets(changed_kinds.as_deref().unwrap_or(&[]));
+        let (keys, removed) = {
+            let mut s = store.lock();
+            let dirty = std::mem::take(&mut s.dirty);
+            let removed = std::mem::take(&mut s.removed);
+            let keys: Vec<ObjectKey> = if full {
+                s.objects.keys().cloned().collect()
+            } else {
+                let mut keys: HashSet<ObjectKey> = dirty;
+                // The common tick: nothing any evaluation read changed.
+                if hit.iter().any(|h| *h) {
+                    keys.extend(
+                        s.objects
+                            .keys()
+                            .filter(|k| self.reads.get(*k).is_some_and(|&i| hit[i]))
+                            .cloned(),
+                    );
+                }
+                keys.into_iter().collect()
+            };
+            (keys, removed)
+        };
+        self.seen = Some((generation, version));
+        let mut pass = Pass {
+            full,
+            ..Pass::default()
+        };
+        for k in removed {
+            self.reads.remove(&k);
+            if self.results.remove(&k).is_some() {
+                pass.changed.insert(k.namespace.to_string());
+            }
+        }
+        for batch in keys.chunks(BATCH) {
+            self.batch(cluster, store, batch, &names, &mut pass);
+        }
+        pass
+    }
+
+    /// Which read sets contain one of `changed` (every set, for a set of
+    /// any kind).
+    fn hit_read_sets(&self, changed: &[(Arc<str>, Arc<str>)]) -> Vec<bool> {
+        self.read_sets
+            .iter()
+            .map(|set| match set {
+                None => !changed.is_empty(),
+                Some(kinds) => kinds
+                    .iter()
+                    .any(|(g, k)| changed.iter().any(|(cg, ck)| **cg == **g && **ck == **k)),
+            })
+            .collect()
+    }
+
+    fn batch(
+        &mut self,
+        cluster: &Cluster,
+        store: &Shared,
+        keys: &[ObjectKey],
+        names: &HashMap<(String, String), String>,
+        pass: &mut Pass,
+    ) {
+        // Copies of the compressed bytes, decompressed outside every lock.
+        let bodies: Vec<(ObjectKey, Option<Body>)> = {
+            let s = store.lock();
+            keys.iter()
+                .map(|k| {
+                    let t = s.objects.get(k);
+                    (
+                        k.clone(),
+                        t.map(|t| (t.api_version.clone(), t.body.clone())),
+                    )
+                })
+                .collect()
+        };
+        let objects: Vec<(ObjectKey, Option<(ObjectRef, Json)>)> = bodies
+            .into_iter()
+            .map(|(k, body)| {
+                let json =
+                    body.and_then(|(v, b)| Some((object_ref(&k, &v), super::store::decode(&b)?)));
+                (k, json)
+            })
+            .collect();
+        let evaluated: Vec<(ObjectKey, Vec<Finding>, ReadSet)> = cluster.read(|st| {
+            objects
+                .iter()
+                .map(|(k, o)| {
+                    let Some((object, json)) = o else {
+                        return (k.clone(), vec![], Some(vec![]));
+                    };
+                    let Some(req) = Request::create(json, crate::audit::USER) else {
+                        return (k.clone(), vec![], Some(vec![]));
+                    };
+                    let outcome = st.policies.evaluate(&req, &st.inventory);
+                    let reads = st.policies.kinds_read_by(&outcome).map(|v| {
+                        v.into_iter()
+                            .map(|(g, k)| (g.to_string(), k.to_string()))
+                            .collect()
+                    });
+                    let findings = outcome
+                        .verdicts
+                        .into_iter()
+                        .map(|v| crate::audit::finding(v, object, |r| related_ref(r, names)))
+                        .collect();
+                    (k.clone(), findings, reads)
+                })
+                .collect()
+        });
+        pass.evaluated += evaluated.len();
+        for (k, findings, reads) in evaluated {
+            self.record(k, findings, reads, pass);
+        }
+    }
+
+    fn record(&mut self, k: ObjectKey, findings: Vec<Finding>, reads: ReadSet, pass: &mut Pass) {
+        let id = match self.read_sets.iter().position(|s| *s == reads) {
+            Some(i) => i,
+            None => {
+                self.read_sets.push(reads);
+                self.read_sets.len() - 1
+            }
+        };
+        self.reads.insert(k.clone(), id);
+        let before = self.results.get(&k);
+        if before.map(Vec::as_slice).unwrap_or(&[]) == findings.as_slice() {
+            return;
+        }
+        pass.changed.insert(k.namespace.to_string());
+        if findings.is_empty() {
+            self.results.remove(&k);
+        } else {
+            self.results.insert(k, findings);
+        }
+    }
+
+    /// Every current result.
+    pub fn findings(&self) -> impl Iterator<Item = &Finding> {
+        self.results.values().flatten()
+    }
+
+    /// The results of objects of `namespace` ("" for cluster-scoped ones).
+    pub fn findings_in<'s>(&'s self, namespace: &'s str) -> Vec<&'s Finding> {
+        self.results
+            .iter()
+            .filter(|(k, _)| &*k.namespace == namespace)
+            .flat_map(|(_, f)| f)
+            .collect()
+    }
+}
+
+/// (group, kind) → apiVersion of the kinds policies read, to name related
+/// objects (the inventory keys them by group).
+fn api_versions(kinds: &[(String, String)]) -> HashMap<(String, String), String> {
+    kinds
+        .iter()
+        .map(|(v, k)| {
+            let g = crate::k8s::kinds::group_of(v).to_string();
+            ((g, k.clone()), v.clone())
+        })
+        .collect()
+}
+
+fn object_ref(k: &ObjectKey, api_version: &str) -> ObjectRef {
+    ObjectRef {
+        api_version: api_version.to_string(),
+        kind: k.kind.to_string(),
+        namespace: (!k.namespace.is_empty()).then(|| k.namespace.to_string()),
+        name: k.name.to_string(),
+    }
+}
+
+fn related_ref(k: &ObjectKey, names: &HashMap<(String, String), String>) -> ObjectRef {
+    let api_version = names
+        .get(&(k.group.to_string(), k.kind.to_string()))
+        .cloned()
+        .unwrap_or_else(|| k.group.to_string());
+    object_ref(k, &api_version)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,262 @@
+//! The objects the continuous audit evaluates: every object of a kind some
+//! policy may match, whole (the live inventory keeps only what policies
+//! read), compressed, fed by watchers of its own.
+//!
+//! Decisions:
+//! - Its own mutex, never the cluster state's lock: a watch event here never
+//!   waits behind an admission evaluation, nor delays one.
+//! - An object is marked dirty only when its bytes change (a re-list of an
+//!   unchanged cluster re-evaluates nothing).
+//! - A re-list removes, at its end, the objects it did not see (as the
+//!   inventory's watchers do), so a dropped delete event is not kept forever.
+
+use crate::inventory::ObjectKey;
+use futures::StreamExt;
+use kube::api::{Api, DynamicObject};
+use kube::discovery::ApiResource;
+use kube::runtime::watcher::{self, Event};
+use kube::runtime::WatchStreamExt;
+use kube::Client;
+use serde_json::Value as Json;
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, MutexGuard};
+use tokio::task::JoinHandle;
+
+/// One matched object: its apiVersion and its JSON, compressed.
+pub struct Tracked {
+    pub api_version: Arc<str>,
+    pub body: Arc<[u8]>,
+}
+
+/// A tracked object's body as JSON again (the bytes are serde_json's own
+/// output, compressed).
+pub fn decode(body: &[u8]) -> Option<Json> {
+    lz4_flex::block::decompress_size_prepended(body)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+}
+
+/// (group, kind) of a watched kind.
+pub type GroupKind = (String, String);
+
+#[derive(Default)]
+pub struct Store {
+    pub objects: HashMap<ObjectKey, Tracked>,
+    /// Added or changed since the last pass took them.
+    pub dirty: HashSet<ObjectKey>,
+    /// Removed since the last pass took them.
+    pub removed: HashSet<ObjectKey>,
+    /// Kinds watched whose first list has not completed.
+    unsynced: HashSet<GroupKind>,
+}
+
+impl Store {
+    /// Adds or replaces an object; dirty only when it changed.
+    pub fn upsert(&mut self, mut object: Json) -> Option<ObjectKey> {
+        if let Some(meta) = object.get_mut("metadata").and_then(Json::as_object_mut) {
+            // Bookkeeping, never the object's state; large on every object.
+            meta.remove("managedFields");
+        }
+        let key = ObjectKey::of(&object)?;
+        let api_version = object["apiVersion"].as_str().unwrap_or_default();
+        // Serialising a `serde_json::Value` cannot fail (string keys only).
+        let json = serde_json::to_vec(&object).unwrap_or_default();
+        let body: Arc<[u8]> = lz4_flex::block::compress_prepend_size(&json).into();
+        if self.objects.get(&key).is_some_and(|t| t.body == body) {
+            return Some(key);
+        }
+        self.removed.remove(&key);
+        self.dirty.insert(key.clone());
+        let api_version = api_version.into();
+        self.objects
+            .insert(key.clone(), Tracked { api_version, body });
+        Some(key)
+    }
+
+    pub fn remove(&mut self, key: &ObjectKey) {
+        if self.objects.remove(key).is_some() {
+            self.dirty.remove(key);
+            self.removed.insert(key.clone());
+        }
+    }
+
+    /// Removes the objects of a kind that a (re-)list did not show.
+    fn remove_unseen(&mut self, kind: &GroupKind, seen: &HashSet<ObjectKey>) {
+        let stale: Vec<ObjectKey> = self
+            .objects
+            .keys()
+            .filter(|k| *k.group == *kind.0 && *k.kind == *kind.1 && !seen.contains(*k))
+            .cloned()
+            .collect();
+        for k in &stale {
+            self.remove(k);
+        }
+    }
+
+    /// Forgets the objects of kinds no longer watched.
+    fn retain_kinds(&mut self, kinds: &HashSet<GroupKind>) {
+        let gone: Vec<ObjectKey> = self
+            .objects
+            .keys()
+            .filter(|k| !kinds.contains(&(k.group.to_string(), k.kind.to_string())))
+            .cloned()
+            .collect();
+        for k in &gone {
+            self.remove(k);
+        }
+        self.unsynced.retain(|k| kinds.contains(k));
+    }
+
+    /// Every watched kind has completed its first list.
+    pub fn synced(&self) -> bool {
+        self.unsynced.is_empty()
+    }
+}
+
+/// The store behind its own lock, shared by the watchers and the loop.
+#[derive(Clone, Default)]
+pub struct Shared(Arc<Mutex<Store>>);
+
+impl Shared {
+    pub fn lock(&self) -> MutexGuard<'_, Store> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// One watcher task per matched kind, level-triggered over the set.
+pub struct Watchers {
+    client: Client,
+    store: Shared,
+    running: HashMap<GroupKind, JoinHandle<()>>,
+}
+
+impl Watchers {
+    pub fn new(client: Client, store: Shared) -> Self {
+        Watchers {
+            client,
+            store,
+            running: HashMap::new(),
+        }
+    }
+
+    /// Watches exactly `kinds` (discovered resources): starts the new ones,
+    /// stops the others and forgets their objects.
+    pub fn set_kinds(&mut self, kinds: &[ApiResource]) {
+        let wanted: HashSet<GroupKind> = kinds
+            .iter()
+            .map(|r| (r.group.clone(), r.kind.clone()))
+            .collect();
+        self.running.retain(|k, task| {
+            let keep = wanted.contains(k);
+            if !keep {
+                task.abort();
+            }
+            keep
+        });
+        let mut store = self.store.lock();
+        store.retain_kinds(&wanted);
+        for r in kinds {
+            let key = (r.group.clone(), r.kind.clone());
+            if self.running.contains_key(&key) {
+                continue;
+            }
+            store.unsynced.insert(key.clone());
+            let api = Api::all_with(self.client.clone(), r);
+            let task = tokio::spawn(watch_kind(api, r.clone(), self.store.clone()));
+            self.running.insert(key, task);
+        }
+    }
+}
+
+impl Drop for Watchers {
+    fn drop(&mut self) {
+        for t in self.running.values() {
+            t.abort();
+        }
+    }
+}
+
+async fn watch_kind(api: Api<DynamicObject>, resource: ApiResource, store: Shared) {
+    let kind: GroupKind = (resource.group.clone(), resource.kind.clone());
+    let mut stream = watcher::watcher(api, watcher::Config::default())
+        .default_backoff()
+        .boxed();
+    let mut seen: HashSet<ObjectKey> = HashSet::new();
+    while let Some(event) = stream.next().await {
+        let event = match event {
+            Ok(e) => e,
+            // The watcher re-lists by itself (410 Gone included).
+            Err(e) => {
+                tracing::warn!(kind = %resource.kind, error = %e, "audit watch error; re-listing");
+                continue;
+            }
+        };
+        let mut store = store.lock();
+        match event {
+            Event::Init => seen.clear(),
+            Event::InitApply(o) => {
+                if let Some(k) = with_type(&resource, o).and_then(|j| store.upsert(j)) {
+                    seen.insert(k);
+                }
+            }
+            Event::InitDone => {
+                store.remove_unseen(&kind, &seen);
+                seen.clear();
+                if store.unsynced.remove(&kind) {
+                    tracing::info!(kind = %resource.kind, objects = store.objects.len(), "audit: kind listed");
+                }
+            }
+            Event::Apply(o) => {
+                if let Some(j) = with_type(&resource, o) {
+                    store.upsert(j);
+                }
+            }
+            Event::Delete(o) => {
+                if let Some(k) = with_type(&resource, o).as_ref().and_then(ObjectKey::of) {
+                    store.remove(&k);
+                }
+            }
+        }
+    }
+}
+
+/// The object as JSON with its apiVersion and kind (list items carry
+/// neither).
+fn with_type(ar: &ApiResource, o: DynamicObject) -> Option<Json> {
+    let mut json = serde_json::to_value(o).ok()?;
+    let m = json.as_object_mut()?;
+    m.insert("apiVersion".into(), ar.api_version.clone().into());
+    m.insert("kind".into(), ar.kind.clone().into());
+    Some(json)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cm(name: &str, data: &str) -> Json {
+        serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"namespace": "a", "name": name, "managedFields": [{"manager": "x"}]},
+            "data": {"k": data}})
+    }
+
+    #[test]
+    fn only_a_changed_object_is_dirty_and_a_relist_drops_what_it_missed() {
+        let mut s = Store::default();
+        let one = s.upsert(cm("one", "1")).unwrap();
+        let two = s.upsert(cm("two", "1")).unwrap();
+        assert_eq!(s.dirty.len(), 2);
+        s.dirty.clear();
+        s.upsert(cm("one", "1"));
+        assert!(s.dirty.is_empty(), "the same object again is no change");
+        s.upsert(cm("one", "2"));
+        assert_eq!(s.dirty.iter().collect::<Vec<_>>(), vec![&one]);
+        let body = decode(&s.objects[&one].body).unwrap();
+        assert!(body.pointer("/metadata/managedFields").is_none());
+        assert_eq!(body["data"]["k"], "2", "kept whole");
+        let seen: HashSet<ObjectKey> = [one.clone()].into();
+        s.remove_unseen(&("".into(), "ConfigMap".into()), &seen);
+        assert!(!s.objects.contains_key(&two));
+        assert!(s.removed.contains(&two));
+    }
+}

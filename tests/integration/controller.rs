@@ -6,36 +6,17 @@
 use crate::support;
 
 use serde_json::{json, Value};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 use support::cluster::TestCluster;
 use support::controller::Controller;
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
 /// The shared cluster with the CRD installed.
 fn cluster() -> &'static TestCluster {
     static READY: OnceLock<()> = OnceLock::new();
     let c = TestCluster::shared();
-    READY.get_or_init(|| {
-        let crd = root().join("manifests/base/crd-resourcegroup.yaml");
-        ok(
-            &c.kubectl(&["apply", "-f", &crd.display().to_string()]),
-            "install the CRD",
-        );
-        ok(
-            &c.kubectl(&[
-                "wait",
-                "--for=condition=Established",
-                "crd/resourcegroups.interlock.dev",
-                "--timeout=60s",
-            ]),
-            "CRD established",
-        );
-    });
+    READY.get_or_init(|| support::controller::install_resource_group_crd(c));
     c
 }
 

@@ -8,14 +8,10 @@
 use crate::support;
 
 use serde_json::{json, Value};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 use support::cluster::{Options, TestCluster};
 use support::controller::Controller;
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
 
 fn ok(out: &std::process::Output, what: &str) -> String {
     assert!(
@@ -24,23 +20,6 @@ fn ok(out: &std::process::Output, what: &str) -> String {
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn install_crd(c: &TestCluster) {
-    let crd = root().join("manifests/base/crd-resourcegroup.yaml");
-    ok(
-        &c.kubectl(&["apply", "-f", &crd.display().to_string()]),
-        "install the CRD",
-    );
-    ok(
-        &c.kubectl(&[
-            "wait",
-            "--for=condition=Established",
-            "crd/resourcegroups.interlock.dev",
-            "--timeout=60s",
-        ]),
-        "CRD established",
-    );
 }
 
 /// A namespace with ServiceAccount `deployer`, allowed to manage
@@ -159,7 +138,7 @@ fn two_replicas_one_reconciles_and_the_other_takes_over_when_it_dies() {
     // own on the shared one, which would reconcile these groups too.
     let own = TestCluster::start();
     let c = &own;
-    install_crd(c);
+    support::controller::install_resource_group_crd(c);
     let dir = tempfile::tempdir().expect("tempdir");
     let lease_ns = c.create_namespace("lease");
     let replica = |identity: &str| {
@@ -300,7 +279,7 @@ fn a_group_that_cannot_be_applied_backs_off_as_kube_apiserver_counts() {
         ],
         ..Options::default()
     });
-    install_crd(&c);
+    support::controller::install_resource_group_crd(&c);
     let ctl = Controller::start(&c, dir.path(), &["--no-leader-election"]);
     let ns = tenant(&c, "broken");
     let from = std::fs::metadata(&audit)

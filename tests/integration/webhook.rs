@@ -585,25 +585,7 @@ fn unstick_lists_a_stuck_config_map_with_age_and_owner_and_clears_it_guarded() {
 /// Installs the ResourceGroup CRD (once per test binary).
 fn resource_group_crd(cluster: &TestCluster) {
     static DONE: OnceLock<()> = OnceLock::new();
-    DONE.get_or_init(|| install_resource_group_crd(cluster));
-}
-
-fn install_resource_group_crd(cluster: &TestCluster) {
-    let crd = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("manifests/base/crd-resourcegroup.yaml");
-    assert_admitted(
-        &cluster.kubectl(&["apply", "-f", &crd.display().to_string()]),
-        "the CRD",
-    );
-    assert_admitted(
-        &cluster.kubectl(&[
-            "wait",
-            "--for=condition=Established",
-            "crd/resourcegroups.interlock.dev",
-            "--timeout=60s",
-        ]),
-        "CRD established",
-    );
+    DONE.get_or_init(|| support::controller::install_resource_group_crd(cluster));
 }
 
 #[test]
@@ -613,7 +595,7 @@ fn unstick_reports_a_resource_group_whose_controller_is_not_running() {
     let own = TestCluster::start();
     let cluster = &own;
     let _logs = cluster.logs_on_panic();
-    install_resource_group_crd(cluster);
+    support::controller::install_resource_group_crd(cluster);
     let ns = cluster.create_namespace("unstick-rg");
     let rg = json!({"apiVersion": "interlock.dev/v1alpha1", "kind": "ResourceGroup",
         "metadata": {"name": "app", "namespace": ns, "finalizers": ["interlock.dev/members"]},

@@ -108,3 +108,26 @@ impl Controller {
             + self.counter("interlock_controller_reconcile_errors_total")
     }
 }
+
+/// Installs the ResourceGroup CRD of manifests/base and waits until it is
+/// served.
+pub fn install_resource_group_crd(c: &TestCluster) {
+    let crd = Path::new(env!("CARGO_MANIFEST_DIR")).join("manifests/base/crd-resourcegroup.yaml");
+    let crd = crd.display().to_string();
+    for args in [
+        vec!["apply", "-f", crd.as_str()],
+        vec![
+            "wait",
+            "--for=condition=Established",
+            "crd/resourcegroups.interlock.dev",
+            "--timeout=60s",
+        ],
+    ] {
+        let out = c.kubectl(&args);
+        assert!(
+            out.status.success(),
+            "kubectl {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}

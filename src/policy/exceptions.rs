@@ -6,7 +6,7 @@
 //! excepted it, and never denies or warns.
 
 use super::model::LabelSelector;
-use super::{selector, Action, Request, Verdict};
+use super::{selector, Action, Request, SpecError, Verdict};
 use chrono::{DateTime, Utc};
 use serde::Deserialize;
 use serde_json::Value as Json;
@@ -41,7 +41,7 @@ pub struct Exception {
 
 impl Exception {
     /// Reads a PolicyException document; the error names the field.
-    pub fn parse(name: &str, doc: &Json) -> Result<Exception, String> {
+    pub fn parse(name: &str, doc: &Json) -> Result<Exception, SpecError> {
         let spec: Spec = serde_json::from_value(doc.get("spec").cloned().ok_or("has no spec")?)
             .map_err(|e| format!("spec: {e}"))?;
         if spec.policies.is_empty() {
@@ -69,7 +69,8 @@ impl Exception {
                 return Err(format!(
                     "spec.objectSelector: unknown operator {:?}; use In, NotIn, Exists or DoesNotExist",
                     r.operator
-                ));
+                )
+                .into());
             }
         }
         Ok(Exception {
@@ -125,7 +126,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn exception(spec: Json) -> Result<Exception, String> {
+    fn exception(spec: Json) -> Result<Exception, SpecError> {
         Exception::parse("legacy", &json!({"spec": spec}))
     }
 
@@ -161,15 +162,15 @@ mod tests {
     #[test]
     fn bad_exceptions_name_the_field() {
         let e = exception(json!({"policies": [], "reason": "x"})).unwrap_err();
-        assert!(e.contains("spec.policies"), "{e}");
+        assert!(e.0.contains("spec.policies"), "{e}");
         let e = exception(json!({"policies": ["p"], "reason": "x", "expires": "tomorrow"}))
             .unwrap_err();
         assert!(
-            e.contains("spec.expires: \"tomorrow\" is not an RFC 3339 time"),
+            e.0.contains("spec.expires: \"tomorrow\" is not an RFC 3339 time"),
             "{e}"
         );
         let e = exception(json!({"policies": ["p"], "reason": " "})).unwrap_err();
-        assert!(e.contains("spec.reason"), "{e}");
+        assert!(e.0.contains("spec.reason"), "{e}");
     }
 
     /// Through the policy set: a covered failure becomes an Audit verdict

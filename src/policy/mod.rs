@@ -560,14 +560,14 @@ impl PolicySet {
                             set.exceptions.push(e);
                             exception_sources.push(source.clone());
                         }
-                        Err(e) => errors.push(err(e)),
+                        Err(e) => errors.push(err(e.0)),
                     }
                     continue;
                 }
                 Some("ValidatingAdmissionPolicyBinding") => {
                     match spec::<BindingSpec>(doc) {
                         Ok(b) => bindings.push((name.clone(), b, source.clone())),
-                        Err(e) => errors.push(err(e)),
+                        Err(e) => errors.push(err(e.0)),
                     }
                     continue;
                 }
@@ -714,9 +714,33 @@ fn must_evaluate_to(want: &[Ty], got: &Ty) -> String {
     }
 }
 
-fn spec<T: serde::de::DeserializeOwned>(doc: &Json) -> Result<T, String> {
+/// A policy document the engine cannot use as written. It stays wrong until
+/// the document changes: callers report it, they never retry it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct SpecError(pub String);
+
+impl From<String> for SpecError {
+    fn from(message: String) -> SpecError {
+        SpecError(message)
+    }
+}
+
+impl From<&str> for SpecError {
+    fn from(message: &str) -> SpecError {
+        SpecError(message.to_string())
+    }
+}
+
+impl From<SpecError> for Failure {
+    fn from(e: SpecError) -> Failure {
+        Failure::from(e.0)
+    }
+}
+
+fn spec<T: serde::de::DeserializeOwned>(doc: &Json) -> Result<T, SpecError> {
     let spec = doc.get("spec").cloned().ok_or("has no spec")?;
-    serde_json::from_value(spec).map_err(|e| format!("spec: {e}"))
+    Ok(serde_json::from_value(spec).map_err(|e| format!("spec: {e}"))?)
 }
 
 fn compile_policy(

@@ -3,7 +3,7 @@
 //! policy documents before they compile, alike in check, audit, serve and
 //! the controller.
 
-use super::{Action, INTERLOCK_GROUP, VAP_GROUP};
+use super::{Action, SpecError, INTERLOCK_GROUP, VAP_GROUP};
 use crate::k8s::kinds::group_of;
 use crate::manifest::Document;
 use serde_json::{json, Value as Json};
@@ -37,7 +37,7 @@ struct ConfigSpec {
 }
 
 /// `NAME=Warn` as (NAME, Warn).
-pub fn parse_action(s: &str) -> Result<(String, Action), String> {
+pub fn parse_action(s: &str) -> Result<(String, Action), SpecError> {
     let (name, action) = s
         .split_once('=')
         .ok_or_else(|| format!("{s:?}: write NAME=ACTION, as unique-ingress-host=Warn"))?;

@@ -80,7 +80,8 @@ fn results(report: &Value) -> Vec<(String, String, String)> {
         .collect()
 }
 
-fn deployment(name: &str, config_map: &str) -> String {
+/// A Deployment that mounts `config_map` (also used by audit_live).
+pub(crate) fn deployment(name: &str, config_map: &str) -> String {
     format!(
         r#"
 apiVersion: apps/v1

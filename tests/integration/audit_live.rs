@@ -7,6 +7,7 @@
 //! after creating its objects (objects stored before any policy), and every
 //! audit writes the reports of every namespace of the shared cluster.
 
+use crate::audit_cli::deployment;
 use crate::support;
 
 use interlock::audit::live::{LiveAudit, LiveOptions};
@@ -181,25 +182,6 @@ fn results_become(cluster: &TestCluster, ns: &str, want: &[&str]) -> Value {
     eventually(&format!("{ns}'s report holds {want:?}"), || {
         report(cluster, ns).filter(|r| results(r) == want)
     })
-}
-
-fn deployment(name: &str, config_map: &str) -> String {
-    format!(
-        r#"
-apiVersion: apps/v1
-kind: Deployment
-metadata: {{name: {name}}}
-spec:
-  selector: {{matchLabels: {{app: {name}}}}}
-  template:
-    metadata: {{labels: {{app: {name}}}}}
-    spec:
-      containers:
-        - {{name: c, image: "registry.example/app:1.0"}}
-      volumes:
-        - {{name: v, configMap: {{name: {config_map}}}}}
-"#
-    )
 }
 
 fn config_map(name: &str) -> String {

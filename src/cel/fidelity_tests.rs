@@ -227,3 +227,82 @@ fn fused_optional_selects_answer_as_the_selects_and_the_call() {
     }
     assert_eq!(compared, 220);
 }
+
+#[test]
+fn library_errors_use_kube_apiserver_words() {
+    for (src, want) in [
+        (
+            "[1].filter(x, x > 5).max() == 1",
+            "max called on empty list",
+        ),
+        (
+            "['a'].filter(x, x == 'b').min() == ''",
+            "min called on empty list",
+        ),
+        (
+            "timestamp('2024-01-01T00:00:00Z').getHours(object.data.s) == 1",
+            "unknown time zone x",
+        ),
+        (
+            "timestamp('2024-01-01T00:00:00Z').getHours('+01:75') == 1",
+            "timezone offset minutes out of range [0, 59]: +01:75",
+        ),
+        (
+            "timestamp('2024-01-01T00:00:00Z').getHours('x:00') == 1",
+            "strconv.Atoi: parsing \"x\": invalid syntax",
+        ),
+        (
+            "optional.unwrap(dyn([1])).size() == 0",
+            "value 1 is not optional",
+        ),
+    ] {
+        assert_eq!(kube_error(src), want, "{src}");
+    }
+}
+
+/// cel-go keeps the offset a timestamp was written with: `string()` prints
+/// it, the getters without a time zone read the time there, arithmetic
+/// keeps it; equality compares instants.
+#[test]
+fn timestamps_keep_their_offset() {
+    let t = "timestamp('2024-01-02T01:30:00+03:00')";
+    for (src, want) in [
+        (
+            format!("string({t})"),
+            serde_json::json!("2024-01-02T01:30:00+03:00"),
+        ),
+        (format!("{t}.getHours()"), serde_json::json!(1)),
+        (format!("{t}.getHours('UTC')"), serde_json::json!(22)),
+        (format!("{t}.getDayOfMonth()"), serde_json::json!(1)),
+        (
+            format!("string({t} + duration('90m'))"),
+            serde_json::json!("2024-01-02T03:00:00+03:00"),
+        ),
+        (
+            format!("{t} == timestamp('2024-01-01T22:30:00Z')"),
+            serde_json::json!(true),
+        ),
+        (
+            "string(timestamp('2024-01-02T01:30:00.120-05:30'))".to_string(),
+            serde_json::json!("2024-01-02T01:30:00.12-05:30"),
+        ),
+        (
+            "string(timestamp('2024-01-02T01:30:00+00:00'))".to_string(),
+            serde_json::json!("2024-01-02T01:30:00Z"),
+        ),
+    ] {
+        assert_eq!(kube(&src), Ok(want), "{src}");
+    }
+}
+
+#[test]
+fn optional_unwrap_keeps_present_values() {
+    assert_eq!(
+        kube("optional.unwrap([optional.of(1), optional.none(), optional.of(3)])"),
+        Ok(serde_json::json!([1, 3]))
+    );
+    assert_eq!(
+        kube("[optional.none(), optional.of('a')].unwrapOpt()"),
+        Ok(serde_json::json!(["a"]))
+    );
+}

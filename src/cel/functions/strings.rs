@@ -738,7 +738,7 @@ fn member_v1(v: &Value) -> EvalResult<String> {
     })
 }
 
-fn go_quote(s: &str) -> String {
+pub(super) fn go_quote(s: &str) -> String {
     crate::cel::k8s::goquote::quote(s)
 }
 

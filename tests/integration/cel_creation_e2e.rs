@@ -73,7 +73,7 @@ fn policy(i: usize, case: &Case) -> Json {
 
 /// The comparable part of a refusal: cel-go's first error line, or the
 /// result-type message.
-fn normalize(text: &str) -> String {
+pub(crate) fn normalize(text: &str) -> String {
     if let Some(i) = text.find("ERROR: <input>:") {
         return text[i..]
             .lines()

@@ -14,6 +14,7 @@ mod audit_live;
 mod authoring;
 mod authoring_exceptions;
 mod cel_creation_e2e;
+mod cel_fuzz_differential;
 mod cel_robustness;
 mod control_plane;
 mod controller;

@@ -4,6 +4,7 @@
 
 pub mod admission_engine;
 pub mod cluster;
+pub mod celgen;
 pub mod rng;
 
 pub mod controller;

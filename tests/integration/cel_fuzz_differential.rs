@@ -1,0 +1,734 @@
+//! Differential fuzzer (issue 16): generated CEL expressions
+//! (tests/support/celgen.rs), well-typed and ill-typed, sent to a real
+//! kube-apiserver and to Interlock.
+//!
+//! 1. **Creation.** Each expression is a validation of a
+//!    ValidatingAdmissionPolicy (with a ConfigMap `paramKind`, so `params`
+//!    is declared) created with `dryRun=All`. Fifty expressions share one
+//!    request: kube-apiserver lists every refused validation as a cause
+//!    with its field (`spec.validations[i].expression`), so each refusal is
+//!    attributed. Interlock compiles each expression in a policy of its own.
+//!    Both accept, or both refuse with the same message (normalized as
+//!    tests/integration/cel_creation_e2e.rs does).
+//! 2. **Evaluation.** The expressions both accept go, forty at a time, into
+//!    one real policy + binding (Deny, `failurePolicy: Fail`, params from a
+//!    ConfigMap) scoped to the fuzzer's labelled namespace; validation `i`
+//!    is `object.metadata.name != 'N_i' || (E_i)`, so a dry-run create of
+//!    the ConfigMap `N_i` can only be denied by expression `i`: one request
+//!    per expression, each answer attributable, requests in parallel. The
+//!    same policy, binding, Namespace, params and ConfigMaps go through
+//!    `interlock check` (`check_documents_with`); admitted, or denied with
+//!    the same message.
+//!
+//! Every disagreement is appended to `tests/vap-corpus/creation/fuzz-found.tsv`
+//! (`phase<TAB>seed<TAB>expression`), which every run replays first, so a
+//! found case stays a regression case. The test fails on a disagreement not
+//! listed in `fuzz-known.txt`, and on a listed one that agrees.
+//!
+//! `CEL_FUZZ_SECS` (default 60) bounds the generation; `CEL_FUZZ_SEED`
+//! (default 1) is the first seed (round `r` uses seed + r). The ignored test
+//! `cel_fuzz_long` runs 600 s from a clock seed unless told otherwise:
+//! `CEL_FUZZ_SECS=1800 cargo test --test integration cel_fuzz_long -- --ignored --nocapture`.
+
+use crate::support;
+
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::fs::OpenOptions;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use futures::{stream, StreamExt as _};
+use interlock::check::{check_documents_with, CheckOptions, Report};
+use interlock::inventory::{Inventory, Source as InvSource};
+use interlock::manifest::{Document, Source};
+use interlock::policy::PolicySet;
+use kube::client::Body;
+use serde_json::{json, Value as Json};
+use support::celgen::{Gen, OBJECT_DATA, OBJECT_LABELS, PARAMS_DATA};
+use support::cluster::TestCluster;
+
+use crate::cel_creation_e2e::normalize;
+
+/// Expressions per dry-run policy creation.
+const CREATE_BATCH: usize = 50;
+/// Expressions per evaluation policy.
+const EVAL_BATCH: usize = 40;
+/// Requests in flight at once.
+const IN_FLIGHT: usize = 4;
+/// Expressions per seed.
+const ROUND: usize = 100;
+/// Depth bound of the generator.
+const DEPTH: u32 = 4;
+/// The kubectl user (client certificate CN) that `check` impersonates.
+const USER: &str = "admin";
+
+const VAP_PATH: &str = "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies";
+const BINDING_PATH: &str =
+    "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings";
+
+fn corpus_file(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/vap-corpus/creation")
+        .join(name)
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
+enum Phase {
+    Creation,
+    Evaluation,
+}
+
+impl Phase {
+    fn name(self) -> &'static str {
+        match self {
+            Phase::Creation => "creation",
+            Phase::Evaluation => "evaluation",
+        }
+    }
+
+    fn parse(s: &str) -> Option<Phase> {
+        match s {
+            "creation" => Some(Phase::Creation),
+            "evaluation" => Some(Phase::Evaluation),
+            _ => None,
+        }
+    }
+}
+
+/// An expression to try and the seed that made it.
+#[derive(Clone)]
+struct Item {
+    seed: u64,
+    expression: String,
+}
+
+/// One side's answer: `None` is acceptance (creation) or admission
+/// (evaluation); `Some` the refusal or denial message.
+type Answer = Option<String>;
+
+struct Disagreement {
+    phase: Phase,
+    item: Item,
+    kube: Answer,
+    ours: Answer,
+}
+
+impl Disagreement {
+    fn class(&self) -> &'static str {
+        match (self.phase, &self.kube, &self.ours) {
+            (Phase::Creation, Some(_), None) => "creation: kube-apiserver refuses, Interlock accepts",
+            (Phase::Creation, None, Some(_)) => "creation: Interlock refuses, kube-apiserver accepts",
+            (Phase::Creation, _, _) => "creation: both refuse, messages differ",
+            (Phase::Evaluation, Some(_), None) => "evaluation: kube-apiserver denies, Interlock admits",
+            (Phase::Evaluation, None, Some(_)) => "evaluation: Interlock denies, kube-apiserver admits",
+            (Phase::Evaluation, _, _) => "evaluation: both deny, messages differ",
+        }
+    }
+
+    fn key(&self) -> (Phase, String) {
+        (self.phase, self.item.expression.clone())
+    }
+
+    fn render(&self) -> String {
+        let side = |a: &Answer, none: &str| a.clone().unwrap_or_else(|| none.to_string());
+        let none = match self.phase {
+            Phase::Creation => "accepted",
+            Phase::Evaluation => "admitted",
+        };
+        format!(
+            "{} (seed {}): {}\n    kube-apiserver: {}\n    Interlock:      {}",
+            self.class(),
+            self.item.seed,
+            self.item.expression,
+            side(&self.kube, none),
+            side(&self.ours, none)
+        )
+    }
+}
+
+/// Counts of one run.
+#[derive(Default)]
+struct Tally {
+    generated: usize,
+    replayed: usize,
+    created_both_accept: usize,
+    created_both_refuse: usize,
+    evaluated: usize,
+    denied: usize,
+    /// Evaluations kube-apiserver answers differently from one request to
+    /// the next (not compared).
+    unstable: usize,
+    disagreements: Vec<Disagreement>,
+}
+
+// ---------------------------------------------------------------------------
+// The cluster side
+// ---------------------------------------------------------------------------
+
+struct Cluster {
+    client: kube::Client,
+    /// The fuzzer's namespace; its label scopes every policy to it.
+    ns: String,
+    /// Prefix of policy and object names (one per test).
+    prefix: String,
+}
+
+async fn send(client: &kube::Client, method: &str, path: &str, body: Option<&Json>) -> (u16, Json) {
+    let bytes = body.map(|b| b.to_string().into_bytes()).unwrap_or_default();
+    let request = http::Request::builder()
+        .method(method)
+        .uri(path)
+        .header("content-type", "application/json")
+        .body(Body::from(bytes))
+        .expect("a valid request");
+    let response = client
+        .send(request)
+        .await
+        .unwrap_or_else(|e| panic!("{method} {path}: {e}"));
+    let status = response.status().as_u16();
+    let bytes = response
+        .into_body()
+        .collect_bytes()
+        .await
+        .unwrap_or_else(|e| panic!("{method} {path}: reading the body: {e}"));
+    (status, serde_json::from_slice(&bytes).unwrap_or(Json::Null))
+}
+
+fn ns_label(prefix: &str) -> (String, String) {
+    ("fuzz.interlock.dev/run".into(), prefix.to_string())
+}
+
+fn string_map(pairs: &[(&str, &str)]) -> Json {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), Json::from(*v)))
+        .collect::<serde_json::Map<_, _>>()
+        .into()
+}
+
+fn namespace_doc(ns: &str, prefix: &str) -> Json {
+    let (k, v) = ns_label(prefix);
+    json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns,
+        "labels": {k: v, "kubernetes.io/metadata.name": ns}}})
+}
+
+fn params_doc(ns: &str) -> Json {
+    json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "fuzz-params", "namespace": ns}, "data": string_map(PARAMS_DATA)})
+}
+
+fn configmap(ns: &str, name: &str) -> Json {
+    json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": ns, "labels": string_map(OBJECT_LABELS)},
+        "data": string_map(OBJECT_DATA)})
+}
+
+fn policy(name: &str, prefix: &str, validations: Vec<Json>) -> Json {
+    let (k, v) = ns_label(prefix);
+    json!({
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": name},
+        "spec": {
+            "failurePolicy": "Fail",
+            "paramKind": {"apiVersion": "v1", "kind": "ConfigMap"},
+            "matchConstraints": {
+                "namespaceSelector": {"matchLabels": {k: v}},
+                "resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                    "resources": ["configmaps"], "operations": ["CREATE"]}]},
+            "validations": validations,
+        }
+    })
+}
+
+fn binding(name: &str, ns: &str) -> Json {
+    json!({
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicyBinding",
+        "metadata": {"name": name},
+        "spec": {
+            "policyName": name,
+            "validationActions": ["Deny"],
+            "paramRef": {"name": "fuzz-params", "namespace": ns,
+                "parameterNotFoundAction": "Deny"},
+        }
+    })
+}
+
+/// `Invalid value: "<expr>": <message>` → `<message>`.
+fn strip_invalid_value(message: &str) -> &str {
+    let Some(rest) = message.strip_prefix("Invalid value: \"") else {
+        return message;
+    };
+    let mut escaped = false;
+    for (i, c) in rest.char_indices() {
+        match c {
+            '\\' if !escaped => escaped = true,
+            '"' if !escaped => return rest[i + 1..].trim_start_matches(": "),
+            _ => escaped = false,
+        }
+    }
+    message
+}
+
+/// `spec.validations[12].expression` → 12.
+fn validation_index(field: &str) -> Option<usize> {
+    field
+        .strip_prefix("spec.validations[")?
+        .split(']')
+        .next()?
+        .parse()
+        .ok()
+}
+
+impl Cluster {
+    async fn setup(cluster: &TestCluster, prefix: &str) -> Cluster {
+        let client = cluster.client();
+        let ns = format!("{prefix}-ns");
+        for (path, doc) in [
+            ("/api/v1/namespaces".to_string(), namespace_doc(&ns, prefix)),
+            (format!("/api/v1/namespaces/{ns}/configmaps"), params_doc(&ns)),
+        ] {
+            let (status, body) = send(&client, "POST", &path, Some(&doc)).await;
+            assert!(matches!(status, 201 | 409), "POST {path}: {status} {body}");
+        }
+        Cluster {
+            client,
+            ns,
+            prefix: prefix.to_string(),
+        }
+    }
+
+    /// kube-apiserver's answer to each expression as a validation, from
+    /// one dry-run creation.
+    async fn creation(&self, batch: usize, exprs: &[&str]) -> Vec<Answer> {
+        let validations = exprs.iter().map(|e| json!({"expression": e})).collect();
+        let doc = policy(&format!("{}-c{batch}", self.prefix), &self.prefix, validations);
+        let path = format!("{VAP_PATH}?dryRun=All");
+        let (status, body) = send(&self.client, "POST", &path, Some(&doc)).await;
+        let mut answers = vec![None; exprs.len()];
+        match status {
+            201 => {}
+            422 => {
+                let causes = body["details"]["causes"].as_array().cloned().unwrap_or_default();
+                for cause in causes {
+                    let field = cause["field"].as_str().unwrap_or_default();
+                    let Some(i) = validation_index(field) else {
+                        panic!("a refusal not attributed to a validation: {cause}");
+                    };
+                    let message = cause["message"].as_str().unwrap_or_default();
+                    answers[i].get_or_insert_with(|| normalize(strip_invalid_value(message)));
+                }
+            }
+            _ => panic!("dry-run policy creation: {status} {body}"),
+        }
+        answers
+    }
+
+    /// Creates the evaluation policy of `batch` and waits until
+    /// kube-apiserver enforces it. `None` when kube-apiserver refuses it.
+    async fn install(&self, name: &str, doc: &Json, probe: &str) -> Result<(), String> {
+        let (status, body) = send(&self.client, "POST", VAP_PATH, Some(doc)).await;
+        if status != 201 {
+            return Err(format!("{status} {}", body["message"]));
+        }
+        let (status, body) = send(&self.client, "POST", BINDING_PATH, Some(&binding(name, &self.ns))).await;
+        if status != 201 {
+            return Err(format!("binding: {status} {}", body["message"]));
+        }
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while Instant::now() < deadline {
+            if let Some(message) = self.dry_run(probe).await {
+                if message.contains(probe) {
+                    return Ok(());
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        Err("the policy was not enforced within 60 s".into())
+    }
+
+    async fn uninstall(&self, name: &str) {
+        send(&self.client, "DELETE", &format!("{BINDING_PATH}/{name}"), None).await;
+        send(&self.client, "DELETE", &format!("{VAP_PATH}/{name}"), None).await;
+    }
+
+    /// Asks again about the ConfigMap `name`: whether kube-apiserver
+    /// answers `first` every time (a few tries).
+    async fn answers_alike(&self, name: &str, first: &Answer) -> bool {
+        for _ in 0..4 {
+            if self.dry_run(name).await != *first {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// A dry-run create of the fuzzer's ConfigMap `name`: `None` when
+    /// admitted, else what follows `denied request: ` (or the whole
+    /// message when it is not a policy's denial).
+    async fn dry_run(&self, name: &str) -> Answer {
+        let path = format!("/api/v1/namespaces/{}/configmaps?dryRun=All", self.ns);
+        let (status, body) = send(&self.client, "POST", &path, Some(&configmap(&self.ns, name))).await;
+        if status == 201 {
+            return None;
+        }
+        let message = body["message"].as_str().unwrap_or_default();
+        Some(match message.split_once("' denied request: ") {
+            Some((_, m)) => m.trim_end().to_string(),
+            None => format!("not a policy denial: {status} {message}"),
+        })
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Interlock
+// ---------------------------------------------------------------------------
+
+fn doc(value: Json) -> Document {
+    Document::new(Source::file("fuzz.json"), 1, value)
+}
+
+/// Interlock's answer to one expression as a validation.
+fn interlock_creation(prefix: &str, expression: &str) -> Answer {
+    let doc = policy(
+        &format!("{prefix}-one"),
+        prefix,
+        vec![json!({"expression": expression})],
+    );
+    let source = InvSource {
+        file: "fuzz.yaml".into(),
+        line: 1,
+    };
+    let (_, errors) = PolicySet::compile(&[(doc, source)], &mut Inventory::new());
+    errors.first().map(|e| normalize(&e.message))
+}
+
+/// Interlock's answer for each object of `names`, as `interlock check`
+/// gives it.
+fn interlock_evaluation(cluster: &Cluster, policy: &Json, name: &str, names: &[String]) -> Vec<Answer> {
+    let policies = [doc(policy.clone()), doc(binding(name, &cluster.ns))];
+    let context = [
+        doc(namespace_doc(&cluster.ns, &cluster.prefix)),
+        doc(params_doc(&cluster.ns)),
+    ];
+    let objects: Vec<Document> = names.iter().map(|n| doc(configmap(&cluster.ns, n))).collect();
+    let opts = CheckOptions {
+        user: USER.to_string(),
+        ..Default::default()
+    };
+    let mut report = Report::default();
+    check_documents_with(&policies, &context, &objects, &opts, &mut report);
+    if let Some(e) = report.errors.first() {
+        return vec![Some(format!("Interlock error: {e}")); names.len()];
+    }
+    names
+        .iter()
+        .map(|n| {
+            report
+                .results
+                .iter()
+                .find(|f| &f.object.name == n)
+                .map(|f| f.message.trim_end().to_string())
+        })
+        .collect()
+}
+
+// ---------------------------------------------------------------------------
+// The run
+// ---------------------------------------------------------------------------
+
+/// Compares creation for `items`; returns those both sides accept.
+async fn run_creation(cluster: &Cluster, items: &[Item], first_batch: usize, tally: &mut Tally) -> Vec<Item> {
+    let chunks: Vec<&[Item]> = items.chunks(CREATE_BATCH).collect();
+    let answers: Vec<Vec<Answer>> = stream::iter(chunks.iter().enumerate().map(|(b, chunk)| {
+        let exprs: Vec<&str> = chunk.iter().map(|i| i.expression.as_str()).collect();
+        async move { cluster.creation(first_batch + b, &exprs).await }
+    }))
+    .buffered(IN_FLIGHT)
+    .collect()
+    .await;
+    let mut accepted = Vec::new();
+    for (item, kube) in items.iter().zip(answers.into_iter().flatten()) {
+        let ours = interlock_creation(&cluster.prefix, &item.expression);
+        match (&kube, &ours) {
+            (None, None) => {
+                tally.created_both_accept += 1;
+                accepted.push(item.clone());
+            }
+            (Some(k), Some(o)) if k == o => tally.created_both_refuse += 1,
+            _ => tally.disagreements.push(Disagreement {
+                phase: Phase::Creation,
+                item: item.clone(),
+                kube,
+                ours,
+            }),
+        }
+    }
+    accepted
+}
+
+/// Compares evaluation for one batch of accepted expressions.
+async fn run_evaluation_batch(cluster: &Cluster, batch: usize, items: &[Item]) -> Vec<Evaluated> {
+    let name = format!("{}-e{batch}", cluster.prefix);
+    let names: Vec<String> = (0..items.len()).map(|i| format!("{name}-{i}")).collect();
+    let probe = format!("{name}-probe");
+    let mut validations = vec![json!({
+        "expression": format!("object.metadata.name != '{probe}'"),
+        "message": probe,
+    })];
+    validations.extend(items.iter().zip(&names).map(|(item, n)| {
+        json!({"expression": format!("object.metadata.name != '{n}' || ({})", item.expression)})
+    }));
+    let doc = policy(&name, &cluster.prefix, validations);
+    if let Err(e) = cluster.install(&name, &doc, &probe).await {
+        cluster.uninstall(&name).await;
+        eprintln!("evaluation batch {name} skipped: kube-apiserver refused its policy: {e}");
+        return Vec::new();
+    }
+    let ours = interlock_evaluation(cluster, &doc, &name, &names);
+    let kube: Vec<Answer> = stream::iter(names.iter().map(|n| cluster.dry_run(n)))
+        .buffered(IN_FLIGHT)
+        .collect()
+        .await;
+    let mut results = Vec::new();
+    for (((item, n), k), o) in items.iter().zip(&names).zip(kube).zip(ours) {
+        let stable = k == o || cluster.answers_alike(n, &k).await;
+        results.push(Evaluated {
+            item: item.clone(),
+            kube: k,
+            ours: o,
+            stable,
+        });
+    }
+    cluster.uninstall(&name).await;
+    results
+}
+
+/// One expression's evaluation on both sides.
+struct Evaluated {
+    item: Item,
+    kube: Answer,
+    ours: Answer,
+    /// kube-apiserver gave the same answer every time it was asked.
+    stable: bool,
+}
+
+async fn run_evaluation(cluster: &Cluster, items: &[Item], first_batch: usize, tally: &mut Tally) {
+    let chunks: Vec<&[Item]> = items.chunks(EVAL_BATCH).collect();
+    let results: Vec<Vec<Evaluated>> = stream::iter(
+        chunks
+            .iter()
+            .enumerate()
+            .map(|(b, chunk)| run_evaluation_batch(cluster, first_batch + b, chunk)),
+    )
+    .buffered(2)
+    .collect()
+    .await;
+    for e in results.into_iter().flatten() {
+        tally.evaluated += 1;
+        if e.kube.is_some() {
+            tally.denied += 1;
+        }
+        if !e.stable {
+            // Go's map order: an error inside a comprehension over a map
+            // names whichever key failed first.
+            tally.unstable += 1;
+            eprintln!("cel fuzz: kube-apiserver answers vary for {}", e.item.expression);
+        } else if e.kube != e.ours {
+            tally.disagreements.push(Disagreement {
+                phase: Phase::Evaluation,
+                item: e.item,
+                kube: e.kube,
+                ours: e.ours,
+            });
+        }
+    }
+}
+
+/// Both phases over `items`.
+async fn run_items(cluster: &Cluster, items: &[Item], batch: &mut usize, tally: &mut Tally) {
+    let accepted = run_creation(cluster, items, *batch, tally).await;
+    *batch += items.len().div_ceil(CREATE_BATCH);
+    run_evaluation(cluster, &accepted, *batch, tally).await;
+    *batch += accepted.len().div_ceil(EVAL_BATCH);
+}
+
+/// Found cases, `phase<TAB>seed<TAB>expression`.
+fn read_found() -> Vec<(Phase, Item)> {
+    let text = std::fs::read_to_string(corpus_file("fuzz-found.tsv")).unwrap_or_default();
+    text.lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .map(|l| {
+            let mut cols = l.splitn(3, '\t');
+            let phase = cols.next().and_then(Phase::parse);
+            let seed = cols.next().and_then(|s| s.parse().ok());
+            let expression = cols.next();
+            match (phase, seed, expression) {
+                (Some(p), Some(seed), Some(e)) => (p, Item { seed, expression: e.to_string() }),
+                _ => panic!("fuzz-found.tsv: not `phase<TAB>seed<TAB>expression`: {l}"),
+            }
+        })
+        .collect()
+}
+
+/// Known disagreements, `phase<TAB>expression`.
+fn read_known() -> BTreeSet<(Phase, String)> {
+    let text = std::fs::read_to_string(corpus_file("fuzz-known.txt")).unwrap_or_default();
+    text.lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .map(|l| {
+            let (p, e) = l.split_once('\t').expect("fuzz-known.txt: phase<TAB>expression");
+            (Phase::parse(p).expect("fuzz-known.txt: a phase"), e.to_string())
+        })
+        .collect()
+}
+
+/// Appends the disagreements not yet in fuzz-found.tsv.
+fn save_found(found: &[(Phase, Item)], disagreements: &[Disagreement]) -> usize {
+    let have: HashSet<(Phase, &str)> = found.iter().map(|(p, i)| (*p, i.expression.as_str())).collect();
+    let mut new = String::new();
+    let mut added = HashSet::new();
+    for d in disagreements {
+        let key = (d.phase, d.item.expression.as_str());
+        if !have.contains(&key) && added.insert(key) {
+            new.push_str(&format!("{}\t{}\t{}\n", d.phase.name(), d.item.seed, d.item.expression));
+        }
+    }
+    if !new.is_empty() {
+        let mut file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(corpus_file("fuzz-found.tsv"))
+            .expect("open fuzz-found.tsv");
+        file.write_all(new.as_bytes()).expect("append to fuzz-found.tsv");
+    }
+    added.len()
+}
+
+fn env_u64(name: &str) -> Option<u64> {
+    std::env::var(name).ok().and_then(|s| s.parse().ok())
+}
+
+/// Replays the found cases, then generates rounds until `secs` have passed.
+fn fuzz(prefix: &str, seed: u64, secs: u64) {
+    let found = read_found();
+    let known = read_known();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a tokio runtime");
+    let test_cluster = TestCluster::shared();
+    let _logs = test_cluster.logs_on_panic();
+    let mut tally = Tally::default();
+    let started = Instant::now();
+    runtime.block_on(async {
+        let cluster = Cluster::setup(test_cluster, prefix).await;
+        let mut batch = 0;
+        let mut seen: HashSet<String> = HashSet::new();
+        let replay: Vec<Item> = found
+            .iter()
+            .filter(|(_, i)| seen.insert(i.expression.clone()))
+            .map(|(_, i)| i.clone())
+            .collect();
+        tally.replayed = replay.len();
+        run_items(&cluster, &replay, &mut batch, &mut tally).await;
+        let deadline = Instant::now() + Duration::from_secs(secs);
+        let mut round = 0;
+        while Instant::now() < deadline {
+            let round_seed = seed + round;
+            let mut gen = Gen::new(round_seed);
+            let items: Vec<Item> = (0..ROUND)
+                .map(|_| gen.expression(DEPTH))
+                .filter(|e| seen.insert(e.clone()))
+                .map(|expression| Item { seed: round_seed, expression })
+                .collect();
+            tally.generated += items.len();
+            run_items(&cluster, &items, &mut batch, &mut tally).await;
+            round += 1;
+        }
+        eprintln!("cel fuzz: seeds {seed}..{}", seed + round);
+    });
+    report(&tally, started.elapsed(), &found, &known);
+}
+
+fn report(tally: &Tally, elapsed: Duration, found: &[(Phase, Item)], known: &BTreeSet<(Phase, String)>) {
+    let total = tally.generated + tally.replayed;
+    let secs = elapsed.as_secs_f64();
+    eprintln!(
+        "cel fuzz: {} generated + {} replayed expressions in {secs:.1} s ({:.1} expressions/s); \
+         creation: {} both accept, {} both refuse alike; evaluation: {} compared ({} denied by kube-apiserver, {} not repeatable there)",
+        tally.generated,
+        tally.replayed,
+        total as f64 / secs,
+        tally.created_both_accept,
+        tally.created_both_refuse,
+        tally.evaluated,
+        tally.denied,
+        tally.unstable,
+    );
+    let mut by_class: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut new = Vec::new();
+    let mut seen_known = BTreeSet::new();
+    for d in &tally.disagreements {
+        *by_class.entry(d.class()).or_default() += 1;
+        if known.contains(&d.key()) {
+            seen_known.insert(d.key());
+        } else {
+            eprintln!("NEW {}", d.render());
+            new.push(d.render());
+        }
+    }
+    for (class, n) in &by_class {
+        eprintln!("cel fuzz disagreements {class}: {n}");
+    }
+    let saved = save_found(found, &tally.disagreements);
+    eprintln!("cel fuzz: {saved} disagreements appended to tests/vap-corpus/creation/fuzz-found.tsv");
+    assert!(total > 0 && tally.evaluated > 0, "the fuzzer compared nothing");
+    let stale: Vec<_> = known.difference(&seen_known).collect();
+    assert!(new.is_empty(), "{} new disagreements:\n{}", new.len(), new.join("\n"));
+    assert!(stale.is_empty(), "known disagreements that now agree (remove them from fuzz-known.txt): {stale:?}");
+}
+
+#[test]
+fn cel_fuzz_agrees_with_kube_apiserver() {
+    let seed = env_u64("CEL_FUZZ_SEED").unwrap_or(1);
+    let secs = env_u64("CEL_FUZZ_SECS").unwrap_or(60);
+    fuzz("fuzz-suite", seed, secs);
+}
+
+/// The long run: `CEL_FUZZ_SECS` (default 600) from `CEL_FUZZ_SEED`
+/// (default: the clock).
+#[test]
+#[ignore = "long; run on demand"]
+fn cel_fuzz_long() {
+    let seed = env_u64("CEL_FUZZ_SEED").unwrap_or_else(|| {
+        std::time::UNIX_EPOCH.elapsed().unwrap_or_default().as_secs() % 1_000_000 * 1000
+    });
+    let secs = env_u64("CEL_FUZZ_SECS").unwrap_or(600);
+    fuzz("fuzz-long", seed, secs);
+}
+
+#[test]
+fn generator_is_deterministic_and_varied() {
+    let a: Vec<String> = (0..200).map({
+        let mut g = Gen::new(7);
+        move |_| g.expression(DEPTH)
+    }).collect();
+    let b: Vec<String> = (0..200).map({
+        let mut g = Gen::new(7);
+        move |_| g.expression(DEPTH)
+    }).collect();
+    assert_eq!(a, b, "the same seed gives the same expressions");
+    let distinct: HashSet<&String> = a.iter().collect();
+    assert!(distinct.len() > 150, "only {} distinct expressions of 200", distinct.len());
+    for needle in [".all(", "quantity(", "ip(", "cidr(", "url(", "semver(", "optional.", "params.", "object.", ".format("] {
+        let n = (0..20).flat_map(|s| {
+            let mut g = Gen::new(s);
+            (0..100).map(move |_| g.expression(DEPTH))
+        }).filter(|e| e.contains(needle)).count();
+        assert!(n > 0, "no expression of 2000 uses {needle}");
+    }
+}

@@ -228,12 +228,22 @@ impl Env {
                 _ => None,
             })
             .collect();
-        let (Some(literals), true) = (literals, &**function == "format" && optional.is_empty())
-        else {
+        if &**function != "format" || !optional.is_empty() {
             return None;
-        };
+        }
         let ExprKind::Literal(format) = &t.kind else {
             return None;
+        };
+        let call_pos = src[e.pos as usize..]
+            .find('(')
+            .map_or(e.pos, |o| e.pos + o as Pos);
+        let Literal::String(text) = format else {
+            return None;
+        };
+        let arity = format_arity_error(text, elements.len());
+        // cel-go takes a clause's argument before it reads the clause.
+        let Some(literals) = literals.filter(|_| !arity.as_ref().is_some_and(|m| m.starts_with("index"))) else {
+            return arity.map(|m| CompileError::new(src, call_pos, m));
         };
         let run = |n: usize| {
             self.constant_error(&format!(
@@ -246,13 +256,13 @@ impl Env {
                     .join(", ")
             ))
         };
-        let message = run(literals.len())?;
+        let Some(message) = run(literals.len()) else {
+            return arity.map(|m| CompileError::new(src, call_pos, m));
+        };
         let culprit = (1..=literals.len()).find(|&n| run(n).as_deref() == Some(&message));
         let pos = match culprit {
             Some(n) if message.starts_with("error during formatting") => elements[n - 1].pos,
-            _ => src[e.pos as usize..]
-                .find('(')
-                .map_or(e.pos, |o| e.pos + o as Pos),
+            _ => call_pos,
         };
         Some(CompileError::new(src, pos, message))
     }
@@ -834,4 +844,35 @@ fn fuse_optional_selects(decl: &'static FnDecl, mut args: Vec<Node>) -> Node {
         fields: fields.into(),
         end,
     }
+}
+
+/// cel-go's format validator on a literal format string and a list literal
+/// of `given` arguments, whatever they are: a clause past the last
+/// argument is `index N out of range`, arguments no clause reads are `too
+/// many arguments`. (Clause syntax and argument types are checked by
+/// evaluating literal arguments, see `format_failure`.)
+fn format_arity_error(text: &str, given: usize) -> Option<String> {
+    let mut wanted = 0;
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '%' {
+            continue;
+        }
+        if chars.peek() == Some(&'%') {
+            chars.next();
+            continue;
+        }
+        if wanted >= given {
+            return Some(format!("index {wanted} out of range"));
+        }
+        wanted += 1;
+        // The precision and the verb belong to this clause.
+        while chars.peek().is_some_and(|c| *c == '.' || c.is_ascii_digit()) {
+            chars.next();
+        }
+        chars.next();
+    }
+    (given > wanted).then(|| {
+        format!("too many arguments supplied to string.format (expected {wanted}, got {given})")
+    })
 }

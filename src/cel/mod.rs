@@ -19,6 +19,8 @@ mod compile;
 pub mod error;
 #[cfg(test)]
 mod fidelity_tests;
+#[cfg(test)]
+mod fuzz_found_tests;
 pub mod flow;
 pub mod functions;
 mod intern;

@@ -1,7 +1,7 @@
 //! Compiled programs and their evaluation.
 
 use super::error::{EvalError, EvalResult};
-use super::functions::FnDecl;
+use super::functions::{FnDecl, Lib};
 use super::interrupt::{self, Halt, Interrupt};
 use super::value::{Key, List, Map, OwnedMap, Str, Value};
 use smallvec::SmallVec;
@@ -447,6 +447,9 @@ impl<'a, 'e> Ctx<'a, 'e> {
                 index_value(v, &i, *optional)
             }
             Node::Call { decl, args } => {
+                if decl.lib == Lib::Optional && matches!(decl.name, "or" | "orValue") {
+                    return self.optional_or(decl, args);
+                }
                 let vals = self.eval_args(args)?;
                 self.charge(1)?;
                 (decl.imp)(self, &vals)
@@ -531,15 +534,37 @@ impl<'a, 'e> Ctx<'a, 'e> {
         }
         match end {
             OptionalEnd::OrValue(default) => {
-                let default = self.eval(default)?;
+                // cel-go evaluates the default only when it is needed.
                 self.charge(1)?;
-                Ok(present.unwrap_or(default))
+                match present {
+                    Some(v) => Ok(v),
+                    None => self.eval(default),
+                }
             }
             OptionalEnd::HasValue => {
                 self.charge(1)?;
                 Ok(Value::Bool(present.is_some()))
             }
         }
+    }
+
+    /// `opt.or(alt)` and `opt.orValue(alt)`: cel-go evaluates `alt` only
+    /// when `opt` is empty.
+    fn optional_or(&mut self, decl: &FnDecl, args: &[Node]) -> EvalResult<Value<'a>> {
+        let mut vals = Args::new();
+        vals.push(self.eval(&args[0])?);
+        self.charge(1)?;
+        if let Value::Optional(Some(v)) = &vals[0] {
+            return Ok(if decl.name == "or" {
+                vals[0].clone()
+            } else {
+                (**v).clone()
+            });
+        }
+        for a in &args[1..] {
+            vals.push(self.eval(a)?);
+        }
+        (decl.imp)(self, &vals)
     }
 
     fn eval_args(&mut self, args: &[Node]) -> EvalResult<Args<'a>> {

@@ -142,7 +142,10 @@ impl Checker<'_, '_> {
             if group.iter().any(|(_, t)| contains_unknown(&self.sub(t))) {
                 continue;
             }
-            let mut items = group.iter().map(|(p, t)| (*p, self.sub(t)));
+            // cel-go validates the final types, type parameters as `dyn`.
+            let mut items = group
+                .iter()
+                .map(|(p, t)| (*p, types::substitute(&self.mapping, t, true)));
             let Some((_, first)) = items.next() else {
                 continue;
             };
@@ -237,7 +240,8 @@ impl Checker<'_, '_> {
             ExprKind::And(a, b) | ExprKind::Or(a, b) => {
                 for x in [a, b] {
                     let t = self.check(x);
-                    self.assert_type(x.pos, &Ty::Bool, &t);
+                    let pos = self.node_pos(x);
+                    self.assert_type(pos, &Ty::Bool, &t);
                 }
                 Ty::Bool
             }
@@ -467,14 +471,6 @@ impl Checker<'_, '_> {
             }
             return r;
         }
-        // Library types may have conversions we do not declare.
-        let conversion = matches!(
-            name,
-            "string" | "int" | "uint" | "double" | "bytes" | "bool"
-        );
-        if conversion && args.iter().any(|t| matches!(t, Ty::Named(_))) {
-            return Ty::Error;
-        }
         let shown: Vec<String> = args
             .iter()
             .map(|t| types::substitute(&self.mapping, t, true).to_string())
@@ -579,7 +575,8 @@ impl Checker<'_, '_> {
                 let msg = format!(
                     "expression of type '{other}' cannot be range of a comprehension (must be list, map, or dynamic)"
                 );
-                self.error(c.range.pos, msg);
+                let pos = self.node_pos(&c.range);
+                self.error(pos, msg);
                 (Ty::Error, Ty::Error)
             }
         };

@@ -256,16 +256,17 @@ fn substring<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>
     } else {
         cs.len() as i64
     };
+    // cel-go checks the order of two indexes first.
+    if a.len() == 3 && start > end {
+        return Err(EvalError::new(format!(
+            "invalid substring range. start: {start}, end: {end}"
+        )));
+    }
     if start < 0 || start as usize > cs.len() {
         return Err(out_of_range(start));
     }
     if end < 0 || end as usize > cs.len() {
         return Err(out_of_range(end));
-    }
-    if start > end {
-        return Err(EvalError::new(format!(
-            "invalid substring range. start: {start}, end: {end}"
-        )));
     }
     let out = cs[start as usize..end as usize].iter().collect::<String>();
     // No longer than the receiver: accounted for once built.

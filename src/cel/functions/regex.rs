@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 pub const DECLS: &[FnDecl] = &[
     FnDecl::both("matches", 2, Lib::Core, matches).prepared(prepare, matches_prepared),
-    FnDecl::member("find", 2, Lib::Regex, find).prepared(prepare, find_prepared),
+    FnDecl::member("find", 2, Lib::Regex, find).prepared(prepare_find, find_prepared),
     FnDecl::new(
         "findAll",
         Style::Member,
@@ -19,29 +19,27 @@ pub const DECLS: &[FnDecl] = &[
         Lib::Regex,
         find_all,
     )
-    .prepared(prepare, find_all_prepared),
+    .prepared(prepare_find, find_all_prepared),
 ];
 
-/// Compiles an RE2 pattern with bounded size.
+/// Compiles an RE2 pattern with Go's syntax, semantics and messages
+/// (`error parsing regexp: missing closing ): `a(b``), as `matches` reports
+/// them.
 pub fn compile(pattern: &str) -> Result<Regex, String> {
-    regex::RegexBuilder::new(pattern)
-        .size_limit(1 << 20)
-        .dfa_size_limit(1 << 20)
-        .build()
-        .map_err(|e| {
-            format!(
-                "invalid regular expression {pattern:?}: {}",
-                first_line(&e.to_string())
-            )
-        })
+    crate::cel::k8s::regex::compile(pattern).map_err(|e| e.to_string())
 }
 
-fn first_line(s: &str) -> String {
-    s.lines().last().unwrap_or(s).trim().to_string()
+/// The Kubernetes regex library says `Illegal regex: <Go's message>`.
+fn compile_find(pattern: &str) -> Result<Regex, String> {
+    crate::cel::k8s::regex::compile(pattern).map_err(|e| e.illegal_regex())
 }
 
 fn prepare(pattern: &str) -> Result<Option<Arc<dyn Any + Send + Sync>>, String> {
     Ok(Some(Arc::new(compile(pattern)?)))
+}
+
+fn prepare_find(pattern: &str) -> Result<Option<Arc<dyn Any + Send + Sync>>, String> {
+    Ok(Some(Arc::new(compile_find(pattern)?)))
 }
 
 fn regex_arg(prepared: &(dyn Any + Send + Sync)) -> EvalResult<&Regex> {
@@ -51,7 +49,12 @@ fn regex_arg(prepared: &(dyn Any + Send + Sync)) -> EvalResult<&Regex> {
 }
 
 fn runtime_regex(name: &str, a: &[Value]) -> EvalResult<Regex> {
-    compile(str_arg(name, a, 1)?).map_err(EvalError::new)
+    let pattern = str_arg(name, a, 1)?;
+    match name {
+        "matches" => compile(pattern),
+        _ => compile_find(pattern),
+    }
+    .map_err(EvalError::new)
 }
 
 fn do_matches<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>], re: &Regex) -> EvalResult<Value<'a>> {

@@ -244,8 +244,11 @@ pub fn format_duration(d: Duration) -> String {
 fn local_time(t: Timestamp, tz: Option<&str>) -> EvalResult<NaiveDateTime> {
     let utc = DateTime::from_timestamp(t.secs, t.nanos)
         .ok_or_else(|| EvalError::new("timestamp out of range"))?;
+    // Without a time zone the getters read UTC, whatever the offset the
+    // timestamp was written with (kube-apiserver v1.36 answers 22 for
+    // `timestamp('2024-01-02T01:30:00+03:00').getHours()`).
     let offset = match tz {
-        None => t.offset,
+        None => 0,
         Some(tz) if tz.contains(':') => parse_offset(tz)?,
         Some("" | "UTC") => 0,
         Some(name) => {

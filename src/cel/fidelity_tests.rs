@@ -244,10 +244,6 @@ fn library_errors_use_kube_apiserver_words() {
             "unknown time zone x",
         ),
         (
-            "timestamp('2024-01-01T00:00:00Z').getHours('+01:75') == 1",
-            "timezone offset minutes out of range [0, 59]: +01:75",
-        ),
-        (
             "timestamp('2024-01-01T00:00:00Z').getHours('x:00') == 1",
             "strconv.Atoi: parsing \"x\": invalid syntax",
         ),
@@ -274,6 +270,7 @@ fn timestamps_keep_their_offset() {
         (format!("{t}.getHours()"), serde_json::json!(22)),
         (format!("{t}.getHours('UTC')"), serde_json::json!(22)),
         (format!("{t}.getHours('+03:00')"), serde_json::json!(1)),
+        (format!("{t}.getHours('+01:75')"), serde_json::json!(0)),
         (format!("{t}.getDayOfMonth()"), serde_json::json!(0)),
         (
             format!("string({t} + duration('90m'))"),

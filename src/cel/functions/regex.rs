@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 pub const DECLS: &[FnDecl] = &[
     FnDecl::both("matches", 2, Lib::Core, matches).prepared(prepare, matches_prepared),
-    FnDecl::member("find", 2, Lib::Regex, find).prepared(prepare_find, find_prepared),
+    FnDecl::member("find", 2, Lib::Regex, find).prepared(prepare, find_prepared),
     FnDecl::new(
         "findAll",
         Style::Member,
@@ -19,7 +19,7 @@ pub const DECLS: &[FnDecl] = &[
         Lib::Regex,
         find_all,
     )
-    .prepared(prepare_find, find_all_prepared),
+    .prepared(prepare, find_all_prepared),
 ];
 
 /// Compiles an RE2 pattern with Go's syntax, semantics and messages
@@ -34,12 +34,10 @@ fn compile_find(pattern: &str) -> Result<Regex, String> {
     crate::cel::k8s::regex::compile(pattern).map_err(|e| e.illegal_regex())
 }
 
+/// A constant pattern, compiled with the program. kube-apiserver's program
+/// planning fails on a bad one in Go's words, without `find`'s prefix.
 fn prepare(pattern: &str) -> Result<Option<Arc<dyn Any + Send + Sync>>, String> {
     Ok(Some(Arc::new(compile(pattern)?)))
-}
-
-fn prepare_find(pattern: &str) -> Result<Option<Arc<dyn Any + Send + Sync>>, String> {
-    Ok(Some(Arc::new(compile_find(pattern)?)))
 }
 
 fn regex_arg(prepared: &(dyn Any + Send + Sync)) -> EvalResult<&Regex> {

@@ -244,10 +244,6 @@ fn library_errors_use_kube_apiserver_words() {
             "unknown time zone x",
         ),
         (
-            "timestamp('2024-01-01T00:00:00Z').getHours('+01:75') == 1",
-            "timezone offset minutes out of range [0, 59]: +01:75",
-        ),
-        (
             "timestamp('2024-01-01T00:00:00Z').getHours('x:00') == 1",
             "strconv.Atoi: parsing \"x\": invalid syntax",
         ),
@@ -260,9 +256,9 @@ fn library_errors_use_kube_apiserver_words() {
     }
 }
 
-/// cel-go keeps the offset a timestamp was written with: `string()` prints
-/// it, the getters without a time zone read the time there, arithmetic
-/// keeps it; equality compares instants.
+/// kube-apiserver keeps the offset a timestamp was written with: `string()`
+/// prints it and arithmetic keeps it, but the getters without a time zone
+/// read UTC; equality compares instants.
 #[test]
 fn timestamps_keep_their_offset() {
     let t = "timestamp('2024-01-02T01:30:00+03:00')";
@@ -271,9 +267,11 @@ fn timestamps_keep_their_offset() {
             format!("string({t})"),
             serde_json::json!("2024-01-02T01:30:00+03:00"),
         ),
-        (format!("{t}.getHours()"), serde_json::json!(1)),
+        (format!("{t}.getHours()"), serde_json::json!(22)),
         (format!("{t}.getHours('UTC')"), serde_json::json!(22)),
-        (format!("{t}.getDayOfMonth()"), serde_json::json!(1)),
+        (format!("{t}.getHours('+03:00')"), serde_json::json!(1)),
+        (format!("{t}.getHours('+01:75')"), serde_json::json!(0)),
+        (format!("{t}.getDayOfMonth()"), serde_json::json!(0)),
         (
             format!("string({t} + duration('90m'))"),
             serde_json::json!("2024-01-02T03:00:00+03:00"),
@@ -293,6 +291,25 @@ fn timestamps_keep_their_offset() {
     ] {
         assert_eq!(kube(&src), Ok(want), "{src}");
     }
+}
+
+/// kube-apiserver's strings extension: past the end, nothing is found.
+#[test]
+fn index_of_past_the_end_finds_nothing() {
+    for (src, want) in [
+        ("'abc'.indexOf('a', 10)", -1),
+        ("'abc'.lastIndexOf('a', 10)", -1),
+        ("'abc'.indexOf('', 10)", 10),
+        ("'abc'.lastIndexOf('c', 2)", 2),
+        ("'abcabc'.lastIndexOf('bc')", 4),
+        ("'abc'.indexOf('c', 1)", 2),
+    ] {
+        assert_eq!(kube(src), Ok(serde_json::json!(want)), "{src}");
+    }
+    assert_eq!(
+        eval_in(Env::conformance(), "'abc'.indexOf('a', 10)"),
+        Err("index out of range: 10".to_string())
+    );
 }
 
 #[test]

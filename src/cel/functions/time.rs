@@ -244,8 +244,11 @@ pub fn format_duration(d: Duration) -> String {
 fn local_time(t: Timestamp, tz: Option<&str>) -> EvalResult<NaiveDateTime> {
     let utc = DateTime::from_timestamp(t.secs, t.nanos)
         .ok_or_else(|| EvalError::new("timestamp out of range"))?;
+    // Without a time zone the getters read UTC, whatever the offset the
+    // timestamp was written with (kube-apiserver v1.36 answers 22 for
+    // `timestamp('2024-01-02T01:30:00+03:00').getHours()`).
     let offset = match tz {
-        None => t.offset,
+        None => 0,
         Some(tz) if tz.contains(':') => parse_offset(tz)?,
         Some("" | "UTC") => 0,
         Some(name) => {
@@ -260,8 +263,8 @@ fn local_time(t: Timestamp, tz: Option<&str>) -> EvalResult<NaiveDateTime> {
     Ok(utc.with_timezone(&offset).naive_local())
 }
 
-/// Seconds east of UTC of `[+-]HH:MM`, as cel-go computes them (with
-/// `strconv.Atoi` on both parts).
+/// Seconds east of UTC of `[+-]HH:MM`, as kube-apiserver's cel-go computes
+/// them (with `strconv.Atoi` on both parts).
 fn parse_offset(tz: &str) -> EvalResult<i32> {
     let (h, m) = tz.split_once(':').unwrap_or((tz, ""));
     let atoi = |s: &str| -> EvalResult<i64> {
@@ -279,12 +282,9 @@ fn parse_offset(tz: &str) -> EvalResult<i32> {
             ))
         })
     };
+    // kube-apiserver v1.36's cel-go does not range-check the minutes
+    // (`+01:75` is 2h15 east).
     let (hours, minutes) = (atoi(h)?, atoi(m)?);
-    if !(0..=59).contains(&minutes) {
-        return Err(EvalError::new(format!(
-            "timezone offset minutes out of range [0, 59]: {tz}"
-        )));
-    }
     let total = if tz.starts_with('-') {
         hours * 60 - minutes
     } else {

@@ -242,7 +242,9 @@ impl Env {
         };
         let arity = format_arity_error(text, elements.len());
         // cel-go takes a clause's argument before it reads the clause.
-        let Some(literals) = literals.filter(|_| !arity.as_ref().is_some_and(|m| m.starts_with("index"))) else {
+        let Some(literals) =
+            literals.filter(|_| !arity.as_ref().is_some_and(|m| m.starts_with("index")))
+        else {
             return arity.map(|m| CompileError::new(src, call_pos, m));
         };
         let run = |n: usize| {
@@ -874,7 +876,10 @@ fn format_arity_error(text: &str, given: usize) -> Option<String> {
         }
         wanted += 1;
         // The precision and the verb belong to this clause.
-        while chars.peek().is_some_and(|c| *c == '.' || c.is_ascii_digit()) {
+        while chars
+            .peek()
+            .is_some_and(|c| *c == '.' || c.is_ascii_digit())
+        {
             chars.next();
         }
         chars.next();

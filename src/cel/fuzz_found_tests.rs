@@ -15,7 +15,13 @@ fn kube(src: &str) -> Result<String, String> {
 
 /// The first line of a compile error.
 fn refusal(src: &str) -> String {
-    kube(src).err().unwrap_or_default().lines().next().unwrap_or_default().to_string()
+    kube(src)
+        .err()
+        .unwrap_or_default()
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .to_string()
 }
 
 #[test]
@@ -28,7 +34,10 @@ fn or_and_or_value_evaluate_the_alternative_only_when_empty() {
     ] {
         assert_eq!(kube(src), Ok(want.to_string()), "{src}");
     }
-    assert_eq!(kube("optional.none().orValue(1 / 0)"), Err("division by zero".into()));
+    assert_eq!(
+        kube("optional.none().orValue(1 / 0)"),
+        Err("division by zero".into())
+    );
 }
 
 #[test]
@@ -37,16 +46,31 @@ fn substring_checks_the_order_of_two_indexes_first() {
         kube("'abc'.substring(7, -1)"),
         Err("invalid substring range. start: 7, end: -1".into())
     );
-    assert_eq!(kube("'abc'.substring(5)"), Err("index out of range: 5".into()));
+    assert_eq!(
+        kube("'abc'.substring(5)"),
+        Err("index out of range: 5".into())
+    );
 }
 
 #[test]
 fn format_arity_is_checked_on_any_list_literal() {
     for (src, want) in [
-        ("'%%'.format([dyn(1), 2]) == ''", "ERROR: <input>:1:12: too many arguments supplied to string.format (expected 0, got 2)"),
-        ("'%s'.format([dyn(1), 2]) == ''", "ERROR: <input>:1:12: too many arguments supplied to string.format (expected 1, got 2)"),
-        ("'%d %d'.format([dyn(1)]) == ''", "ERROR: <input>:1:15: index 1 out of range"),
-        ("'%v'.format([]) == ''", "ERROR: <input>:1:12: index 0 out of range"),
+        (
+            "'%%'.format([dyn(1), 2]) == ''",
+            "ERROR: <input>:1:12: too many arguments supplied to string.format (expected 0, got 2)",
+        ),
+        (
+            "'%s'.format([dyn(1), 2]) == ''",
+            "ERROR: <input>:1:12: too many arguments supplied to string.format (expected 1, got 2)",
+        ),
+        (
+            "'%d %d'.format([dyn(1)]) == ''",
+            "ERROR: <input>:1:15: index 1 out of range",
+        ),
+        (
+            "'%v'.format([]) == ''",
+            "ERROR: <input>:1:12: index 0 out of range",
+        ),
     ] {
         assert_eq!(refusal(src), want, "{src}");
     }

@@ -19,10 +19,10 @@ mod compile;
 pub mod error;
 #[cfg(test)]
 mod fidelity_tests;
-#[cfg(test)]
-mod fuzz_found_tests;
 pub mod flow;
 pub mod functions;
+#[cfg(test)]
+mod fuzz_found_tests;
 mod intern;
 pub mod interrupt;
 pub mod k8s;

@@ -125,11 +125,19 @@ struct Disagreement {
 impl Disagreement {
     fn class(&self) -> &'static str {
         match (self.phase, &self.kube, &self.ours) {
-            (Phase::Creation, Some(_), None) => "creation: kube-apiserver refuses, Interlock accepts",
-            (Phase::Creation, None, Some(_)) => "creation: Interlock refuses, kube-apiserver accepts",
+            (Phase::Creation, Some(_), None) => {
+                "creation: kube-apiserver refuses, Interlock accepts"
+            }
+            (Phase::Creation, None, Some(_)) => {
+                "creation: Interlock refuses, kube-apiserver accepts"
+            }
             (Phase::Creation, _, _) => "creation: both refuse, messages differ",
-            (Phase::Evaluation, Some(_), None) => "evaluation: kube-apiserver denies, Interlock admits",
-            (Phase::Evaluation, None, Some(_)) => "evaluation: Interlock denies, kube-apiserver admits",
+            (Phase::Evaluation, Some(_), None) => {
+                "evaluation: kube-apiserver denies, Interlock admits"
+            }
+            (Phase::Evaluation, None, Some(_)) => {
+                "evaluation: Interlock denies, kube-apiserver admits"
+            }
             (Phase::Evaluation, _, _) => "evaluation: both deny, messages differ",
         }
     }
@@ -189,7 +197,12 @@ struct Cluster {
 async fn send(client: &kube::Client, method: &str, path: &str, body: Option<&Json>) -> (u16, Json) {
     let mut answer = send_once(client, method, path, body).await;
     for _ in 0..2 {
-        if answer.0 != 0 || answer.1.as_str().is_some_and(|m| m.contains("no answer in")) {
+        if answer.0 != 0
+            || answer
+                .1
+                .as_str()
+                .is_some_and(|m| m.contains("no answer in"))
+        {
             break;
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
@@ -198,7 +211,12 @@ async fn send(client: &kube::Client, method: &str, path: &str, body: Option<&Jso
     answer
 }
 
-async fn send_once(client: &kube::Client, method: &str, path: &str, body: Option<&Json>) -> (u16, Json) {
+async fn send_once(
+    client: &kube::Client,
+    method: &str,
+    path: &str,
+    body: Option<&Json>,
+) -> (u16, Json) {
     let bytes = body.map(|b| b.to_string().into_bytes()).unwrap_or_default();
     let request = http::Request::builder()
         .method(method)
@@ -209,12 +227,22 @@ async fn send_once(client: &kube::Client, method: &str, path: &str, body: Option
     let response = match tokio::time::timeout(REQUEST_TIMEOUT, client.send(request)).await {
         Ok(Ok(response)) => response,
         Ok(Err(e)) => return (0, Json::from(format!("{method} {path}: {e}"))),
-        Err(_) => return (0, Json::from(format!("{method} {path}: no answer in {REQUEST_TIMEOUT:?}"))),
+        Err(_) => {
+            return (
+                0,
+                Json::from(format!("{method} {path}: no answer in {REQUEST_TIMEOUT:?}")),
+            )
+        }
     };
     let status = response.status().as_u16();
     let bytes = match response.into_body().collect_bytes().await {
         Ok(bytes) => bytes,
-        Err(e) => return (0, Json::from(format!("{method} {path}: reading the body: {e}"))),
+        Err(e) => {
+            return (
+                0,
+                Json::from(format!("{method} {path}: reading the body: {e}")),
+            )
+        }
     };
     (status, serde_json::from_slice(&bytes).unwrap_or(Json::Null))
 }
@@ -312,7 +340,10 @@ impl Cluster {
         let ns = format!("{prefix}-ns");
         for (path, doc) in [
             ("/api/v1/namespaces".to_string(), namespace_doc(&ns, prefix)),
-            (format!("/api/v1/namespaces/{ns}/configmaps"), params_doc(&ns)),
+            (
+                format!("/api/v1/namespaces/{ns}/configmaps"),
+                params_doc(&ns),
+            ),
         ] {
             let (status, body) = send(&client, "POST", &path, Some(&doc)).await;
             assert!(matches!(status, 201 | 409), "POST {path}: {status} {body}");
@@ -343,7 +374,11 @@ impl Cluster {
     /// `None` when kube-apiserver gave no answer.
     async fn try_creation(&self, batch: usize, exprs: &[&str]) -> Option<Vec<Answer>> {
         let validations = exprs.iter().map(|e| json!({"expression": e})).collect();
-        let doc = policy(&format!("{}-c{batch}", self.prefix), &self.prefix, validations);
+        let doc = policy(
+            &format!("{}-c{batch}", self.prefix),
+            &self.prefix,
+            validations,
+        );
         let path = format!("{VAP_PATH}?dryRun=All");
         let (status, body) = send(&self.client, "POST", &path, Some(&doc)).await;
         let mut answers = vec![None; exprs.len()];
@@ -351,7 +386,10 @@ impl Cluster {
             0 => return None,
             201 => {}
             422 => {
-                let causes = body["details"]["causes"].as_array().cloned().unwrap_or_default();
+                let causes = body["details"]["causes"]
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default();
                 for cause in causes {
                     let field = cause["field"].as_str().unwrap_or_default();
                     let Some(i) = validation_index(field) else {
@@ -373,7 +411,13 @@ impl Cluster {
         if status != 201 {
             return Err(format!("{status} {}", body["message"]));
         }
-        let (status, body) = send(&self.client, "POST", BINDING_PATH, Some(&binding(name, &self.ns))).await;
+        let (status, body) = send(
+            &self.client,
+            "POST",
+            BINDING_PATH,
+            Some(&binding(name, &self.ns)),
+        )
+        .await;
         if status != 201 {
             return Err(format!("binding: {status} {}", body["message"]));
         }
@@ -390,7 +434,13 @@ impl Cluster {
     }
 
     async fn uninstall(&self, name: &str) {
-        send(&self.client, "DELETE", &format!("{BINDING_PATH}/{name}"), None).await;
+        send(
+            &self.client,
+            "DELETE",
+            &format!("{BINDING_PATH}/{name}"),
+            None,
+        )
+        .await;
         send(&self.client, "DELETE", &format!("{VAP_PATH}/{name}"), None).await;
     }
 
@@ -410,7 +460,13 @@ impl Cluster {
     /// message when it is not a policy's denial).
     async fn dry_run(&self, name: &str) -> Answer {
         let path = format!("/api/v1/namespaces/{}/configmaps?dryRun=All", self.ns);
-        let (status, body) = send(&self.client, "POST", &path, Some(&configmap(&self.ns, name))).await;
+        let (status, body) = send(
+            &self.client,
+            "POST",
+            &path,
+            Some(&configmap(&self.ns, name)),
+        )
+        .await;
         match status {
             201 => return None,
             0 => return Some(NO_ANSWER.to_string()),
@@ -449,13 +505,21 @@ fn interlock_creation(prefix: &str, expression: &str) -> Answer {
 
 /// Interlock's answer for each object of `names`, as `interlock check`
 /// gives it.
-fn interlock_evaluation(cluster: &Cluster, policy: &Json, name: &str, names: &[String]) -> Vec<Answer> {
+fn interlock_evaluation(
+    cluster: &Cluster,
+    policy: &Json,
+    name: &str,
+    names: &[String],
+) -> Vec<Answer> {
     let policies = [doc(policy.clone()), doc(binding(name, &cluster.ns))];
     let context = [
         doc(namespace_doc(&cluster.ns, &cluster.prefix)),
         doc(params_doc(&cluster.ns)),
     ];
-    let objects: Vec<Document> = names.iter().map(|n| doc(configmap(&cluster.ns, n))).collect();
+    let objects: Vec<Document> = names
+        .iter()
+        .map(|n| doc(configmap(&cluster.ns, n)))
+        .collect();
     let opts = CheckOptions {
         user: USER.to_string(),
         ..Default::default()
@@ -482,7 +546,12 @@ fn interlock_evaluation(cluster: &Cluster, policy: &Json, name: &str, names: &[S
 // ---------------------------------------------------------------------------
 
 /// Compares creation for `items`; returns those both sides accept.
-async fn run_creation(cluster: &Cluster, items: &[Item], first_batch: usize, tally: &mut Tally) -> Vec<Item> {
+async fn run_creation(
+    cluster: &Cluster,
+    items: &[Item],
+    first_batch: usize,
+    tally: &mut Tally,
+) -> Vec<Item> {
     let chunks: Vec<&[Item]> = items.chunks(CREATE_BATCH).collect();
     let answers: Vec<Vec<Answer>> = stream::iter(chunks.iter().enumerate().map(|(b, chunk)| {
         let exprs: Vec<&str> = chunk.iter().map(|i| i.expression.as_str()).collect();
@@ -582,8 +651,13 @@ async fn run_evaluation(cluster: &Cluster, items: &[Item], first_batch: usize, t
         if !e.stable {
             // Go's map order: an error inside a comprehension over a map
             // names whichever key failed first. Or no answer in time.
-            tally.unstable.insert((Phase::Evaluation, e.item.expression.clone()));
-            eprintln!("cel fuzz: kube-apiserver answers vary for {}", e.item.expression);
+            tally
+                .unstable
+                .insert((Phase::Evaluation, e.item.expression.clone()));
+            eprintln!(
+                "cel fuzz: kube-apiserver answers vary for {}",
+                e.item.expression
+            );
         } else if e.kube != e.ours {
             tally.disagreements.push(Disagreement {
                 phase: Phase::Evaluation,
@@ -614,7 +688,13 @@ fn read_found() -> Vec<(Phase, Item)> {
             let seed = cols.next().and_then(|s| s.parse().ok());
             let expression = cols.next();
             match (phase, seed, expression) {
-                (Some(p), Some(seed), Some(e)) => (p, Item { seed, expression: e.to_string() }),
+                (Some(p), Some(seed), Some(e)) => (
+                    p,
+                    Item {
+                        seed,
+                        expression: e.to_string(),
+                    },
+                ),
                 _ => panic!("fuzz-found.tsv: not `phase<TAB>seed<TAB>expression`: {l}"),
             }
         })
@@ -627,21 +707,34 @@ fn read_known() -> BTreeSet<(Phase, String)> {
     text.lines()
         .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
         .map(|l| {
-            let (p, e) = l.split_once('\t').expect("fuzz-known.txt: phase<TAB>expression");
-            (Phase::parse(p).expect("fuzz-known.txt: a phase"), e.to_string())
+            let (p, e) = l
+                .split_once('\t')
+                .expect("fuzz-known.txt: phase<TAB>expression");
+            (
+                Phase::parse(p).expect("fuzz-known.txt: a phase"),
+                e.to_string(),
+            )
         })
         .collect()
 }
 
 /// Appends the disagreements not yet in fuzz-found.tsv.
 fn save_found(found: &[(Phase, Item)], disagreements: &[Disagreement]) -> usize {
-    let have: HashSet<(Phase, &str)> = found.iter().map(|(p, i)| (*p, i.expression.as_str())).collect();
+    let have: HashSet<(Phase, &str)> = found
+        .iter()
+        .map(|(p, i)| (*p, i.expression.as_str()))
+        .collect();
     let mut new = String::new();
     let mut added = HashSet::new();
     for d in disagreements {
         let key = (d.phase, d.item.expression.as_str());
         if !have.contains(&key) && added.insert(key) {
-            new.push_str(&format!("{}\t{}\t{}\n", d.phase.name(), d.item.seed, d.item.expression));
+            new.push_str(&format!(
+                "{}\t{}\t{}\n",
+                d.phase.name(),
+                d.item.seed,
+                d.item.expression
+            ));
         }
     }
     if !new.is_empty() {
@@ -650,7 +743,8 @@ fn save_found(found: &[(Phase, Item)], disagreements: &[Disagreement]) -> usize 
             .append(true)
             .open(corpus_file("fuzz-found.tsv"))
             .expect("open fuzz-found.tsv");
-        file.write_all(new.as_bytes()).expect("append to fuzz-found.tsv");
+        file.write_all(new.as_bytes())
+            .expect("append to fuzz-found.tsv");
     }
     added.len()
 }
@@ -692,7 +786,10 @@ fn fuzz(prefix: &str, seed: u64, rounds: u64, secs: u64) {
             let items: Vec<Item> = (0..ROUND)
                 .map(|_| gen.expression(DEPTH))
                 .filter(|e| seen.insert(e.clone()))
-                .map(|expression| Item { seed: round_seed, expression })
+                .map(|expression| Item {
+                    seed: round_seed,
+                    expression,
+                })
                 .collect();
             tally.generated += items.len();
             run_items(&cluster, &items, &mut batch, &mut tally).await;
@@ -703,7 +800,12 @@ fn fuzz(prefix: &str, seed: u64, rounds: u64, secs: u64) {
     report(&tally, started.elapsed(), &found, &known);
 }
 
-fn report(tally: &Tally, elapsed: Duration, found: &[(Phase, Item)], known: &BTreeSet<(Phase, String)>) {
+fn report(
+    tally: &Tally,
+    elapsed: Duration,
+    found: &[(Phase, Item)],
+    known: &BTreeSet<(Phase, String)>,
+) {
     let total = tally.generated + tally.replayed;
     let secs = elapsed.as_secs_f64();
     eprintln!(
@@ -735,14 +837,27 @@ fn report(tally: &Tally, elapsed: Duration, found: &[(Phase, Item)], known: &BTr
         eprintln!("cel fuzz disagreements {class}: {n}");
     }
     let saved = save_found(found, &tally.disagreements);
-    eprintln!("cel fuzz: {saved} disagreements appended to tests/vap-corpus/creation/fuzz-found.tsv");
-    assert!(total > 0 && tally.evaluated > 0, "the fuzzer compared nothing");
+    eprintln!(
+        "cel fuzz: {saved} disagreements appended to tests/vap-corpus/creation/fuzz-found.tsv"
+    );
+    assert!(
+        total > 0 && tally.evaluated > 0,
+        "the fuzzer compared nothing"
+    );
     let stale: Vec<_> = known
         .iter()
         .filter(|k| !seen_known.contains(k) && !tally.unstable.contains(k))
         .collect();
-    assert!(new.is_empty(), "{} new disagreements:\n{}", new.len(), new.join("\n"));
-    assert!(stale.is_empty(), "known disagreements that now agree (remove them from fuzz-known.txt): {stale:?}");
+    assert!(
+        new.is_empty(),
+        "{} new disagreements:\n{}",
+        new.len(),
+        new.join("\n")
+    );
+    assert!(
+        stale.is_empty(),
+        "known disagreements that now agree (remove them from fuzz-known.txt): {stale:?}"
+    );
 }
 
 #[test]
@@ -762,7 +877,12 @@ fn cel_fuzz_agrees_with_kube_apiserver() {
 #[ignore = "long; run on demand"]
 fn cel_fuzz_long() {
     let seed = env_u64("CEL_DIFF_FUZZ_SEED").unwrap_or_else(|| {
-        std::time::UNIX_EPOCH.elapsed().unwrap_or_default().as_secs() % 1_000_000 * 1000
+        std::time::UNIX_EPOCH
+            .elapsed()
+            .unwrap_or_default()
+            .as_secs()
+            % 1_000_000
+            * 1000
     });
     let secs = env_u64("CEL_DIFF_FUZZ_SECS").unwrap_or(600);
     fuzz("fuzz-long", seed, u64::MAX, secs);
@@ -770,22 +890,44 @@ fn cel_fuzz_long() {
 
 #[test]
 fn generator_is_deterministic_and_varied() {
-    let a: Vec<String> = (0..200).map({
-        let mut g = Gen::new(7);
-        move |_| g.expression(DEPTH)
-    }).collect();
-    let b: Vec<String> = (0..200).map({
-        let mut g = Gen::new(7);
-        move |_| g.expression(DEPTH)
-    }).collect();
+    let a: Vec<String> = (0..200)
+        .map({
+            let mut g = Gen::new(7);
+            move |_| g.expression(DEPTH)
+        })
+        .collect();
+    let b: Vec<String> = (0..200)
+        .map({
+            let mut g = Gen::new(7);
+            move |_| g.expression(DEPTH)
+        })
+        .collect();
     assert_eq!(a, b, "the same seed gives the same expressions");
     let distinct: HashSet<&String> = a.iter().collect();
-    assert!(distinct.len() > 150, "only {} distinct expressions of 200", distinct.len());
-    for needle in [".all(", "quantity(", "ip(", "cidr(", "url(", "semver(", "optional.", "params.", "object.", ".format("] {
-        let n = (0..20).flat_map(|s| {
-            let mut g = Gen::new(s);
-            (0..100).map(move |_| g.expression(DEPTH))
-        }).filter(|e| e.contains(needle)).count();
+    assert!(
+        distinct.len() > 150,
+        "only {} distinct expressions of 200",
+        distinct.len()
+    );
+    for needle in [
+        ".all(",
+        "quantity(",
+        "ip(",
+        "cidr(",
+        "url(",
+        "semver(",
+        "optional.",
+        "params.",
+        "object.",
+        ".format(",
+    ] {
+        let n = (0..20)
+            .flat_map(|s| {
+                let mut g = Gen::new(s);
+                (0..100).map(move |_| g.expression(DEPTH))
+            })
+            .filter(|e| e.contains(needle))
+            .count();
         assert!(n > 0, "no expression of 2000 uses {needle}");
     }
 }

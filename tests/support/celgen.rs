@@ -208,19 +208,47 @@ impl Gen {
             }
         }
         match ty {
-            Ty::Bool => self.pick(&["true", "false", "has(object.data.a)", "has(object.data.z)"]).into(),
-            Ty::Int => self
-                .pick(&["0", "1", "2", "-1", "7", "42", "1000", "-5", "9223372036854775807", "-9223372036854775808", "0x1F"])
+            Ty::Bool => self
+                .pick(&["true", "false", "has(object.data.a)", "has(object.data.z)"])
                 .into(),
-            Ty::Uint => self.pick(&["0u", "1u", "3u", "18446744073709551615u"]).into(),
-            Ty::Double => self.pick(&["0.0", "1.5", "-2.25", "1e3", "1e308", "0.1", "-0.0"]).into(),
+            Ty::Int => self
+                .pick(&[
+                    "0",
+                    "1",
+                    "2",
+                    "-1",
+                    "7",
+                    "42",
+                    "1000",
+                    "-5",
+                    "9223372036854775807",
+                    "-9223372036854775808",
+                    "0x1F",
+                ])
+                .into(),
+            Ty::Uint => self
+                .pick(&["0u", "1u", "3u", "18446744073709551615u"])
+                .into(),
+            Ty::Double => self
+                .pick(&["0.0", "1.5", "-2.25", "1e3", "1e308", "0.1", "-0.0"])
+                .into(),
             Ty::Str => self.string_leaf(),
-            Ty::Bytes => self.pick(&["b''", "b'abc'", "b'\\xff'", "b'\\x00a'", "b'\u{fc}'"]).into(),
+            Ty::Bytes => self
+                .pick(&["b''", "b'abc'", "b'\\xff'", "b'\\x00a'", "b'\u{fc}'"])
+                .into(),
             Ty::Null => "null".into(),
-            Ty::Duration => format!("duration('{}')", self.pick(&["1h", "1.5s", "-3m", "0s", "90m", "1h2m3s4ms", "x"])),
+            Ty::Duration => format!(
+                "duration('{}')",
+                self.pick(&["1h", "1.5s", "-3m", "0s", "90m", "1h2m3s4ms", "x"])
+            ),
             Ty::Timestamp => format!(
                 "timestamp('{}')",
-                self.pick(&["2024-01-01T00:00:00Z", "2024-02-29T12:30:00+02:00", "1970-01-01T00:00:00Z", "2024-13-01T00:00:00Z"])
+                self.pick(&[
+                    "2024-01-01T00:00:00Z",
+                    "2024-02-29T12:30:00+02:00",
+                    "1970-01-01T00:00:00Z",
+                    "2024-13-01T00:00:00Z"
+                ])
             ),
             Ty::List(elem) => match self.rng.below(3) {
                 0 => "[]".into(),
@@ -231,20 +259,70 @@ impl Gen {
                 _ => format!("{{'a': {}, 'b': {}}}", self.leaf(value), self.leaf(value)),
             },
             Ty::Dyn => self.dyn_leaf(),
-            Ty::Quantity => format!("quantity('{}')", self.pick(&["1Gi", "500m", "2", "1.5", "100Mi", "1e3", "x", "-1"])),
-            Ty::Ip => format!("ip('{}')", self.pick(&["10.0.0.1", "::1", "127.0.0.1", "fe80::1", "0.0.0.0", "192.168.0.256", "::ffff:1.2.3.4"])),
-            Ty::Cidr => format!("cidr('{}')", self.pick(&["10.0.0.0/8", "2001:db8::/32", "192.168.1.5/24", "10.0.0.1/33", "::/0"])),
+            Ty::Quantity => format!(
+                "quantity('{}')",
+                self.pick(&["1Gi", "500m", "2", "1.5", "100Mi", "1e3", "x", "-1"])
+            ),
+            Ty::Ip => format!(
+                "ip('{}')",
+                self.pick(&[
+                    "10.0.0.1",
+                    "::1",
+                    "127.0.0.1",
+                    "fe80::1",
+                    "0.0.0.0",
+                    "192.168.0.256",
+                    "::ffff:1.2.3.4"
+                ])
+            ),
+            Ty::Cidr => format!(
+                "cidr('{}')",
+                self.pick(&[
+                    "10.0.0.0/8",
+                    "2001:db8::/32",
+                    "192.168.1.5/24",
+                    "10.0.0.1/33",
+                    "::/0"
+                ])
+            ),
             Ty::Url => format!(
                 "url('{}')",
-                self.pick(&["https://user@example.com:8080/a%20b?x=1&x=2#f", "/path", "example.com", "http://[::1]:80/", "ftp://h/p?q"])
+                self.pick(&[
+                    "https://user@example.com:8080/a%20b?x=1&x=2#f",
+                    "/path",
+                    "example.com",
+                    "http://[::1]:80/",
+                    "ftp://h/p?q"
+                ])
             ),
-            Ty::Semver => self.pick(&["semver('1.2.3')", "semver('1.2.3-alpha+b1')", "semver('v1.0')", "semver('1.0', true)", "semver('01.2.3')"]).into(),
+            Ty::Semver => self
+                .pick(&[
+                    "semver('1.2.3')",
+                    "semver('1.2.3-alpha+b1')",
+                    "semver('v1.0')",
+                    "semver('1.0', true)",
+                    "semver('01.2.3')",
+                ])
+                .into(),
             Ty::Opt(inner) => match self.rng.below(3) {
                 0 => "optional.none()".into(),
                 1 => format!("optional.of({})", self.leaf(inner)),
                 _ => format!("optional.ofNonZeroValue({})", self.leaf(inner)),
             },
-            Ty::Type => self.pick(&["int", "string", "bool", "list", "map", "null_type", "type", "double", "uint", "bytes"]).into(),
+            Ty::Type => self
+                .pick(&[
+                    "int",
+                    "string",
+                    "bool",
+                    "list",
+                    "map",
+                    "null_type",
+                    "type",
+                    "double",
+                    "uint",
+                    "bytes",
+                ])
+                .into(),
         }
     }
 
@@ -283,14 +361,24 @@ impl Gen {
             0..=3 => format!("object.data.{key}"),
             4 => format!("object.data['{key}']"),
             5 => "object.data".into(),
-            6 => format!("object.metadata.labels.{}", self.pick(&["app", "tier", "missing"])),
+            6 => format!(
+                "object.metadata.labels.{}",
+                self.pick(&["app", "tier", "missing"])
+            ),
             7 => "object.metadata.labels".into(),
             8 => "oldObject".into(),
             9 => format!("params.data.{}", self.pick(&["p1", "p2", "p3", "p9"])),
             10 => "object.kind".into(),
             11 => "namespaceObject.metadata.name".into(),
             12 => "object".into(),
-            _ => self.pick(&["request.namespace", "request.name", "request.kind.kind", "request.resource.resource"]).into(),
+            _ => self
+                .pick(&[
+                    "request.namespace",
+                    "request.name",
+                    "request.kind.kind",
+                    "request.resource.resource",
+                ])
+                .into(),
         }
     }
 
@@ -304,21 +392,46 @@ impl Gen {
                 format!("{} {op} {}", self.expr(&ty, d), self.expr(&ty, d))
             }
             2 | 3 => {
-                let ty = self.pick(&[Ty::Int, Ty::Uint, Ty::Double, Ty::Str, Ty::Bytes, Ty::Duration, Ty::Timestamp, Ty::Bool]);
-                let ty2 = if self.chance(25) { self.pick(&[Ty::Int, Ty::Uint, Ty::Double]) } else { ty.clone() };
+                let ty = self.pick(&[
+                    Ty::Int,
+                    Ty::Uint,
+                    Ty::Double,
+                    Ty::Str,
+                    Ty::Bytes,
+                    Ty::Duration,
+                    Ty::Timestamp,
+                    Ty::Bool,
+                ]);
+                let ty2 = if self.chance(25) {
+                    self.pick(&[Ty::Int, Ty::Uint, Ty::Double])
+                } else {
+                    ty.clone()
+                };
                 let op = self.pick(&["<", "<=", ">", ">="]);
                 format!("{} {op} {}", self.expr(&ty, d), self.expr(&ty2, d))
             }
             4 => format!("!{}", self.paren(&Ty::Bool, d)),
             5 | 6 => {
                 let op = self.pick(&["&&", "||"]);
-                format!("{} {op} {}", self.paren(&Ty::Bool, d), self.paren(&Ty::Bool, d))
+                format!(
+                    "{} {op} {}",
+                    self.paren(&Ty::Bool, d),
+                    self.paren(&Ty::Bool, d)
+                )
             }
             7 => self.ternary(&Ty::Bool, d),
             8 => {
                 let ty = self.any_ty(0);
-                let container = if self.chance(70) { Ty::List(Box::new(ty.clone())) } else { Ty::Map(Box::new(Ty::Int)) };
-                let needle = if matches!(container, Ty::Map(_)) { Ty::Str } else { ty };
+                let container = if self.chance(70) {
+                    Ty::List(Box::new(ty.clone()))
+                } else {
+                    Ty::Map(Box::new(Ty::Int))
+                };
+                let needle = if matches!(container, Ty::Map(_)) {
+                    Ty::Str
+                } else {
+                    ty
+                };
                 format!("{} in {}", self.expr(&needle, d), self.expr(&container, d))
             }
             9 => {
@@ -327,8 +440,19 @@ impl Gen {
             }
             10 | 11 => self.macro_bool(d),
             12 => {
-                let ty = self.pick(&[Ty::Str, Ty::List(Box::new(Ty::Int)), Ty::Map(Box::new(Ty::Str)), Ty::Bytes, Ty::Dyn]);
-                format!("size({}) {} {}", self.expr(&ty, d), self.pick(&["==", ">", "<"]), self.expr(&Ty::Int, d))
+                let ty = self.pick(&[
+                    Ty::Str,
+                    Ty::List(Box::new(Ty::Int)),
+                    Ty::Map(Box::new(Ty::Str)),
+                    Ty::Bytes,
+                    Ty::Dyn,
+                ]);
+                format!(
+                    "size({}) {} {}",
+                    self.expr(&ty, d),
+                    self.pick(&["==", ">", "<"]),
+                    self.expr(&Ty::Int, d)
+                )
             }
             13 => {
                 let f = self.pick(&["isQuantity", "isIP", "isCIDR", "isURL", "isSemver"]);
@@ -338,11 +462,22 @@ impl Gen {
                 0 => format!("{}.isInteger()", self.recv(&Ty::Quantity, d)),
                 _ => {
                     let f = self.pick(&["isGreaterThan", "isLessThan"]);
-                    format!("{}.{f}({})", self.recv(&Ty::Quantity, d), self.expr(&Ty::Quantity, d))
+                    format!(
+                        "{}.{f}({})",
+                        self.recv(&Ty::Quantity, d),
+                        self.expr(&Ty::Quantity, d)
+                    )
                 }
             },
             15 => {
-                let f = self.pick(&["isLoopback", "isUnspecified", "isGlobalUnicast", "isLinkLocalMulticast", "isLinkLocalUnicast", "isCanonical"]);
+                let f = self.pick(&[
+                    "isLoopback",
+                    "isUnspecified",
+                    "isGlobalUnicast",
+                    "isLinkLocalMulticast",
+                    "isLinkLocalUnicast",
+                    "isCanonical",
+                ]);
                 if f == "isCanonical" {
                     format!("ip.isCanonical({})", self.expr(&Ty::Str, d))
                 } else {
@@ -350,13 +485,29 @@ impl Gen {
                 }
             }
             16 => match self.rng.below(3) {
-                0 => format!("{}.containsIP({})", self.recv(&Ty::Cidr, d), self.expr(&Ty::Ip, d)),
-                1 => format!("{}.containsIP({})", self.recv(&Ty::Cidr, d), self.expr(&Ty::Str, d)),
-                _ => format!("{}.containsCIDR({})", self.recv(&Ty::Cidr, d), self.expr(&Ty::Cidr, d)),
+                0 => format!(
+                    "{}.containsIP({})",
+                    self.recv(&Ty::Cidr, d),
+                    self.expr(&Ty::Ip, d)
+                ),
+                1 => format!(
+                    "{}.containsIP({})",
+                    self.recv(&Ty::Cidr, d),
+                    self.expr(&Ty::Str, d)
+                ),
+                _ => format!(
+                    "{}.containsCIDR({})",
+                    self.recv(&Ty::Cidr, d),
+                    self.expr(&Ty::Cidr, d)
+                ),
             },
             17 => {
                 let f = self.pick(&["isGreaterThan", "isLessThan"]);
-                format!("{}.{f}({})", self.recv(&Ty::Semver, d), self.expr(&Ty::Semver, d))
+                format!(
+                    "{}.{f}({})",
+                    self.recv(&Ty::Semver, d),
+                    self.expr(&Ty::Semver, d)
+                )
             }
             18 => {
                 let ty = self.pick(&[Ty::Int, Ty::Str, Ty::Double]);
@@ -372,8 +523,20 @@ impl Gen {
                 format!("sets.{f}({}, {})", self.expr(&l, d), self.expr(&l, d))
             }
             _ => {
-                let f = self.pick(&["dns1123Label", "dns1123Subdomain", "labelValue", "qualifiedName", "uri", "uuid", "date", "byte"]);
-                format!("format.{f}().validate({}).hasValue()", self.expr(&Ty::Str, d))
+                let f = self.pick(&[
+                    "dns1123Label",
+                    "dns1123Subdomain",
+                    "labelValue",
+                    "qualifiedName",
+                    "uri",
+                    "uuid",
+                    "date",
+                    "byte",
+                ]);
+                format!(
+                    "format.{f}().validate({}).hasValue()",
+                    self.expr(&Ty::Str, d)
+                )
             }
         }
     }
@@ -386,10 +549,14 @@ impl Gen {
         if self.chance(20) && m != "exists_one" {
             let range_text = range;
             return self.with_var(Ty::Dyn, |g, k| {
-                g.with_var(var_ty, |g, v| format!("{range_text}.{m}({k}, {v}, {})", g.expr(&Ty::Bool, d)))
+                g.with_var(var_ty, |g, v| {
+                    format!("{range_text}.{m}({k}, {v}, {})", g.expr(&Ty::Bool, d))
+                })
             });
         }
-        self.with_var(var_ty, |g, x| format!("{range}.{m}({x}, {})", g.expr(&Ty::Bool, d)))
+        self.with_var(var_ty, |g, x| {
+            format!("{range}.{m}({x}, {})", g.expr(&Ty::Bool, d))
+        })
     }
 
     /// Something to iterate and the type of its variable.
@@ -412,11 +579,21 @@ impl Gen {
         match self.rng.below(18) {
             0..=2 => {
                 let op = self.pick(&["+", "-", "*", "/", "%"]);
-                format!("{} {op} {}", self.paren(&Ty::Int, d), self.paren(&Ty::Int, d))
+                format!(
+                    "{} {op} {}",
+                    self.paren(&Ty::Int, d),
+                    self.paren(&Ty::Int, d)
+                )
             }
             3 => format!("-{}", self.paren(&Ty::Int, d)),
             4 => {
-                let ty = self.pick(&[Ty::Str, Ty::List(Box::new(Ty::Int)), Ty::Map(Box::new(Ty::Str)), Ty::Bytes, Ty::Dyn]);
+                let ty = self.pick(&[
+                    Ty::Str,
+                    Ty::List(Box::new(Ty::Int)),
+                    Ty::Map(Box::new(Ty::Str)),
+                    Ty::Bytes,
+                    Ty::Dyn,
+                ]);
                 if self.chance(50) {
                     format!("size({})", self.expr(&ty, d))
                 } else {
@@ -424,7 +601,14 @@ impl Gen {
                 }
             }
             5 => {
-                let ty = self.pick(&[Ty::Uint, Ty::Double, Ty::Str, Ty::Timestamp, Ty::Dyn, Ty::Int]);
+                let ty = self.pick(&[
+                    Ty::Uint,
+                    Ty::Double,
+                    Ty::Str,
+                    Ty::Timestamp,
+                    Ty::Dyn,
+                    Ty::Int,
+                ]);
                 format!("int({})", self.expr(&ty, d))
             }
             6 => {
@@ -435,10 +619,18 @@ impl Gen {
                 let f = self.pick(&["sum", "min", "max"]);
                 format!("{}.{f}()", self.recv(&Ty::List(Box::new(Ty::Int)), d))
             }
-            8 => format!("{}.indexOf({})", self.recv(&Ty::List(Box::new(Ty::Int)), d), self.expr(&Ty::Int, d)),
+            8 => format!(
+                "{}.indexOf({})",
+                self.recv(&Ty::List(Box::new(Ty::Int)), d),
+                self.expr(&Ty::Int, d)
+            ),
             9 => match self.rng.below(2) {
                 0 => format!("{}.asInteger()", self.recv(&Ty::Quantity, d)),
-                _ => format!("{}.compareTo({})", self.recv(&Ty::Quantity, d), self.expr(&Ty::Quantity, d)),
+                _ => format!(
+                    "{}.compareTo({})",
+                    self.recv(&Ty::Quantity, d),
+                    self.expr(&Ty::Quantity, d)
+                ),
             },
             10 => {
                 let f = self.pick(&["major", "minor", "patch"]);
@@ -453,13 +645,32 @@ impl Gen {
                 format!("{}.{f}()", self.recv(&Ty::Duration, d))
             }
             13 => {
-                let f = self.pick(&["getFullYear", "getMonth", "getDayOfMonth", "getDayOfYear", "getDayOfWeek", "getHours"]);
-                let tz = if self.chance(30) { self.pick(&["'UTC'", "'America/New_York'", "'+05:30'", "'Nowhere/X'"]) } else { "" };
+                let f = self.pick(&[
+                    "getFullYear",
+                    "getMonth",
+                    "getDayOfMonth",
+                    "getDayOfYear",
+                    "getDayOfWeek",
+                    "getHours",
+                ]);
+                let tz = if self.chance(30) {
+                    self.pick(&["'UTC'", "'America/New_York'", "'+05:30'", "'Nowhere/X'"])
+                } else {
+                    ""
+                };
                 format!("{}.{f}({tz})", self.recv(&Ty::Timestamp, d))
             }
-            14 => format!("{}[{}]", self.recv(&Ty::List(Box::new(Ty::Int)), d), self.expr(&Ty::Int, d)),
+            14 => format!(
+                "{}[{}]",
+                self.recv(&Ty::List(Box::new(Ty::Int)), d),
+                self.expr(&Ty::Int, d)
+            ),
             15 => format!("{}['a']", self.recv(&Ty::Map(Box::new(Ty::Int)), d)),
-            16 => format!("{}.compareTo({})", self.recv(&Ty::Semver, d), self.expr(&Ty::Semver, d)),
+            16 => format!(
+                "{}.compareTo({})",
+                self.recv(&Ty::Semver, d),
+                self.expr(&Ty::Semver, d)
+            ),
             _ => self.ternary(&Ty::Int, d),
         }
     }
@@ -468,7 +679,11 @@ impl Gen {
         match self.rng.below(3) {
             0 => {
                 let op = self.pick(&["+", "-", "*", "/", "%"]);
-                format!("{} {op} {}", self.paren(&Ty::Uint, d), self.paren(&Ty::Uint, d))
+                format!(
+                    "{} {op} {}",
+                    self.paren(&Ty::Uint, d),
+                    self.paren(&Ty::Uint, d)
+                )
             }
             1 => {
                 let ty = self.pick(&[Ty::Int, Ty::Double, Ty::Str, Ty::Dyn]);
@@ -482,7 +697,11 @@ impl Gen {
         match self.rng.below(4) {
             0 => {
                 let op = self.pick(&["+", "-", "*", "/"]);
-                format!("{} {op} {}", self.paren(&Ty::Double, d), self.paren(&Ty::Double, d))
+                format!(
+                    "{} {op} {}",
+                    self.paren(&Ty::Double, d),
+                    self.paren(&Ty::Double, d)
+                )
             }
             1 => {
                 let ty = self.pick(&[Ty::Int, Ty::Uint, Ty::Str, Ty::Dyn]);
@@ -502,22 +721,54 @@ impl Gen {
                 format!("{}.{f}()", self.recv(&Ty::Str, d))
             }
             4 => {
-                let n = if self.chance(30) { format!(", {}", self.expr(&Ty::Int, d)) } else { String::new() };
-                format!("{}.replace({}, {}{n})", self.recv(&Ty::Str, d), self.expr(&Ty::Str, d), self.expr(&Ty::Str, d))
+                let n = if self.chance(30) {
+                    format!(", {}", self.expr(&Ty::Int, d))
+                } else {
+                    String::new()
+                };
+                format!(
+                    "{}.replace({}, {}{n})",
+                    self.recv(&Ty::Str, d),
+                    self.expr(&Ty::Str, d),
+                    self.expr(&Ty::Str, d)
+                )
             }
             5 => {
-                let end = if self.chance(50) { format!(", {}", self.expr(&Ty::Int, d)) } else { String::new() };
-                format!("{}.substring({}{end})", self.recv(&Ty::Str, d), self.expr(&Ty::Int, d))
+                let end = if self.chance(50) {
+                    format!(", {}", self.expr(&Ty::Int, d))
+                } else {
+                    String::new()
+                };
+                format!(
+                    "{}.substring({}{end})",
+                    self.recv(&Ty::Str, d),
+                    self.expr(&Ty::Int, d)
+                )
             }
-            6 => format!("{}.charAt({})", self.recv(&Ty::Str, d), self.expr(&Ty::Int, d)),
+            6 => format!(
+                "{}.charAt({})",
+                self.recv(&Ty::Str, d),
+                self.expr(&Ty::Int, d)
+            ),
             7 => {
-                let sep = if self.chance(60) { self.expr(&Ty::Str, d) } else { String::new() };
+                let sep = if self.chance(60) {
+                    self.expr(&Ty::Str, d)
+                } else {
+                    String::new()
+                };
                 format!("{}.join({sep})", self.recv(&Ty::List(Box::new(Ty::Str)), d))
             }
             8 => {
                 let args: Vec<String> = (0..self.rng.below(3)).map(|_| self.any(d)).collect();
-                let f = self.pick(&["'%s'", "'%d'", "'%f'", "'%.2f'", "'%e'", "'%x'", "'%X'", "'%o'", "'%b'", "'%s-%d'", "'%%'", "'%v'"]);
-                let recv = if self.chance(70) { f.to_string() } else { self.recv(&Ty::Str, d) };
+                let f = self.pick(&[
+                    "'%s'", "'%d'", "'%f'", "'%.2f'", "'%e'", "'%x'", "'%X'", "'%o'", "'%b'",
+                    "'%s-%d'", "'%%'", "'%v'",
+                ]);
+                let recv = if self.chance(70) {
+                    f.to_string()
+                } else {
+                    self.recv(&Ty::Str, d)
+                };
                 format!("{recv}.format([{}])", args.join(", "))
             }
             9 => format!("strings.quote({})", self.expr(&Ty::Str, d)),
@@ -527,40 +778,91 @@ impl Gen {
                 _ => format!("string({})", self.expr(&Ty::Cidr, d)),
             },
             11 => {
-                let f = self.pick(&["getScheme", "getHost", "getHostname", "getPort", "getEscapedPath"]);
+                let f = self.pick(&[
+                    "getScheme",
+                    "getHost",
+                    "getHostname",
+                    "getPort",
+                    "getEscapedPath",
+                ]);
                 format!("{}.{f}()", self.recv(&Ty::Url, d))
             }
-            12 => format!("{}.split({})[{}]", self.recv(&Ty::Str, d), self.expr(&Ty::Str, d), self.expr(&Ty::Int, d)),
-            13 => format!("{}.find({})", self.recv(&Ty::Str, d), self.expr(&Ty::Str, d)),
-            14 => format!("{}[{}]", self.recv(&Ty::List(Box::new(Ty::Str)), d), self.expr(&Ty::Int, d)),
-            15 => format!("{}.orValue({})", self.recv(&Ty::Opt(Box::new(Ty::Str)), d), self.expr(&Ty::Str, d)),
+            12 => format!(
+                "{}.split({})[{}]",
+                self.recv(&Ty::Str, d),
+                self.expr(&Ty::Str, d),
+                self.expr(&Ty::Int, d)
+            ),
+            13 => format!(
+                "{}.find({})",
+                self.recv(&Ty::Str, d),
+                self.expr(&Ty::Str, d)
+            ),
+            14 => format!(
+                "{}[{}]",
+                self.recv(&Ty::List(Box::new(Ty::Str)), d),
+                self.expr(&Ty::Int, d)
+            ),
+            15 => format!(
+                "{}.orValue({})",
+                self.recv(&Ty::Opt(Box::new(Ty::Str)), d),
+                self.expr(&Ty::Str, d)
+            ),
             16 => format!("{}.value()", self.recv(&Ty::Opt(Box::new(Ty::Str)), d)),
             17 => format!("{}.reverse()", self.recv(&Ty::Str, d)),
-            18 => format!("format.{}().validate({}).value()[0]", self.pick(&["dns1123Label", "labelValue"]), self.expr(&Ty::Str, d)),
+            18 => format!(
+                "format.{}().validate({}).value()[0]",
+                self.pick(&["dns1123Label", "labelValue"]),
+                self.expr(&Ty::Str, d)
+            ),
             _ => self.ternary(&Ty::Str, d),
         }
     }
 
     fn bytes_expr(&mut self, d: u32) -> String {
         match self.rng.below(2) {
-            0 => format!("{} + {}", self.expr(&Ty::Bytes, d), self.expr(&Ty::Bytes, d)),
+            0 => format!(
+                "{} + {}",
+                self.expr(&Ty::Bytes, d),
+                self.expr(&Ty::Bytes, d)
+            ),
             _ => format!("bytes({})", self.expr(&Ty::Str, d)),
         }
     }
 
     fn duration_expr(&mut self, d: u32) -> String {
         match self.rng.below(4) {
-            0 => format!("{} + {}", self.expr(&Ty::Duration, d), self.expr(&Ty::Duration, d)),
-            1 => format!("{} - {}", self.expr(&Ty::Duration, d), self.expr(&Ty::Duration, d)),
-            2 => format!("{} - {}", self.expr(&Ty::Timestamp, d), self.expr(&Ty::Timestamp, d)),
+            0 => format!(
+                "{} + {}",
+                self.expr(&Ty::Duration, d),
+                self.expr(&Ty::Duration, d)
+            ),
+            1 => format!(
+                "{} - {}",
+                self.expr(&Ty::Duration, d),
+                self.expr(&Ty::Duration, d)
+            ),
+            2 => format!(
+                "{} - {}",
+                self.expr(&Ty::Timestamp, d),
+                self.expr(&Ty::Timestamp, d)
+            ),
             _ => format!("duration({})", self.expr(&Ty::Str, d)),
         }
     }
 
     fn timestamp_expr(&mut self, d: u32) -> String {
         match self.rng.below(4) {
-            0 => format!("{} + {}", self.expr(&Ty::Timestamp, d), self.expr(&Ty::Duration, d)),
-            1 => format!("{} - {}", self.expr(&Ty::Timestamp, d), self.expr(&Ty::Duration, d)),
+            0 => format!(
+                "{} + {}",
+                self.expr(&Ty::Timestamp, d),
+                self.expr(&Ty::Duration, d)
+            ),
+            1 => format!(
+                "{} - {}",
+                self.expr(&Ty::Timestamp, d),
+                self.expr(&Ty::Duration, d)
+            ),
             2 => format!("timestamp({})", self.expr(&Ty::Int, d)),
             _ => format!("timestamp({})", self.expr(&Ty::Str, d)),
         }
@@ -573,13 +875,21 @@ impl Gen {
                 let items: Vec<String> = (0..n).map(|_| self.expr(elem, d)).collect();
                 format!("[{}]", items.join(", "))
             }
-            2 => format!("{} + {}", self.expr(&Ty::List(Box::new(elem.clone())), d), self.leaf(&Ty::List(Box::new(elem.clone())))),
+            2 => format!(
+                "{} + {}",
+                self.expr(&Ty::List(Box::new(elem.clone())), d),
+                self.leaf(&Ty::List(Box::new(elem.clone())))
+            ),
             3 | 4 => {
                 let (range, var_ty) = self.range(d);
                 let elem = elem.clone();
                 self.with_var(var_ty, |g, x| {
                     if g.chance(30) {
-                        format!("{range}.map({x}, {}, {})", g.expr(&Ty::Bool, d), g.expr(&elem, d))
+                        format!(
+                            "{range}.map({x}, {}, {})",
+                            g.expr(&Ty::Bool, d),
+                            g.expr(&elem, d)
+                        )
                     } else {
                         format!("{range}.map({x}, {})", g.expr(&elem, d))
                     }
@@ -587,22 +897,44 @@ impl Gen {
             }
             5 => {
                 let list = self.recv(&Ty::List(Box::new(elem.clone())), d);
-                self.with_var(elem.clone(), |g, x| format!("{list}.filter({x}, {})", g.expr(&Ty::Bool, d)))
+                self.with_var(elem.clone(), |g, x| {
+                    format!("{list}.filter({x}, {})", g.expr(&Ty::Bool, d))
+                })
             }
-            6 if *elem == Ty::Str => format!("{}.split({})", self.recv(&Ty::Str, d), self.expr(&Ty::Str, d)),
+            6 if *elem == Ty::Str => format!(
+                "{}.split({})",
+                self.recv(&Ty::Str, d),
+                self.expr(&Ty::Str, d)
+            ),
             // A small bound: lists.range(1 << 62) runs kube-apiserver out of
             // its cost budget only after minutes.
-            6 if *elem == Ty::Int => format!("lists.range({})", self.pick(&["0", "1", "3", "-1", "20"])),
-            7 => format!("{}.slice({}, {})", self.recv(&Ty::List(Box::new(elem.clone())), d), self.expr(&Ty::Int, d), self.expr(&Ty::Int, d)),
+            6 if *elem == Ty::Int => {
+                format!("lists.range({})", self.pick(&["0", "1", "3", "-1", "20"]))
+            }
+            7 => format!(
+                "{}.slice({}, {})",
+                self.recv(&Ty::List(Box::new(elem.clone())), d),
+                self.expr(&Ty::Int, d),
+                self.expr(&Ty::Int, d)
+            ),
             8 => {
                 let f = self.pick(&["distinct", "sort", "reverse"]);
                 format!("{}.{f}()", self.recv(&Ty::List(Box::new(elem.clone())), d))
             }
-            9 => format!("{}.flatten()", self.recv(&Ty::List(Box::new(Ty::List(Box::new(elem.clone())))), d)),
-            10 if *elem == Ty::Str => format!("{}.findAll({})", self.recv(&Ty::Str, d), self.expr(&Ty::Str, d)),
+            9 => format!(
+                "{}.flatten()",
+                self.recv(&Ty::List(Box::new(Ty::List(Box::new(elem.clone())))), d)
+            ),
+            10 if *elem == Ty::Str => format!(
+                "{}.findAll({})",
+                self.recv(&Ty::Str, d),
+                self.expr(&Ty::Str, d)
+            ),
             11 => {
                 let list = self.recv(&Ty::List(Box::new(elem.clone())), d);
-                self.with_var(elem.clone(), |g, x| format!("{list}.sortBy({x}, {})", g.expr(&Ty::Int, d)))
+                self.with_var(elem.clone(), |g, x| {
+                    format!("{list}.sortBy({x}, {})", g.expr(&Ty::Int, d))
+                })
             }
             12 => {
                 let inner = Ty::Opt(Box::new(elem.clone()));
@@ -621,7 +953,10 @@ impl Gen {
                     .collect();
                 format!("{{{}}}", items.join(", "))
             }
-            2 => format!("{{?'a': {}}}", self.expr(&Ty::Opt(Box::new(value.clone())), d)),
+            2 => format!(
+                "{{?'a': {}}}",
+                self.expr(&Ty::Opt(Box::new(value.clone())), d)
+            ),
             3 => format!("{{{}: {}}}", self.expr(&Ty::Str, d), self.expr(value, d)),
             _ => self.ternary(&Ty::Map(Box::new(value.clone())), d),
         }
@@ -631,7 +966,11 @@ impl Gen {
         match self.rng.below(5) {
             0 => format!("dyn({})", self.any(d)),
             1 => format!("object.data[{}]", self.expr(&Ty::Str, d)),
-            2 => format!("object.?data.?{}.orValue({})", self.pick(&["a", "z"]), self.any(d)),
+            2 => format!(
+                "object.?data.?{}.orValue({})",
+                self.pick(&["a", "z"]),
+                self.any(d)
+            ),
             3 => format!("{}[{}]", self.expr(&Ty::Dyn, d), self.any(d)),
             _ => self.dyn_leaf(),
         }
@@ -641,7 +980,11 @@ impl Gen {
         match self.rng.below(3) {
             0 => {
                 let f = self.pick(&["add", "sub"]);
-                let arg = if self.chance(50) { self.expr(&Ty::Quantity, d) } else { self.expr(&Ty::Int, d) };
+                let arg = if self.chance(50) {
+                    self.expr(&Ty::Quantity, d)
+                } else {
+                    self.expr(&Ty::Int, d)
+                };
                 format!("{}.{f}({arg})", self.recv(&Ty::Quantity, d))
             }
             1 => format!("{}.sign()", self.recv(&Ty::Quantity, d)),
@@ -651,23 +994,54 @@ impl Gen {
 
     fn semver_expr(&mut self, d: u32) -> String {
         match self.rng.below(3) {
-            0 => format!("semver({}, {})", self.expr(&Ty::Str, d), self.expr(&Ty::Bool, d)),
+            0 => format!(
+                "semver({}, {})",
+                self.expr(&Ty::Str, d),
+                self.expr(&Ty::Bool, d)
+            ),
             _ => format!("semver({})", self.expr(&Ty::Str, d)),
         }
     }
 
     fn optional_expr(&mut self, inner: &Ty, d: u32) -> String {
         match self.rng.below(7) {
-            0 => format!("{}[?{}]", self.recv(&Ty::Map(Box::new(inner.clone())), d), self.expr(&Ty::Str, d)),
-            1 => format!("{}[?{}]", self.recv(&Ty::List(Box::new(inner.clone())), d), self.expr(&Ty::Int, d)),
-            2 => format!("object.?{}", self.pick(&["data.?a", "data.?z", "metadata.?labels", "spec.?x", "metadata.?name"])),
-            3 => format!("{}.or({})", self.recv(&Ty::Opt(Box::new(inner.clone())), d), self.expr(&Ty::Opt(Box::new(inner.clone())), d)),
+            0 => format!(
+                "{}[?{}]",
+                self.recv(&Ty::Map(Box::new(inner.clone())), d),
+                self.expr(&Ty::Str, d)
+            ),
+            1 => format!(
+                "{}[?{}]",
+                self.recv(&Ty::List(Box::new(inner.clone())), d),
+                self.expr(&Ty::Int, d)
+            ),
+            2 => format!(
+                "object.?{}",
+                self.pick(&[
+                    "data.?a",
+                    "data.?z",
+                    "metadata.?labels",
+                    "spec.?x",
+                    "metadata.?name"
+                ])
+            ),
+            3 => format!(
+                "{}.or({})",
+                self.recv(&Ty::Opt(Box::new(inner.clone())), d),
+                self.expr(&Ty::Opt(Box::new(inner.clone())), d)
+            ),
             4 => {
                 let opt = self.recv(&Ty::Opt(Box::new(Ty::Dyn)), d);
                 let inner = inner.clone();
                 let f = self.pick(&["optMap", "optFlatMap"]);
-                let body_ty = if f == "optMap" { inner } else { Ty::Opt(Box::new(inner)) };
-                self.with_var(Ty::Dyn, |g, x| format!("{opt}.{f}({x}, {})", g.expr(&body_ty, d)))
+                let body_ty = if f == "optMap" {
+                    inner
+                } else {
+                    Ty::Opt(Box::new(inner))
+                };
+                self.with_var(Ty::Dyn, |g, x| {
+                    format!("{opt}.{f}({x}, {})", g.expr(&body_ty, d))
+                })
             }
             5 => format!("optional.of({})", self.expr(inner, d)),
             _ => format!("optional.ofNonZeroValue({})", self.expr(inner, d)),

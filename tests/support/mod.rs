@@ -3,8 +3,8 @@
 #![allow(dead_code)]
 
 pub mod admission_engine;
-pub mod cluster;
 pub mod celgen;
+pub mod cluster;
 pub mod rng;
 
 pub mod controller;

@@ -106,11 +106,11 @@ fn lines_are_evaluated_in_one_loaded_context() {
     );
     // The column counts the two spaces typed before the expression.
     assert!(
-        stderr.contains("ERROR: <input>:1:16: "),
+        stderr.contains("ERROR: <input>:1:15: "),
         "the compile error at the column of `(`: {stderr}"
     );
     assert!(
-        stderr.contains(" |   object.spec.(\n | ...............^"),
+        stderr.contains(" |   object.spec.(\n | ..............^"),
         "{stderr}"
     );
     assert!(stderr.contains("unknown command :bogus"), "{stderr}");

@@ -383,8 +383,10 @@ impl Run<'_> {
         };
         if !res.ok {
             let message = res.body["message"].as_str().unwrap_or("refused").to_string();
+            // `pods "x" is forbidden: ValidatingAdmissionPolicy 'p' with
+            // binding 'b' denied request: MESSAGE`
             match message.split_once("denied request: ") {
-                Some((by, m)) if by.starts_with("ValidatingAdmissionPolicy") => {
+                Some((by, m)) if by.contains("ValidatingAdmissionPolicy '") => {
                     answer.denied = Some(m.to_string())
                 }
                 _ => answer.error = Some(message),
@@ -410,7 +412,11 @@ impl Run<'_> {
                 ("ValidatingAdmissionPolicyBinding", sentinel.clone()),
             ])
         {
-            paths.push(format!("{VAP_API}/{}s/{name}", kind.to_lowercase()));
+            let plural = match kind {
+                "ValidatingAdmissionPolicyBinding" => "validatingadmissionpolicybindings",
+                _ => "validatingadmissionpolicies",
+            };
+            paths.push(format!("{VAP_API}/{plural}/{name}"));
         }
         for path in paths {
             let (base, name) = path.rsplit_once('/').unwrap_or((&path, ""));

@@ -245,7 +245,9 @@ impl Session {
     /// it fails, as a finding would have it.
     pub fn validation(&self, n: usize) -> Result<Json, EvalCommandError> {
         let Mode::Policy { set, spec, .. } = &self.mode else {
-            return Err(EvalCommandError::Input("--validation needs --policy".into()));
+            return Err(EvalCommandError::Input(
+                "--validation needs --policy".into(),
+            ));
         };
         let v = spec.pointer(&format!("/validations/{n}")).ok_or_else(|| {
             let count = spec

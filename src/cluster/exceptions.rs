@@ -96,13 +96,15 @@ impl ExceptionSync {
     pub fn compiled(&self) -> Vec<Exception> {
         self.objects
             .iter()
-            .filter_map(|(key, doc)| match compile(doc.clone(), &self.cluster_wide) {
-                Ok(e) => Some(e),
-                Err(e) => {
-                    tracing::warn!(exception = %key, error = %e, "InterlockException ignored");
-                    None
-                }
-            })
+            .filter_map(
+                |(key, doc)| match compile(doc.clone(), &self.cluster_wide) {
+                    Ok(e) => Some(e),
+                    Err(e) => {
+                        tracing::warn!(exception = %key, error = %e, "InterlockException ignored");
+                        None
+                    }
+                },
+            )
             .collect()
     }
 }
@@ -144,11 +146,8 @@ async fn discover(client: &Client) -> Api<DynamicObject> {
         match kube::discovery::pinned_kind(client, &gvk).await {
             Ok((ar, _)) => return Api::all_with(client.clone(), &ar),
             Err(e) => {
-                let wait = super::watch::backoff(
-                    attempt,
-                    Duration::from_secs(1),
-                    Duration::from_secs(60),
-                );
+                let wait =
+                    super::watch::backoff(attempt, Duration::from_secs(1), Duration::from_secs(60));
                 if attempt == 0 {
                     tracing::info!(error = %e, "InterlockException is not served (CRD not installed?): only file exceptions apply until it is");
                 }
@@ -270,7 +269,11 @@ mod tests {
         let mut sync = ExceptionSync::new("interlock-system");
         sync.on_event(Event::Init);
         sync.on_event(Event::InitApply(object("team-a", "mine", spec(&[]))));
-        sync.on_event(Event::InitApply(object("team-a", "theirs", spec(&["team-b"]))));
+        sync.on_event(Event::InitApply(object(
+            "team-a",
+            "theirs",
+            spec(&["team-b"]),
+        )));
         sync.on_event(Event::InitApply(object(
             "interlock-system",
             "wide",

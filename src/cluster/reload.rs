@@ -277,7 +277,10 @@ impl Supervisor {
 
     /// Stops the reload loop and every watcher.
     pub async fn shutdown(mut self) {
-        for task in [self.task.take(), self.exceptions.take()].into_iter().flatten() {
+        for task in [self.task.take(), self.exceptions.take()]
+            .into_iter()
+            .flatten()
+        {
             task.abort();
             let _ = task.await;
         }

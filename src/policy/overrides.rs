@@ -153,7 +153,12 @@ impl Overrides {
         }
         for d in docs.iter_mut().filter(|d| is_exception_kind(d.kind())) {
             if let Err(e) = confine(&mut d.value, self.exception_namespace()) {
-                errors.push(format!("{}:{}: {}: {e}", d.source, d.line, d.display_name()));
+                errors.push(format!(
+                    "{}:{}: {}: {e}",
+                    d.source,
+                    d.line,
+                    d.display_name()
+                ));
             }
         }
         if !errors.is_empty() {

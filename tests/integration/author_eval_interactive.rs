@@ -100,10 +100,7 @@ fn lines_are_evaluated_in_one_loaded_context() {
         ],
         "the Deployment loaded by :load is seen; nothing after :quit runs: {stdout}"
     );
-    assert!(
-        stdout.contains("loaded 1 object(s) from"),
-        "{stdout}"
-    );
+    assert!(stdout.contains("loaded 1 object(s) from"), "{stdout}");
     // The column counts the two spaces typed before the expression.
     assert!(
         stderr.contains("ERROR: <input>:1:15: "),

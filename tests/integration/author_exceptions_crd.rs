@@ -102,7 +102,10 @@ fn kubectl_made_exceptions_apply_at_once_only_in_their_namespace_and_go_when_del
     let ns = |prefix| namespace_labelled(cluster, prefix, SCOPE.label);
     let (owner, tenant_a, tenant_b) = (ns("exc-crd-owner"), ns("exc-crd-a"), ns("exc-crd-b"));
 
-    ok(&apply(cluster, &ingress(&owner, "shop", HOST), &[]), "the host's owner");
+    ok(
+        &apply(cluster, &ingress(&owner, "shop", HOST), &[]),
+        "the host's owner",
+    );
     let promo = ingress(&tenant_a, "promo", HOST);
     let refused = apply(cluster, &promo, &[]);
     assert!(!refused.status.success(), "a duplicate host is refused");

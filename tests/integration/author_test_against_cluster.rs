@@ -128,11 +128,20 @@ spec:
 #[test]
 fn an_interlock_policy_is_not_sent() {
     let cluster = TestCluster::shared();
-    let out = test_against(cluster, &["policies/hpa-target-exists", "--run", "hpa-target-exists/.*"]);
+    let out = test_against(
+        cluster,
+        &[
+            "policies/hpa-target-exists",
+            "--run",
+            "hpa-target-exists/.*",
+        ],
+    );
     let stdout = text(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
     assert!(
-        stdout.contains("not sent to the cluster: kube-apiserver does not know the kind InterlockPolicy"),
+        stdout.contains(
+            "not sent to the cluster: kube-apiserver does not know the kind InterlockPolicy"
+        ),
         "{stdout}"
     );
 }

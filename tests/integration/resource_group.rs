@@ -39,7 +39,11 @@ fn crd_prints_the_committed_manifest() {
     let exception =
         std::fs::read(root().join("manifests/base/crd-interlockexception.yaml")).unwrap();
     let all = interlock(&["crd"]);
-    assert_eq!(all.stdout, [committed, exception].concat(), "every CRD, in order");
+    assert_eq!(
+        all.stdout,
+        [committed, exception].concat(),
+        "every CRD, in order"
+    );
     let kustomization =
         std::fs::read_to_string(root().join("manifests/base/kustomization.yaml")).unwrap();
     assert!(kustomization.contains("- crd-resourcegroup.yaml"));

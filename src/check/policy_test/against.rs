@@ -141,7 +141,10 @@ fn run_id() -> String {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.subsec_nanos())
         .unwrap_or(0);
-    format!("{:x}", (nanos ^ std::process::id().rotate_left(16)) & 0xff_ffff)
+    format!(
+        "{:x}",
+        (nanos ^ std::process::id().rotate_left(16)) & 0xff_ffff
+    )
 }
 
 /// What one case writes to the cluster.
@@ -313,7 +316,10 @@ impl Run<'_> {
             spec["policyName"] = self.renamed(&policy).into();
             spec["matchResources"]["objectSelector"]["matchLabels"][RUN_LABEL] =
                 self.id.clone().into();
-            if spec.pointer("/paramRef/namespace").is_some_and(Json::is_string) {
+            if spec
+                .pointer("/paramRef/namespace")
+                .is_some_and(Json::is_string)
+            {
                 spec["paramRef"]["namespace"] = self.namespace().into();
             }
             (format!("{VAP_API}/validatingadmissionpolicybindings"), obj)
@@ -357,7 +363,12 @@ impl Run<'_> {
     }
 
     /// Sends `obj` as a dry run of `operation`.
-    async fn dry_run(&self, operation: Operation, path: &str, obj: &Json) -> Result<Answer, String> {
+    async fn dry_run(
+        &self,
+        operation: Operation,
+        path: &str,
+        obj: &Json,
+    ) -> Result<Answer, String> {
         let name = obj["metadata"]["name"].as_str().unwrap_or_default();
         let params = PostParams {
             dry_run: true,
@@ -382,7 +393,10 @@ impl Run<'_> {
             ..Answer::default()
         };
         if !res.ok {
-            let message = res.body["message"].as_str().unwrap_or("refused").to_string();
+            let message = res.body["message"]
+                .as_str()
+                .unwrap_or("refused")
+                .to_string();
             // `pods "x" is forbidden: ValidatingAdmissionPolicy 'p' with
             // binding 'b' denied request: MESSAGE`
             match message.split_once("denied request: ") {

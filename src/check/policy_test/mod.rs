@@ -138,64 +138,66 @@ struct Runner<'a> {
 
 impl Runner<'_> {
     fn policy(&self, policy_file: &Path, cases: &[PathBuf], out: &mut Summary) {
-    let filter = self.filter;
-    let policy = policy_name(policy_file);
-    let loaded = manifest::load_paths(&[policy_file], &LoadOptions::default());
-    // A policy that does not compile is said once, not once per case.
-    let mut report = Report::default();
-    report.add_load_errors(&loaded.errors);
-    compile_policies(&loaded.documents, &mut Inventory::new(), &mut report);
-    let broken = !report.errors.is_empty();
-    for e in &report.errors {
-        out.errors.push(e.to_string());
-    }
-    for w in &report.notices {
-        out.warnings.push(w.to_string());
-    }
-    for file in cases {
-        let case = match load_case(file) {
-            Ok(c) => c,
-            Err(e) => {
-                out.errors.push(e);
+        let filter = self.filter;
+        let policy = policy_name(policy_file);
+        let loaded = manifest::load_paths(&[policy_file], &LoadOptions::default());
+        // A policy that does not compile is said once, not once per case.
+        let mut report = Report::default();
+        report.add_load_errors(&loaded.errors);
+        compile_policies(&loaded.documents, &mut Inventory::new(), &mut report);
+        let broken = !report.errors.is_empty();
+        for e in &report.errors {
+            out.errors.push(e.to_string());
+        }
+        for w in &report.notices {
+            out.warnings.push(w.to_string());
+        }
+        for file in cases {
+            let case = match load_case(file) {
+                Ok(c) => c,
+                Err(e) => {
+                    out.errors.push(e);
+                    continue;
+                }
+            };
+            let name = case.name.clone();
+            if filter.is_some_and(|f| !f.is_match(&format!("{policy}/{name}"))) {
                 continue;
             }
-        };
-        let name = case.name.clone();
-        if filter.is_some_and(|f| !f.is_match(&format!("{policy}/{name}"))) {
-            continue;
-        }
-        let mut result = CaseResult {
-            policy: policy.clone(),
-            file: file.clone(),
-            name,
-            failures: vec![],
-            not_run: broken,
-            cluster: None,
-        };
-        if !broken {
-            let findings;
-            (result.failures, findings) = run_loaded(&loaded.documents, &case);
-            if let Some(a) = self.against {
-                let docs: Vec<Json> = loaded
-                    .documents
-                    .iter()
-                    .filter(|d| crate::policy::is_policy_document(&d.value))
-                    .map(|d| d.value.clone())
-                    .collect();
-                let compared = a.compare(&docs, &case, &findings);
-                if let Comparison::Rows(rows) = &compared {
-                    result.failures.extend(rows.iter().filter(|r| !r.agrees()).map(|r| {
-                        format!(
+            let mut result = CaseResult {
+                policy: policy.clone(),
+                file: file.clone(),
+                name,
+                failures: vec![],
+                not_run: broken,
+                cluster: None,
+            };
+            if !broken {
+                let findings;
+                (result.failures, findings) = run_loaded(&loaded.documents, &case);
+                if let Some(a) = self.against {
+                    let docs: Vec<Json> = loaded
+                        .documents
+                        .iter()
+                        .filter(|d| crate::policy::is_policy_document(&d.value))
+                        .map(|d| d.value.clone())
+                        .collect();
+                    let compared = a.compare(&docs, &case, &findings);
+                    if let Comparison::Rows(rows) = &compared {
+                        result
+                            .failures
+                            .extend(rows.iter().filter(|r| !r.agrees()).map(|r| {
+                                format!(
                             "{}: kube-apiserver disagrees: Interlock: {}; kube-apiserver: {}",
                             r.object, r.interlock, r.kube
                         )
-                    }));
+                            }));
+                    }
+                    result.cluster = Some(compared);
                 }
-                result.cluster = Some(compared);
             }
+            out.cases.push(result);
         }
-        out.cases.push(result);
-    }
     }
 }
 

@@ -234,6 +234,31 @@ mod tests {
     }
 
     #[test]
+    fn only_the_cluster_wide_namespace_and_files_without_one_reach_other_namespaces() {
+        let doc = |ns: Option<&str>, namespaces: Json| {
+            let mut d = json!({"kind": FILE_KIND, "metadata": {"name": "e"},
+                "spec": {"policies": ["p"], "namespaces": namespaces, "reason": "r"}});
+            if let Some(ns) = ns {
+                d["metadata"]["namespace"] = ns.into();
+            }
+            d
+        };
+        let mut tenant = doc(Some("team-a"), json!([]));
+        confine(&mut tenant, "platform").expect("its own namespace");
+        assert_eq!(tenant["spec"]["namespaces"], json!(["team-a"]));
+        let mut other = doc(Some("team-a"), json!(["team-a", "team-b"]));
+        let e = confine(&mut other, "platform").unwrap_err();
+        assert!(e.0.contains("\"team-b\": an exception in namespace team-a"), "{e}");
+        for (ns, wide) in [(Some("platform"), "platform"), (None, "platform")] {
+            let mut d = doc(ns, json!(["team-b"]));
+            confine(&mut d, wide).expect("may name any namespace");
+            assert_eq!(d["spec"]["namespaces"], json!(["team-b"]));
+        }
+        let e = Exception::parse("e", &tenant).unwrap();
+        assert_eq!(e.label, "PolicyException team-a/e");
+    }
+
+    #[test]
     fn bad_exceptions_name_the_field() {
         let e = exception(json!({"policies": [], "reason": "x"})).unwrap_err();
         assert!(e.0.contains("spec.policies"), "{e}");

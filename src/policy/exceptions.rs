@@ -248,7 +248,10 @@ mod tests {
         assert_eq!(tenant["spec"]["namespaces"], json!(["team-a"]));
         let mut other = doc(Some("team-a"), json!(["team-a", "team-b"]));
         let e = confine(&mut other, "platform").unwrap_err();
-        assert!(e.0.contains("\"team-b\": an exception in namespace team-a"), "{e}");
+        assert!(
+            e.0.contains("\"team-b\": an exception in namespace team-a"),
+            "{e}"
+        );
         for (ns, wide) in [(Some("platform"), "platform"), (None, "platform")] {
             let mut d = doc(ns, json!(["team-b"]));
             confine(&mut d, wide).expect("may name any namespace");

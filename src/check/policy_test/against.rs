@@ -83,11 +83,14 @@ impl Row {
     }
 }
 
-/// A case's comparison, or why it was not sent.
+/// A case's comparison, or why it was not sent, or what went wrong.
 #[derive(Debug, Clone)]
 pub enum Comparison {
     Rows(Vec<Row>),
+    /// Not for the cluster (an InterlockPolicy): not a failure.
     NotSent(String),
+    /// The cluster could not answer: the case fails.
+    Failed(String),
 }
 
 /// The kube-apiserver of the kubeconfig, for every case of one run.
@@ -131,7 +134,7 @@ impl Against {
         });
         match result {
             Ok(rows) => Comparison::Rows(rows),
-            Err(e) => Comparison::NotSent(format!("not compared with the cluster: {e}")),
+            Err(e) => Comparison::Failed(format!("not compared with the cluster: {e}")),
         }
     }
 }

@@ -138,7 +138,6 @@ struct Runner<'a> {
 
 impl Runner<'_> {
     fn policy(&self, policy_file: &Path, cases: &[PathBuf], out: &mut Summary) {
-        let filter = self.filter;
         let policy = policy_name(policy_file);
         let loaded = manifest::load_paths(&[policy_file], &LoadOptions::default());
         // A policy that does not compile is said once, not once per case.
@@ -161,7 +160,10 @@ impl Runner<'_> {
                 }
             };
             let name = case.name.clone();
-            if filter.is_some_and(|f| !f.is_match(&format!("{policy}/{name}"))) {
+            if self
+                .filter
+                .is_some_and(|f| !f.is_match(&format!("{policy}/{name}")))
+            {
                 continue;
             }
             let mut result = CaseResult {
@@ -173,31 +175,40 @@ impl Runner<'_> {
                 cluster: None,
             };
             if !broken {
-                let findings;
-                (result.failures, findings) = run_loaded(&loaded.documents, &case);
-                if let Some(a) = self.against {
-                    let docs: Vec<Json> = loaded
-                        .documents
-                        .iter()
-                        .filter(|d| crate::policy::is_policy_document(&d.value))
-                        .map(|d| d.value.clone())
-                        .collect();
-                    let compared = a.compare(&docs, &case, &findings);
-                    if let Comparison::Rows(rows) = &compared {
-                        result
-                            .failures
-                            .extend(rows.iter().filter(|r| !r.agrees()).map(|r| {
-                                format!(
-                            "{}: kube-apiserver disagrees: Interlock: {}; kube-apiserver: {}",
-                            r.object, r.interlock, r.kube
-                        )
-                            }));
-                    }
-                    result.cluster = Some(compared);
-                }
+                self.run(&loaded.documents, &case, &mut result);
             }
             out.cases.push(result);
         }
+    }
+
+    /// Runs one case into `result`, and sends it to the cluster when asked.
+    fn run(&self, policy_docs: &[Document], case: &Case, result: &mut CaseResult) {
+        let findings;
+        (result.failures, findings) = run_loaded(policy_docs, case);
+        let Some(against) = self.against else {
+            return;
+        };
+        let docs: Vec<Json> = policy_docs
+            .iter()
+            .filter(|d| crate::policy::is_policy_document(&d.value))
+            .map(|d| d.value.clone())
+            .collect();
+        let compared = against.compare(&docs, case, &findings);
+        match &compared {
+            Comparison::Rows(rows) => {
+                result
+                    .failures
+                    .extend(rows.iter().filter(|r| !r.agrees()).map(|r| {
+                        format!(
+                            "{}: kube-apiserver disagrees: Interlock: {}; kube-apiserver: {}",
+                            r.object, r.interlock, r.kube
+                        )
+                    }))
+            }
+            Comparison::Failed(e) => result.failures.push(e.clone()),
+            Comparison::NotSent(_) => {}
+        }
+        result.cluster = Some(compared);
     }
 }
 

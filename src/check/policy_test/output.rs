@@ -30,6 +30,8 @@ impl CaseResult {
 /// that differ flagged.
 fn write_side_by_side(cluster: &Comparison, out: &mut dyn Write) -> io::Result<()> {
     let rows = match cluster {
+        // A failure is already among the case's failures.
+        Comparison::Failed(_) => return Ok(()),
         Comparison::NotSent(why) => return writeln!(out, "     {why}"),
         Comparison::Rows(rows) => rows,
     };
@@ -68,6 +70,7 @@ fn write_side_by_side(cluster: &Comparison, out: &mut dyn Write) -> io::Result<(
 fn comparison_json(c: &Comparison) -> serde_json::Value {
     match c {
         Comparison::NotSent(why) => serde_json::json!({"notSent": why}),
+        Comparison::Failed(why) => serde_json::json!({"failed": why}),
         Comparison::Rows(rows) => rows
             .iter()
             .map(|r| {

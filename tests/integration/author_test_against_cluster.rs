@@ -145,3 +145,85 @@ fn an_interlock_policy_is_not_sent() {
         "{stdout}"
     );
 }
+
+/// UPDATE cases go as a PUT over the old version, DELETE cases as a
+/// DELETE of an object created for it: kube-apiserver sees the same
+/// operation and oldObject as Interlock.
+#[test]
+fn update_and_delete_cases_are_sent_as_such() {
+    let cluster = TestCluster::shared();
+    let dir = tempfile::tempdir().unwrap();
+    let policy = dir.path().join("keep");
+    std::fs::create_dir_all(policy.join("tests")).unwrap();
+    std::fs::write(
+        policy.join("policy.yaml"),
+        "apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: keep}
+spec:
+  matchConstraints:
+    resourceRules:
+      - {apiGroups: [\"\"], apiVersions: [v1], resources: [configmaps], operations: [UPDATE, DELETE]}
+  validations:
+    - expression: \"oldObject.data.mode != 'keep' || (request.operation == 'UPDATE' && object.data.mode == 'keep')\"
+      messageExpression: \"request.operation + ' of a kept ConfigMap'\"
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: keep}
+spec: {policyName: keep, validationActions: [Deny]}
+",
+    )
+    .unwrap();
+    std::fs::write(
+        policy.join("tests/update.yaml"),
+        "apiVersion: interlock.dev/v1alpha1
+kind: PolicyTest
+metadata: {name: update}
+spec:
+  oldObjects:
+    - {apiVersion: v1, kind: ConfigMap, metadata: {name: kept, namespace: a}, data: {mode: keep}}
+    - {apiVersion: v1, kind: ConfigMap, metadata: {name: free, namespace: a}, data: {mode: free}}
+  expect:
+    - {object: {kind: ConfigMap, namespace: a, name: kept}, action: Deny, messageContains: UPDATE of a kept}
+---
+{apiVersion: v1, kind: ConfigMap, metadata: {name: kept, namespace: a}, data: {mode: gone}}
+---
+{apiVersion: v1, kind: ConfigMap, metadata: {name: free, namespace: a}, data: {mode: gone}}
+",
+    )
+    .unwrap();
+    std::fs::write(
+        policy.join("tests/delete.yaml"),
+        "apiVersion: interlock.dev/v1alpha1
+kind: PolicyTest
+metadata: {name: delete}
+spec:
+  request: {operation: DELETE}
+  expect:
+    - {object: {kind: ConfigMap, namespace: a, name: kept}, action: Deny, messageContains: DELETE of a kept}
+---
+{apiVersion: v1, kind: ConfigMap, metadata: {name: kept, namespace: a}, data: {mode: keep}}
+---
+{apiVersion: v1, kind: ConfigMap, metadata: {name: free, namespace: a}, data: {mode: free}}
+",
+    )
+    .unwrap();
+    let out = test_against(cluster, &[policy.to_str().unwrap()]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
+    let rows: Vec<&str> = stdout
+        .lines()
+        .map(str::trim_start)
+        .filter(|l| l.starts_with("same") || l.starts_with("DIFFERS"))
+        .collect();
+    assert_eq!(rows.len(), 4, "{stdout}");
+    assert!(rows.iter().all(|r| r.starts_with("same")), "{stdout}");
+    for op in ["UPDATE", "DELETE"] {
+        let denied = format!("Deny: {op} of a kept ConfigMap");
+        assert!(
+            rows.iter().any(|r| r.matches(&denied).count() == 2),
+            "both deny the {op}: {stdout}"
+        );
+    }
+}

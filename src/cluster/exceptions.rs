@@ -167,8 +167,10 @@ pub async fn list(
     let gvk = GroupVersionKind::gvk("interlock.dev", "v1alpha1", CLUSTER_KIND);
     let api: Api<DynamicObject> = match kube::discovery::pinned_kind(client, &gvk).await {
         Ok((ar, _)) => Api::all_with(client.clone(), &ar),
+        // The group is served without the kind, or not served at all
+        // (`404 page not found`, without a NotFound reason).
         Err(kube::Error::Discovery(_)) => return Ok((Vec::new(), Vec::new())),
-        Err(kube::Error::Api(s)) if s.is_not_found() => return Ok((Vec::new(), Vec::new())),
+        Err(kube::Error::Api(s)) if s.code == 404 => return Ok((Vec::new(), Vec::new())),
         Err(e) => return Err(e),
     };
     let mut sync = ExceptionSync::new(cluster_wide);

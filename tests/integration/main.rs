@@ -10,6 +10,7 @@ mod support;
 
 mod admission_robustness;
 mod audit_cli;
+mod audit_e2e;
 mod audit_live;
 mod authoring;
 mod authoring_exceptions;

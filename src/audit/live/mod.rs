@@ -199,7 +199,7 @@ impl LiveAudit {
                 Ok(false) => {}
                 Err(e) => {
                     self.metrics.write_failed();
-                    tracing::warn!(namespace = %ns, error = %e, "audit: report not written; retried after the next pass");
+                    tracing::warn!(namespace = %ns, error = %e, hint = reports::hint(&e), "audit: report not written; retried after the next pass");
                 }
             }
         }

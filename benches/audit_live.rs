@@ -342,11 +342,8 @@ fn beside(
     let (c, s, st) = (cluster.clone(), store.clone(), stop.clone());
     let (hold, pace) = (mode.hold, mode.pace);
     let auditor = std::thread::spawn(move || {
-        let mut a = Auditor {
-            hold,
-            pace,
-            ..Auditor::default()
-        };
+        let mut a = Auditor::default();
+        (a.hold, a.pace) = (hold, pace);
         let mut n = 0;
         while !st.load(Ordering::Relaxed) {
             a.pass(&c, &s, true);

@@ -9,7 +9,9 @@
 //! when its test ends.
 
 use crate::audit_cli::deployment;
-use crate::audit_live::{apply, config_map, eventually, install_crds, kubectl_ok, report, results_become};
+use crate::audit_live::{
+    apply, config_map, eventually, install_crds, kubectl_ok, report, results_become,
+};
 use crate::support;
 
 use serde_json::Value;
@@ -194,7 +196,8 @@ fn serve_with_audit_reports_a_violation_made_with_kubectl_and_clears_it_when_fix
         report(c, &ns).filter(|r| r["summary"]["fail"] == 1)
     });
     assert_eq!(
-        found["results"][0]["resources"][0]["name"], "broken",
+        found["results"][0]["resources"][0]["name"],
+        "broken",
         "{found:#}\n{}",
         serve.log()
     );
@@ -254,7 +257,12 @@ fn yaml_doc(yaml: &str) -> Value {
     use interlock::manifest::{load_str, Format, LoadOptions, Source};
     let loaded = load_str(Source::Stdin, yaml, Format::Yaml, &LoadOptions::default());
     assert!(loaded.errors.is_empty(), "{:?}", loaded.errors.first());
-    loaded.documents.into_iter().next().expect("a document").value
+    loaded
+        .documents
+        .into_iter()
+        .next()
+        .expect("a document")
+        .value
 }
 
 fn grants_report_kinds(rule: &Value) -> bool {
@@ -295,7 +303,12 @@ fn the_audit_role_is_what_the_audit_needs_and_without_it_the_audit_says_so() {
     // Without the audit's binding, the controller's own role does not let
     // it list the kinds only the audit reads (PodTemplates,
     // ReplicationControllers): it waits, and says which grant is missing.
-    let _ = c.kubectl(&["delete", "clusterrolebinding", "interlock-audit", "--ignore-not-found"]);
+    let _ = c.kubectl(&[
+        "delete",
+        "clusterrolebinding",
+        "interlock-audit",
+        "--ignore-not-found",
+    ]);
     let unbound = start_controller(&kubeconfig, dir.path(), NO_LEASE);
     let waiting = eventually("the audit names the kind it may not list", || {
         let log = unbound.log();
@@ -309,7 +322,10 @@ fn the_audit_role_is_what_the_audit_needs_and_without_it_the_audit_says_so() {
         "{waiting}"
     );
     assert_eq!(unbound.counter("interlock_audit_evaluations_total"), 0);
-    assert!(report(c, &ns).is_none(), "nothing evaluated, nothing written");
+    assert!(
+        report(c, &ns).is_none(),
+        "nothing evaluated, nothing written"
+    );
     drop(unbound);
 
     // The role without its PolicyReport rule: the audit evaluates, and says
@@ -324,7 +340,10 @@ fn the_audit_role_is_what_the_audit_needs_and_without_it_the_audit_says_so() {
             .find(|l| l.contains("cannot list stored reports"))
             .map(String::from)
     });
-    assert!(refused.contains("grant list, create and patch"), "{refused}");
+    assert!(
+        refused.contains("grant list, create and patch"),
+        "{refused}"
+    );
     eventually("the audit evaluated the namespace anyway", || {
         (unwritten.counter("interlock_audit_evaluations_total") > 0).then_some(())
     });

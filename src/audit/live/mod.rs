@@ -163,6 +163,8 @@ impl LiveAudit {
                     evaluated = pass.evaluated,
                     namespaces_changed = pass.changed.len(),
                     elapsed = ?started.elapsed(),
+                    evaluating = ?pass.busy,
+                    holds = pass.holds,
                     "audit pass"
                 );
             }

@@ -10,6 +10,7 @@ mod support;
 
 mod admission_robustness;
 mod audit_cli;
+mod audit_e2e;
 mod audit_live;
 mod author_eval_interactive;
 mod author_exceptions_crd;

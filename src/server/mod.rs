@@ -12,7 +12,9 @@
 //! - **Where evaluation runs.** Each body is read on the async side, then
 //!   parsed (once, straight into JSON) and evaluated on a dedicated
 //!   fixed set of threads behind one queue ([`executor`]; default: one
-//!   thread per CPU; `--eval-threads`), never on a tokio worker. Until issue 17, bodies up
+//!   thread per CPU; `--eval-threads`), never on a tokio worker. Bodies
+//!   over 128 KiB may occupy all threads but one, so a few near-limit or
+//!   adversarial bodies cannot make ordinary requests queue behind them. Until issue 17, bodies up
 //!   to 64 KiB were evaluated inline on the worker that read them (12%
 //!   less CPU per request at saturation, docs/PERFORMANCE.md), but an
 //!   evaluation can block: on the engine's `RwLock` behind a waiting

@@ -46,6 +46,11 @@ pub enum Command {
         /// without a `/` it matches any path segment); repeatable.
         #[arg(long)]
         exclude: Vec<String>,
+        /// Check objects as written: without kube-apiserver's defaulting
+        /// of built-in kinds (imagePullPolicy, requests from limits, ...;
+        /// docs/usage.md lists the fields).
+        #[arg(long)]
+        no_defaults: bool,
         #[command(flatten)]
         overrides: Overrides,
         /// Files, folders, or - for standard input.
@@ -174,6 +179,10 @@ pub enum Command {
         /// Output format.
         #[arg(short, long, default_value = "human")]
         output: check::policy_test::TestFormat,
+        /// Send the cases' objects as written, without kube-apiserver's
+        /// defaulting of built-in kinds.
+        #[arg(long)]
+        no_defaults: bool,
     },
 }
 

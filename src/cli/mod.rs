@@ -40,6 +40,7 @@ fn dispatch(command: Command) -> u8 {
             namespace,
             inventory,
             exclude,
+            no_defaults,
             overrides,
             paths,
         } => print_report(
@@ -53,6 +54,7 @@ fn dispatch(command: Command) -> u8 {
                 inventory,
                 exclude,
                 overrides,
+                no_defaults,
                 ..Default::default()
             }),
             output,
@@ -152,7 +154,19 @@ fn dispatch(command: Command) -> u8 {
         Command::Policies {
             command: PoliciesCommand::Export { dir },
         } => export_policies(&dir),
-        Command::Test { paths, run, output } => policy_tests(paths, run, output),
+        Command::Test {
+            paths,
+            run,
+            output,
+            no_defaults,
+        } => policy_tests(
+            check::policy_test::TestOptions {
+                paths,
+                run,
+                no_defaults,
+            },
+            output,
+        ),
     }
 }
 
@@ -212,11 +226,10 @@ fn webhook_config(
 }
 
 fn policy_tests(
-    paths: Vec<PathBuf>,
-    run: Option<String>,
+    opts: check::policy_test::TestOptions,
     output: check::policy_test::TestFormat,
 ) -> u8 {
-    let summary = check::policy_test::run(&check::policy_test::TestOptions { paths, run });
+    let summary = check::policy_test::run(&opts);
     let mut stdout = std::io::stdout().lock();
     match summary.write(output, &mut stdout) {
         // A closed pipe (`| head`) is the reader's choice, not an error.

@@ -16,6 +16,7 @@ mod authoring_exceptions;
 mod cel_creation_e2e;
 mod cel_robustness;
 mod control_plane;
+mod defaults_apiserver;
 mod controller;
 mod controller_replicas;
 mod policies;

@@ -29,6 +29,8 @@ pub struct TestOptions {
     pub paths: Vec<PathBuf>,
     /// Run only the cases whose `POLICY/CASE` matches this regular expression.
     pub run: Option<String>,
+    /// `--no-defaults`: send the case's objects as written.
+    pub no_defaults: bool,
 }
 
 /// The result of one case file.
@@ -89,7 +91,7 @@ pub fn run(opts: &TestOptions) -> Summary {
     let found = find(&opts.paths);
     summary.errors.extend(found.errors);
     for (policy_file, cases) in &found.policies {
-        run_policy(policy_file, cases, filter.as_ref(), &mut summary);
+        run_policy(policy_file, cases, filter.as_ref(), opts.no_defaults, &mut summary);
     }
     if let (Some(pattern), true) = (&opts.run, summary.cases.is_empty()) {
         if summary.errors.is_empty() {
@@ -110,7 +112,13 @@ fn policy_name(policy_file: &Path) -> String {
         .unwrap_or_else(|| policy_file.display().to_string())
 }
 
-fn run_policy(policy_file: &Path, cases: &[PathBuf], filter: Option<&Regex>, out: &mut Summary) {
+fn run_policy(
+    policy_file: &Path,
+    cases: &[PathBuf],
+    filter: Option<&Regex>,
+    no_defaults: bool,
+    out: &mut Summary,
+) {
     let policy = policy_name(policy_file);
     let loaded = manifest::load_paths(&[policy_file], &LoadOptions::default());
     // A policy that does not compile is said once, not once per case.
@@ -144,7 +152,7 @@ fn run_policy(policy_file: &Path, cases: &[PathBuf], filter: Option<&Regex>, out
             not_run: broken,
         };
         if !broken {
-            result.failures = run_loaded(&loaded.documents, case);
+            result.failures = run_loaded(&loaded.documents, case, no_defaults);
         }
         out.cases.push(result);
     }
@@ -210,7 +218,7 @@ pub fn run_case(policy_file: &Path, case_file: &Path) -> CaseResult {
     match load_case(case_file) {
         Ok(case) => {
             result.name = case.name.clone();
-            result.failures.extend(run_loaded(&loaded.documents, case));
+            result.failures.extend(run_loaded(&loaded.documents, case, false));
         }
         Err(e) => result.failures.push(e),
     }
@@ -232,7 +240,7 @@ fn inline_documents(header: &Document, field: &str, values: &[Json]) -> Vec<Docu
 }
 
 /// The failures of one case.
-fn run_loaded(policy_docs: &[Document], case: Case) -> Vec<String> {
+fn run_loaded(policy_docs: &[Document], case: Case, no_defaults: bool) -> Vec<String> {
     let mut failures = Vec::new();
     let spec: TestSpec = match case.header.value.get("spec").cloned() {
         None => TestSpec::default(),
@@ -251,11 +259,11 @@ fn run_loaded(policy_docs: &[Document], case: Case) -> Vec<String> {
     let mut check = CheckOptions {
         user: shape.user.clone(),
         shape: Some(shape.clone()),
+        no_defaults,
         ..Default::default()
     };
     for mut old in spec.old_objects.iter().cloned() {
-        super::run::default_namespace(&mut old, "default");
-        super::run::drop_nulls(&mut old);
+        check.as_admitted(&mut old);
         match ObjectKey::of(&old) {
             Some(k) => {
                 check.old_objects.insert(k, old);

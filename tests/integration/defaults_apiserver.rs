@@ -48,7 +48,7 @@ fn pods() -> Vec<Json> {
         json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "probes"},
             "spec": {"containers": [probes], "initContainers": [init, sidecar]}}),
         json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "volumes"},
-            "spec": {"restartPolicy": "Never", "volumes": volumes,
+            "spec": {"restartPolicy": "Never", "serviceAccountName": "robot", "volumes": volumes,
                 "containers": [container("c", &format!("nginx@{DIGEST}"))]}}),
         json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "host-network"},
             "spec": {"hostNetwork": true, "dnsPolicy": "Default", "terminationGracePeriodSeconds": 5,
@@ -57,7 +57,8 @@ fn pods() -> Vec<Json> {
                     "readinessProbe": {"grpc": {"port": 9000}}}]}}),
         json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "images"},
             "spec": {"enableServiceLinks": false, "containers": [
-                container("a", "localhost:5000/app"),
+                {"name": "a", "image": "localhost:5000/app",
+                    "resources": {"limits": {"cpu": "100u", "memory": "1.5Gi"}}},
                 container("b", "Example/App:1"),
                 container("c", "docker.io/library/nginx:latest"),
                 {"name": "d", "image": "nginx", "imagePullPolicy": "Never",
@@ -78,9 +79,8 @@ fn workloads() -> Vec<Json> {
             "livenessProbe": {"httpGet": {"port": 80}}}],
             "volumes": [{"name": "v"}, {"name": "s", "secret": {"secretName": "s"}}]})
     };
-    let job_spec = |image: &str| {
-        json!({"restartPolicy": "Never", "containers": [container("c", image)]})
-    };
+    let job_spec =
+        |image: &str| json!({"restartPolicy": "Never", "containers": [container("c", image)]});
     vec![
         json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "minimal"},
             "spec": {"selector": {"matchLabels": app("d1")}, "template": template(app("d1"), spec("nginx"))}}),
@@ -136,7 +136,7 @@ fn services() -> Vec<Json> {
     let port = json!([{"port": 80}]);
     vec![
         json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "cluster-ip"},
-            "spec": {"selector": {"app": "a"}, "ports": [{"port": 80}, {"port": 53, "protocol": "UDP", "targetPort": "dns", "name": "dns"}]}}),
+            "spec": {"selector": {"app": "a"}, "ports": [{"port": 80, "name": "http"}, {"port": 53, "protocol": "UDP", "targetPort": "dns", "name": "dns"}]}}),
         json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "node-port"},
             "spec": {"type": "NodePort", "sessionAffinity": "ClientIP", "selector": {"app": "a"}, "ports": port}}),
         json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "load-balancer"},
@@ -198,7 +198,13 @@ const CLUSTER_SCOPED: [&str; 3] = ["Namespace", "PersistentVolume", "IngressClas
 fn server_owned(object: &mut Json) {
     let kind = object["kind"].as_str().unwrap_or_default().to_string();
     if let Some(meta) = object["metadata"].as_object_mut() {
-        for key in ["uid", "resourceVersion", "creationTimestamp", "managedFields", "generation"] {
+        for key in [
+            "uid",
+            "resourceVersion",
+            "creationTimestamp",
+            "managedFields",
+            "generation",
+        ] {
             meta.remove(key);
         }
         if matches!(kind.as_str(), "PersistentVolumeClaim" | "PersistentVolume") {
@@ -213,7 +219,12 @@ fn server_owned(object: &mut Json) {
     };
     match kind.as_str() {
         "Service" => {
-            for key in ["clusterIP", "clusterIPs", "ipFamilies", "healthCheckNodePort"] {
+            for key in [
+                "clusterIP",
+                "clusterIPs",
+                "ipFamilies",
+                "healthCheckNodePort",
+            ] {
                 spec.remove(key);
             }
             let ports = spec.get_mut("ports").and_then(Json::as_array_mut);
@@ -228,12 +239,11 @@ fn server_owned(object: &mut Json) {
         }
         "Job" => {
             spec.remove("selector");
-            if let Some(labels) = spec
-                .get_mut("template")
-                .and_then(|t| t.pointer_mut("/metadata/labels"))
-                .and_then(Json::as_object_mut)
-            {
-                labels.retain(|k, _| !k.contains("controller-uid") && !k.contains("job-name"));
+            let generated = |k: &String| k.contains("controller-uid") || k.contains("job-name");
+            for pointer in ["/spec/template/metadata/labels", "/metadata/labels"] {
+                if let Some(labels) = object.pointer_mut(pointer).and_then(Json::as_object_mut) {
+                    labels.retain(|k, _| !generated(k));
+                }
             }
         }
         _ => {}
@@ -276,19 +286,22 @@ fn defaulting_matches_what_kube_apiserver_stores() {
     }
     let list = json!({"apiVersion": "v1", "kind": "List", "items": inputs});
     let out = cluster.kubectl_stdin(&["create", "-o", "json", "-f", "-"], &list.to_string());
-    let created: Json = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "kubectl create: {e}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        )
-    });
-    assert!(out.status.success(), "kubectl create: {}", String::from_utf8_lossy(&out.stderr));
-    let stored = created["items"].as_array().expect("a List of the created objects");
+    assert!(
+        out.status.success(),
+        "kubectl create: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // One JSON document per created object, in input order.
+    let stored: Vec<Json> = serde_json::Deserializer::from_slice(&out.stdout)
+        .into_iter::<Json>()
+        .collect::<Result<_, _>>()
+        .unwrap_or_else(|e| panic!("kubectl create -o json: {e}"));
     assert_eq!(stored.len(), inputs.len(), "one created object per input");
     let mut disagreements = Vec::new();
     for (input, stored) in inputs.iter().zip(stored) {
         let mut ours = input.clone();
         interlock::k8s::defaults::apply(&mut ours);
+        server_owned(&mut ours);
         let mut theirs = stored.clone();
         server_owned(&mut theirs);
         let name = format!("{} {}", input["kind"], input["metadata"]["name"]);

@@ -91,7 +91,13 @@ pub fn run(opts: &TestOptions) -> Summary {
     let found = find(&opts.paths);
     summary.errors.extend(found.errors);
     for (policy_file, cases) in &found.policies {
-        run_policy(policy_file, cases, filter.as_ref(), opts.no_defaults, &mut summary);
+        run_policy(
+            policy_file,
+            cases,
+            filter.as_ref(),
+            opts.no_defaults,
+            &mut summary,
+        );
     }
     if let (Some(pattern), true) = (&opts.run, summary.cases.is_empty()) {
         if summary.errors.is_empty() {
@@ -218,7 +224,9 @@ pub fn run_case(policy_file: &Path, case_file: &Path) -> CaseResult {
     match load_case(case_file) {
         Ok(case) => {
             result.name = case.name.clone();
-            result.failures.extend(run_loaded(&loaded.documents, case, false));
+            result
+                .failures
+                .extend(run_loaded(&loaded.documents, case, false));
         }
         Err(e) => result.failures.push(e),
     }

@@ -19,6 +19,13 @@
 //! `serviceAccountName`, tolerations, token volume) and `status` are not;
 //! docs/usage.md lists what is and is not defaulted.
 //!
+//! Go also writes out struct-valued fields that are left out (a container's
+//! `resources: {}`, a template's `metadata: {}`) and fills in what the
+//! v1 conversions derive (a pod spec's deprecated `serviceAccount`, a
+//! StatefulSet's claim templates' `apiVersion` and `kind`, a DaemonSet's
+//! template-generation annotation); admission sees those too, so they are
+//! here as well.
+//!
 //! Defaulting only adds fields (and drops a Service's `sessionAffinityConfig`
 //! when the affinity is `None`, as kube-apiserver does); it never moves an
 //! existing value, so source positions of findings stay where they were.
@@ -37,7 +44,10 @@ type Map = JsonMap<String, Json>;
 /// versions without built-in defaults are left as they are; so are fields
 /// of the wrong type (kube-apiserver refuses those objects).
 pub fn apply(object: &mut Json) {
-    let api_version = object.get("apiVersion").and_then(Json::as_str).unwrap_or("");
+    let api_version = object
+        .get("apiVersion")
+        .and_then(Json::as_str)
+        .unwrap_or("");
     let kind = object.get("kind").and_then(Json::as_str).unwrap_or("");
     let Some(handler) = handler(api_version, kind) else {
         return;
@@ -138,8 +148,8 @@ fn is_empty_map(m: &Map, key: &str) -> bool {
         .is_none_or(JsonMap::is_empty)
 }
 
-/// `SetDefaults_ResourceList`, and the canonical text kube-apiserver
-/// writes quantities back in (`1000m` becomes `1`, `0.5` becomes `500m`,
+/// `SetDefaults_ResourceList` (rounded up to millis), and the canonical
+/// text kube-apiserver writes quantities back in (`1000m` becomes `1`, `0.5` becomes `500m`,
 /// a YAML number becomes a string), which is what admission sees.
 fn resource_list(m: &mut Map, key: &str) {
     let Some(list) = child(m, key) else { return };
@@ -150,7 +160,7 @@ fn resource_list(m: &mut Map, key: &str) {
             _ => continue,
         };
         if let Ok(q) = crate::cel::k8s::quantity::Quantity::parse(text.trim()) {
-            *value = Json::String(q.canonical());
+            *value = Json::String(q.round_up_to_milli().canonical());
         }
     }
 }
@@ -165,7 +175,9 @@ fn resource_requirements(m: &mut Map, key: &str) {
 // ---- core/v1 kinds without pod specs ----
 
 fn service(svc: &mut Map) {
-    let Some(spec) = child_or_new(svc, "spec") else { return };
+    let Some(spec) = child_or_new(svc, "spec") else {
+        return;
+    };
     default_str(spec, "sessionAffinity", "None");
     match str_of(spec, "sessionAffinity") {
         "None" => {
@@ -251,7 +263,9 @@ fn namespace(ns: &mut Map) {
             }
         }
     }
-    let Some(spec) = child_or_new(ns, "spec") else { return };
+    let Some(spec) = child_or_new(ns, "spec") else {
+        return;
+    };
     let Some(finalizers) = spec
         .entry("finalizers")
         .or_insert_with(|| json!([]))
@@ -271,7 +285,9 @@ fn persistent_volume_claim(pvc: &mut Map) {
 }
 
 fn persistent_volume(pv: &mut Map) {
-    let Some(spec) = child_or_new(pv, "spec") else { return };
+    let Some(spec) = child_or_new(pv, "spec") else {
+        return;
+    };
     default_str(spec, "persistentVolumeReclaimPolicy", "Retain");
     default_ptr(spec, "volumeMode", json!("Filesystem"));
     resource_list(spec, "capacity");
@@ -287,14 +303,22 @@ fn endpoints(ep: &mut Map) {
 }
 
 fn limit_range(lr: &mut Map) {
-    let Some(spec) = child(lr, "spec") else { return };
+    let Some(spec) = child(lr, "spec") else {
+        return;
+    };
     for item in each(spec, "limits") {
         if str_of(item, "type") == "Container" {
             copy_missing(item, "max", "default");
             copy_missing(item, "default", "defaultRequest");
             copy_missing(item, "min", "defaultRequest");
         }
-        for key in ["max", "min", "default", "defaultRequest", "maxLimitRequestRatio"] {
+        for key in [
+            "max",
+            "min",
+            "default",
+            "defaultRequest",
+            "maxLimitRequestRatio",
+        ] {
             resource_list(item, key);
         }
     }
@@ -310,7 +334,9 @@ fn copy_missing(m: &mut Map, from: &str, to: &str) {
     if source.is_empty() {
         return;
     }
-    let Some(target) = child_or_new(m, to) else { return };
+    let Some(target) = child_or_new(m, to) else {
+        return;
+    };
     for (k, v) in source {
         target.entry(k).or_insert(v);
     }
@@ -325,7 +351,10 @@ fn resource_quota(rq: &mut Map) {
 // ---- networking.k8s.io/v1 ----
 
 fn network_policy(np: &mut Map) {
-    let Some(spec) = child_or_new(np, "spec") else { return };
+    let Some(spec) = child_or_new(np, "spec") else {
+        return;
+    };
+    default_ptr(spec, "podSelector", json!({}));
     let no_types = spec
         .get("policyTypes")
         .and_then(Json::as_array)

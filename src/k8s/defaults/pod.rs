@@ -13,7 +13,9 @@ const CONTAINER_LISTS: [&str; 3] = ["initContainers", "containers", "ephemeralCo
 /// host ports under host networking), then the pod spec's defaults.
 /// Pod-level `spec.resources` defaulting (PodLevelResources) is not done.
 pub(super) fn pod(pod: &mut Map) {
-    let Some(spec) = child_or_new(pod, "spec") else { return };
+    let Some(spec) = child_or_new(pod, "spec") else {
+        return;
+    };
     for list in ["containers", "initContainers"] {
         for c in each(spec, list) {
             requests_from_limits(c);
@@ -32,14 +34,18 @@ pub(super) fn pod(pod: &mut Map) {
 
 /// A container's requests default to its limits, resource by resource.
 fn requests_from_limits(container: &mut Map) {
-    let Some(resources) = child(container, "resources") else { return };
+    let Some(resources) = child(container, "resources") else {
+        return;
+    };
     let Some(limits) = resources.get("limits").and_then(Json::as_object).cloned() else {
         return;
     };
     if limits.is_empty() {
         return;
     }
-    let Some(requests) = child_or_new(resources, "requests") else { return };
+    let Some(requests) = child_or_new(resources, "requests") else {
+        return;
+    };
     for (k, v) in limits {
         requests.entry(k).or_insert(v);
     }
@@ -47,9 +53,7 @@ fn requests_from_limits(container: &mut Map) {
 
 fn host_ports(container: &mut Map) {
     for port in each(container, "ports") {
-        let unset = port
-            .get("hostPort")
-            .is_none_or(|p| p.as_f64() == Some(0.0));
+        let unset = port.get("hostPort").is_none_or(|p| p.as_f64() == Some(0.0));
         if unset {
             if let Some(p) = port.get("containerPort").cloned() {
                 port.insert("hostPort".into(), p);
@@ -61,6 +65,7 @@ fn host_ports(container: &mut Map) {
 /// A pod spec, in a Pod or in any template (`SetObjectDefaults_PodTemplate`
 /// and the workloads apply the same).
 pub(super) fn pod_spec(spec: &mut Map) {
+    service_account_alias(spec);
     default_str(spec, "dnsPolicy", "ClusterFirst");
     default_str(spec, "restartPolicy", "Always");
     default_ptr(spec, "securityContext", json!({}));
@@ -78,7 +83,22 @@ pub(super) fn pod_spec(spec: &mut Map) {
     resource_requirements(spec, "resources");
 }
 
+/// `serviceAccount` is the deprecated name of `serviceAccountName`: the
+/// conversion fills in each from the other (the new name wins).
+fn service_account_alias(spec: &mut Map) {
+    let name = match str_of(spec, "serviceAccountName") {
+        "" => str_of(spec, "serviceAccount").to_string(),
+        name => name.to_string(),
+    };
+    if !name.is_empty() {
+        spec.insert("serviceAccountName".into(), json!(name));
+        spec.insert("serviceAccount".into(), json!(name));
+    }
+}
+
 fn container(c: &mut Map) {
+    // A struct in Go, written out even when empty.
+    default_ptr(c, "resources", json!({}));
     let policy = pull_policy(str_of(c, "image"));
     default_str(c, "imagePullPolicy", policy);
     default_str(c, "terminationMessagePath", "/dev/termination-log");
@@ -87,7 +107,9 @@ fn container(c: &mut Map) {
         default_str(port, "protocol", "TCP");
     }
     for env in each(c, "env") {
-        let Some(from) = child(env, "valueFrom") else { continue };
+        let Some(from) = child(env, "valueFrom") else {
+            continue;
+        };
         if let Some(field) = child(from, "fieldRef") {
             default_str(field, "apiVersion", "v1");
         }
@@ -195,7 +217,10 @@ fn valid_digest(d: &str) -> bool {
         "sha512" => 128,
         _ => return false,
     };
-    hex.len() == len && hex.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    hex.len() == len
+        && hex
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
 /// `ParseNormalizedNamed`'s checks of the name: an optional domain, then
@@ -205,7 +230,11 @@ fn valid_repository(repo: &str) -> bool {
     if repo.is_empty() || repo.len() > 255 {
         return false;
     }
-    if repo.len() == 64 && repo.bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()) {
+    if repo.len() == 64
+        && repo
+            .bytes()
+            .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+    {
         return false;
     }
     let path = match repo.split_once('/') {
@@ -240,7 +269,9 @@ fn valid_domain(d: &str) -> bool {
             !label.is_empty()
                 && !label.starts_with('-')
                 && !label.ends_with('-')
-                && label.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+                && label
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-')
         })
 }
 
@@ -299,6 +330,7 @@ fn volume(v: &mut Map) {
         }
     }
     if let Some(template) = child(v, "ephemeral").and_then(|e| child(e, "volumeClaimTemplate")) {
+        default_ptr(template, "metadata", json!({}));
         if let Some(spec) = child_or_new(template, "spec") {
             pvc_spec(spec);
         }
@@ -341,5 +373,6 @@ fn field_refs(downward: &mut Map) {
 /// A PersistentVolumeClaim's spec, in a claim or in a template.
 pub(super) fn pvc_spec(spec: &mut Map) {
     default_ptr(spec, "volumeMode", json!("Filesystem"));
+    default_ptr(spec, "resources", json!({}));
     resource_requirements(spec, "resources");
 }

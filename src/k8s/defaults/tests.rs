@@ -96,7 +96,27 @@ fn requests_default_to_limits_in_pods_only() {
         "spec": {"template": {"spec": {"containers": containers}}}}));
     let r = at(&d, "/spec/template/spec/containers/0/resources");
     assert_eq!(r["requests"], json!({"cpu": "500m"}));
-    assert!(d.pointer("/spec/template/spec/enableServiceLinks").is_none());
+    assert!(d
+        .pointer("/spec/template/spec/enableServiceLinks")
+        .is_none());
+}
+
+#[test]
+fn quantities_are_rounded_up_to_millis_and_canonical() {
+    let p = pod(
+        json!({"containers": [{"name": "c", "image": "nginx", "resources": {
+        "limits": {"cpu": "100u", "memory": "1.5Gi", "example.com/gpu": 2},
+        "requests": {"cpu": "0.0001", "memory": "1536Mi"}}}]}),
+    );
+    let r = at(&p, "/spec/containers/0/resources");
+    assert_eq!(
+        r["limits"],
+        json!({"cpu": "1m", "memory": "1536Mi", "example.com/gpu": "2"})
+    );
+    assert_eq!(
+        r["requests"],
+        json!({"cpu": "1m", "memory": "1536Mi", "example.com/gpu": "2"})
+    );
 }
 
 #[test]
@@ -126,30 +146,43 @@ fn probes_and_hooks() {
 
 #[test]
 fn env_references() {
-    let p = pod(json!({"containers": [{"name": "c", "image": "nginx", "env": [
+    let p = pod(
+        json!({"containers": [{"name": "c", "image": "nginx", "env": [
         {"name": "A", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
-        {"name": "B", "value": "b"}]}]}));
-    assert_eq!(at(&p, "/spec/containers/0/env/0/valueFrom/fieldRef/apiVersion"), "v1");
-    assert_eq!(at(&p, "/spec/containers/0/env/1"), &json!({"name": "B", "value": "b"}));
+        {"name": "B", "value": "b"}]}]}),
+    );
+    assert_eq!(
+        at(&p, "/spec/containers/0/env/0/valueFrom/fieldRef/apiVersion"),
+        "v1"
+    );
+    assert_eq!(
+        at(&p, "/spec/containers/0/env/1"),
+        &json!({"name": "B", "value": "b"})
+    );
 }
 
 #[test]
 fn volumes() {
-    let p = pod(json!({"containers": [{"name": "c", "image": "nginx"}], "volumes": [
+    let p = pod(
+        json!({"containers": [{"name": "c", "image": "nginx"}], "volumes": [
         {"name": "scratch"},
         {"name": "s", "secret": {"secretName": "x"}},
         {"name": "m", "configMap": {"name": "x", "defaultMode": 256}},
         {"name": "h", "hostPath": {"path": "/tmp"}},
         {"name": "p", "projected": {"sources": [{"serviceAccountToken": {"path": "t"}},
             {"downwardAPI": {"items": [{"path": "n", "fieldRef": {"fieldPath": "metadata.name"}}]}}]}},
-        {"name": "i", "image": {"reference": "quay.io/x/y"}}]}));
+        {"name": "i", "image": {"reference": "quay.io/x/y"}}]}),
+    );
     let v = at(&p, "/spec/volumes");
     assert_eq!(v[0]["emptyDir"], json!({}));
     assert_eq!(v[1]["secret"]["defaultMode"], 420);
     assert_eq!(v[2]["configMap"]["defaultMode"], 256);
     assert_eq!(v[3]["hostPath"]["type"], "");
     assert_eq!(v[4]["projected"]["defaultMode"], 420);
-    assert_eq!(v[4]["projected"]["sources"][0]["serviceAccountToken"]["expirationSeconds"], 3600);
+    assert_eq!(
+        v[4]["projected"]["sources"][0]["serviceAccountToken"]["expirationSeconds"],
+        3600
+    );
     assert_eq!(
         v[4]["projected"]["sources"][1]["downwardAPI"]["items"][0]["fieldRef"]["apiVersion"],
         "v1"
@@ -159,13 +192,18 @@ fn volumes() {
 
 #[test]
 fn service_defaults() {
-    let s = defaulted(json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"},
+    let s = defaulted(
+        json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"},
         "spec": {"selector": {"app": "a"}, "ports": [{"port": 80}, {"port": 53, "targetPort": "dns", "protocol": "UDP"}],
-            "sessionAffinityConfig": {"clientIP": {"timeoutSeconds": 5}}}}));
+            "sessionAffinityConfig": {"clientIP": {"timeoutSeconds": 5}}}}),
+    );
     let spec = &s["spec"];
     assert_eq!(spec["type"], "ClusterIP");
     assert_eq!(spec["sessionAffinity"], "None");
-    assert!(spec.get("sessionAffinityConfig").is_none(), "dropped with None");
+    assert!(
+        spec.get("sessionAffinityConfig").is_none(),
+        "dropped with None"
+    );
     assert_eq!(spec["ports"][0]["protocol"], "TCP");
     assert_eq!(spec["ports"][0]["targetPort"], 80);
     assert_eq!(spec["ports"][1]["targetPort"], "dns");
@@ -177,29 +215,40 @@ fn service_defaults() {
 
 #[test]
 fn load_balancer_and_client_ip() {
-    let s = defaulted(json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"},
-        "spec": {"type": "LoadBalancer", "sessionAffinity": "ClientIP", "ports": [{"port": 80}]}}));
+    let s = defaulted(
+        json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"},
+        "spec": {"type": "LoadBalancer", "sessionAffinity": "ClientIP", "ports": [{"port": 80}]}}),
+    );
     let spec = &s["spec"];
     assert_eq!(spec["externalTrafficPolicy"], "Cluster");
     assert_eq!(spec["allocateLoadBalancerNodePorts"], true);
-    assert_eq!(spec["sessionAffinityConfig"]["clientIP"]["timeoutSeconds"], 10800);
+    assert_eq!(
+        spec["sessionAffinityConfig"]["clientIP"]["timeoutSeconds"],
+        10800
+    );
 }
 
 #[test]
 fn headless_and_external_name_services() {
-    let headless = defaulted(json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"},
-        "spec": {"clusterIP": "None"}}));
+    let headless = defaulted(
+        json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"},
+        "spec": {"clusterIP": "None"}}),
+    );
     assert_eq!(headless["spec"]["ipFamilyPolicy"], "RequireDualStack");
-    let external = defaulted(json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"},
-        "spec": {"type": "ExternalName", "externalName": "example.com"}}));
+    let external = defaulted(
+        json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"},
+        "spec": {"type": "ExternalName", "externalName": "example.com"}}),
+    );
     assert!(external["spec"].get("ipFamilyPolicy").is_none());
     assert!(external["spec"].get("internalTrafficPolicy").is_none());
 }
 
 #[test]
 fn deployment_defaults() {
-    let d = defaulted(json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
-        "spec": {"template": {"spec": {"containers": [{"name": "c", "image": "nginx"}]}}}}));
+    let d = defaulted(
+        json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+        "spec": {"template": {"spec": {"containers": [{"name": "c", "image": "nginx"}]}}}}),
+    );
     let spec = &d["spec"];
     assert_eq!(spec["replicas"], 1);
     assert_eq!(
@@ -209,7 +258,10 @@ fn deployment_defaults() {
     assert_eq!(spec["revisionHistoryLimit"], 10);
     assert_eq!(spec["progressDeadlineSeconds"], 600);
     assert_eq!(spec["template"]["spec"]["restartPolicy"], "Always");
-    assert_eq!(spec["template"]["spec"]["containers"][0]["imagePullPolicy"], "Always");
+    assert_eq!(
+        spec["template"]["spec"]["containers"][0]["imagePullPolicy"],
+        "Always"
+    );
     let recreate = defaulted(json!({"apiVersion": "apps/v1", "kind": "Deployment",
         "metadata": {"name": "d"}, "spec": {"strategy": {"type": "Recreate"}}}));
     assert_eq!(recreate["spec"]["strategy"], json!({"type": "Recreate"}));
@@ -217,21 +269,27 @@ fn deployment_defaults() {
 
 #[test]
 fn daemon_set_and_replica_set() {
-    let ds = defaulted(json!({"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "d"}, "spec": {}}));
+    let ds = defaulted(
+        json!({"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "d"}, "spec": {}}),
+    );
     assert_eq!(
         ds["spec"]["updateStrategy"],
         json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 0}})
     );
     assert_eq!(ds["spec"]["revisionHistoryLimit"], 10);
-    let rs = defaulted(json!({"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "r"}, "spec": {}}));
+    let rs = defaulted(
+        json!({"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "r"}, "spec": {}}),
+    );
     assert_eq!(rs["spec"]["replicas"], 1);
 }
 
 #[test]
 fn stateful_set_defaults() {
-    let ss = defaulted(json!({"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "s"},
+    let ss = defaulted(
+        json!({"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "s"},
         "spec": {"volumeClaimTemplates": [{"metadata": {"name": "data"},
-            "spec": {"resources": {"requests": {"storage": "1024Mi"}}}}]}}));
+            "spec": {"resources": {"requests": {"storage": "1024Mi"}}}}]}}),
+    );
     let spec = &ss["spec"];
     assert_eq!(spec["podManagementPolicy"], "OrderedReady");
     assert_eq!(
@@ -250,9 +308,11 @@ fn stateful_set_defaults() {
 
 #[test]
 fn job_defaults() {
-    let j = defaulted(json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"},
+    let j = defaulted(
+        json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"},
         "spec": {"template": {"metadata": {"labels": {"app": "j"}},
-            "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox:1"}]}}}}));
+            "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox:1"}]}}}}),
+    );
     assert_eq!(j["metadata"]["labels"], json!({"app": "j"}));
     let spec = &j["spec"];
     for (field, value) in [
@@ -266,21 +326,28 @@ fn job_defaults() {
     ] {
         assert_eq!(spec[field], value, "{field}");
     }
-    let parallel = defaulted(json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"},
+    let parallel = defaulted(
+        json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"},
         "spec": {"parallelism": 3, "backoffLimitPerIndex": 1, "completionMode": "Indexed", "completions": 3,
-            "podFailurePolicy": {"rules": [{"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}]}}}));
+            "podFailurePolicy": {"rules": [{"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}]}}}),
+    );
     let spec = &parallel["spec"];
     assert_eq!(spec["completions"], 3);
     assert_eq!(spec["backoffLimit"], 2147483647);
     assert_eq!(spec["podReplacementPolicy"], "Failed");
-    assert_eq!(spec["podFailurePolicy"]["rules"][0]["onPodConditions"][0]["status"], "True");
+    assert_eq!(
+        spec["podFailurePolicy"]["rules"][0]["onPodConditions"][0]["status"],
+        "True"
+    );
 }
 
 #[test]
 fn cron_job_defaults_its_own_fields_and_the_pod_spec_only() {
-    let cj = defaulted(json!({"apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": "c"},
+    let cj = defaulted(
+        json!({"apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": "c"},
         "spec": {"schedule": "* * * * *", "jobTemplate": {"spec": {"template": {"spec": {
-            "restartPolicy": "OnFailure", "containers": [{"name": "c", "image": "busybox"}]}}}}}}));
+            "restartPolicy": "OnFailure", "containers": [{"name": "c", "image": "busybox"}]}}}}}}),
+    );
     let spec = &cj["spec"];
     assert_eq!(spec["concurrencyPolicy"], "Allow");
     assert_eq!(spec["suspend"], false);
@@ -295,30 +362,47 @@ fn cron_job_defaults_its_own_fields_and_the_pod_spec_only() {
 
 #[test]
 fn other_core_kinds() {
-    let secret = defaulted(json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}}));
+    let secret =
+        defaulted(json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}}));
     assert_eq!(secret["type"], "Opaque");
     let ns = defaulted(json!({"apiVersion": "v1", "kind": "Namespace",
         "metadata": {"name": "team", "labels": {"kubernetes.io/metadata.name": "other"}}}));
-    assert_eq!(ns["metadata"]["labels"]["kubernetes.io/metadata.name"], "team");
+    assert_eq!(
+        ns["metadata"]["labels"]["kubernetes.io/metadata.name"],
+        "team"
+    );
     assert_eq!(ns["spec"]["finalizers"], json!(["kubernetes"]));
-    let pvc = defaulted(json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "c"},
-        "spec": {"resources": {"requests": {"storage": 1073741824}}}}));
+    let pvc = defaulted(
+        json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "c"},
+        "spec": {"resources": {"requests": {"storage": 1073741824}}}}),
+    );
     assert_eq!(pvc["spec"]["volumeMode"], "Filesystem");
-    assert_eq!(pvc["spec"]["resources"]["requests"]["storage"], "1073741824");
-    let rc = defaulted(json!({"apiVersion": "v1", "kind": "ReplicationController", "metadata": {"name": "r"},
-        "spec": {"template": {"metadata": {"labels": {"app": "r"}}, "spec": {}}}}));
+    assert_eq!(
+        pvc["spec"]["resources"]["requests"]["storage"],
+        "1073741824"
+    );
+    let rc = defaulted(
+        json!({"apiVersion": "v1", "kind": "ReplicationController", "metadata": {"name": "r"},
+        "spec": {"template": {"metadata": {"labels": {"app": "r"}}, "spec": {}}}}),
+    );
     assert_eq!(rc["spec"]["selector"], json!({"app": "r"}));
     assert_eq!(rc["metadata"]["labels"], json!({"app": "r"}));
     assert_eq!(rc["spec"]["replicas"], 1);
     let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}});
-    assert_eq!(defaulted(cm.clone()), cm, "an empty data map is not written out");
+    assert_eq!(
+        defaulted(cm.clone()),
+        cm,
+        "an empty data map is not written out"
+    );
 }
 
 #[test]
 fn network_policy_defaults() {
-    let np = defaulted(json!({"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+    let np = defaulted(
+        json!({"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
         "metadata": {"name": "n"}, "spec": {"podSelector": {},
-            "egress": [{"ports": [{"port": 53}]}]}}));
+            "egress": [{"ports": [{"port": 53}]}]}}),
+    );
     assert_eq!(np["spec"]["policyTypes"], json!(["Ingress", "Egress"]));
     assert_eq!(np["spec"]["egress"][0]["ports"][0]["protocol"], "TCP");
 }

@@ -7,9 +7,16 @@ use super::pod::{pod_spec, pvc_spec};
 use super::{child, child_or_new, default_ptr, default_str, each, str_of, Map};
 use serde_json::{json, Value as Json};
 
-/// `spec.template.spec` of a workload (or of whatever `template` holds).
+const TEMPLATE_GENERATION: &str = "deprecated.daemonset.template.generation";
+
+/// `spec.template` of a workload (or whatever holds a `template`): its
+/// pod spec's defaults, and an empty `metadata`, which Go writes out.
 fn template_spec(holder: &mut Map) {
-    if let Some(spec) = child(holder, "template").and_then(|t| child_or_new(t, "spec")) {
+    let Some(template) = child(holder, "template") else {
+        return;
+    };
+    default_ptr(template, "metadata", json!({}));
+    if let Some(spec) = child_or_new(template, "spec") {
         pod_spec(spec);
     }
 }
@@ -36,7 +43,9 @@ pub(super) fn replication_controller(rc: &mut Map) {
             }
         }
     }
-    let Some(spec) = child_or_new(rc, "spec") else { return };
+    let Some(spec) = child_or_new(rc, "spec") else {
+        return;
+    };
     default_ptr(spec, "replicas", json!(1));
     template_spec(spec);
 }
@@ -48,7 +57,9 @@ fn is_empty(value: Option<&Json>) -> bool {
 }
 
 pub(super) fn deployment(d: &mut Map) {
-    let Some(spec) = child_or_new(d, "spec") else { return };
+    let Some(spec) = child_or_new(d, "spec") else {
+        return;
+    };
     default_ptr(spec, "replicas", json!(1));
     if let Some(strategy) = child_or_new(spec, "strategy") {
         default_str(strategy, "type", "RollingUpdate");
@@ -64,8 +75,23 @@ pub(super) fn deployment(d: &mut Map) {
     template_spec(spec);
 }
 
+/// Besides the spec's defaults, the template generation the registry
+/// starts at (`PrepareForCreate`), which apps/v1 carries as an annotation.
 pub(super) fn daemon_set(ds: &mut Map) {
-    let Some(spec) = child_or_new(ds, "spec") else { return };
+    if let Some(annotations) =
+        child_or_new(ds, "metadata").and_then(|m| child_or_new(m, "annotations"))
+    {
+        let generation = annotations
+            .get(TEMPLATE_GENERATION)
+            .and_then(Json::as_str)
+            .and_then(|g| g.parse::<i64>().ok());
+        if generation.is_none_or(|g| g < 1) {
+            annotations.insert(TEMPLATE_GENERATION.into(), json!("1"));
+        }
+    }
+    let Some(spec) = child_or_new(ds, "spec") else {
+        return;
+    };
     if let Some(strategy) = child_or_new(spec, "updateStrategy") {
         default_str(strategy, "type", "RollingUpdate");
         if str_of(strategy, "type") == "RollingUpdate" {
@@ -80,7 +106,9 @@ pub(super) fn daemon_set(ds: &mut Map) {
 }
 
 pub(super) fn stateful_set(ss: &mut Map) {
-    let Some(spec) = child_or_new(ss, "spec") else { return };
+    let Some(spec) = child_or_new(ss, "spec") else {
+        return;
+    };
     default_str(spec, "podManagementPolicy", "OrderedReady");
     if let Some(strategy) = child_or_new(spec, "updateStrategy") {
         if str_of(strategy, "type").is_empty() {
@@ -101,6 +129,9 @@ pub(super) fn stateful_set(ss: &mut Map) {
     default_ptr(spec, "revisionHistoryLimit", json!(10));
     template_spec(spec);
     for claim in each(spec, "volumeClaimTemplates") {
+        // The apps/v1 conversion writes these into every claim template.
+        claim.insert("apiVersion".into(), json!("v1"));
+        claim.insert("kind".into(), json!("PersistentVolumeClaim"));
         // SetDefaults_PersistentVolumeClaim: inside spec, so admission sees it.
         if let Some(status) = child_or_new(claim, "status") {
             default_str(status, "phase", "Pending");
@@ -112,7 +143,9 @@ pub(super) fn stateful_set(ss: &mut Map) {
 }
 
 pub(super) fn replica_set(rs: &mut Map) {
-    let Some(spec) = child_or_new(rs, "spec") else { return };
+    let Some(spec) = child_or_new(rs, "spec") else {
+        return;
+    };
     default_ptr(spec, "replicas", json!(1));
     template_spec(spec);
 }
@@ -128,7 +161,9 @@ pub(super) fn job(job: &mut Map) {
             meta.insert("labels".into(), labels);
         }
     }
-    let Some(spec) = child_or_new(job, "spec") else { return };
+    let Some(spec) = child_or_new(job, "spec") else {
+        return;
+    };
     if !spec.contains_key("completions") && !spec.contains_key("parallelism") {
         spec.insert("completions".into(), json!(1));
     }
@@ -154,7 +189,9 @@ pub(super) fn job(job: &mut Map) {
 
 /// `onPodConditions[].status` defaults to `True`.
 fn pod_failure_policy(job_spec: &mut Map) {
-    let Some(policy) = child(job_spec, "podFailurePolicy") else { return };
+    let Some(policy) = child(job_spec, "podFailurePolicy") else {
+        return;
+    };
     for rule in each(policy, "rules") {
         for pattern in each(rule, "onPodConditions") {
             default_str(pattern, "status", "True");
@@ -166,12 +203,18 @@ fn pod_failure_policy(job_spec: &mut Map) {
 /// pod spec; the job template's other fields are defaulted when the Job is
 /// made, not in the CronJob.
 pub(super) fn cron_job(cj: &mut Map) {
-    let Some(spec) = child_or_new(cj, "spec") else { return };
+    let Some(spec) = child_or_new(cj, "spec") else {
+        return;
+    };
     default_str(spec, "concurrencyPolicy", "Allow");
     default_ptr(spec, "suspend", json!(false));
     default_ptr(spec, "successfulJobsHistoryLimit", json!(3));
     default_ptr(spec, "failedJobsHistoryLimit", json!(1));
-    if let Some(job_spec) = child(spec, "jobTemplate").and_then(|t| child_or_new(t, "spec")) {
+    let Some(job_template) = child(spec, "jobTemplate") else {
+        return;
+    };
+    default_ptr(job_template, "metadata", json!({}));
+    if let Some(job_spec) = child_or_new(job_template, "spec") {
         pod_failure_policy(job_spec);
         template_spec(job_spec);
     }

@@ -46,6 +46,11 @@ pub enum Command {
         /// without a `/` it matches any path segment); repeatable.
         #[arg(long)]
         exclude: Vec<String>,
+        /// Check objects as written: without kube-apiserver's defaulting
+        /// of built-in kinds (imagePullPolicy, requests from limits, ...;
+        /// docs/usage.md lists the fields).
+        #[arg(long)]
+        no_defaults: bool,
         #[command(flatten)]
         overrides: Overrides,
         /// Files, folders, or - for standard input.
@@ -185,6 +190,10 @@ pub enum Command {
         /// namespace, all removed after) and show both answers.
         #[arg(long)]
         against_cluster: bool,
+        /// Send the cases' objects as written, without kube-apiserver's
+        /// defaulting of built-in kinds.
+        #[arg(long)]
+        no_defaults: bool,
     },
 }
 

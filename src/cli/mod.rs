@@ -40,6 +40,7 @@ fn dispatch(command: Command) -> u8 {
             namespace,
             inventory,
             exclude,
+            no_defaults,
             overrides,
             paths,
         } => print_report(
@@ -53,6 +54,7 @@ fn dispatch(command: Command) -> u8 {
                 inventory,
                 exclude,
                 overrides,
+                no_defaults,
                 ..Default::default()
             }),
             output,
@@ -163,11 +165,13 @@ fn dispatch(command: Command) -> u8 {
             run,
             output,
             against_cluster,
+            no_defaults,
         } => policy_tests(
             check::policy_test::TestOptions {
                 paths,
                 run,
                 against_cluster,
+                no_defaults,
             },
             output,
         ),

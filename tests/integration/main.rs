@@ -22,6 +22,7 @@ mod cel_robustness;
 mod control_plane;
 mod controller;
 mod controller_replicas;
+mod defaults_apiserver;
 mod policies;
 mod projection;
 mod reliability;

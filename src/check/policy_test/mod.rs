@@ -35,6 +35,8 @@ pub struct TestOptions {
     /// Also send the cases of ValidatingAdmissionPolicies to the cluster of
     /// the kubeconfig and compare its answers.
     pub against_cluster: bool,
+    /// `--no-defaults`: send the case's objects as written.
+    pub no_defaults: bool,
 }
 
 /// The result of one case file.
@@ -108,6 +110,7 @@ pub fn run(opts: &TestOptions) -> Summary {
         let runner = Runner {
             filter: filter.as_ref(),
             against: against.as_ref(),
+            no_defaults: opts.no_defaults,
         };
         runner.policy(policy_file, cases, &mut summary);
     }
@@ -134,6 +137,8 @@ fn policy_name(policy_file: &Path) -> String {
 struct Runner<'a> {
     filter: Option<&'a Regex>,
     against: Option<&'a against::Against>,
+    /// `--no-defaults`: the case's objects as written.
+    no_defaults: bool,
 }
 
 impl Runner<'_> {
@@ -184,7 +189,7 @@ impl Runner<'_> {
     /// Runs one case into `result`, and sends it to the cluster when asked.
     fn run(&self, policy_docs: &[Document], case: &Case, result: &mut CaseResult) {
         let findings;
-        (result.failures, findings) = run_loaded(policy_docs, case);
+        (result.failures, findings) = run_loaded(policy_docs, case, self.no_defaults);
         let Some(against) = self.against else {
             return;
         };
@@ -275,7 +280,7 @@ pub fn run_case(policy_file: &Path, case_file: &Path) -> CaseResult {
             result.name = case.name.clone();
             result
                 .failures
-                .extend(run_loaded(&loaded.documents, &case).0);
+                .extend(run_loaded(&loaded.documents, &case, false).0);
         }
         Err(e) => result.failures.push(e),
     }
@@ -297,7 +302,11 @@ fn inline_documents(header: &Document, field: &str, values: &[Json]) -> Vec<Docu
 }
 
 /// The failures of one case, and the findings they were judged on.
-fn run_loaded(policy_docs: &[Document], case: &Case) -> (Vec<String>, Vec<Finding>) {
+fn run_loaded(
+    policy_docs: &[Document],
+    case: &Case,
+    no_defaults: bool,
+) -> (Vec<String>, Vec<Finding>) {
     let mut failures = Vec::new();
     let spec: TestSpec = match case.header.value.get("spec").cloned() {
         None => TestSpec::default(),
@@ -316,11 +325,11 @@ fn run_loaded(policy_docs: &[Document], case: &Case) -> (Vec<String>, Vec<Findin
     let mut check = CheckOptions {
         user: shape.user.clone(),
         shape: Some(shape.clone()),
+        no_defaults,
         ..Default::default()
     };
     for mut old in spec.old_objects.iter().cloned() {
-        super::run::default_namespace(&mut old, "default");
-        super::run::drop_nulls(&mut old);
+        check.as_admitted(&mut old);
         match ObjectKey::of(&old) {
             Some(k) => {
                 check.old_objects.insert(k, old);

@@ -691,7 +691,14 @@ impl<'e> Compiler<'e> {
                 Err(_) if checks && decl.name == "matches" => {
                     return Err(self.err(exprs[1].pos, "invalid matches argument"))
                 }
-                Err(m) if checks && decl.name != "matches" => return Err(self.err(exprs[1].pos, m)),
+                // kube-apiserver compiles the Kubernetes regex library's
+                // constant patterns when it plans the program.
+                Err(m) if checks => {
+                    return Err(CompileError {
+                        planning: true,
+                        ..self.err(exprs[1].pos, m)
+                    })
+                }
                 Err(_) => {}
             }
         }

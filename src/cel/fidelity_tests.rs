@@ -227,3 +227,99 @@ fn fused_optional_selects_answer_as_the_selects_and_the_call() {
     }
     assert_eq!(compared, 220);
 }
+
+#[test]
+fn library_errors_use_kube_apiserver_words() {
+    for (src, want) in [
+        (
+            "[1].filter(x, x > 5).max() == 1",
+            "max called on empty list",
+        ),
+        (
+            "['a'].filter(x, x == 'b').min() == ''",
+            "min called on empty list",
+        ),
+        (
+            "timestamp('2024-01-01T00:00:00Z').getHours(object.data.s) == 1",
+            "unknown time zone x",
+        ),
+        (
+            "timestamp('2024-01-01T00:00:00Z').getHours('x:00') == 1",
+            "strconv.Atoi: parsing \"x\": invalid syntax",
+        ),
+        (
+            "optional.unwrap(dyn([1])).size() == 0",
+            "value 1 is not optional",
+        ),
+    ] {
+        assert_eq!(kube_error(src), want, "{src}");
+    }
+}
+
+/// kube-apiserver keeps the offset a timestamp was written with: `string()`
+/// prints it and arithmetic keeps it, but the getters without a time zone
+/// read UTC; equality compares instants.
+#[test]
+fn timestamps_keep_their_offset() {
+    let t = "timestamp('2024-01-02T01:30:00+03:00')";
+    for (src, want) in [
+        (
+            format!("string({t})"),
+            serde_json::json!("2024-01-02T01:30:00+03:00"),
+        ),
+        (format!("{t}.getHours()"), serde_json::json!(22)),
+        (format!("{t}.getHours('UTC')"), serde_json::json!(22)),
+        (format!("{t}.getHours('+03:00')"), serde_json::json!(1)),
+        (format!("{t}.getHours('+01:75')"), serde_json::json!(0)),
+        (format!("{t}.getDayOfMonth()"), serde_json::json!(0)),
+        (
+            format!("string({t} + duration('90m'))"),
+            serde_json::json!("2024-01-02T03:00:00+03:00"),
+        ),
+        (
+            format!("{t} == timestamp('2024-01-01T22:30:00Z')"),
+            serde_json::json!(true),
+        ),
+        (
+            "string(timestamp('2024-01-02T01:30:00.120-05:30'))".to_string(),
+            serde_json::json!("2024-01-02T01:30:00.12-05:30"),
+        ),
+        (
+            "string(timestamp('2024-01-02T01:30:00+00:00'))".to_string(),
+            serde_json::json!("2024-01-02T01:30:00Z"),
+        ),
+    ] {
+        assert_eq!(kube(&src), Ok(want), "{src}");
+    }
+}
+
+/// kube-apiserver's strings extension: past the end, nothing is found.
+#[test]
+fn index_of_past_the_end_finds_nothing() {
+    for (src, want) in [
+        ("'abc'.indexOf('a', 10)", -1),
+        ("'abc'.lastIndexOf('a', 10)", -1),
+        ("'abc'.indexOf('', 10)", 10),
+        ("'abc'.lastIndexOf('c', 2)", 2),
+        ("'abcabc'.lastIndexOf('bc')", 4),
+        ("'abc'.indexOf('c', 1)", 2),
+    ] {
+        assert_eq!(kube(src), Ok(serde_json::json!(want)), "{src}");
+    }
+    assert_eq!(
+        eval_in(Env::conformance(), "'abc'.indexOf('a', 10)"),
+        Err("index out of range: 10".to_string())
+    );
+}
+
+#[test]
+fn optional_unwrap_keeps_present_values() {
+    assert_eq!(
+        kube("optional.unwrap([optional.of(1), optional.none(), optional.of(3)])"),
+        Ok(serde_json::json!([1, 3]))
+    );
+    assert_eq!(
+        kube("[optional.none(), optional.of('a')].unwrapOpt()"),
+        Ok(serde_json::json!(["a"]))
+    );
+}

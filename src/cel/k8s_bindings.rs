@@ -191,7 +191,7 @@ static DECLS: &[FnDecl] = &[
 
 /// The Kubernetes function libraries.
 pub fn libraries() -> Vec<&'static [FnDecl]> {
-    vec![DECLS]
+    vec![DECLS, super::k8s_authz::DECLS]
 }
 
 /// Type names the Kubernetes libraries declare (`type(x) == net.IP`).
@@ -203,6 +203,7 @@ pub fn named_type(libs: LibSet, name: &str) -> Option<Type> {
         "net.CIDR" => Lib::Cidr,
         "kubernetes.URL" => Lib::Urls,
         "kubernetes.NamedFormat" => Lib::Format,
+        n if super::k8s_authz::is_type_name(n) => Lib::Authz,
         _ => return None,
     };
     libs.has(lib).then(|| Type::Named(name.into()))

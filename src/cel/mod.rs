@@ -24,6 +24,7 @@ pub mod functions;
 mod intern;
 pub mod interrupt;
 pub mod k8s;
+pub mod k8s_authz;
 mod k8s_bindings;
 mod lexer;
 pub mod parser;

@@ -304,11 +304,39 @@ fn numeric_keys<'a>(key: &Value<'a>) -> EvalResult<Vec<Key<'a>>> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Duration(pub i64);
 
-/// An instant, as seconds and nanoseconds since the Unix epoch (UTC).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+/// An instant, as seconds and nanoseconds since the Unix epoch (UTC), and
+/// the UTC offset it was written with: cel-go keeps the offset a timestamp
+/// was parsed with (Go's `time.Time` location), so `string()` and the
+/// getters without a time zone read the time at that offset. Equality,
+/// ordering and hashing compare instants only.
+#[derive(Clone, Copy, Debug)]
 pub struct Timestamp {
     pub secs: i64,
     pub nanos: u32,
+    /// Seconds east of UTC.
+    pub offset: i32,
+}
+
+impl PartialEq for Timestamp {
+    fn eq(&self, other: &Self) -> bool {
+        (self.secs, self.nanos) == (other.secs, other.nanos)
+    }
+}
+impl Eq for Timestamp {}
+impl PartialOrd for Timestamp {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Timestamp {
+    fn cmp(&self, other: &Self) -> Ordering {
+        (self.secs, self.nanos).cmp(&(other.secs, other.nanos))
+    }
+}
+impl Hash for Timestamp {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        (self.secs, self.nanos).hash(state);
+    }
 }
 
 /// Seconds of 0001-01-01T00:00:00Z and 9999-12-31T23:59:59Z: CEL's range.
@@ -320,7 +348,15 @@ impl Timestamp {
         if !(MIN_TIMESTAMP_SECS..=MAX_TIMESTAMP_SECS).contains(&secs) {
             return Err(EvalError::new("timestamp out of range"));
         }
-        Ok(Timestamp { secs, nanos })
+        Ok(Timestamp {
+            secs,
+            nanos,
+            offset: 0,
+        })
+    }
+    /// The same instant, written at `offset` seconds east of UTC.
+    pub fn at_offset(self, offset: i32) -> Timestamp {
+        Timestamp { offset, ..self }
     }
     pub fn total_nanos(&self) -> i128 {
         self.secs as i128 * 1_000_000_000 + self.nanos as i128

@@ -18,7 +18,7 @@ pub mod selector;
 pub use finding::Action;
 
 use crate::cel::value::{Key, Str};
-use crate::cel::{check, Activation, CompileError, Env, Program, Ty, Value};
+use crate::cel::{check, k8s_authz, Activation, CompileError, Env, Program, Ty, Value};
 use crate::inventory::{IndexId, Inventory, Lookup, ObjectKey, ObjectKeyRef, Source};
 use host::{InventoryHost, SelfIdentity};
 use model::{BindingSpec, MatchResources, ParamRef, PolicySpec};
@@ -138,6 +138,9 @@ pub struct CompiledPolicy {
     reads_request: bool,
     /// Whether any expression reads `oldObject` (it may not be parsed yet).
     reads_old_object: bool,
+    /// Whether any expression reads `authorizer` or
+    /// `authorizer.requestResource`.
+    reads_authorizer: bool,
     /// What the policy's expressions were compiled in (`interlock eval
     /// --policy` compiles more in it).
     env: Env,
@@ -162,6 +165,8 @@ struct Slots {
     request: usize,
     params: usize,
     namespace_object: usize,
+    authorizer: usize,
+    request_resource: usize,
 }
 
 struct Binding {
@@ -766,11 +771,15 @@ fn compile_policy(
         request: env.add_typed_variable("request", check::request_type()),
         params: env.add_variable("params"),
         namespace_object: env.add_typed_variable("namespaceObject", check::namespace_type()),
+        authorizer: env.add_typed_variable("authorizer", Ty::Named(k8s_authz::AUTHORIZER.into())),
+        request_resource: env.add_typed_variable(
+            "authorizer.requestResource",
+            Ty::Named(k8s_authz::RESOURCE_CHECK.into()),
+        ),
     };
     if kind == PolicyKind::Vap && spec.param_kind.is_none() {
         env.hide_variable("params");
     }
-    env.add_variable("authorizer");
     host::declare(&mut env, kind == PolicyKind::Interlock);
     env.enable_lazy_variables();
     let failure_policy = match spec.failure_policy.as_deref() {
@@ -830,6 +839,10 @@ fn compile_policy(
             ))
         })
         .collect::<Result<_, Failure>>()?;
+    // kube-apiserver declares no authorizer for messageExpressions.
+    let mut message_env = env.clone();
+    message_env.hide_variable("authorizer");
+    message_env.hide_variable("authorizer.requestResource");
     let mut validations = Vec::new();
     for (i, v) in spec.validations.iter().enumerate() {
         validations.push(CompiledValidation {
@@ -838,7 +851,13 @@ fn compile_policy(
             message_expression: v
                 .message_expression
                 .as_deref()
-                .map(|m| compile_string(&env, format!("validations/{i}/messageExpression"), m))
+                .map(|m| {
+                    compile_string(
+                        &message_env,
+                        format!("validations/{i}/messageExpression"),
+                        m,
+                    )
+                })
                 .transpose()?,
             reason: v.reason.clone(),
         });
@@ -941,6 +960,9 @@ fn compile_policy(
     let programs: Vec<&Program> = programs.collect();
     let reads_request = programs.iter().any(|p| p.uses_global(slots.request));
     let reads_old_object = programs.iter().any(|p| p.uses_global(slots.old_object));
+    let reads_authorizer = programs
+        .iter()
+        .any(|p| p.uses_global(slots.authorizer) || p.uses_global(slots.request_resource));
     let mut computed_lookup = false;
     let mut warnings = Vec::new();
     for p in programs {
@@ -971,6 +993,7 @@ fn compile_policy(
         computed_lookup,
         reads_request,
         reads_old_object,
+        reads_authorizer,
         name: name.to_string(),
         kind,
         source: Source {
@@ -1205,7 +1228,7 @@ impl CompiledPolicy {
         let s = self.slots;
         // The request's interrupt (see `crate::cel::interrupt`): the
         // server sets it when the request's deadline passes.
-        let mut act = Activation::new_with_slots(6)
+        let mut act = Activation::new_with_slots(8)
             .with_lazy(&self.variables)
             .with_cost_limit(POLICY_COST_BUDGET)
             .with_current_interrupt();
@@ -1220,6 +1243,19 @@ impl CompiledPolicy {
             act.set(
                 s.request,
                 shared.request.get_or_init(|| req.to_value()).clone(),
+            );
+        }
+        if self.reads_authorizer || everything {
+            act.set(s.authorizer, k8s_authz::authorizer());
+            act.set(
+                s.request_resource,
+                k8s_authz::request_resource(
+                    &req.group,
+                    &req.resource,
+                    &req.subresource,
+                    &req.namespace,
+                    &req.name,
+                ),
             );
         }
         act.set(s.params, Value::from_json(params.unwrap_or(&null)));

@@ -141,7 +141,8 @@ fn policy_creation_agrees_with_kube_apiserver() {
     });
     let kube = kube.into_inner().unwrap_or_else(|e| e.into_inner());
     let known = known_disagreements();
-    let mut by_class: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
+    // Per class: agreeing, total, refused by both.
+    let mut by_class: BTreeMap<&str, (usize, usize, usize)> = BTreeMap::new();
     let mut unexpected = Vec::new();
     let mut seen_known = BTreeSet::new();
     for (i, case) in cases.iter().enumerate() {
@@ -152,6 +153,7 @@ fn policy_creation_agrees_with_kube_apiserver() {
         entry.1 += 1;
         if agree {
             entry.0 += 1;
+            entry.2 += usize::from(ours.is_some());
             continue;
         }
         let key = format!("{}\t{}", case.class, case.expression);
@@ -168,8 +170,8 @@ fn policy_creation_agrees_with_kube_apiserver() {
         }
     }
     let (mut a, mut n) = (0, 0);
-    for (class, (agree, total)) in &by_class {
-        eprintln!("creation agreement {class}: {agree}/{total}");
+    for (class, (agree, total, refused)) in &by_class {
+        eprintln!("creation agreement {class}: {agree}/{total} ({refused} refused by both)");
         a += agree;
         n += total;
     }

@@ -5,6 +5,10 @@ fn env() -> Env {
     env.add_variable("object");
     env.add_typed_variable("request", super::request_type());
     env.add_typed_variable("namespaceObject", super::namespace_type());
+    env.add_typed_variable(
+        "authorizer",
+        Ty::Named(crate::cel::k8s_authz::AUTHORIZER.into()),
+    );
     env.enable_lazy_variables();
     env
 }
@@ -84,7 +88,19 @@ fn well_typed_expressions_get_their_static_type() {
         ("[].size()", "int"),
         ("dyn(1) == 1.0", "bool"),
         ("quantity('1').isGreaterThan(quantity('2'))", "bool"),
-        ("semver('1.0.0').major()", "!error!"),
+        ("semver('1.0.0').major()", "int"),
+        ("cidr('10.0.0.0/8').ip()", "net.IP"),
+        ("url('https://a').getQuery()", "map(string, list(string))"),
+        (
+            "format.named('uuid')",
+            "optional_type(kubernetes.NamedFormat)",
+        ),
+        ("[[1], [2]].flatten()", "list(int)"),
+        ("optional.unwrap([optional.of('a')])", "list(string)"),
+        (
+            "authorizer.group('').resource('pods').check('get')",
+            "kubernetes.authorization.Decision",
+        ),
     ] {
         assert_eq!(type_of(src).to_string(), ty, "{src}");
     }

@@ -280,7 +280,7 @@ fn extreme<'a>(
             _ => v,
         });
     }
-    best.ok_or_else(|| EvalError::new(format!("{name}: list is empty")))
+    best.ok_or_else(|| EvalError::new(format!("{name} called on empty list")))
 }
 
 fn min<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {

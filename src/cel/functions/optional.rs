@@ -13,7 +13,33 @@ pub const DECLS: &[FnDecl] = &[
     FnDecl::member("value", 1, Lib::Optional, value),
     FnDecl::member("or", 2, Lib::Optional, or),
     FnDecl::member("orValue", 2, Lib::Optional, or_value),
+    FnDecl::global("optional.unwrap", 1, Lib::Optional, unwrap),
+    FnDecl::member("unwrapOpt", 1, Lib::Optional, unwrap),
 ];
+
+/// `optional.unwrap(l)` / `l.unwrapOpt()` (optional types version 2): the
+/// values of the present optionals of `l`.
+fn unwrap<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
+    let Value::List(l) = &a[0] else {
+        return no_overload("optional.unwrap", a);
+    };
+    ctx.alloc_values(l.len())?;
+    let mut out = Vec::with_capacity(l.len());
+    for v in l.iter() {
+        match v {
+            Value::Optional(Some(x)) => out.push((*x).clone()),
+            Value::Optional(None) => {}
+            other => {
+                let shown = match &other {
+                    Value::String(s) => s.as_str().to_string(),
+                    v => v.to_json().to_string(),
+                };
+                return Err(EvalError::new(format!("value {shown} is not optional")));
+            }
+        }
+    }
+    Ok(Value::list(out))
+}
 
 fn of<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
     Ok(Value::optional(Some(a[0].clone())))

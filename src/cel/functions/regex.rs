@@ -22,24 +22,20 @@ pub const DECLS: &[FnDecl] = &[
     .prepared(prepare, find_all_prepared),
 ];
 
-/// Compiles an RE2 pattern with bounded size.
+/// Compiles an RE2 pattern with Go's syntax, semantics and messages
+/// (`error parsing regexp: missing closing ): `a(b``), as `matches` reports
+/// them.
 pub fn compile(pattern: &str) -> Result<Regex, String> {
-    regex::RegexBuilder::new(pattern)
-        .size_limit(1 << 20)
-        .dfa_size_limit(1 << 20)
-        .build()
-        .map_err(|e| {
-            format!(
-                "invalid regular expression {pattern:?}: {}",
-                first_line(&e.to_string())
-            )
-        })
+    crate::cel::k8s::regex::compile(pattern).map_err(|e| e.to_string())
 }
 
-fn first_line(s: &str) -> String {
-    s.lines().last().unwrap_or(s).trim().to_string()
+/// The Kubernetes regex library says `Illegal regex: <Go's message>`.
+fn compile_find(pattern: &str) -> Result<Regex, String> {
+    crate::cel::k8s::regex::compile(pattern).map_err(|e| e.illegal_regex())
 }
 
+/// A constant pattern, compiled with the program. kube-apiserver's program
+/// planning fails on a bad one in Go's words, without `find`'s prefix.
 fn prepare(pattern: &str) -> Result<Option<Arc<dyn Any + Send + Sync>>, String> {
     Ok(Some(Arc::new(compile(pattern)?)))
 }
@@ -51,7 +47,12 @@ fn regex_arg(prepared: &(dyn Any + Send + Sync)) -> EvalResult<&Regex> {
 }
 
 fn runtime_regex(name: &str, a: &[Value]) -> EvalResult<Regex> {
-    compile(str_arg(name, a, 1)?).map_err(EvalError::new)
+    let pattern = str_arg(name, a, 1)?;
+    match name {
+        "matches" => compile(pattern),
+        _ => compile_find(pattern),
+    }
+    .map_err(EvalError::new)
 }
 
 fn do_matches<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>], re: &Regex) -> EvalResult<Value<'a>> {

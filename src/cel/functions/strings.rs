@@ -7,6 +7,22 @@ use crate::cel::value::{Map, Value};
 
 pub const DECLS: &[FnDecl] = &[
     FnDecl::member("charAt", 2, Lib::Strings, char_at),
+    // Before the generic ones, which the cel-spec cases expect: the
+    // compiler binds the first declaration that fits.
+    FnDecl::new(
+        "indexOf",
+        Style::Member,
+        Arity::Range(2, 3),
+        Lib::LocaleFormat,
+        index_of_vendored,
+    ),
+    FnDecl::new(
+        "lastIndexOf",
+        Style::Member,
+        Arity::Range(2, 3),
+        Lib::LocaleFormat,
+        last_index_of_vendored,
+    ),
     FnDecl::new(
         "indexOf",
         Style::Member,
@@ -86,6 +102,70 @@ fn find_from(hay: &[char], needle: &[char], from: usize) -> Option<usize> {
         return Some(from);
     }
     (from..=hay.len().saturating_sub(needle.len())).find(|&i| hay[i..].starts_with(needle))
+}
+
+/// `indexOf` as the strings extension kube-apiserver v1.36 vendors answers
+/// it (cel-go before its #1335): an empty needle is found at the offset,
+/// whatever it is; an offset at or past the end finds nothing; only a
+/// negative one is an error.
+fn index_of_vendored<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
+    if matches!(a[0], Value::List(_)) {
+        return super::lists::index_of(ctx, a, false);
+    }
+    let s = str_arg("indexOf", a, 0)?;
+    let sub = str_arg("indexOf", a, 1)?;
+    let off = if a.len() == 3 {
+        int_arg("indexOf", a, 2)?
+    } else {
+        0
+    };
+    ctx.charge((s.len() / 10) as u64)?;
+    if sub.is_empty() {
+        return Ok(Value::Int(off));
+    }
+    let (hay, needle) = (chars(s), chars(sub));
+    if off < 0 {
+        return Err(out_of_range(off));
+    }
+    if off as usize >= hay.len() || needle.len() > hay.len() {
+        return Ok(Value::Int(-1));
+    }
+    Ok(Value::Int(
+        find_from(&hay, &needle, off as usize).map_or(-1, |i| i as i64),
+    ))
+}
+
+/// `lastIndexOf`, likewise (an offset past the end finds nothing).
+fn last_index_of_vendored<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
+    if matches!(a[0], Value::List(_)) {
+        return super::lists::index_of(ctx, a, true);
+    }
+    let s = str_arg("lastIndexOf", a, 0)?;
+    let sub = str_arg("lastIndexOf", a, 1)?;
+    ctx.charge((s.len() / 10) as u64)?;
+    let (hay, needle) = (chars(s), chars(sub));
+    let off = match a.len() {
+        3 => int_arg("lastIndexOf", a, 2)?,
+        _ if needle.is_empty() => return Ok(Value::Int(hay.len() as i64)),
+        _ if s.len() < sub.len() => return Ok(Value::Int(-1)),
+        _ => hay.len() as i64 - 1,
+    };
+    if needle.is_empty() {
+        return Ok(Value::Int(off));
+    }
+    if off < 0 {
+        return Err(out_of_range(off));
+    }
+    if off as usize >= hay.len() || needle.len() > hay.len() {
+        return Ok(Value::Int(-1));
+    }
+    let start = (off as usize).min(hay.len() - needle.len());
+    Ok(Value::Int(
+        (0..=start)
+            .rev()
+            .find(|&i| hay[i..].starts_with(&needle))
+            .map_or(-1, |i| i as i64),
+    ))
 }
 
 fn index_of<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
@@ -738,7 +818,7 @@ fn member_v1(v: &Value) -> EvalResult<String> {
     })
 }
 
-fn go_quote(s: &str) -> String {
+pub(super) fn go_quote(s: &str) -> String {
     crate::cel::k8s::goquote::quote(s)
 }
 

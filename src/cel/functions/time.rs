@@ -5,7 +5,7 @@ use super::{no_overload, FnDecl, Lib};
 use crate::cel::error::{EvalError, EvalResult};
 use crate::cel::program::Ctx;
 use crate::cel::value::{Duration, Timestamp, Value};
-use chrono::{DateTime, Datelike, FixedOffset, NaiveDateTime, Offset, TimeZone, Timelike};
+use chrono::{DateTime, Datelike, FixedOffset, NaiveDateTime, Offset, Timelike};
 
 pub const DECLS: &[FnDecl] = &[
     FnDecl::global("duration", 1, Lib::Core, to_duration).validated(check_duration_literal),
@@ -119,6 +119,7 @@ fn to_timestamp<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a
 
 pub fn add_duration(t: Timestamp, d: i64) -> EvalResult<Timestamp> {
     Timestamp::from_total_nanos(t.total_nanos() + d as i128)
+        .map(|sum| sum.at_offset(t.offset))
         .map_err(|_| EvalError::timestamp_overflow())
 }
 
@@ -195,20 +196,33 @@ pub fn parse_timestamp(s: &str) -> EvalResult<Timestamp> {
     if s.len() < 20 || s.as_bytes()[10] != b'T' || s.ends_with('z') {
         return Err(EvalError::new(format!("invalid timestamp {s:?}")));
     }
-    Timestamp::new(dt.timestamp(), dt.timestamp_subsec_nanos())
+    Ok(Timestamp::new(dt.timestamp(), dt.timestamp_subsec_nanos())?
+        .at_offset(dt.offset().local_minus_utc()))
 }
 
-/// `2009-02-13T23:31:30.5Z`: Go's RFC3339Nano, trailing zeros dropped.
+/// `2009-02-13T23:31:30.5Z`, `2024-01-01T10:00:00+02:00`: Go's
+/// RFC3339Nano at the timestamp's offset, trailing zeros dropped.
 pub fn format_timestamp(t: Timestamp) -> String {
-    let Some(dt) = DateTime::from_timestamp(t.secs, t.nanos) else {
+    let (Some(dt), Some(offset)) = (
+        DateTime::from_timestamp(t.secs, t.nanos),
+        FixedOffset::east_opt(t.offset),
+    ) else {
         return format!("{}s", t.secs);
     };
-    let base = dt.format("%Y-%m-%dT%H:%M:%S").to_string();
-    if t.nanos == 0 {
-        return format!("{base}Z");
-    }
-    let frac = format!("{:09}", t.nanos);
-    format!("{base}.{}Z", frac.trim_end_matches('0'))
+    let base = dt.with_timezone(&offset).format("%Y-%m-%dT%H:%M:%S");
+    let frac = match t.nanos {
+        0 => String::new(),
+        n => format!(".{}", format!("{n:09}").trim_end_matches('0')),
+    };
+    let zone = match t.offset {
+        0 => "Z".to_string(),
+        o => {
+            let sign = if o < 0 { '-' } else { '+' };
+            let m = o.unsigned_abs() / 60;
+            format!("{sign}{:02}:{:02}", m / 60, m % 60)
+        }
+    };
+    format!("{base}{frac}{zone}")
 }
 
 /// `3600s`, `1.5s`, `-0.000000001s`.
@@ -224,34 +238,60 @@ pub fn format_duration(d: Duration) -> String {
     format!("{sign}{secs}.{}s", frac.trim_end_matches('0'))
 }
 
-/// A time zone argument: an IANA name, `UTC`, or an offset like `+05:30`.
+/// A time zone argument, as cel-go reads it: without a `:`, a name for
+/// Go's `time.LoadLocation` (`UTC`, `America/New_York`); with one, an offset
+/// `[+-]HH:MM`. Errors are Go's.
 fn local_time(t: Timestamp, tz: Option<&str>) -> EvalResult<NaiveDateTime> {
     let utc = DateTime::from_timestamp(t.secs, t.nanos)
         .ok_or_else(|| EvalError::new("timestamp out of range"))?;
-    let Some(tz) = tz else {
-        return Ok(utc.naive_utc());
+    // Without a time zone the getters read UTC, whatever the offset the
+    // timestamp was written with (kube-apiserver v1.36 answers 22 for
+    // `timestamp('2024-01-02T01:30:00+03:00').getHours()`).
+    let offset = match tz {
+        None => 0,
+        Some(tz) if tz.contains(':') => parse_offset(tz)?,
+        Some("" | "UTC") => 0,
+        Some(name) => {
+            let zone: chrono_tz::Tz = name
+                .parse()
+                .map_err(|_| EvalError::new(format!("unknown time zone {name}")))?;
+            utc.with_timezone(&zone).offset().fix().local_minus_utc()
+        }
     };
-    if let Some(offset) = parse_offset(tz) {
-        return Ok(utc.with_timezone(&offset).naive_local());
-    }
-    let zone: chrono_tz::Tz = tz
-        .parse()
-        .map_err(|_| EvalError::new(format!("unknown time zone: {tz}")))?;
-    let local = utc.with_timezone(&zone);
-    let offset = local.offset().fix();
-    Ok(offset.from_utc_datetime(&utc.naive_utc()).naive_local())
+    let offset = FixedOffset::east_opt(offset)
+        .ok_or_else(|| EvalError::new(format!("time zone offset out of range: {offset}s")))?;
+    Ok(utc.with_timezone(&offset).naive_local())
 }
 
-fn parse_offset(tz: &str) -> Option<FixedOffset> {
-    let (sign, rest) = match tz.as_bytes().first()? {
-        b'+' => (1, &tz[1..]),
-        b'-' => (-1, &tz[1..]),
-        _ => (1, tz),
+/// Seconds east of UTC of `[+-]HH:MM`, as kube-apiserver's cel-go computes
+/// them (with `strconv.Atoi` on both parts).
+fn parse_offset(tz: &str) -> EvalResult<i32> {
+    let (h, m) = tz.split_once(':').unwrap_or((tz, ""));
+    let atoi = |s: &str| -> EvalResult<i64> {
+        let digits = s.strip_prefix(['+', '-']).unwrap_or(s);
+        if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(EvalError::new(format!(
+                "strconv.Atoi: parsing {}: invalid syntax",
+                super::strings::go_quote(s)
+            )));
+        }
+        s.parse().map_err(|_| {
+            EvalError::new(format!(
+                "strconv.Atoi: parsing {}: value out of range",
+                super::strings::go_quote(s)
+            ))
+        })
     };
-    let (h, m) = rest.split_once(':')?;
-    let h: i32 = h.parse().ok()?;
-    let m: i32 = m.parse().ok()?;
-    FixedOffset::east_opt(sign * (h * 3600 + m * 60))
+    // kube-apiserver v1.36's cel-go does not range-check the minutes
+    // (`+01:75` is 2h15 east).
+    let (hours, minutes) = (atoi(h)?, atoi(m)?);
+    let total = if tz.starts_with('-') {
+        hours * 60 - minutes
+    } else {
+        hours * 60 + minutes
+    };
+    i32::try_from(total * 60)
+        .map_err(|_| EvalError::new(format!("time zone offset out of range: {tz}")))
 }
 
 fn timestamp_part<'a>(
@@ -352,8 +392,13 @@ mod tests {
         let t = parse_timestamp("2009-02-13T23:31:30.5Z").unwrap();
         assert_eq!(t.secs, 1_234_567_890);
         assert_eq!(format_timestamp(t), "2009-02-13T23:31:30.5Z");
+        // The offset is kept, as cel-go keeps Go's time.Time location.
         let t = parse_timestamp("2009-02-13T15:31:30-08:00").unwrap();
-        assert_eq!(format_timestamp(t), "2009-02-13T23:31:30Z");
+        assert_eq!(t.secs, 1_234_567_890);
+        assert_eq!(format_timestamp(t), "2009-02-13T15:31:30-08:00");
+        assert_eq!(t, parse_timestamp("2009-02-13T23:31:30Z").unwrap());
+        let t = parse_timestamp("2009-02-13T23:31:30.25+05:30").unwrap();
+        assert_eq!(format_timestamp(t), "2009-02-13T23:31:30.25+05:30");
         assert!(parse_timestamp("2009-02-13 23:31:30Z").is_err());
     }
 }

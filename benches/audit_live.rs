@@ -2,7 +2,9 @@
 //! objects, the bundled library): a full pass (time, memory), the cost of
 //! one change (a ConfigMap deleted, then put back: evaluations and time),
 //! and admission latency with full passes running beside it against
-//! without, side by side in one run.
+//! without, side by side in one run. Beside admission the audit runs in
+//! three modes: the read lock held for whole batches, unpaced (how it
+//! first ran); short holds, unpaced; short holds, paced (how it runs).
 //!
 //! `cargo bench --bench audit_live` or
 //! `cargo bench --bench audit_live -- --objects 20000 --rounds 3`.
@@ -19,7 +21,7 @@
 mod gen_cluster;
 
 use interlock::admission::{Engine, EngineOptions};
-use interlock::audit::live::pass::Auditor;
+use interlock::audit::live::pass::{self, Auditor};
 use interlock::audit::live::store::Shared;
 use interlock::cluster::reload::Loaded;
 use interlock::cluster::{Cluster, ClusterOptions};
@@ -121,19 +123,22 @@ fn build(docs: &[Json]) -> (Arc<Cluster>, Shared, usize) {
 }
 
 fn full_passes(cluster: &Cluster, store: &Shared, auditor: &mut Auditor, rounds: usize) {
-    let mut secs = vec![];
+    let (mut wall, mut busy) = (vec![], vec![]);
     let before = live();
-    let mut evaluated = 0;
+    let (mut evaluated, mut holds) = (0, 0);
     for _ in 0..rounds {
         let t = Instant::now();
-        evaluated = auditor.pass(cluster, store, true).evaluated;
-        secs.push(t.elapsed().as_secs_f64());
+        let p = auditor.pass(cluster, store, true);
+        wall.push(t.elapsed().as_secs_f64());
+        busy.push(p.busy.as_secs_f64());
+        (evaluated, holds) = (p.evaluated, p.holds);
     }
     let results = auditor.findings().count();
     println!(
-        "full pass: {evaluated} objects evaluated, {results} results | median {:.2} s ({:.1} µs/object) over {rounds} | results held: {:.2} MiB",
-        median(secs.clone()),
-        median(secs) * 1e6 / evaluated.max(1) as f64,
+        "full pass: {evaluated} objects evaluated, {results} results | median {:.2} s paced ({:.2} s evaluating, {:.1} µs/object, {holds} holds of the read lock) over {rounds} | results held: {:.2} MiB",
+        median(wall),
+        median(busy.clone()),
+        median(busy) * 1e6 / evaluated.max(1) as f64,
         mib(live().saturating_sub(before))
     );
 }
@@ -175,31 +180,44 @@ fn referenced_config_map(docs: &[Json]) -> Json {
         .expect("a mounted ConfigMap")
 }
 
-fn one_change(cluster: &Cluster, store: &Shared, auditor: &mut Auditor, cm: &Json, rounds: usize) {
+/// Deletes a mounted ConfigMap and puts it back, `rounds` times: what each
+/// change re-evaluates (the objects whose policies read ConfigMaps, not
+/// every matched object) and how long that takes.
+fn one_change(
+    cluster: &Cluster,
+    store: &Shared,
+    auditor: &mut Auditor,
+    cm: &Json,
+    matched: usize,
+    rounds: usize,
+) {
     let key = ObjectKey::of(cm).expect("key");
     auditor.pass(cluster, store, false);
-    let (mut del_secs, mut put_secs) = (vec![], vec![]);
+    let (mut del, mut put) = (vec![], vec![]);
     let (mut del_n, mut put_n, mut delta) = (0, 0, 0);
     for _ in 0..rounds {
         let before = auditor.findings().count();
         cluster.update_inventory(|inv, _| inv.remove(&key));
         let t = Instant::now();
         let p = auditor.pass(cluster, store, false);
-        del_secs.push(t.elapsed().as_secs_f64());
+        del.push((t.elapsed().as_secs_f64(), p.busy.as_secs_f64()));
         del_n = p.evaluated;
         delta = auditor.findings().count() as isize - before as isize;
         cluster.update_inventory(|inv, _| inv.upsert(cm, None).map(|_| ()).expect("upsert"));
         let t = Instant::now();
-        put_n = auditor.pass(cluster, store, false).evaluated;
-        put_secs.push(t.elapsed().as_secs_f64());
+        let p = auditor.pass(cluster, store, false);
+        put.push((t.elapsed().as_secs_f64(), p.busy.as_secs_f64()));
+        put_n = p.evaluated;
     }
     let t = Instant::now();
     let idle = auditor.pass(cluster, store, false).evaluated;
     let idle_secs = t.elapsed().as_secs_f64();
+    let ms = |v: &[(f64, f64)], i: usize| {
+        1e3 * median(v.iter().map(|p| if i == 0 { p.0 } else { p.1 }).collect())
+    };
     println!(
-        "one change: ConfigMap {key} deleted: {del_n} evaluations, median {:.1} ms, results {delta:+} | put back: {put_n} evaluations, median {:.1} ms | nothing changed: {idle} evaluations, {:.3} ms",
-        median(del_secs) * 1e3,
-        median(put_secs) * 1e3,
+        "one change: ConfigMap {key} deleted: {del_n} of {matched} matched objects evaluated, median {:.1} ms paced ({:.1} ms evaluating), results {delta:+} | put back: {put_n} evaluations, median {:.1} ms ({:.1} ms evaluating) | nothing changed: {idle} evaluations, {:.3} ms",
+        ms(&del, 0), ms(&del, 1), ms(&put, 0), ms(&put, 1),
         idle_secs * 1e3
     );
 }
@@ -281,47 +299,119 @@ fn quantile(v: &[f64], q: f64) -> f64 {
     v[((v.len() as f64 * q) as usize).min(v.len() - 1)]
 }
 
+/// How the audit beside admission holds the read lock and paces itself.
+struct Mode {
+    name: &'static str,
+    hold: Duration,
+    pace: f64,
+}
+
+const MODES: [Mode; 3] = [
+    // What the audit did first: the lock held for a whole batch of
+    // BATCH objects, passes as fast as the core allows.
+    Mode {
+        name: "batch holds, unpaced",
+        hold: Duration::MAX,
+        pace: 0.0,
+    },
+    Mode {
+        name: "short holds, unpaced",
+        hold: pass::HOLD,
+        pace: 0.0,
+    },
+    // The audit as it runs.
+    Mode {
+        name: "short holds, paced",
+        hold: pass::HOLD,
+        pace: pass::PACE,
+    },
+];
+
+/// Admission latencies (ms) while full passes run back to back beside it
+/// on another thread, in `mode`: the worst case (the loop makes one an
+/// hour, and smaller ones on changes).
+fn beside(
+    cluster: &Arc<Cluster>,
+    store: &Shared,
+    engine: &Engine,
+    reqs: &[AdmissionRequest<DynamicObject>],
+    mode: &Mode,
+    secs: f64,
+) -> (Vec<f64>, usize) {
+    let stop = Arc::new(AtomicBool::new(false));
+    let (c, s, st) = (cluster.clone(), store.clone(), stop.clone());
+    let (hold, pace) = (mode.hold, mode.pace);
+    let auditor = std::thread::spawn(move || {
+        let mut a = Auditor::default();
+        (a.hold, a.pace) = (hold, pace);
+        let mut n = 0;
+        while !st.load(Ordering::Relaxed) {
+            a.pass(&c, &s, true);
+            n += 1;
+        }
+        n
+    });
+    std::thread::sleep(Duration::from_millis(200));
+    let b = admission(engine, reqs, secs);
+    stop.store(true, Ordering::Relaxed);
+    (b, auditor.join().expect("auditor"))
+}
+
 fn admission_beside_audit(cluster: &Arc<Cluster>, store: &Shared, docs: &[Json], rounds: usize) {
     let engine = Engine::over(cluster.clone(), EngineOptions::default());
     let reqs = requests(docs, 50);
     let secs = 3.0;
-    let (mut alone, mut beside, mut passes) = (vec![], vec![], 0);
+    // (p50, p99) per round: alone, then beside each mode.
+    let mut figures: Vec<Vec<(f64, f64)>> = vec![vec![]; MODES.len() + 1];
+    let mut passes = vec![0; MODES.len()];
+    let q = |v: &[f64]| (quantile(v, 0.5), quantile(v, 0.99));
     for _ in 0..rounds {
         let a = admission(&engine, &reqs, secs);
-        // Full passes back to back on another thread: the worst case (the
-        // loop itself makes one an hour, and small ones on changes).
-        let stop = Arc::new(AtomicBool::new(false));
-        let (c, s, st) = (cluster.clone(), store.clone(), stop.clone());
-        let auditor = std::thread::spawn(move || {
-            let mut a = Auditor::default();
-            let mut n = 0;
-            while !st.load(Ordering::Relaxed) {
-                a.pass(&c, &s, true);
-                n += 1;
-            }
-            n
-        });
-        std::thread::sleep(Duration::from_millis(200));
-        let b = admission(&engine, &reqs, secs);
-        stop.store(true, Ordering::Relaxed);
-        passes += auditor.join().expect("auditor");
-        println!(
-            "  round: alone p50 {:.3} p99 {:.3} max {:.3} ms ({} requests) | beside full passes p50 {:.3} p99 {:.3} max {:.3} ms ({} requests)",
-            quantile(&a, 0.5), quantile(&a, 0.99), a[a.len() - 1], a.len(),
-            quantile(&b, 0.5), quantile(&b, 0.99), b[b.len() - 1], b.len()
+        let mut line = format!(
+            "  round: alone p50 {:.3} p99 {:.3} max {:.3} ms",
+            q(&a).0,
+            q(&a).1,
+            a[a.len() - 1]
         );
-        alone.push((quantile(&a, 0.5), quantile(&a, 0.99)));
-        beside.push((quantile(&b, 0.5), quantile(&b, 0.99)));
+        figures[0].push(q(&a));
+        for (i, mode) in MODES.iter().enumerate() {
+            let (b, n) = beside(cluster, store, &engine, &reqs, mode, secs);
+            passes[i] += n;
+            figures[i + 1].push(q(&b));
+            line += &format!(
+                " | {}: p50 {:.3} p99 {:.3} max {:.3} ms",
+                mode.name,
+                q(&b).0,
+                q(&b).1,
+                b[b.len() - 1]
+            );
+        }
+        println!("{line}");
     }
-    let m = |v: &[(f64, f64)], i: usize| {
-        median(v.iter().map(|p| if i == 0 { p.0 } else { p.1 }).collect())
+    let m = |v: &[(f64, f64)]| {
+        (
+            median(v.iter().map(|p| p.0).collect()),
+            median(v.iter().map(|p| p.1).collect()),
+        )
     };
+    let alone = m(&figures[0]);
     println!(
-        "admission (one thread, {} request kinds): alone p50 {:.3} ms p99 {:.3} ms | beside the audit p50 {:.3} ms p99 {:.3} ms | p99 ratio {:.2} | medians of {rounds} rounds, {passes} full passes ran beside",
+        "admission (one thread, {} request kinds), medians of {rounds} rounds: alone p50 {:.3} ms p99 {:.3} ms",
         reqs.len(),
-        m(&alone, 0), m(&alone, 1), m(&beside, 0), m(&beside, 1),
-        m(&beside, 1) / m(&alone, 1)
+        alone.0,
+        alone.1
     );
+    for (i, mode) in MODES.iter().enumerate() {
+        let b = m(&figures[i + 1]);
+        println!(
+            "  beside full passes, {}: p50 {:.3} ms p99 {:.3} ms | p99 ratio {:.2} | {} full passes ran beside",
+            mode.name,
+            b.0,
+            b.1,
+            b.1 / alone.1,
+            passes[i]
+        );
+    }
 }
 
 fn main() {
@@ -341,10 +431,10 @@ fn main() {
         docs.len(),
         std::thread::available_parallelism().map_or(1, |n| n.get())
     );
-    let (cluster, store, _) = build(&docs);
+    let (cluster, store, matched) = build(&docs);
     let mut auditor = Auditor::default();
     full_passes(&cluster, &store, &mut auditor, rounds);
     let cm = referenced_config_map(&docs);
-    one_change(&cluster, &store, &mut auditor, &cm, rounds);
+    one_change(&cluster, &store, &mut auditor, &cm, matched, rounds);
     admission_beside_audit(&cluster, &store, &docs, rounds.min(3));
 }

@@ -1,4 +1,6 @@
-//! `interlock eval`: one expression, with the variables a policy sees.
+//! `interlock eval`: expressions with the variables a policy sees. A
+//! [`Session`] loads the context once (files, inventory, the policy), so
+//! `eval -i` evaluates line after line without reading them again.
 
 use crate::cel::{Activation, Env, Value};
 use crate::inventory::{Inventory, ObjectKey, Source};
@@ -16,9 +18,13 @@ pub struct EvalOptions {
         short,
         long,
         allow_hyphen_values = true,
-        required_unless_present = "validation"
+        required_unless_present_any = ["validation", "interactive"]
     )]
     pub expr: Option<String>,
+    /// Read expressions from standard input, one a line, with the context
+    /// loaded once (:help lists the commands).
+    #[arg(short, long, conflicts_with_all = ["expr", "validation"])]
+    pub interactive: bool,
     /// Evaluate in this policy's context: its variables, params and
     /// indexes, with `request` made from --object as admission sends it.
     #[arg(long, conflicts_with_all = ["request", "namespace_object", "strict"])]
@@ -112,21 +118,23 @@ fn read_value(path: &PathBuf) -> Result<Json, EvalCommandError> {
 
 /// Evaluates and returns `{"type": T, "value": V}`.
 pub fn run(opts: &EvalOptions) -> Result<Json, EvalCommandError> {
-    match &opts.policy {
-        Some(policy) => in_policy(policy, opts),
-        None => bare(opts, opts.expr.as_deref().unwrap_or_default()),
+    let session = Session::open(opts)?;
+    match opts.validation {
+        Some(n) => session.validation(n),
+        None => session.eval(opts.expr.as_deref().unwrap_or_default()),
     }
 }
 
-/// The objects of `--inventory`, into `inventory`.
-fn load_inventory(paths: &[PathBuf], inventory: &mut Inventory) -> Result<(), EvalCommandError> {
+/// The objects of `paths` into `inventory`; returns how many.
+fn load_inventory(paths: &[PathBuf], inventory: &mut Inventory) -> Result<usize, EvalCommandError> {
     if paths.is_empty() {
-        return Ok(());
+        return Ok(0);
     }
     let loaded = manifest::load_paths(paths, &LoadOptions::default());
     if let Some(e) = loaded.errors.first() {
         return Err(EvalCommandError::Input(e.to_string()));
     }
+    let count = loaded.documents.len();
     for d in loaded.documents {
         let source = Source {
             file: d.source.to_string(),
@@ -138,49 +146,213 @@ fn load_inventory(paths: &[PathBuf], inventory: &mut Inventory) -> Result<(), Ev
                 EvalCommandError::Input(format!("{}:{}: {e}", source.file, source.line))
             })?;
     }
-    Ok(())
+    Ok(count)
 }
 
-/// `--policy`: the expression (or a validation) in the policy's context.
-fn in_policy(file: &PathBuf, opts: &EvalOptions) -> Result<Json, EvalCommandError> {
+/// What expressions are evaluated against, loaded once.
+pub struct Session {
+    inventory: Inventory,
+    object: Option<Json>,
+    old: Option<Json>,
+    params: Option<Json>,
+    mode: Mode,
+}
+
+enum Mode {
+    /// `--policy`: the policy's environment, `request` made from the object.
+    Policy {
+        set: PolicySet,
+        spec: Json,
+        shape: RequestShape,
+    },
+    /// The variables given as files, in a bare environment.
+    Bare {
+        env: Env,
+        slots: Vec<usize>,
+        namespace_object: Json,
+        request: Json,
+    },
+}
+
+impl Session {
+    /// Reads every file the options name and compiles the policy, if any.
+    pub fn open(opts: &EvalOptions) -> Result<Session, EvalCommandError> {
+        let read = |f: &Option<PathBuf>| f.as_ref().map(read_value).transpose();
+        let mut inventory = Inventory::new();
+        let mode = match &opts.policy {
+            Some(file) => policy_mode(file, opts, &mut inventory)?,
+            None => bare_mode(opts)?,
+        };
+        load_inventory(&opts.inventory, &mut inventory)?;
+        let session = Session {
+            inventory,
+            object: read(&opts.object)?,
+            old: read(&opts.old_object)?,
+            params: read(&opts.params)?,
+            mode,
+        };
+        if let Mode::Policy { shape, .. } = &session.mode {
+            session.request(shape)?;
+        }
+        Ok(session)
+    }
+
+    /// Adds the objects of a file or folder to the inventory; returns how many.
+    pub fn load(&mut self, path: &std::path::Path) -> Result<usize, EvalCommandError> {
+        load_inventory(&[path.to_path_buf()], &mut self.inventory)
+    }
+
+    /// The request admission would send for the object.
+    fn request(&self, shape: &RequestShape) -> Result<Request<'_>, EvalCommandError> {
+        let target = match shape.operation {
+            Operation::Delete => self.old.as_ref().or(self.object.as_ref()),
+            _ => self.object.as_ref(),
+        };
+        target
+            .and_then(|t| Request::build(t, self.old.as_ref(), shape))
+            .ok_or_else(|| {
+                EvalCommandError::Input(
+                    "--policy needs --object (--old-object for a DELETE): a Kubernetes object with apiVersion, kind and metadata.name, from which `request` is made".into(),
+                )
+            })
+    }
+
+    /// Evaluates `expr`: `{"type": T, "value": V}`.
+    pub fn eval(&self, expr: &str) -> Result<Json, EvalCommandError> {
+        let (type_name, value) = match &self.mode {
+            Mode::Policy { set, shape, .. } => {
+                let request = self.request(shape)?;
+                set.policies[0]
+                    .evaluate_expression(expr, &request, &self.inventory, self.params.as_ref())
+                    .map_err(|e| match e {
+                        policy::ExpressionError::Compile(c) => {
+                            EvalCommandError::Compile(c.to_string())
+                        }
+                        policy::ExpressionError::Eval(m) => EvalCommandError::Eval(m),
+                    })?
+            }
+            Mode::Bare {
+                env,
+                slots,
+                namespace_object,
+                request,
+            } => self.eval_bare(env, slots, [namespace_object, request], expr)?,
+        };
+        Ok(serde_json::json!({"type": type_name, "value": value}))
+    }
+
+    /// `--validation N`: the policy's Nth validation, with its message when
+    /// it fails, as a finding would have it.
+    pub fn validation(&self, n: usize) -> Result<Json, EvalCommandError> {
+        let Mode::Policy { set, spec, .. } = &self.mode else {
+            return Err(EvalCommandError::Input(
+                "--validation needs --policy".into(),
+            ));
+        };
+        let v = spec.pointer(&format!("/validations/{n}")).ok_or_else(|| {
+            let count = spec
+                .get("validations")
+                .and_then(Json::as_array)
+                .map_or(0, Vec::len);
+            EvalCommandError::Input(format!(
+                "--validation {n}: policy {} has {count} validation(s), numbered from 0",
+                set.policies[0].name
+            ))
+        })?;
+        let text = |field: &str| v.get(field).and_then(Json::as_str);
+        let expr = text("expression").unwrap_or_default();
+        let mut out = self.eval(expr)?;
+        if out["value"] != Json::Bool(true) {
+            let from_expression = text("messageExpression")
+                .map(|m| self.eval(m))
+                .transpose()?
+                .and_then(|m| m["value"].as_str().map(str::to_string));
+            let message = from_expression
+                .or_else(|| text("message").map(str::to_string))
+                .unwrap_or_else(|| format!("failed expression: {}", expr.trim()));
+            out["message"] = message.into();
+        }
+        Ok(out)
+    }
+
+    fn eval_bare(
+        &self,
+        env: &Env,
+        slots: &[usize],
+        [namespace_object, request]: [&Json; 2],
+        expr: &str,
+    ) -> Result<(String, Json), EvalCommandError> {
+        let program = env
+            .compile(expr)
+            .map_err(|e| EvalCommandError::Compile(e.to_string()))?;
+        let null = Json::Null;
+        let values = [
+            self.object.as_ref().unwrap_or(&null),
+            self.old.as_ref().unwrap_or(&null),
+            self.params.as_ref().unwrap_or(&null),
+            namespace_object,
+            request,
+        ];
+        let indexes = HashMap::new();
+        let host = InventoryHost {
+            inventory: &self.inventory,
+            indexes: &indexes,
+            me: SelfIdentity {
+                uid: None,
+                key: ObjectKey::of(values[0]),
+            },
+            related: Default::default(),
+        };
+        let mut act = Activation::new(env);
+        for (slot, v) in slots.iter().zip(values) {
+            act.set(*slot, Value::from_json(v));
+        }
+        let act = act.with_host(&host);
+        let v = program
+            .eval(&act)
+            .map_err(|e| EvalCommandError::Eval(e.to_string()))?;
+        Ok((v.type_name().to_string(), v.to_json()))
+    }
+}
+
+/// `--policy`: the one policy of the file, compiled (its indexes declared
+/// in `inventory`).
+fn policy_mode(
+    file: &PathBuf,
+    opts: &EvalOptions,
+    inventory: &mut Inventory,
+) -> Result<Mode, EvalCommandError> {
     let loaded = manifest::load_paths(&[file], &LoadOptions::default());
     if let Some(e) = loaded.errors.first() {
         return Err(EvalCommandError::Input(e.to_string()));
     }
-    let mut inventory = Inventory::new();
     let docs: Vec<manifest::Document> = loaded
         .documents
         .into_iter()
         .filter(|d| policy::is_policy_document(&d.value))
         .collect();
     let doc_values: Vec<Json> = docs.iter().map(|d| d.value.clone()).collect();
-    let (set, errors) = PolicySet::compile_documents(docs, &mut inventory);
+    let (set, errors) = PolicySet::compile_documents(docs, inventory);
     if !errors.is_empty() {
         let text: Vec<String> = errors.iter().map(ToString::to_string).collect();
         return Err(EvalCommandError::Compile(text.join("\n")));
     }
-    let compiled = match set.policies.as_slice() {
-        [one] => one,
-        many => {
-            let names: Vec<&str> = many.iter().map(|p| p.name.as_str()).collect();
-            return Err(EvalCommandError::Input(format!(
-                "{}: --policy needs a file with one policy, this one has {} ({})",
-                file.display(),
-                many.len(),
-                names.join(", ")
-            )));
-        }
-    };
+    if set.policies.len() != 1 {
+        let names: Vec<&str> = set.policies.iter().map(|p| p.name.as_str()).collect();
+        return Err(EvalCommandError::Input(format!(
+            "{}: --policy needs a file with one policy, this one has {} ({})",
+            file.display(),
+            set.policies.len(),
+            names.join(", ")
+        )));
+    }
+    let name = &set.policies[0].name;
     let spec = doc_values
         .iter()
-        .find(|v| v.pointer("/metadata/name").and_then(Json::as_str) == Some(&compiled.name))
+        .find(|v| v.pointer("/metadata/name").and_then(Json::as_str) == Some(name))
         .and_then(|v| v.get("spec"))
         .cloned()
         .unwrap_or(Json::Null);
-    load_inventory(&opts.inventory, &mut inventory)?;
-    let object = opts.object.as_ref().map(read_value).transpose()?;
-    let old = opts.old_object.as_ref().map(read_value).transpose()?;
-    let params = opts.params.as_ref().map(read_value).transpose()?;
     let shape = RequestShape {
         operation: Operation::parse(&opts.operation).unwrap_or_default(),
         user: opts.user.clone(),
@@ -188,65 +360,12 @@ fn in_policy(file: &PathBuf, opts: &EvalOptions) -> Result<Json, EvalCommandErro
         subresource: opts.subresource.clone(),
         dry_run: opts.dry_run,
     };
-    let target = match shape.operation {
-        Operation::Delete => old.as_ref().or(object.as_ref()),
-        _ => object.as_ref(),
-    };
-    let request = target
-        .and_then(|t| Request::build(t, old.as_ref(), &shape))
-        .ok_or_else(|| {
-            EvalCommandError::Input(
-                "--policy needs --object (--old-object for a DELETE): a Kubernetes object with apiVersion, kind and metadata.name, from which `request` is made".into(),
-            )
-        })?;
-    let (expr, validation) = match opts.validation {
-        None => (opts.expr.clone().unwrap_or_default(), None),
-        Some(n) => {
-            let v = spec.pointer(&format!("/validations/{n}")).ok_or_else(|| {
-                let count = spec
-                    .get("validations")
-                    .and_then(Json::as_array)
-                    .map_or(0, Vec::len);
-                EvalCommandError::Input(format!(
-                    "--validation {n}: policy {} has {count} validation(s), numbered from 0",
-                    compiled.name
-                ))
-            })?;
-            let expr = v
-                .get("expression")
-                .and_then(Json::as_str)
-                .unwrap_or_default();
-            (expr.to_string(), Some(v.clone()))
-        }
-    };
-    let eval = |e: &str| {
-        compiled
-            .evaluate_expression(e, &request, &inventory, params.as_ref())
-            .map_err(|e| match e {
-                policy::ExpressionError::Compile(c) => EvalCommandError::Compile(c.to_string()),
-                policy::ExpressionError::Eval(m) => EvalCommandError::Eval(m),
-            })
-    };
-    let (type_name, value) = eval(&expr)?;
-    let mut out = serde_json::json!({"type": type_name, "value": value});
-    // A validation that fails gets its message, as a finding would.
-    if let (Some(v), false) = (validation, value == Json::Bool(true)) {
-        let from_expression = v
-            .get("messageExpression")
-            .and_then(Json::as_str)
-            .map(eval)
-            .transpose()?
-            .and_then(|(_, m)| m.as_str().map(str::to_string));
-        let message = from_expression
-            .or_else(|| v.get("message").and_then(Json::as_str).map(str::to_string))
-            .unwrap_or_else(|| format!("failed expression: {}", expr.trim()));
-        out["message"] = message.into();
-    }
-    Ok(out)
+    Ok(Mode::Policy { set, spec, shape })
 }
 
-/// An expression on its own, with the variables given as files.
-fn bare(opts: &EvalOptions, expr: &str) -> Result<Json, EvalCommandError> {
+/// An expression on its own: the five variables declared, `namespaceObject`
+/// and `request` read from their files.
+fn bare_mode(opts: &EvalOptions) -> Result<Mode, EvalCommandError> {
     let mut env = if opts.strict {
         Env::kubernetes()
     } else {
@@ -261,44 +380,16 @@ fn bare(opts: &EvalOptions, expr: &str) -> Result<Json, EvalCommandError> {
     ];
     let slots: Vec<usize> = names.iter().map(|n| env.add_variable(n)).collect();
     host::declare(&mut env, !opts.strict);
-    let program = env
-        .compile(expr)
-        .map_err(|e| EvalCommandError::Compile(e.to_string()))?;
-    let files = [
-        &opts.object,
-        &opts.old_object,
-        &opts.params,
-        &opts.namespace_object,
-        &opts.request,
-    ];
-    let values: Vec<Json> = files
-        .iter()
-        .map(|f| {
-            f.as_ref()
-                .map(read_value)
-                .transpose()
-                .map(|v| v.unwrap_or(Json::Null))
-        })
-        .collect::<Result<_, _>>()?;
-    let mut inventory = Inventory::new();
-    load_inventory(&opts.inventory, &mut inventory)?;
-    let indexes = HashMap::new();
-    let host = InventoryHost {
-        inventory: &inventory,
-        indexes: &indexes,
-        me: SelfIdentity {
-            uid: None,
-            key: ObjectKey::of(&values[0]),
-        },
-        related: Default::default(),
+    let read = |f: &Option<PathBuf>| {
+        f.as_ref()
+            .map(read_value)
+            .transpose()
+            .map(|v| v.unwrap_or(Json::Null))
     };
-    let mut act = Activation::new(&env);
-    for (slot, v) in slots.iter().zip(&values) {
-        act.set(*slot, Value::from_json(v));
-    }
-    let act = act.with_host(&host);
-    let v = program
-        .eval(&act)
-        .map_err(|e| EvalCommandError::Eval(e.to_string()))?;
-    Ok(serde_json::json!({"type": v.type_name(), "value": v.to_json()}))
+    Ok(Mode::Bare {
+        env,
+        slots,
+        namespace_object: read(&opts.namespace_object)?,
+        request: read(&opts.request)?,
+    })
 }

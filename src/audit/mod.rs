@@ -105,14 +105,28 @@ pub fn run(opts: &AuditOptions) -> Report {
             .await
             .map_err(AuditError::Client)?;
         let snapshot = list::list_cluster(&client, &loaded.policies, snapshot).await?;
-        Ok::<_, AuditError>((client, snapshot))
+        let wide = opts.overrides.exception_namespace();
+        let exceptions = crate::cluster::exceptions::list(&client, wide).await;
+        Ok::<_, AuditError>((client, snapshot, exceptions))
     });
-    let (client, snapshot) = match listed {
+    let (client, mut snapshot, exceptions) = match listed {
         Ok(l) => l,
         Err(e) => return failed(vec![cluster_error(e.to_string())]),
     };
+    let mut policies = loaded.policies;
+    match exceptions {
+        Ok((list, ignored)) => {
+            policies.cluster_exceptions = list;
+            snapshot
+                .notices
+                .extend(ignored.into_iter().map(cluster_error));
+        }
+        Err(e) => snapshot.errors.push(cluster_error(format!(
+            "cannot list InterlockExceptions: {e}"
+        ))),
+    }
     let namespaces = snapshot.namespaces.clone();
-    let mut report = evaluate(&loaded.policies, snapshot, opts);
+    let mut report = evaluate(&policies, snapshot, opts);
     // A partial listing would clear results that still hold: write only
     // what a complete audit found.
     if opts.write_reports && report.errors.is_empty() {

@@ -43,9 +43,22 @@ pub struct CheckOptions {
     pub old_objects: HashMap<ObjectKey, Json>,
     /// `--disable` and `--action`.
     pub overrides: policy::overrides::Overrides,
+    /// `--no-defaults`: check objects as written, without kube-apiserver's
+    /// defaulting (`k8s::defaults`).
+    pub no_defaults: bool,
 }
 
 impl CheckOptions {
+    /// What kube-apiserver does to an object before admission sees it:
+    /// the namespace kubectl sends it to, nulls dropped, built-in defaults.
+    pub(crate) fn as_admitted(&self, value: &mut Json) {
+        default_namespace(value, self.namespace());
+        drop_nulls(value);
+        if !self.no_defaults {
+            crate::k8s::defaults::apply(value);
+        }
+    }
+
     fn namespace(&self) -> &str {
         self.namespace
             .as_deref()
@@ -188,8 +201,7 @@ pub fn run(opts: &CheckOptions) -> Report {
     let mut skipped = Vec::new();
     if !opts.inventory.is_empty() {
         let loaded = manifest::load_files_map(&opts.inventory, &load, |mut d| {
-            default_namespace(&mut d.value, opts.namespace());
-            drop_nulls(&mut d.value);
+            opts.as_admitted(&mut d.value);
             let made: Vec<_> = producers::made_by(&d.value)
                 .iter()
                 .filter_map(|m| inventory.prepare(m).ok())
@@ -230,7 +242,7 @@ pub fn run(opts: &CheckOptions) -> Report {
     // given (a checked object of that name replaces it).
     for s in &skipped {
         for mut made in s.makes.iter().cloned() {
-            default_namespace(&mut made, opts.namespace());
+            opts.as_admitted(&mut made);
             if let Ok(m) = inventory.prepare(&made) {
                 if inventory.get(m.key()).is_none() {
                     let source = Source {
@@ -340,8 +352,7 @@ impl Item {
         opts: &CheckOptions,
         user: &str,
     ) -> Item {
-        default_namespace(&mut d.value, opts.namespace());
-        drop_nulls(&mut d.value);
+        opts.as_admitted(&mut d.value);
         let mut object = ObjectRef::from_document(&d);
         object.namespace = d
             .value
@@ -563,8 +574,7 @@ pub fn check_documents_with(
     }
     for d in context {
         let mut value = d.value.clone();
-        default_namespace(&mut value, opts.namespace());
-        drop_nulls(&mut value);
+        opts.as_admitted(&mut value);
         match inventory.prepare(&value) {
             Ok(p) => {
                 for e in inventory.insert(p, Some(Source::of(d))) {

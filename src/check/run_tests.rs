@@ -479,3 +479,82 @@ spec:
     assert_eq!(on("disallow-latest-tag", "Deployment").len(), 1);
     assert!(on("disallow-latest-tag", "PodTemplate").is_empty());
 }
+
+/// A policy that reads fields kube-apiserver defaults: the answer offline
+/// is the answer in admission, unless `--no-defaults`; the finding stays at
+/// the object's line either way.
+#[test]
+fn objects_are_defaulted_before_policies_read_them() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    write(
+        dir.path(),
+        "policy/pull.yaml",
+        "apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: pull-always}
+spec:
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [''], apiVersions: [v1], operations: [CREATE], resources: [pods]}
+  validations:
+  - expression: \"object.spec.containers.all(c, c.?imagePullPolicy.orValue('') == 'Always')\"
+    message: pull every time
+  - expression: \"object.spec.containers.all(c, has(c.resources.requests))\"
+    message: requests are set
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: pull-always}
+spec: {policyName: pull-always, validationActions: [Deny]}
+",
+    );
+    write(
+        dir.path(),
+        "app/pods.yaml",
+        "# two pods
+apiVersion: v1
+kind: Pod
+metadata: {name: untagged}
+spec:
+  containers:
+  - {name: c, image: nginx, resources: {limits: {cpu: '1'}}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: pinned}
+spec:
+  containers:
+  - {name: c, image: 'nginx:1.27', resources: {limits: {cpu: '1'}}}
+",
+    );
+    let check = |no_defaults: bool| {
+        let r = run_on(&dir.path().join("app"), |o| {
+            o.policies = vec![dir.path().join("policy")];
+            o.no_defaults = no_defaults;
+        });
+        assert!(r.errors.is_empty(), "{:?}", r.errors);
+        r.results
+            .iter()
+            .map(|f| (f.object.name.clone(), f.message.clone(), f.source.line))
+            .collect::<Vec<_>>()
+    };
+    // Defaulted: the untagged image is pulled Always, requests come from
+    // limits; the tagged one is IfNotPresent.
+    assert_eq!(
+        check(false),
+        vec![("pinned".to_string(), "pull every time".to_string(), 9)]
+    );
+    // As written: neither has a pull policy nor requests.
+    let mut as_written = check(true);
+    as_written.sort();
+    let expected: Vec<(String, String, usize)> = [
+        ("pinned", "pull every time", 9),
+        ("pinned", "requests are set", 9),
+        ("untagged", "pull every time", 2),
+        ("untagged", "requests are set", 2),
+    ]
+    .iter()
+    .map(|(n, m, l)| (n.to_string(), m.to_string(), *l))
+    .collect();
+    assert_eq!(as_written, expected);
+}

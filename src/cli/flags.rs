@@ -46,6 +46,11 @@ pub enum Command {
         /// without a `/` it matches any path segment); repeatable.
         #[arg(long)]
         exclude: Vec<String>,
+        /// Check objects as written: without kube-apiserver's defaulting
+        /// of built-in kinds (imagePullPolicy, requests from limits, ...;
+        /// docs/usage.md lists the fields).
+        #[arg(long)]
+        no_defaults: bool,
         #[command(flatten)]
         overrides: Overrides,
         /// Files, folders, or - for standard input.
@@ -105,8 +110,13 @@ pub enum Command {
         #[command(flatten)]
         args: crate::server::cli::CertsArgs,
     },
-    /// Print the CRDs of the project's kinds (ResourceGroup) as YAML.
-    Crd,
+    /// Print the CRDs of the project's kinds (ResourceGroup,
+    /// InterlockException) as YAML.
+    Crd {
+        /// Only this kind's CRD.
+        #[arg(value_parser = ["ResourceGroup", "InterlockException"])]
+        kind: Option<String>,
+    },
     /// Reconcile ResourceGroups against the cluster of the current kubeconfig.
     Controller {
         /// Policy file or folder (repeatable); default: the bundled library.
@@ -174,6 +184,16 @@ pub enum Command {
         /// Output format.
         #[arg(short, long, default_value = "human")]
         output: check::policy_test::TestFormat,
+        /// Also send the cases of ValidatingAdmissionPolicies to the cluster
+        /// of the kubeconfig (the policies and bindings renamed and confined
+        /// to the case's objects, the objects as dry runs in a scratch
+        /// namespace, all removed after) and show both answers.
+        #[arg(long)]
+        against_cluster: bool,
+        /// Send the cases' objects as written, without kube-apiserver's
+        /// defaulting of built-in kinds.
+        #[arg(long)]
+        no_defaults: bool,
     },
 }
 

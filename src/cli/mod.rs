@@ -40,6 +40,7 @@ fn dispatch(command: Command) -> u8 {
             namespace,
             inventory,
             exclude,
+            no_defaults,
             overrides,
             paths,
         } => print_report(
@@ -53,6 +54,7 @@ fn dispatch(command: Command) -> u8 {
                 inventory,
                 exclude,
                 overrides,
+                no_defaults,
                 ..Default::default()
             }),
             output,
@@ -145,14 +147,34 @@ fn dispatch(command: Command) -> u8 {
             ca_bundle,
         } => webhook_config(&policy, service, url, ca_bundle),
         Command::Unstick { args } => exit_status(crate::unstick::main(&args)),
-        Command::Crd => {
-            print!("{}", crate::group::crd_yaml());
+        Command::Crd { kind } => {
+            let kind = kind.as_deref();
+            if kind != Some("InterlockException") {
+                print!("{}", crate::group::crd_yaml());
+            }
+            if kind != Some("ResourceGroup") {
+                print!("{}", crate::cluster::exceptions::CRD_YAML);
+            }
             0
         }
         Command::Policies {
             command: PoliciesCommand::Export { dir },
         } => export_policies(&dir),
-        Command::Test { paths, run, output } => policy_tests(paths, run, output),
+        Command::Test {
+            paths,
+            run,
+            output,
+            against_cluster,
+            no_defaults,
+        } => policy_tests(
+            check::policy_test::TestOptions {
+                paths,
+                run,
+                against_cluster,
+                no_defaults,
+            },
+            output,
+        ),
     }
 }
 
@@ -172,18 +194,76 @@ fn print_report(report: &check::Report, output: OutputFormat) -> u8 {
 }
 
 fn eval(opts: &crate::eval::EvalOptions, output: &str) -> u8 {
+    if opts.interactive {
+        return match crate::eval::Session::open(opts) {
+            Ok(mut session) => eval_lines(&mut session, output),
+            Err(e) => {
+                eprintln!("{e}");
+                exit_status(e.exit_code())
+            }
+        };
+    }
     match crate::eval::run(opts) {
-        Ok(v) if output == "json" => {
-            println!("{v}");
-            0
-        }
         Ok(v) => {
-            println!("{} ({})", v["value"], v["type"].as_str().unwrap_or(""));
+            println!("{}", eval_result(&v, output));
             0
         }
         Err(e) => {
             eprintln!("{e}");
             exit_status(e.exit_code())
+        }
+    }
+}
+
+fn eval_result(v: &serde_json::Value, output: &str) -> String {
+    if output == "json" {
+        v.to_string()
+    } else {
+        format!("{} ({})", v["value"], v["type"].as_str().unwrap_or(""))
+    }
+}
+
+const EVAL_HELP: &str = "Each line is a CEL expression, evaluated with the context loaded at start.
+  :load FILE   add the objects of a file or folder to the inventory
+  :help        this text
+  :quit        end (so does end of input)";
+
+/// `eval -i`: one expression a line from standard input, each answered on
+/// standard output (errors on standard error, as without -i); a prompt
+/// only when a terminal types them. Ends at `:quit` or end of input, 0.
+fn eval_lines(session: &mut crate::eval::Session, output: &str) -> u8 {
+    use std::io::{BufRead, IsTerminal, Write};
+    let stdin = std::io::stdin();
+    let prompt = stdin.is_terminal();
+    let mut lines = stdin.lock().lines();
+    loop {
+        if prompt {
+            print!("> ");
+            let _ = std::io::stdout().flush();
+        }
+        let Some(Ok(line)) = lines.next() else {
+            return 0;
+        };
+        // Not trimmed at the start: an error's column is that of the
+        // character as typed.
+        let line = line.trim_end();
+        let command = line.trim_start();
+        match command.split_once(' ').unwrap_or((command, "")) {
+            ("", _) => {}
+            (":quit" | ":q", _) => return 0,
+            (":help" | ":h", _) => println!("{EVAL_HELP}"),
+            (":load", "") => eprintln!(":load needs a file or folder"),
+            (":load", path) => match session.load(std::path::Path::new(path.trim())) {
+                Ok(n) => println!("loaded {n} object(s) from {}", path.trim()),
+                Err(e) => eprintln!("{e}"),
+            },
+            (cmd, _) if cmd.starts_with(':') => {
+                eprintln!("unknown command {cmd}; :help lists them")
+            }
+            _ => match session.eval(line) {
+                Ok(v) => println!("{}", eval_result(&v, output)),
+                Err(e) => eprintln!("{e}"),
+            },
         }
     }
 }
@@ -212,11 +292,10 @@ fn webhook_config(
 }
 
 fn policy_tests(
-    paths: Vec<PathBuf>,
-    run: Option<String>,
+    opts: check::policy_test::TestOptions,
     output: check::policy_test::TestFormat,
 ) -> u8 {
-    let summary = check::policy_test::run(&check::policy_test::TestOptions { paths, run });
+    let summary = check::policy_test::run(&opts);
     let mut stdout = std::io::stdout().lock();
     match summary.write(output, &mut stdout) {
         // A closed pipe (`| head`) is the reader's choice, not an error.

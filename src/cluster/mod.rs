@@ -15,6 +15,7 @@
 //!   kind whose discovery fails keeps the process unready and is retried
 //!   with backoff; it never wedges readiness for good.
 
+pub mod exceptions;
 pub mod pending;
 pub mod reload;
 pub mod watch;
@@ -217,6 +218,13 @@ impl Cluster {
         let mut syncing = self.syncing();
         syncing.remove(kind);
         self.settle(&syncing);
+    }
+
+    /// Not ready until `kind` completes its first list (a watch outside
+    /// [`watch::Watchers`]: the cluster's exceptions).
+    fn hold(&self, kind: &KindName) {
+        self.syncing().insert(kind.clone());
+        self.set_ready(false);
     }
 
     /// `kind` completed its first list.

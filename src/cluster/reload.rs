@@ -152,7 +152,10 @@ impl Cluster {
             st.inventory.set_indexes(&loaded.indexes)?;
             let changed = *st.inventory.projection() != loaded.projection;
             st.inventory.set_projection(loaded.projection);
+            // The cluster's exceptions come from their watcher, not the files.
+            let exceptions = std::mem::take(&mut st.policies.cluster_exceptions);
             st.policies = loaded.policies;
+            st.policies.cluster_exceptions = exceptions;
             self.reloads.loaded(st.policies.len());
             if changed {
                 self.relist_all();
@@ -241,9 +244,11 @@ pub fn initial(
     Ok((cluster, kinds))
 }
 
-/// The watchers and the policy reload loop of one process.
+/// The watchers, the policy reload loop and the watch of the cluster's
+/// exceptions of one process.
 pub struct Supervisor {
     task: Option<JoinHandle<()>>,
+    exceptions: Option<JoinHandle<()>>,
 }
 
 impl Supervisor {
@@ -255,17 +260,27 @@ impl Supervisor {
         sources: Sources,
         kinds: Vec<KindName>,
     ) -> Supervisor {
+        let exceptions = client.clone().map(|c| {
+            let wide = sources.overrides.exception_namespace().to_string();
+            tokio::spawn(super::exceptions::watch(c, cluster.clone(), wide))
+        });
         let mut watchers = client.map(|c| Watchers::new(c, cluster.clone()));
         if let Some(w) = &mut watchers {
             w.set_kinds(&kinds);
         }
         let task = tokio::spawn(reload_loop(cluster, sources, watchers));
-        Supervisor { task: Some(task) }
+        Supervisor {
+            task: Some(task),
+            exceptions,
+        }
     }
 
     /// Stops the reload loop and every watcher.
     pub async fn shutdown(mut self) {
-        if let Some(task) = self.task.take() {
+        for task in [self.task.take(), self.exceptions.take()]
+            .into_iter()
+            .flatten()
+        {
             task.abort();
             let _ = task.await;
         }
@@ -274,7 +289,7 @@ impl Supervisor {
 
 impl Drop for Supervisor {
     fn drop(&mut self) {
-        if let Some(task) = &self.task {
+        for task in self.task.iter().chain(&self.exceptions) {
             task.abort();
         }
     }

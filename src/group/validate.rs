@@ -55,11 +55,21 @@ pub fn validate(
     current: &[ObjectKey],
     desired: &[Json],
 ) -> Vec<MemberVerdict> {
+    // Judged as kube-apiserver's admission will see them once applied:
+    // defaulted (what is applied stays the manifest).
+    let desired: Vec<Json> = desired
+        .iter()
+        .map(|d| {
+            let mut d = d.clone();
+            crate::k8s::defaults::apply(&mut d);
+            d
+        })
+        .collect();
     let mut overlay = Overlay::new(base);
     for k in current {
         overlay.remove(k);
     }
-    for d in desired {
+    for d in &desired {
         // An object the inventory cannot key is refused by the plan.
         let _ = overlay.put(d);
     }

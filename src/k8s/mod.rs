@@ -2,5 +2,6 @@
 //! scope. Offline (`check`) this table is all there is; the live front-ends
 //! ask discovery, which this module does not do.
 
+pub mod defaults;
 pub mod kinds;
 pub mod pod_template;

@@ -1,14 +1,17 @@
 //! Where a place inside a string value is in the YAML text: a compile error
 //! at line 3, column 7 of an expression written as a block scalar (`|`,
 //! `>`) or a folded plain or quoted string is on another line of the file
-//! than the key.
+//! than the key. Escapes in a quoted string and flow mappings
+//! (`{expression: "..."}`) are read as YAML reads them, so the column is
+//! that of the character in the file.
 
 /// The 1-based (line, column) in `text` of the character at 1-based
 /// (`line`, `column`) of `value`, the string of the mapping entry `key`
 /// whose key is on `key_line`. Each source line of the scalar is found, in order, in
 /// the value (folding joins lines with spaces and block scalars drop the
 /// indentation, but the characters of a line stay together). `None` when
-/// the lines cannot be matched (escapes in a double-quoted string).
+/// the lines cannot be matched (a quoted string with escapes that goes on
+/// over several lines).
 pub fn position_in_scalar(
     text: &str,
     key_line: usize,
@@ -31,8 +34,22 @@ pub fn position_in_scalar(
     if !block {
         let start = after_key + (rest.len() - head.len());
         let quoted = head.starts_with(['"', '\'']);
-        let content = if quoted { &head[1..] } else { head };
-        pieces.push((key_line, start + usize::from(quoted), content));
+        if quoted {
+            if let Some((cols, close)) = quoted_on_line(first, start) {
+                let col = cols.get(target).copied().unwrap_or(close);
+                return (target <= cols.len()).then_some((key_line, col));
+            }
+        }
+        let content = if quoted {
+            &head[1..]
+        } else if first[..after_key].contains(['{', '[']) {
+            // A plain scalar in a flow collection ends at a flow indicator.
+            head.split([',', '{', '}', '[', ']']).next().unwrap_or(head)
+        } else {
+            head
+        };
+        let start = start + usize::from(quoted);
+        pieces.push((key_line, first[..start].chars().count(), content));
     }
     for (i, l) in lines {
         if l.trim().is_empty() {
@@ -59,6 +76,43 @@ pub fn position_in_scalar(
         if cursor >= value.len() {
             break;
         }
+    }
+    None
+}
+
+/// The 1-based columns in `line` of each character of the quoted scalar
+/// whose opening quote is at byte `open`, as YAML decodes it (`\"`, `\n`,
+/// `\xNN`, `\uNNNN` in double quotes, `''` in single quotes, each one
+/// character), and the column of its closing quote; `None` when it does
+/// not close on this line.
+fn quoted_on_line(line: &str, open: usize) -> Option<(Vec<usize>, usize)> {
+    let quote = line[open..].chars().next()?;
+    let body = &line[open + 1..];
+    let before = line[..open + 1].chars().count();
+    let mut cols = Vec::new();
+    let mut chars = body.chars().enumerate().peekable();
+    while let Some((i, c)) = chars.next() {
+        let col = before + i + 1;
+        match c {
+            '\\' if quote == '"' => {
+                let (_, e) = chars.next()?;
+                let digits = match e {
+                    'x' => 2,
+                    'u' => 4,
+                    'U' => 8,
+                    _ => 0,
+                };
+                for _ in 0..digits {
+                    chars.next()?;
+                }
+            }
+            '\'' if quote == '\'' && chars.peek().map(|p| p.1) == Some('\'') => {
+                chars.next();
+            }
+            c if c == quote => return Some((cols, col)),
+            _ => {}
+        }
+        cols.push(col);
     }
     None
 }
@@ -109,6 +163,41 @@ mod tests {
     fn quoted_on_the_key_line() {
         let text = "- expression: \"object.x == 1\"\n";
         assert_eq!(find(text, 1, "object.x == 1", "=="), Some((1, 25)));
+    }
+
+    #[test]
+    fn flow_mapping_quoted() {
+        let text = "    - {expression: \"object.x == 1\", message: m}\n";
+        assert_eq!(find(text, 1, "object.x == 1", "=="), Some((1, 30)));
+        assert_eq!(&text[29..31], "==");
+    }
+
+    #[test]
+    fn flow_mapping_plain() {
+        let text = "    - {message: m, expression: object.x == 1, reason: Invalid}\n";
+        assert_eq!(find(text, 1, "object.x == 1", "1"), Some((1, 44)));
+        assert_eq!(&text[43..44], "1");
+        let text = "- {expression: a.b(c)}\n";
+        assert_eq!(find(text, 1, "a.b(c)", "c"), Some((1, 20)));
+    }
+
+    #[test]
+    fn escapes_in_a_double_quoted_string() {
+        let text = "- expression: \"object.a == \\\"b\\\" && bad(\\u00e9)\"\n";
+        let value = "object.a == \"b\" && bad(\u{e9})";
+        // `bad` is 2 characters further right in the file than in the value.
+        assert_eq!(find(text, 1, value, "bad"), Some((1, 37)));
+        assert_eq!(&text[36..39], "bad");
+        // The character after an escape: `)` follows the 6-character `\u00e9`.
+        assert_eq!(find(text, 1, value, ")"), Some((1, 47)));
+        assert_eq!(&text[46..47], ")");
+    }
+
+    #[test]
+    fn doubled_quotes_in_a_single_quoted_string() {
+        let text = "- expression: 'x == ''y'' + zz'\n";
+        assert_eq!(find(text, 1, "x == 'y' + zz", "zz"), Some((1, 29)));
+        assert_eq!(&text[28..30], "zz");
     }
 
     #[test]

@@ -1,9 +1,22 @@
-//! PolicyException documents: a policy does not hold for some objects (a
-//! namespace, names, a label selector), until an expiry, for a reason.
-//! They load with the policies (same files, same reloads), so `check`,
-//! `audit`, `serve` and the controller honour them alike: an excepted
-//! failure is kept as an Audit finding whose message says which exception
-//! excepted it, and never denies or warns.
+//! Exceptions: a policy does not hold for some objects (a namespace, names,
+//! a label selector), until an expiry, for a reason. Two forms, one spec:
+//! - `PolicyException` documents in policy files, loaded with the policies
+//!   (same files, same reloads);
+//! - `InterlockException` objects in the cluster (the CRD in manifests/),
+//!   watched by `serve` and the controller and listed by `audit`. The kind
+//!   is not called PolicyException there: Kyverno's CRD has that name, and
+//!   `kubectl get` must resolve ours without a group.
+//!
+//! `check`, `audit`, `serve` and the controller honour them alike: an
+//! excepted failure is kept as an Audit finding whose message says which
+//! exception excepted it, and never denies or warns.
+//!
+//! Who may except what ([`confine`]): an exception in a namespace excepts
+//! only objects of that namespace, so whoever may create exceptions in a
+//! tenant's namespace cannot except another tenant's objects (or
+//! cluster-scoped ones). Only exceptions in the configured namespace
+//! (`--exception-namespace`, default interlock-system) and file exceptions
+//! without a namespace may name other namespaces or none (all).
 
 use super::model::LabelSelector;
 use super::{selector, Action, Request, SpecError, Verdict};
@@ -27,10 +40,20 @@ struct Spec {
     reason: String,
 }
 
-/// One compiled PolicyException.
+/// Kind of the exceptions written in policy files.
+pub const FILE_KIND: &str = "PolicyException";
+/// Kind of the exceptions stored in the cluster (manifests/base/crd-interlockexception.yaml).
+pub const CLUSTER_KIND: &str = "InterlockException";
+/// Namespace whose exceptions may except objects of any namespace, unless
+/// `--exception-namespace` says another.
+pub const DEFAULT_NAMESPACE: &str = "interlock-system";
+
+/// One compiled exception.
 #[derive(Debug)]
 pub struct Exception {
     pub name: String,
+    /// How findings name it: `PolicyException legacy`, `InterlockException team-a/promo`.
+    label: String,
     policies: Vec<String>,
     namespaces: Vec<String>,
     names: Vec<String>,
@@ -73,8 +96,14 @@ impl Exception {
                 .into());
             }
         }
+        let kind = doc.get("kind").and_then(Json::as_str).unwrap_or(FILE_KIND);
+        let label = match doc.pointer("/metadata/namespace").and_then(Json::as_str) {
+            Some(ns) => format!("{kind} {ns}/{name}"),
+            None => format!("{kind} {name}"),
+        };
         Ok(Exception {
             name: name.to_string(),
+            label,
             policies: spec.policies,
             namespaces: spec.namespaces,
             names: spec.names,
@@ -87,6 +116,16 @@ impl Exception {
     /// The policies it names.
     pub fn policies(&self) -> &[String] {
         &self.policies
+    }
+
+    /// The namespaces it excepts objects of (none: all).
+    pub fn namespaces(&self) -> &[String] {
+        &self.namespaces
+    }
+
+    /// When it stops applying, if ever.
+    pub fn expires(&self) -> Option<DateTime<Utc>> {
+        self.expires
     }
 
     /// Does it except `policy`'s verdicts on `req` at `now`?
@@ -103,20 +142,55 @@ impl Exception {
     }
 }
 
-/// Turns every verdict that an exception covers into an Audit verdict that
-/// says so.
-pub fn apply(exceptions: &[Exception], req: &Request, verdicts: &mut [Verdict]) {
-    if exceptions.is_empty() {
+/// Is this an exception document, in either form?
+pub fn is_exception_kind(kind: &str) -> bool {
+    kind == FILE_KIND || kind == CLUSTER_KIND
+}
+
+/// Confines an exception to what its namespace may except: one outside
+/// `cluster_wide` (the namespace of cluster-wide exceptions) excepts only
+/// objects of its own namespace, so `spec.namespaces` becomes exactly that
+/// namespace; naming another is an error, never silently narrowed.
+pub fn confine(doc: &mut Json, cluster_wide: &str) -> Result<(), SpecError> {
+    let Some(ns) = doc
+        .pointer("/metadata/namespace")
+        .and_then(Json::as_str)
+        .filter(|ns| !ns.is_empty() && *ns != cluster_wide)
+        .map(str::to_string)
+    else {
+        return Ok(());
+    };
+    let Some(spec) = doc.get_mut("spec").and_then(Json::as_object_mut) else {
+        return Ok(()); // parse says what is missing
+    };
+    let listed: Vec<&str> = spec
+        .get("namespaces")
+        .and_then(Json::as_array)
+        .map(|a| a.iter().filter_map(Json::as_str).collect())
+        .unwrap_or_default();
+    if let Some(other) = listed.iter().find(|n| **n != ns) {
+        return Err(format!(
+            "spec.namespaces: {other:?}: an exception in namespace {ns} excepts only objects of {ns}; \
+             an exception for other namespaces belongs in namespace {cluster_wide}"
+        )
+        .into());
+    }
+    spec.insert("namespaces".into(), Json::from(vec![ns]));
+    Ok(())
+}
+
+/// Turns every verdict that an exception of `lists` covers into an Audit
+/// verdict that says so.
+pub fn apply(lists: &[&[Exception]], req: &Request, verdicts: &mut [Verdict]) {
+    if lists.iter().all(|l| l.is_empty()) {
         return;
     }
     let now = Utc::now();
     for v in verdicts.iter_mut() {
-        if let Some(e) = exceptions.iter().find(|e| e.applies(&v.policy, req, now)) {
+        let mut covering = lists.iter().flat_map(|l| l.iter());
+        if let Some(e) = covering.find(|e| e.applies(&v.policy, req, now)) {
             v.action = Action::Audit;
-            v.message = format!(
-                "excepted by PolicyException {} ({}): {}",
-                e.name, e.reason, v.message
-            );
+            v.message = format!("excepted by {} ({}): {}", e.label, e.reason, v.message);
         }
     }
 }
@@ -157,6 +231,34 @@ mod tests {
             let r = Request::create(&other, "u").unwrap();
             assert!(!e.applies("unique-ingress-host", &r, before), "{other}");
         }
+    }
+
+    #[test]
+    fn only_the_cluster_wide_namespace_and_files_without_one_reach_other_namespaces() {
+        let doc = |ns: Option<&str>, namespaces: Json| {
+            let mut d = json!({"kind": FILE_KIND, "metadata": {"name": "e"},
+                "spec": {"policies": ["p"], "namespaces": namespaces, "reason": "r"}});
+            if let Some(ns) = ns {
+                d["metadata"]["namespace"] = ns.into();
+            }
+            d
+        };
+        let mut tenant = doc(Some("team-a"), json!([]));
+        confine(&mut tenant, "platform").expect("its own namespace");
+        assert_eq!(tenant["spec"]["namespaces"], json!(["team-a"]));
+        let mut other = doc(Some("team-a"), json!(["team-a", "team-b"]));
+        let e = confine(&mut other, "platform").unwrap_err();
+        assert!(
+            e.0.contains("\"team-b\": an exception in namespace team-a"),
+            "{e}"
+        );
+        for (ns, wide) in [(Some("platform"), "platform"), (None, "platform")] {
+            let mut d = doc(ns, json!(["team-b"]));
+            confine(&mut d, wide).expect("may name any namespace");
+            assert_eq!(d["spec"]["namespaces"], json!(["team-b"]));
+        }
+        let e = Exception::parse("e", &tenant).unwrap();
+        assert_eq!(e.label, "PolicyException team-a/e");
     }
 
     #[test]

@@ -487,6 +487,9 @@ pub struct PolicySet {
     pub policies: Vec<CompiledPolicy>,
     /// PolicyException documents loaded with the policies.
     pub exceptions: Vec<exceptions::Exception>,
+    /// InterlockException objects of the cluster (set by its watcher or
+    /// an audit's list; kept across policy reloads).
+    pub cluster_exceptions: Vec<exceptions::Exception>,
 }
 
 const VAP_GROUP: &str = "admissionregistration.k8s.io";
@@ -509,7 +512,7 @@ pub fn is_policy_document(doc: &Json) -> bool {
             Some("ValidatingAdmissionPolicy" | "ValidatingAdmissionPolicyBinding")
         ) | (
             Some(INTERLOCK_GROUP),
-            Some("InterlockPolicy" | "PolicyException")
+            Some("InterlockPolicy" | exceptions::FILE_KIND | exceptions::CLUSTER_KIND)
         )
     )
 }
@@ -559,7 +562,7 @@ impl PolicySet {
                 expression: None,
             };
             let kind = match doc.get("kind").and_then(Json::as_str) {
-                Some("PolicyException") => {
+                Some(k) if exceptions::is_exception_kind(k) => {
                     match exceptions::Exception::parse(&name, doc) {
                         Ok(e) => {
                             set.exceptions.push(e);
@@ -686,7 +689,11 @@ impl PolicySet {
                 &mut outcome.annotations,
             );
         }
-        exceptions::apply(&self.exceptions, req, &mut outcome.verdicts);
+        exceptions::apply(
+            &[&self.exceptions, &self.cluster_exceptions],
+            req,
+            &mut outcome.verdicts,
+        );
         outcome
     }
 

@@ -3,6 +3,7 @@
 //! policy documents before they compile, alike in check, audit, serve and
 //! the controller.
 
+use super::exceptions::{confine, is_exception_kind};
 use super::{Action, SpecError, INTERLOCK_GROUP, VAP_GROUP};
 use crate::k8s::kinds::group_of;
 use crate::manifest::Document;
@@ -24,6 +25,11 @@ pub struct Overrides {
     /// controller read it again when it changes.
     #[arg(long = "policy-config", value_name = "FILE")]
     pub config: Option<PathBuf>,
+    /// The namespace whose exceptions may except objects of any namespace
+    /// (default interlock-system); an exception in any other namespace
+    /// excepts only objects of its own (docs/writing-policies.md).
+    #[arg(long = "exception-namespace", value_name = "NS")]
+    pub exception_namespace: Option<String>,
 }
 
 /// The spec of a PolicyConfig document.
@@ -65,6 +71,13 @@ fn policy_of(d: &Document) -> Option<&str> {
 }
 
 impl Overrides {
+    /// The namespace of cluster-wide exceptions.
+    pub fn exception_namespace(&self) -> &str {
+        self.exception_namespace
+            .as_deref()
+            .unwrap_or(super::exceptions::DEFAULT_NAMESPACE)
+    }
+
     /// The flags with the config file's entries added.
     fn resolved(&self) -> Result<Overrides, Vec<String>> {
         let mut out = Overrides {
@@ -135,6 +148,16 @@ impl Overrides {
                 errors.push(format!(
                     "{flag} {name}: no loaded policy has that name; the policies are {}",
                     names.join(", ")
+                ));
+            }
+        }
+        for d in docs.iter_mut().filter(|d| is_exception_kind(d.kind())) {
+            if let Err(e) = confine(&mut d.value, self.exception_namespace()) {
+                errors.push(format!(
+                    "{}:{}: {}: {e}",
+                    d.source,
+                    d.line,
+                    d.display_name()
                 ));
             }
         }

@@ -11,8 +11,10 @@
 //! ## Design decisions
 //! - **Where evaluation runs.** Each body is read on the async side, then
 //!   parsed (once, straight into JSON) and evaluated on a dedicated
-//!   fixed-size rayon pool (default: one thread per CPU;
-//!   `--eval-threads`), never on a tokio worker. Until issue 17, bodies up
+//!   fixed set of threads behind one queue ([`executor`]; default: one
+//!   thread per CPU; `--eval-threads`), never on a tokio worker. Bodies
+//!   over 128 KiB may occupy all threads but one, so a few near-limit or
+//!   adversarial bodies cannot make ordinary requests queue behind them. Until issue 17, bodies up
 //!   to 64 KiB were evaluated inline on the worker that read them (12%
 //!   less CPU per request at saturation, docs/PERFORMANCE.md), but an
 //!   evaluation can block: on the engine's `RwLock` behind a waiting
@@ -67,6 +69,7 @@
 
 pub mod admin;
 pub mod cli;
+mod executor;
 mod logging;
 pub mod metrics;
 mod routes;
@@ -205,8 +208,8 @@ pub enum ServerError {
         source: std::io::Error,
     },
     /// The evaluation thread pool could not be started.
-    #[error("evaluation thread pool: {0}")]
-    Pool(#[from] rayon::ThreadPoolBuildError),
+    #[error("evaluation threads could not be started: {0}")]
+    Pool(#[source] std::io::Error),
 }
 
 /// Everything the server needs; [`From<&ServeArgs>`] fills it from the CLI.
@@ -327,7 +330,7 @@ impl Server {
             reviewer,
             metrics: metrics.clone(),
             registry: Arc::new(registry),
-            executor: routes::Executor::new(config.eval_threads)?,
+            executor: executor::Executor::new(config.eval_threads).map_err(ServerError::Pool)?,
             max_body_bytes: config.max_body_bytes,
             shutting_down: shutting_down.clone(),
             slots: Arc::new(tokio::sync::Semaphore::new(

@@ -1,6 +1,5 @@
 //! HTTP routes: admission endpoints, health, readiness and metrics.
 
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -21,47 +20,12 @@ use prometheus_client::registry::Registry;
 use serde_json::value::RawValue;
 use tower::ServiceBuilder;
 
+use super::executor::{Executor, HEAVY_BODY_BYTES};
 use super::logging::RateLimit;
 use super::metrics::{Decision, Endpoint, InFlight, ServerMetrics};
 use super::{ParsedReview, Reviewer};
 use crate::cel::interrupt::{self, CancelOnDrop, Interrupt};
-
-/// Where admission requests are parsed and evaluated: a dedicated,
-/// fixed-size rayon pool, never the tokio workers (see the module doc of
-/// [`super`]: an evaluation may block on the engine's lock or run until
-/// its deadline, and the workers must keep answering `/healthz`).
-#[derive(Clone)]
-pub(crate) struct Executor {
-    pool: Arc<rayon::ThreadPool>,
-}
-
-impl Executor {
-    /// `threads` evaluation threads (at least one); `None`: one per CPU.
-    pub(crate) fn new(threads: Option<usize>) -> Result<Self, rayon::ThreadPoolBuildError> {
-        let threads = threads.unwrap_or_else(|| {
-            std::thread::available_parallelism()
-                .map(|n| n.get())
-                .unwrap_or(2)
-        });
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(threads.max(1))
-            .thread_name(|i| format!("interlock-eval-{i}"))
-            .build()?;
-        Ok(Executor {
-            pool: Arc::new(pool),
-        })
-    }
-
-    /// Run `f` on the pool; `None` if it panicked (or the pool went away).
-    async fn run<R: Send + 'static>(&self, f: impl FnOnce() -> R + Send + 'static) -> Option<R> {
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        self.pool.spawn(move || {
-            // The receiver is gone when the request timed out: drop the answer.
-            let _ = tx.send(catch_unwind(AssertUnwindSafe(f)));
-        });
-        rx.await.ok().and_then(Result::ok)
-    }
-}
+use std::panic::{catch_unwind, AssertUnwindSafe};
 
 #[derive(Clone)]
 pub(crate) struct AppState {
@@ -221,9 +185,10 @@ async fn admission(state: AppState, endpoint: Endpoint, req: Request) -> Respons
     let _cancel = CancelOnDrop(interrupt.clone());
     let reviewer = state.reviewer.clone();
     let metrics = state.metrics.clone();
+    let heavy = body.len() > HEAVY_BODY_BYTES;
     match state
         .executor
-        .run(move || {
+        .run(heavy, move || {
             // The deadline passed while this waited for a thread: no one
             // will read the answer, do not start.
             let answer = (!interrupt.is_cancelled())

@@ -104,7 +104,7 @@ fn violations(audit: &Audit, ns: &str) -> Option<i64> {
         .and_then(|l| l.rsplit(' ').next()?.parse().ok())
 }
 
-fn install_crds(cluster: &TestCluster) {
+pub(crate) fn install_crds(cluster: &TestCluster) {
     let crds = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("manifests/policyreport/crds.yaml");
     let crds = crds.display().to_string();
     kubectl_ok(cluster, &["apply", "--server-side", "-f", &crds]);
@@ -119,7 +119,7 @@ fn install_crds(cluster: &TestCluster) {
     );
 }
 
-fn kubectl_ok(cluster: &TestCluster, args: &[&str]) -> String {
+pub(crate) fn kubectl_ok(cluster: &TestCluster, args: &[&str]) -> String {
     let out = cluster.kubectl(args);
     assert!(
         out.status.success(),
@@ -129,7 +129,7 @@ fn kubectl_ok(cluster: &TestCluster, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-fn apply(cluster: &TestCluster, ns: &str, yaml: &str) {
+pub(crate) fn apply(cluster: &TestCluster, ns: &str, yaml: &str) {
     let out = cluster.kubectl_stdin(&["-n", ns, "apply", "-f", "-"], yaml);
     assert!(
         out.status.success(),
@@ -139,7 +139,7 @@ fn apply(cluster: &TestCluster, ns: &str, yaml: &str) {
 }
 
 /// The namespace's report as kubectl shows it, if there is one.
-fn report(cluster: &TestCluster, ns: &str) -> Option<Value> {
+pub(crate) fn report(cluster: &TestCluster, ns: &str) -> Option<Value> {
     let out = cluster.kubectl(&["-n", ns, "get", "polr", "interlock", "-o", "json"]);
     out.status
         .success()
@@ -147,7 +147,7 @@ fn report(cluster: &TestCluster, ns: &str) -> Option<Value> {
 }
 
 /// `policy Kind/name` of each result of a report.
-fn results(report: &Value) -> Vec<String> {
+pub(crate) fn results(report: &Value) -> Vec<String> {
     let mut v: Vec<String> = report["results"]
         .as_array()
         .into_iter()
@@ -167,7 +167,7 @@ fn results(report: &Value) -> Vec<String> {
 }
 
 /// Waits (a deadline for progress, not a timing assertion) until `f` holds.
-fn eventually<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
+pub(crate) fn eventually<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
     let deadline = Instant::now() + Duration::from_secs(90);
     loop {
         if let Some(v) = f() {
@@ -178,13 +178,13 @@ fn eventually<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
     }
 }
 
-fn results_become(cluster: &TestCluster, ns: &str, want: &[&str]) -> Value {
+pub(crate) fn results_become(cluster: &TestCluster, ns: &str, want: &[&str]) -> Value {
     eventually(&format!("{ns}'s report holds {want:?}"), || {
         report(cluster, ns).filter(|r| results(r) == want)
     })
 }
 
-fn config_map(name: &str) -> String {
+pub(crate) fn config_map(name: &str) -> String {
     format!("apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: {name}}}\ndata: {{k: v}}\n")
 }
 

@@ -29,16 +29,25 @@ fn json_report(out: &Output) -> Value {
 
 #[test]
 fn crd_prints_the_committed_manifest() {
-    let out = interlock(&["crd"]);
+    let out = interlock(&["crd", "ResourceGroup"]);
     assert_eq!(out.status.code(), Some(0));
     let committed = std::fs::read(root().join("manifests/base/crd-resourcegroup.yaml")).unwrap();
     assert!(
         out.stdout == committed,
-        "manifests/base/crd-resourcegroup.yaml is stale: run `interlock crd > manifests/base/crd-resourcegroup.yaml`"
+        "manifests/base/crd-resourcegroup.yaml is stale: run `interlock crd ResourceGroup > manifests/base/crd-resourcegroup.yaml`"
+    );
+    let exception =
+        std::fs::read(root().join("manifests/base/crd-interlockexception.yaml")).unwrap();
+    let all = interlock(&["crd"]);
+    assert_eq!(
+        all.stdout,
+        [committed, exception].concat(),
+        "every CRD, in order"
     );
     let kustomization =
         std::fs::read_to_string(root().join("manifests/base/kustomization.yaml")).unwrap();
     assert!(kustomization.contains("- crd-resourcegroup.yaml"));
+    assert!(kustomization.contains("- crd-interlockexception.yaml"));
 }
 
 #[test]

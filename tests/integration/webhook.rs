@@ -1271,6 +1271,27 @@ fn the_base_manifests_install_and_leave_a_small_blast_radius() {
         webhook,
         &["create", "pods", "-n", "tenant"]
     ));
+    // InterlockExceptions: both watch them everywhere, neither writes one;
+    // nobody is granted the editor role by the base.
+    for sa in [webhook, controller] {
+        for verb in ["list", "watch"] {
+            assert!(can_i(
+                &cluster,
+                sa,
+                &[verb, "interlockexceptions.interlock.dev", "-A"]
+            ));
+        }
+        assert!(!can_i(
+            &cluster,
+            sa,
+            &[
+                "create",
+                "interlockexceptions.interlock.dev",
+                "-n",
+                "tenant"
+            ]
+        ));
+    }
 
     // No webhook pod: the Service has no endpoints.
     let ns = cluster.create_namespace("tenant");

@@ -25,6 +25,12 @@ impl Controller {
     /// Starts `interlock controller ARGS` against `cluster`, its log in
     /// `dir`, and waits until it is ready.
     pub fn start(cluster: &TestCluster, dir: &Path, args: &[&str]) -> Controller {
+        Controller::start_as(cluster.kubeconfig(), dir, args)
+    }
+
+    /// [`Controller::start`] with another kubeconfig (one that impersonates
+    /// the controller's ServiceAccount, to test its RBAC).
+    pub fn start_as(kubeconfig: &Path, dir: &Path, args: &[&str]) -> Controller {
         let admin = std::net::TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .expect("free port")
@@ -34,7 +40,7 @@ impl Controller {
         cmd.arg("controller")
             .args(args)
             .args(["--admin-addr", &format!("127.0.0.1:{admin}")])
-            .env("KUBECONFIG", cluster.kubeconfig())
+            .env("KUBECONFIG", kubeconfig)
             .env("RUST_LOG", "info,interlock=debug")
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&log).expect("log file"));

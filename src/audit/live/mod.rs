@@ -163,6 +163,8 @@ impl LiveAudit {
                     evaluated = pass.evaluated,
                     namespaces_changed = pass.changed.len(),
                     elapsed = ?started.elapsed(),
+                    evaluating = ?pass.busy,
+                    holds = pass.holds,
                     "audit pass"
                 );
             }
@@ -199,7 +201,7 @@ impl LiveAudit {
                 Ok(false) => {}
                 Err(e) => {
                     self.metrics.write_failed();
-                    tracing::warn!(namespace = %ns, error = %e, "audit: report not written; retried after the next pass");
+                    tracing::warn!(namespace = %ns, error = %e, hint = reports::hint(&e), "audit: report not written; retried after the next pass");
                 }
             }
         }

@@ -11,24 +11,40 @@
 //!   (a deleted ConfigMap), so object-level dependencies would miss exactly
 //!   the case the audit is for.
 //! - A policy reload (a new generation) or the slow timer makes a full pass.
-//! - The read lock is held for one batch at a time ([`BATCH`] objects,
-//!   decompressed before the lock is taken): admission waits at most one
-//!   batch's evaluation for the write lock's holders to go first.
+//! - The read lock is held for at most [`HOLD`] at a time (objects are
+//!   decompressed [`BATCH`] at a time before it is taken, and evaluated in
+//!   as many holds as that takes): an admitted write, which records itself
+//!   under the write lock, waits for one hold, never a batch. The lock
+//!   prefers writers: once one waits, the next hold waits for it.
+//! - A pass is paced ([`Auditor::pace`]): after each hold it sleeps in
+//!   proportion to the time it held, so the audit never takes more than
+//!   a share of one core from admission (a full pass is a slow safety net;
+//!   on a 2-core node an unpaced one takes a core of two).
 //! - The inventory version is read before the batches: a change made
 //!   during a pass is seen by the next one (evaluated twice at worst,
 //!   never missed).
 
 use super::store::Shared;
-use crate::cluster::Cluster;
+use crate::cluster::{Cluster, State};
 use crate::inventory::ObjectKey;
 use crate::policy::Request;
 use crate::report::{Finding, ObjectRef};
 use serde_json::Value as Json;
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
-/// Objects evaluated per hold of the read lock.
+/// Objects decompressed at a time, outside every lock.
 pub const BATCH: usize = 64;
+
+/// The longest the read lock is held at a time (at least one evaluation).
+pub const HOLD: Duration = Duration::from_micros(250);
+
+/// Sleep per unit of time evaluating: 3, at most a quarter of a core
+/// (benches/audit_live.rs: admission p99 beside back-to-back full passes
+/// came closer to alone at 3 than at 1; a 50k-object pass still takes
+/// seconds, and it runs once an hour).
+pub const PACE: f64 = 3.0;
 
 /// A tracked object's apiVersion and compressed JSON.
 type Body = (Arc<str>, Arc<[u8]>);
@@ -43,11 +59,15 @@ pub struct Pass {
     pub evaluated: usize,
     /// Namespaces whose results changed ("" for cluster-scoped objects).
     pub changed: BTreeSet<String>,
+    /// Time spent evaluating under the read lock (the pass's wall time
+    /// adds decompression and the pacing sleeps).
+    pub busy: Duration,
+    /// Holds of the read lock.
+    pub holds: usize,
 }
 
 /// The results of the continuous audit and what it needs to decide what
 /// to evaluate next.
-#[derive(Default)]
 pub struct Auditor {
     /// Only objects with results.
     results: HashMap<ObjectKey, Vec<Finding>>,
@@ -56,6 +76,24 @@ pub struct Auditor {
     read_sets: Vec<ReadSet>,
     /// (policy generation, inventory version) the last pass started from.
     seen: Option<(u64, u64)>,
+    /// The longest hold of the read lock ([`HOLD`]; benches/audit_live.rs
+    /// compares others).
+    pub hold: Duration,
+    /// Sleep per unit of time evaluating ([`PACE`]; 0: unpaced).
+    pub pace: f64,
+}
+
+impl Default for Auditor {
+    fn default() -> Self {
+        Auditor {
+            results: HashMap::new(),
+            reads: HashMap::new(),
+            read_sets: Vec::new(),
+            seen: None,
+            hold: HOLD,
+            pace: PACE,
+        }
+    }
 }
 
 impl Auditor {
@@ -156,31 +194,25 @@ impl Auditor {
                 (k, json)
             })
             .collect();
-        let evaluated: Vec<(ObjectKey, Vec<Finding>, ReadSet)> = cluster.read(|st| {
-            objects
-                .iter()
-                .map(|(k, o)| {
-                    let Some((object, json)) = o else {
-                        return (k.clone(), vec![], Some(vec![]));
-                    };
-                    let Some(req) = Request::create(json, crate::audit::USER) else {
-                        return (k.clone(), vec![], Some(vec![]));
-                    };
-                    let outcome = st.policies.evaluate(&req, &st.inventory);
-                    let reads = st.policies.kinds_read_by(&outcome).map(|v| {
-                        v.into_iter()
-                            .map(|(g, k)| (g.to_string(), k.to_string()))
-                            .collect()
-                    });
-                    let findings = outcome
-                        .verdicts
-                        .into_iter()
-                        .map(|v| crate::audit::finding(v, object, |r| related_ref(r, names)))
-                        .collect();
-                    (k.clone(), findings, reads)
-                })
-                .collect()
-        });
+        let mut evaluated = Vec::with_capacity(objects.len());
+        let hold = self.hold;
+        while evaluated.len() < objects.len() {
+            let held = cluster.read(|st| {
+                let started = Instant::now();
+                for (k, o) in &objects[evaluated.len()..] {
+                    evaluated.push(evaluate(st, k, o.as_ref(), names));
+                    if started.elapsed() >= hold {
+                        break;
+                    }
+                }
+                started.elapsed()
+            });
+            pass.busy += held;
+            pass.holds += 1;
+            if self.pace > 0.0 {
+                std::thread::sleep(held.mul_f64(self.pace));
+            }
+        }
         pass.evaluated += evaluated.len();
         for (k, findings, reads) in evaluated {
             self.record(k, findings, reads, pass);
@@ -221,6 +253,35 @@ impl Auditor {
             .flat_map(|(_, f)| f)
             .collect()
     }
+}
+
+/// One object's results and the kinds its evaluation read; an object gone
+/// (or not a valid request) has none.
+fn evaluate(
+    st: &State,
+    k: &ObjectKey,
+    o: Option<&(ObjectRef, Json)>,
+    names: &HashMap<(String, String), String>,
+) -> (ObjectKey, Vec<Finding>, ReadSet) {
+    let none = || (k.clone(), vec![], Some(vec![]));
+    let Some((object, json)) = o else {
+        return none();
+    };
+    let Some(req) = Request::create(json, crate::audit::USER) else {
+        return none();
+    };
+    let outcome = st.policies.evaluate(&req, &st.inventory);
+    let reads = st.policies.kinds_read_by(&outcome).map(|v| {
+        v.into_iter()
+            .map(|(g, k)| (g.to_string(), k.to_string()))
+            .collect()
+    });
+    let findings = outcome
+        .verdicts
+        .into_iter()
+        .map(|v| crate::audit::finding(v, object, |r| related_ref(r, names)))
+        .collect();
+    (k.clone(), findings, reads)
 }
 
 /// (group, kind) → apiVersion of the kinds policies read, to name related

@@ -85,8 +85,8 @@ impl Reporter {
                     }
                 }
                 Err(e) => {
-                    tracing::warn!(kind, error = %e, retry_in = ?SEED_RETRY,
-                        "audit: cannot list stored reports (are manifests/policyreport/crds.yaml installed?); reports are not written until this succeeds");
+                    tracing::warn!(kind, error = %e, retry_in = ?SEED_RETRY, hint = hint(&e),
+                        "audit: cannot list stored reports; reports are not written until this succeeds");
                     self.retry_seed = Some(std::time::Instant::now() + SEED_RETRY);
                     return;
                 }
@@ -155,6 +155,15 @@ impl Reporter {
                 Err(e)
             }
         }
+    }
+}
+
+/// What to do about a failed list or write of reports.
+pub fn hint(e: &kube::Error) -> &'static str {
+    match e {
+        kube::Error::Api(s) if s.code == 403 => "grant list, create and patch on policyreports and clusterpolicyreports (manifests/base/audit-rbac.yaml)",
+        kube::Error::Api(s) if s.code == 404 => "install the PolicyReport CRDs (manifests/policyreport/crds.yaml)",
+        _ => "retried",
     }
 }
 

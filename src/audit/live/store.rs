@@ -186,6 +186,11 @@ async fn watch_kind(api: Api<DynamicObject>, resource: ApiResource, store: Share
         let event = match event {
             Ok(e) => e,
             // The watcher re-lists by itself (410 Gone included).
+            Err(e) if forbidden(&e) => {
+                tracing::warn!(kind = %resource.kind, group = %resource.group, error = %e,
+                    "audit: not allowed to list and watch this kind; the audit waits until it can (grant list and watch on it: manifests/base/audit-rbac.yaml)");
+                continue;
+            }
             Err(e) => {
                 tracing::warn!(kind = %resource.kind, error = %e, "audit watch error; re-listing");
                 continue;
@@ -218,6 +223,13 @@ async fn watch_kind(api: Api<DynamicObject>, resource: ApiResource, store: Share
             }
         }
     }
+}
+
+/// A 403 from the API server: RBAC, not a transient error.
+fn forbidden(e: &watcher::Error) -> bool {
+    matches!(e,
+        watcher::Error::InitialListFailed(kube::Error::Api(s))
+        | watcher::Error::WatchStartFailed(kube::Error::Api(s)) if s.code == 403)
 }
 
 /// The object as JSON with its apiVersion and kind (list items carry

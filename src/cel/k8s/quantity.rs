@@ -280,6 +280,30 @@ impl Quantity {
         self.sub(&Quantity::from_i64(y))
     }
 
+    /// `Quantity.RoundUp(-3)`, away from zero: what kube-apiserver's
+    /// `SetDefaults_ResourceList` does to every resource quantity. Go keeps
+    /// the input text of an integer amount already in millis or coarser
+    /// and forgets it otherwise.
+    pub fn round_up_to_milli(&self) -> Quantity {
+        let amount = match &self.amount {
+            Amount::Int { scale, .. } if *scale >= -3 => return self.clone(),
+            Amount::Int { value, scale } => Amount::Int {
+                value: negative_scale(*value, i64::from(-3 - *scale)).0,
+                scale: -3,
+            },
+            Amount::Dec(d) => match d.round_up(3) {
+                Ok(r) => Amount::Dec(r),
+                Err(_) => return self.clone(),
+            },
+        };
+        Quantity {
+            amount,
+            format: self.format,
+            cached: None,
+            from_arithmetic: self.from_arithmetic,
+        }
+    }
+
     /// Go's `Quantity.String()`: the canonical form (or the input text when
     /// the parser found it canonical).
     pub fn canonical(&self) -> String {

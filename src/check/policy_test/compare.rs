@@ -1,7 +1,7 @@
 //! Expected against found: findings, and the patches of mutations.
 
 use super::spec::{Expectation, MutationExpectation};
-use crate::check::run::{default_namespace, drop_nulls, CheckOptions};
+use crate::check::run::CheckOptions;
 use crate::inventory::Inventory;
 use crate::manifest::Document;
 use crate::policy::PolicySet;
@@ -94,8 +94,7 @@ pub(super) fn mutations(
     let mut out = Vec::new();
     for d in objects {
         let mut value = d.value.clone();
-        default_namespace(&mut value, "default");
-        drop_nulls(&mut value);
+        check.as_admitted(&mut value);
         let Some(req) = check.request(&value, &check.user) else {
             continue;
         };

@@ -3,6 +3,7 @@
 //! one policy, followed by the objects checked (which are the inventory).
 //! The format is documented in policies/README.md.
 
+mod against;
 mod compare;
 mod discover;
 mod output;
@@ -13,12 +14,14 @@ mod tests;
 use super::run::{check_documents_with, compile_policies, CheckOptions, DEFAULT_USER};
 use crate::inventory::{Inventory, ObjectKey};
 use crate::manifest::{self, Document, LoadOptions};
+use crate::policy::finding::Finding;
 use crate::report::Report;
 use regex::Regex;
 use serde_json::Value as Json;
 use spec::TestSpec;
 use std::path::{Path, PathBuf};
 
+pub use against::{Answer, Comparison, Row};
 pub use discover::{discover, find, Discovered};
 pub use output::TestFormat;
 
@@ -29,6 +32,11 @@ pub struct TestOptions {
     pub paths: Vec<PathBuf>,
     /// Run only the cases whose `POLICY/CASE` matches this regular expression.
     pub run: Option<String>,
+    /// Also send the cases of ValidatingAdmissionPolicies to the cluster of
+    /// the kubeconfig and compare its answers.
+    pub against_cluster: bool,
+    /// `--no-defaults`: send the case's objects as written.
+    pub no_defaults: bool,
 }
 
 /// The result of one case file.
@@ -41,6 +49,8 @@ pub struct CaseResult {
     pub failures: Vec<String>,
     /// Not evaluated (the policy does not compile).
     pub not_run: bool,
+    /// kube-apiserver's answers beside Interlock's (`--against-cluster`).
+    pub cluster: Option<Comparison>,
 }
 
 impl CaseResult {
@@ -86,10 +96,23 @@ pub fn run(opts: &TestOptions) -> Summary {
             return summary;
         }
     };
+    let against = match opts.against_cluster.then(against::Against::connect) {
+        None => None,
+        Some(Ok(a)) => Some(a),
+        Some(Err(e)) => {
+            summary.errors.push(e);
+            return summary;
+        }
+    };
     let found = find(&opts.paths);
     summary.errors.extend(found.errors);
     for (policy_file, cases) in &found.policies {
-        run_policy(policy_file, cases, filter.as_ref(), &mut summary);
+        let runner = Runner {
+            filter: filter.as_ref(),
+            against: against.as_ref(),
+            no_defaults: opts.no_defaults,
+        };
+        runner.policy(policy_file, cases, &mut summary);
     }
     if let (Some(pattern), true) = (&opts.run, summary.cases.is_empty()) {
         if summary.errors.is_empty() {
@@ -110,43 +133,87 @@ fn policy_name(policy_file: &Path) -> String {
         .unwrap_or_else(|| policy_file.display().to_string())
 }
 
-fn run_policy(policy_file: &Path, cases: &[PathBuf], filter: Option<&Regex>, out: &mut Summary) {
-    let policy = policy_name(policy_file);
-    let loaded = manifest::load_paths(&[policy_file], &LoadOptions::default());
-    // A policy that does not compile is said once, not once per case.
-    let mut report = Report::default();
-    report.add_load_errors(&loaded.errors);
-    compile_policies(&loaded.documents, &mut Inventory::new(), &mut report);
-    let broken = !report.errors.is_empty();
-    for e in &report.errors {
-        out.errors.push(e.to_string());
-    }
-    for w in &report.notices {
-        out.warnings.push(w.to_string());
-    }
-    for file in cases {
-        let case = match load_case(file) {
-            Ok(c) => c,
-            Err(e) => {
-                out.errors.push(e);
+/// How the cases of one run are chosen and where else they are sent.
+struct Runner<'a> {
+    filter: Option<&'a Regex>,
+    against: Option<&'a against::Against>,
+    /// `--no-defaults`: the case's objects as written.
+    no_defaults: bool,
+}
+
+impl Runner<'_> {
+    fn policy(&self, policy_file: &Path, cases: &[PathBuf], out: &mut Summary) {
+        let policy = policy_name(policy_file);
+        let loaded = manifest::load_paths(&[policy_file], &LoadOptions::default());
+        // A policy that does not compile is said once, not once per case.
+        let mut report = Report::default();
+        report.add_load_errors(&loaded.errors);
+        compile_policies(&loaded.documents, &mut Inventory::new(), &mut report);
+        let broken = !report.errors.is_empty();
+        for e in &report.errors {
+            out.errors.push(e.to_string());
+        }
+        for w in &report.notices {
+            out.warnings.push(w.to_string());
+        }
+        for file in cases {
+            let case = match load_case(file) {
+                Ok(c) => c,
+                Err(e) => {
+                    out.errors.push(e);
+                    continue;
+                }
+            };
+            let name = case.name.clone();
+            if self
+                .filter
+                .is_some_and(|f| !f.is_match(&format!("{policy}/{name}")))
+            {
                 continue;
             }
-        };
-        let name = case.name.clone();
-        if filter.is_some_and(|f| !f.is_match(&format!("{policy}/{name}"))) {
-            continue;
+            let mut result = CaseResult {
+                policy: policy.clone(),
+                file: file.clone(),
+                name,
+                failures: vec![],
+                not_run: broken,
+                cluster: None,
+            };
+            if !broken {
+                self.run(&loaded.documents, &case, &mut result);
+            }
+            out.cases.push(result);
         }
-        let mut result = CaseResult {
-            policy: policy.clone(),
-            file: file.clone(),
-            name,
-            failures: vec![],
-            not_run: broken,
+    }
+
+    /// Runs one case into `result`, and sends it to the cluster when asked.
+    fn run(&self, policy_docs: &[Document], case: &Case, result: &mut CaseResult) {
+        let findings;
+        (result.failures, findings) = run_loaded(policy_docs, case, self.no_defaults);
+        let Some(against) = self.against else {
+            return;
         };
-        if !broken {
-            result.failures = run_loaded(&loaded.documents, case);
+        let docs: Vec<Json> = policy_docs
+            .iter()
+            .filter(|d| crate::policy::is_policy_document(&d.value))
+            .map(|d| d.value.clone())
+            .collect();
+        let compared = against.compare(&docs, case, &findings);
+        match &compared {
+            Comparison::Rows(rows) => {
+                result
+                    .failures
+                    .extend(rows.iter().filter(|r| !r.agrees()).map(|r| {
+                        format!(
+                            "{}: kube-apiserver disagrees: Interlock: {}; kube-apiserver: {}",
+                            r.object, r.interlock, r.kube
+                        )
+                    }))
+            }
+            Comparison::Failed(e) => result.failures.push(e.clone()),
+            Comparison::NotSent(_) => {}
         }
-        out.cases.push(result);
+        result.cluster = Some(compared);
     }
 }
 
@@ -202,6 +269,7 @@ pub fn run_case(policy_file: &Path, case_file: &Path) -> CaseResult {
         name: String::new(),
         failures: vec![],
         not_run: false,
+        cluster: None,
     };
     let loaded = manifest::load_paths(&[policy_file], &LoadOptions::default());
     for e in &loaded.errors {
@@ -210,7 +278,9 @@ pub fn run_case(policy_file: &Path, case_file: &Path) -> CaseResult {
     match load_case(case_file) {
         Ok(case) => {
             result.name = case.name.clone();
-            result.failures.extend(run_loaded(&loaded.documents, case));
+            result
+                .failures
+                .extend(run_loaded(&loaded.documents, &case, false).0);
         }
         Err(e) => result.failures.push(e),
     }
@@ -231,14 +301,18 @@ fn inline_documents(header: &Document, field: &str, values: &[Json]) -> Vec<Docu
         .collect()
 }
 
-/// The failures of one case.
-fn run_loaded(policy_docs: &[Document], case: Case) -> Vec<String> {
+/// The failures of one case, and the findings they were judged on.
+fn run_loaded(
+    policy_docs: &[Document],
+    case: &Case,
+    no_defaults: bool,
+) -> (Vec<String>, Vec<Finding>) {
     let mut failures = Vec::new();
     let spec: TestSpec = match case.header.value.get("spec").cloned() {
         None => TestSpec::default(),
         Some(s) => match serde_json::from_value(s) {
             Ok(s) => s,
-            Err(e) => return vec![format!("PolicyTest spec: {e}")],
+            Err(e) => return (vec![format!("PolicyTest spec: {e}")], Vec::new()),
         },
     };
     let shape = match spec
@@ -246,16 +320,16 @@ fn run_loaded(policy_docs: &[Document], case: Case) -> Vec<String> {
         .shape(!spec.old_objects.is_empty(), DEFAULT_USER)
     {
         Ok(s) => s,
-        Err(e) => return vec![e],
+        Err(e) => return (vec![e], Vec::new()),
     };
     let mut check = CheckOptions {
         user: shape.user.clone(),
         shape: Some(shape.clone()),
+        no_defaults,
         ..Default::default()
     };
     for mut old in spec.old_objects.iter().cloned() {
-        super::run::default_namespace(&mut old, "default");
-        super::run::drop_nulls(&mut old);
+        check.as_admitted(&mut old);
         match ObjectKey::of(&old) {
             Some(k) => {
                 check.old_objects.insert(k, old);
@@ -291,5 +365,5 @@ fn run_loaded(policy_docs: &[Document], case: Case) -> Vec<String> {
         let patches = compare::mutations(&case.objects, &policies, &inventory, &check);
         compare::patches(expected, &patches, &mut failures);
     }
-    failures
+    (failures, report.results)
 }

@@ -1,6 +1,6 @@
 //! The report of `interlock test`: for people, as JSON, or as JUnit XML.
 
-use super::{CaseResult, Summary};
+use super::{CaseResult, Comparison, Summary};
 use crate::report::junit::xml_escape;
 use std::io::{self, Write};
 
@@ -23,6 +23,65 @@ impl CaseResult {
             (false, true) => "passed",
             (false, false) => "failed",
         }
+    }
+}
+
+/// Interlock's answers and kube-apiserver's, a line per object, those
+/// that differ flagged.
+fn write_side_by_side(cluster: &Comparison, out: &mut dyn Write) -> io::Result<()> {
+    let rows = match cluster {
+        // A failure is already among the case's failures.
+        Comparison::Failed(_) => return Ok(()),
+        Comparison::NotSent(why) => return writeln!(out, "     {why}"),
+        Comparison::Rows(rows) => rows,
+    };
+    let cells: Vec<[String; 4]> = rows
+        .iter()
+        .map(|r| {
+            let flag = if r.agrees() { "same" } else { "DIFFERS" };
+            [
+                flag.into(),
+                r.object.clone(),
+                r.interlock.to_string(),
+                r.kube.to_string(),
+            ]
+        })
+        .collect();
+    let header = ["", "OBJECT", "INTERLOCK", "KUBE-APISERVER"].map(String::from);
+    let width = |i: usize| {
+        cells
+            .iter()
+            .chain([&header])
+            .map(|c| c[i].chars().count())
+            .max()
+            .unwrap_or(0)
+    };
+    let (w0, w1, w2) = (width(0), width(1), width(2));
+    for c in [&header].into_iter().chain(&cells) {
+        writeln!(
+            out,
+            "     {:w0$}  {:w1$}  {:w2$}  {}",
+            c[0], c[1], c[2], c[3]
+        )?;
+    }
+    Ok(())
+}
+
+fn comparison_json(c: &Comparison) -> serde_json::Value {
+    match c {
+        Comparison::NotSent(why) => serde_json::json!({"notSent": why}),
+        Comparison::Failed(why) => serde_json::json!({"failed": why}),
+        Comparison::Rows(rows) => rows
+            .iter()
+            .map(|r| {
+                serde_json::json!({
+                    "object": r.object,
+                    "interlock": r.interlock.to_string(),
+                    "kubeApiserver": r.kube.to_string(),
+                    "agrees": r.agrees(),
+                })
+            })
+            .collect(),
     }
 }
 
@@ -61,6 +120,9 @@ impl Summary {
                     "     not run: the policy does not compile (error above)"
                 )?;
             }
+            if let Some(cluster) = &c.cluster {
+                write_side_by_side(cluster, out)?;
+            }
         }
         // Nothing ran: the errors above say why, a count would only hide them.
         if self.cases.is_empty() && !self.errors.is_empty() {
@@ -91,6 +153,7 @@ impl Summary {
                     "file": c.file.display().to_string(),
                     "result": c.status(),
                     "failures": c.failures,
+                    "cluster": c.cluster.as_ref().map(comparison_json),
                 })
             })
             .collect();

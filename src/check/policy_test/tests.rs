@@ -57,6 +57,7 @@ fn run_dir(dir: &tempfile::TempDir, run: Option<&str>) -> Summary {
     super::run(&TestOptions {
         paths: vec![dir.path().to_path_buf()],
         run: run.map(str::to_string),
+        ..TestOptions::default()
     })
 }
 
@@ -251,7 +252,7 @@ fn nothing_to_run_is_an_error_that_says_why() {
 
     let missing = super::run(&TestOptions {
         paths: vec![empty.path().join("nope")],
-        run: None,
+        ..TestOptions::default()
     });
     assert!(
         missing.errors[0].ends_with("nope: no such file or folder"),

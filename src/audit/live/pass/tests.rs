@@ -131,3 +131,45 @@ fn a_policy_reload_makes_a_full_pass() {
     assert!(after.full);
     assert_eq!(after.evaluated, 3);
 }
+
+#[test]
+fn an_ingress_change_re_evaluates_only_what_reads_ingresses() {
+    let (cluster, store) = setup();
+    let mut a = Auditor::default();
+    a.pass(&cluster, &store, false);
+    // Another tenant's Ingress, stored: the Deployments' policy reads no
+    // Ingress, so only the audited Ingress is evaluated again.
+    let other = crate::fixtures::ingress("a", "other", "a.example", "cert");
+    cluster.update_inventory(|inv, _| inv.upsert(&other, None).map(|_| ()).unwrap());
+    let after = a.pass(&cluster, &store, false);
+    assert!(!after.full);
+    assert_eq!(after.evaluated, 1, "the Ingress, not the two Deployments");
+    assert!(names(&a).is_empty(), "{:?}", names(&a));
+
+    // The same host in namespace a: the audited Ingress now conflicts.
+    let clash = crate::fixtures::ingress("a", "clash", "b.example", "cert");
+    cluster.update_inventory(|inv, _| inv.upsert(&clash, None).map(|_| ()).unwrap());
+    let clashed = a.pass(&cluster, &store, false);
+    assert_eq!(clashed.evaluated, 1);
+    assert_eq!(names(&a), vec!["unique-host Ingress b/site"]);
+}
+
+#[test]
+fn a_pass_holds_the_lock_briefly_and_many_times() {
+    let (cluster, store) = setup();
+    // A hold too short for two evaluations: one object per hold.
+    let mut a = Auditor {
+        hold: std::time::Duration::ZERO,
+        pace: 0.0,
+        ..Auditor::default()
+    };
+    let p = a.pass(&cluster, &store, true);
+    assert_eq!((p.evaluated, p.holds), (3, 3));
+    let mut whole = Auditor {
+        hold: std::time::Duration::MAX,
+        ..Auditor::default()
+    };
+    let p = whole.pass(&cluster, &store, true);
+    assert_eq!((p.evaluated, p.holds), (3, 1), "one batch, one hold");
+    assert_eq!(names(&a), names(&whole), "the same results either way");
+}

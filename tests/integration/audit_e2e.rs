@@ -15,7 +15,6 @@ use crate::audit_live::{
 use crate::support;
 
 use serde_json::Value;
-use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Mutex, OnceLock};
@@ -75,23 +74,7 @@ impl Process {
             .env("RUST_LOG", "info")
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&log).expect("log file"));
-        // SAFETY: prctl is async-signal-safe.
-        unsafe {
-            cmd.pre_exec(|| {
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-                Ok(())
-            });
-        }
-        // PR_SET_PDEATHSIG fires when the spawning thread ends: spawn from
-        // one that lives as long as the test process.
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let _ = tx.send(cmd.spawn());
-            loop {
-                std::thread::park();
-            }
-        });
-        let child = rx.recv().expect("spawner").expect("start interlock");
+        let child = support::cluster::spawn_tied_to_process(cmd).expect("start interlock");
         Process { child, log }
     }
 

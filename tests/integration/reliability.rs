@@ -4,7 +4,6 @@
 use crate::support;
 
 use std::io::{Read, Write};
-use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
@@ -35,31 +34,16 @@ impl Drop for Process {
 }
 
 impl Process {
-    /// Starts `interlock ARGS` from a thread that lives as long as the test
-    /// process (PR_SET_PDEATHSIG fires when the spawning thread ends).
+    /// Starts `interlock ARGS`, killed if the test process dies.
     fn start(args: Vec<String>, env: Vec<(String, PathBuf)>, log: PathBuf) -> Process {
         let file = std::fs::File::create(&log).expect("log file");
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let mut cmd = Command::new(env!("CARGO_BIN_EXE_interlock"));
-            cmd.args(args)
-                .envs(env)
-                .env("RUST_LOG", "info")
-                .stdout(Stdio::null())
-                .stderr(file);
-            // SAFETY: prctl is async-signal-safe.
-            unsafe {
-                cmd.pre_exec(|| {
-                    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-                    Ok(())
-                });
-            }
-            let _ = tx.send(cmd.spawn());
-            loop {
-                std::thread::park();
-            }
-        });
-        let child = rx.recv().expect("spawner").expect("start interlock");
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_interlock"));
+        cmd.args(args)
+            .envs(env)
+            .env("RUST_LOG", "info")
+            .stdout(Stdio::null())
+            .stderr(file);
+        let child = support::cluster::spawn_tied_to_process(cmd).expect("start interlock");
         Process { child, log }
     }
 

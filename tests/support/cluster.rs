@@ -755,7 +755,7 @@ fn free_ports<const N: usize>() -> Result<[u16; N], String> {
 /// `PR_SET_PDEATHSIG` fires when the *thread* that forked the child exits,
 /// and test threads end with their test; so every child is forked by one
 /// thread that lives until the process ends.
-fn spawn_tied_to_process(mut cmd: Command) -> io::Result<Child> {
+pub fn spawn_tied_to_process(mut cmd: Command) -> io::Result<Child> {
     type Request = (Command, mpsc::Sender<io::Result<Child>>);
     static SPAWNER: OnceLock<Mutex<mpsc::Sender<Request>>> = OnceLock::new();
     let spawner = SPAWNER.get_or_init(|| {

@@ -2,7 +2,6 @@
 //! with its admin endpoint's metrics and readiness at hand.
 
 use super::cluster::TestCluster;
-use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -44,26 +43,7 @@ impl Controller {
             .env("RUST_LOG", "info,interlock=debug")
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&log).expect("log file"));
-        // SAFETY: prctl is async-signal-safe.
-        unsafe {
-            cmd.pre_exec(|| {
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-                Ok(())
-            });
-        }
-        // PR_SET_PDEATHSIG fires when the spawning *thread* ends: spawn from
-        // one that lives as long as the test process, not from a test's.
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let _ = tx.send(cmd.spawn());
-            loop {
-                std::thread::park();
-            }
-        });
-        let child = rx
-            .recv()
-            .expect("spawner thread")
-            .expect("start interlock controller");
+        let child = super::cluster::spawn_tied_to_process(cmd).expect("start interlock controller");
         let c = Controller { child, admin, log };
         c.wait_ready();
         c

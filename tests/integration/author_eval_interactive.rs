@@ -1,15 +1,9 @@
 //! `interlock eval -i`: expressions piped in one a line, against a context
 //! loaded once, with `:load`, `:help`, `:quit` and errors at their column.
 
+use super::authoring::{write, HPA};
 use std::io::Write;
-use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-
-fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
-    let p = dir.join(name);
-    std::fs::write(&p, text).unwrap();
-    p
-}
 
 /// Runs `interlock eval -i ARGS` with `input` on standard input.
 fn eval_i(args: &[&str], input: &str) -> Output {
@@ -30,14 +24,6 @@ fn eval_i(args: &[&str], input: &str) -> Output {
         .unwrap();
     child.wait_with_output().unwrap()
 }
-
-const HPA: &str = "apiVersion: autoscaling/v2
-kind: HorizontalPodAutoscaler
-metadata: {name: web, namespace: team-a}
-spec:
-  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: web}
-  maxReplicas: 5
-";
 
 const DEPLOYMENT: &str = "apiVersion: apps/v1
 kind: Deployment

@@ -21,14 +21,14 @@ fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
-fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+pub(crate) fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
     let p = dir.join(name);
     std::fs::create_dir_all(p.parent().unwrap()).unwrap();
     std::fs::write(&p, text).unwrap();
     p
 }
 
-const HPA: &str = "apiVersion: autoscaling/v2
+pub(crate) const HPA: &str = "apiVersion: autoscaling/v2
 kind: HorizontalPodAutoscaler
 metadata: {name: web, namespace: team-a}
 spec:

@@ -97,6 +97,13 @@ fn char_at<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
     ))
 }
 
+/// The last match of a non-empty `needle` no longer than `hay` that
+/// starts at or before `from`.
+fn rfind_from(hay: &[char], needle: &[char], from: usize) -> Option<usize> {
+    let start = from.min(hay.len() - needle.len());
+    (0..=start).rev().find(|&i| hay[i..].starts_with(needle))
+}
+
 fn find_from(hay: &[char], needle: &[char], from: usize) -> Option<usize> {
     if needle.is_empty() {
         return Some(from);
@@ -159,12 +166,8 @@ fn last_index_of_vendored<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalRes
     if off as usize >= hay.len() || needle.len() > hay.len() {
         return Ok(Value::Int(-1));
     }
-    let start = (off as usize).min(hay.len() - needle.len());
     Ok(Value::Int(
-        (0..=start)
-            .rev()
-            .find(|&i| hay[i..].starts_with(&needle))
-            .map_or(-1, |i| i as i64),
+        rfind_from(&hay, &needle, off as usize).map_or(-1, |i| i as i64),
     ))
 }
 
@@ -214,12 +217,8 @@ fn last_index_of<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value
     if needle.len() > hay.len() {
         return Ok(Value::Int(-1));
     }
-    let start = (off as usize).min(hay.len() - needle.len());
     Ok(Value::Int(
-        (0..=start)
-            .rev()
-            .find(|&i| hay[i..].starts_with(&needle))
-            .map_or(-1, |i| i as i64),
+        rfind_from(&hay, &needle, off as usize).map_or(-1, |i| i as i64),
     ))
 }
 

@@ -30,6 +30,8 @@
 //! seed + r), stopping early after `CEL_DIFF_FUZZ_SECS` (default 90). The ignored test
 //! `cel_fuzz_long` runs 600 s from a clock seed unless told otherwise:
 //! `CEL_DIFF_FUZZ_SECS=1800 cargo test --test integration cel_fuzz_long -- --ignored --nocapture`.
+//! `CEL_DIFF_FUZZ_DUMP=FILE` writes every disagreement, known ones included,
+//! with both messages.
 
 use crate::support;
 
@@ -780,6 +782,17 @@ fn save_found(found: &[(Phase, Item)], disagreements: &[Disagreement]) -> usize 
     added.len()
 }
 
+/// With `CEL_DIFF_FUZZ_DUMP=FILE`, every disagreement of the run, known or
+/// not, is written there with both sides' messages: the worklist of whoever
+/// fixes the known ones.
+fn dump(disagreements: &[Disagreement]) {
+    let Ok(path) = std::env::var("CEL_DIFF_FUZZ_DUMP") else {
+        return;
+    };
+    let text: String = disagreements.iter().map(|d| d.render() + "\n").collect();
+    std::fs::write(&path, text).unwrap_or_else(|e| panic!("writing {path}: {e}"));
+}
+
 fn env_u64(name: &str) -> Option<u64> {
     std::env::var(name).ok().and_then(|s| s.parse().ok())
 }
@@ -872,6 +885,7 @@ fn report(
     for (class, n) in &by_class {
         eprintln!("cel fuzz disagreements {class}: {n}");
     }
+    dump(&tally.disagreements);
     let saved = save_found(found, &tally.disagreements);
     eprintln!(
         "cel fuzz: {saved} disagreements appended to tests/vap-corpus/creation/fuzz-found.tsv"

@@ -26,7 +26,8 @@
 //! and p99 beside the quiet run's, errors by client, the adversarial
 //! answers by status, RSS first/last/max, and the `/healthz` worst case.
 //! Without `--bench` (`cargo test --benches`) it makes a tiny smoke run.
-//! `SOAK_SERVER=PATH` runs another build of `interlock` as the server.
+//! `SOAK_SERVER=PATH` runs another build of `interlock` as the server;
+//! `SOAK_HOSTILE_MIX` picks the adversarial requests (see `main`).
 
 #[path = "support/gen_cluster.rs"]
 mod gen_cluster;
@@ -663,8 +664,20 @@ fn main() -> Result<(), BoxError> {
         }));
         let ns = namespace.clone();
         let limit = interlock::server::cli::DEFAULT_MAX_BODY_BYTES;
+        // Built once: making a 3 MiB body takes the client a good part of a
+        // second, and on the runtime that also times the normal traffic it
+        // would be measured as the server's latency.
+        // `SOAK_HOSTILE_MIX` (default "0,1,2") picks which of them are sent:
+        // 0 Pods under the body limit, 1 over it, 2 quadratic Secrets.
+        let mix: String = env("SOAK_HOSTILE_MIX", "0,1,2".to_string());
+        let hostile_bodies: Vec<(Bytes, &'static str)> = mix
+            .split(',')
+            .filter_map(|k| k.trim().parse::<u64>().ok())
+            .map(|i| hostile_request(i, &ns, limit, keys))
+            .collect();
+        assert!(!hostile_bodies.is_empty(), "SOAK_HOSTILE_MIX names no request");
         let hostile = tokio::spawn(background(addr, tls.clone(), hostile_rate, stop.clone(), move |i| {
-            hostile_request(i, &ns, limit, keys)
+            hostile_bodies[i as usize % hostile_bodies.len()].clone()
         }));
         let healthz = tokio::spawn(probe(addr, tls.clone(), stop.clone()));
         let rss: Arc<Mutex<Vec<(u64, f64)>>> = Arc::default();

@@ -253,6 +253,7 @@ fn halt_error(halt: Halt) -> EvalError {
     match halt {
         Halt::Budget => EvalError::cost_exceeded(),
         Halt::Interrupted => EvalError::interrupted(),
+        Halt::Internal(m) => EvalError::new(format!("internal error: interface conversion: {m}")),
     }
 }
 
@@ -450,7 +451,10 @@ impl<'a, 'e> Ctx<'a, 'e> {
                 if decl.lib == Lib::Optional && matches!(decl.name, "or" | "orValue") {
                     return self.optional_or(decl, args);
                 }
-                let vals = self.eval_args(args)?;
+                let vals = match decl.tracked {
+                    None => self.eval_args(args)?,
+                    Some(k) => self.eval_tracked_args(args, k)?,
+                };
                 self.charge(1)?;
                 (decl.imp)(self, &vals)
             }
@@ -554,17 +558,37 @@ impl<'a, 'e> Ctx<'a, 'e> {
         let mut vals = Args::new();
         vals.push(self.eval(&args[0])?);
         self.charge(1)?;
-        if let Value::Optional(Some(v)) = &vals[0] {
-            return Ok(if decl.name == "or" {
-                vals[0].clone()
-            } else {
-                (**v).clone()
-            });
+        match &vals[0] {
+            Value::Optional(Some(v)) => {
+                return Ok(if decl.name == "or" {
+                    vals[0].clone()
+                } else {
+                    (**v).clone()
+                });
+            }
+            Value::Optional(None) => {}
+            // cel-go answers with a receiver that is not an optional
+            // without evaluating the alternative.
+            other => return Ok(other.clone()),
         }
         for a in &args[1..] {
             vals.push(self.eval(a)?);
         }
         (decl.imp)(self, &vals)
+    }
+
+    /// The arguments of a call whose cost kube-apiserver's tracker
+    /// computes by asserting that argument `k` is a list: cel-go evaluates
+    /// every argument of a one- or two-argument call, and the tracker
+    /// panics on an error or another value there, even though the call
+    /// itself only returned the first error.
+    fn eval_tracked_args(&mut self, args: &[Node], k: usize) -> EvalResult<Args<'a>> {
+        let results: SmallVec<[EvalResult<Value<'a>>; 4]> =
+            args.iter().map(|a| self.eval(a)).collect();
+        if let Some(m) = results.get(k).and_then(not_a_lister) {
+            return Err(self.halt(Halt::Internal(m)));
+        }
+        results.into_iter().collect()
     }
 
     fn eval_args(&mut self, args: &[Node]) -> EvalResult<Args<'a>> {
@@ -734,10 +758,16 @@ impl<'a, 'e> Ctx<'a, 'e> {
                 }
             }
             other => {
-                return Err(EvalError::new(format!(
-                    "expression of type '{}' cannot be the range of a comprehension (must be list, map, or dynamic)",
-                    other.type_name()
-                )))
+                return Err(match go_type(&other) {
+                    Some(t) if c.two_vars => {
+                        EvalError::new(format!("unsupported comprehension range type: {t}"))
+                    }
+                    Some(t) => EvalError::new(format!("got '{t}', expected iterable type")),
+                    None => EvalError::new(format!(
+                        "expression of type '{}' cannot be the range of a comprehension (must be list, map, or dynamic)",
+                        other.type_name()
+                    )),
+                })
             }
         };
         for (a, b) in items {
@@ -912,17 +942,79 @@ pub fn has(v: &Value, field: &str) -> EvalResult<Value<'static>> {
     }
 }
 
+/// Go's message for asserting that `v` is a `traits.Lister` (`None` for
+/// a list, or a value whose Go type is not known here): the interface's
+/// first method (in name order) the value's type lacks.
+fn not_a_lister(v: &EvalResult<Value>) -> Option<&'static str> {
+    Some(match v {
+        Err(_) => "*types.Err is not traits.Lister: missing method Add",
+        Ok(Value::Null) => "types.Null is not traits.Lister: missing method Add",
+        Ok(Value::Bool(_)) => "types.Bool is not traits.Lister: missing method Add",
+        Ok(Value::Optional(_)) => "*types.Optional is not traits.Lister: missing method Add",
+        Ok(Value::Int(_)) => "types.Int is not traits.Lister: missing method Contains",
+        Ok(Value::Uint(_)) => "types.Uint is not traits.Lister: missing method Contains",
+        Ok(Value::Double(_)) => "types.Double is not traits.Lister: missing method Contains",
+        Ok(Value::String(_)) => "types.String is not traits.Lister: missing method Contains",
+        Ok(Value::Bytes(_)) => "types.Bytes is not traits.Lister: missing method Contains",
+        Ok(Value::Duration(_)) => "types.Duration is not traits.Lister: missing method Contains",
+        Ok(Value::Timestamp(_)) => "types.Timestamp is not traits.Lister: missing method Contains",
+        Ok(_) => return None,
+    })
+}
+
+/// A key or index as cel-go prints it in its messages (Go's `%v`).
+fn go_value(i: &Value) -> String {
+    match i {
+        Value::String(s) => s.as_str().to_string(),
+        Value::Uint(u) => u.to_string(),
+        Value::Double(d) => super::functions::core::format_double(*d),
+        other => other.to_string(),
+    }
+}
+
+/// The Go type of a value as cel-go names it in its `%T` messages (`None`
+/// for lists and maps, whose Go types vary with their origin, and library
+/// values not known here).
+fn go_type(v: &Value) -> Option<&'static str> {
+    Some(match v {
+        Value::Null => "types.Null",
+        Value::Bool(_) => "types.Bool",
+        Value::Int(_) => "types.Int",
+        Value::Uint(_) => "types.Uint",
+        Value::Double(_) => "types.Double",
+        Value::String(_) => "types.String",
+        Value::Bytes(_) => "types.Bytes",
+        Value::Duration(_) => "types.Duration",
+        Value::Timestamp(_) => "types.Timestamp",
+        Value::Optional(_) => "*types.Optional",
+        Value::Type(_) => "*types.Type",
+        Value::Opaque(o) => super::k8s_bindings::go_type_name(o.as_ref())?,
+        Value::List(_) | Value::Map(_) => return None,
+    })
+}
+
+/// cel-go makes a qualifier of the index value before it applies it: one
+/// of another type than string, int, uint, bool or double is refused by
+/// its Go type.
+fn invalid_qualifier(i: &Value) -> Option<EvalError> {
+    match i {
+        Value::String(_) | Value::Int(_) | Value::Uint(_) | Value::Bool(_) | Value::Double(_) => {
+            None
+        }
+        other => go_type(other).map(|t| EvalError::new(format!("invalid qualifier type: {t}"))),
+    }
+}
+
 /// `v[i]`, or `v[?i]` when `optional`.
 pub fn index_value<'a>(v: Value<'a>, i: &Value<'a>, optional: bool) -> EvalResult<Value<'a>> {
+    if let Some(e) = invalid_qualifier(i) {
+        return Err(e);
+    }
     let wrap = |x: Option<Value<'a>>| -> EvalResult<Value<'a>> {
         if optional {
             Ok(Value::optional(x))
         } else {
-            // cel-go prints the key as `%v`: strings unquoted.
-            x.ok_or_else(|| match i {
-                Value::String(s) => EvalError::no_such_key(s.as_str()),
-                other => EvalError::no_such_key(other),
-            })
+            x.ok_or_else(|| EvalError::no_such_key(go_value(i)))
         }
     };
     match v {
@@ -931,17 +1023,19 @@ pub fn index_value<'a>(v: Value<'a>, i: &Value<'a>, optional: bool) -> EvalResul
             match idx.filter(|&x| x < l.len()) {
                 Some(x) => wrap(l.get(x)),
                 None if optional => Ok(Value::Optional(None)),
-                None => Err(EvalError::new(format!("index out of bounds: {i}"))),
+                None => Err(EvalError::new(format!(
+                    "index out of bounds: {}",
+                    go_value(i)
+                ))),
             }
         }
         Value::Map(m) => wrap(m.get(i)?),
         Value::Optional(None) => Ok(Value::Optional(None)),
         Value::Optional(Some(inner)) => index_value((*inner).clone(), i, true),
-        other => Err(EvalError::new(format!(
-            "no such overload: {}[{}]",
-            other.type_name(),
-            i.type_name()
-        ))),
+        // Values that are neither maps nor lists have no keys; an
+        // optional index only finds none.
+        _ if optional => Ok(Value::Optional(None)),
+        _ => Err(EvalError::no_such_key(go_value(i))),
     }
 }
 

@@ -1,6 +1,6 @@
 //! cel-go's lists extension (v3) and the Kubernetes lists library.
 
-use super::{int_arg, no_overload, Arity, FnDecl, Lib, Style};
+use super::{int_arg, no_overload, no_trait_overload, Arity, FnDecl, Lib, Style};
 use crate::cel::error::{EvalError, EvalResult};
 use crate::cel::program::Ctx;
 use crate::cel::value::{List, Value};
@@ -25,6 +25,16 @@ pub const DECLS: &[FnDecl] = &[
     FnDecl::member("min", 1, Lib::KubeLists, min),
     FnDecl::member("max", 1, Lib::KubeLists, max),
 ];
+
+/// `distinct`, `sort` and `sortBy`'s `@sortByAssociatedKeys` as
+/// kube-apiserver plans them when the checker resolved the call to one
+/// overload: with a cost tracker that asserts their list argument is a
+/// list (`distinct` has only the one overload).
+pub static DISTINCT_TRACKED: FnDecl =
+    FnDecl::member("distinct", 1, Lib::ListsExt, distinct).tracking(0);
+pub static SORT_TRACKED: FnDecl = FnDecl::member("sort", 1, Lib::ListsExt, sort).tracking(0);
+pub static SORT_BY_TRACKED: FnDecl =
+    FnDecl::global("@sortByAssociatedKeys", 2, Lib::ListsExt, sort_by_keys).tracking(1);
 
 fn list<'v, 'a>(name: &str, a: &'v [Value<'a>]) -> EvalResult<&'v List<'a>> {
     match &a[0] {
@@ -90,11 +100,23 @@ fn flatten_into<'a>(out: &mut Vec<Value<'a>>, l: &List<'a>, depth: i64) {
 }
 
 fn flatten<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
-    let l = list("flatten", a)?;
-    let depth = if a.len() == 2 {
-        int_arg("flatten", a, 1)?
-    } else {
-        1
+    // cel-go declares `flatten` without type guards and refuses other
+    // values itself, in its own words.
+    let refused = || {
+        let types: Vec<String> = a[1..].iter().map(Value::type_name).collect();
+        EvalError::new(format!(
+            "no such overload: {}.flatten({})",
+            a[0].type_name(),
+            types.join(", ")
+        ))
+    };
+    let Value::List(l) = &a[0] else {
+        return Err(refused());
+    };
+    let depth = match a.get(1) {
+        None => 1,
+        Some(Value::Int(d)) => *d,
+        Some(_) => return Err(refused()),
     };
     if depth < 0 {
         return Err(EvalError::new("level must be non-negative"));
@@ -122,9 +144,9 @@ fn distinct<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>>
 }
 
 /// Orders list elements; they must all be of one comparable type.
-fn sorted<'a>(name: &str, l: &List<'a>) -> EvalResult<Vec<Value<'a>>> {
+fn sorted<'a>(l: &List<'a>) -> EvalResult<Vec<Value<'a>>> {
     let mut items = l.to_vec();
-    check_sortable(name, &items)?;
+    check_sort_keys(&items)?;
     let mut err = None;
     items.sort_by(|x, y| {
         x.compare(y).unwrap_or_else(|e| {
@@ -163,22 +185,52 @@ fn check_sortable(name: &str, items: &[Value]) -> EvalResult<()> {
     Ok(())
 }
 
+/// The keys `sort` and `sortBy` order by, in cel-go's words: the first
+/// must be comparable, the others of its type.
+fn check_sort_keys(keys: &[Value]) -> EvalResult<()> {
+    let Some(first) = keys.first() else {
+        return Ok(());
+    };
+    let comparable = matches!(
+        first,
+        Value::Int(_)
+            | Value::Uint(_)
+            | Value::Double(_)
+            | Value::String(_)
+            | Value::Bool(_)
+            | Value::Bytes(_)
+            | Value::Duration(_)
+            | Value::Timestamp(_)
+    );
+    if !comparable {
+        return Err(EvalError::new("list elements must be comparable"));
+    }
+    let t = first.type_of();
+    if keys.iter().any(|v| v.type_of() != t) {
+        return Err(EvalError::new("list elements must have the same type"));
+    }
+    Ok(())
+}
+
 fn sort<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
-    let l = list("sort", a)?;
+    // One implementation for every element type, guarded by the list trait.
+    let Value::List(l) = &a[0] else {
+        return no_trait_overload("sort", &a[0], false);
+    };
     ctx.charge(l.len() as u64 * 2)?;
     ctx.alloc_values(l.len())?;
-    Ok(Value::list(sorted("sort", l)?))
+    Ok(Value::list(sorted(l)?))
 }
 
 /// The expansion of `l.sortBy(e, key)`: sorts `l` by the parallel list of keys.
 pub fn sort_by_keys<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
     let (Value::List(items), Value::List(keys)) = (&a[0], &a[1]) else {
-        return no_overload("sortBy", a);
+        return no_trait_overload("@sortByAssociatedKeys", &a[0], false);
     };
     ctx.charge(items.len() as u64 * 2)?;
     ctx.alloc_values(items.len().saturating_mul(2))?;
     let keys = keys.to_vec();
-    check_sortable("sortBy", &keys)?;
+    check_sort_keys(&keys)?;
     let mut pairs: Vec<(Value<'a>, Value<'a>)> = keys.into_iter().zip(items.iter()).collect();
     let mut err = None;
     pairs.sort_by(|x, y| {
@@ -216,9 +268,10 @@ pub fn reverse<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'
 
 /// `l.indexOf(x)` / `l.lastIndexOf(x)` of the Kubernetes lists library.
 pub fn index_of<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>], last: bool) -> EvalResult<Value<'a>> {
-    let l = list("indexOf", a)?;
+    let name = if last { "lastIndexOf" } else { "indexOf" };
+    let l = list(name, a)?;
     if a.len() != 2 {
-        return no_overload("indexOf", a);
+        return no_overload(name, a);
     }
     ctx.charge(l.len() as u64)?;
     let mut found = -1;

@@ -770,7 +770,10 @@ impl<'e> Compiler<'e> {
             }
             // cel-go's planner (kube-apiserver optimizes its programs)
             // answers `x in []` with a constant, without evaluating `x`.
+            // Compiled all the same, for the compile-time checks of its
+            // literals.
             ("@in", 2) if self.env.checks_types() && is_empty_list(&args[1]) => {
+                self.compile(&args[0])?;
                 Node::Const(Value::Bool(false))
             }
             _ if name.starts_with('@') && !matches!(name, "@in" | "@sortByAssociatedKeys") => {

@@ -237,3 +237,91 @@ fn optional_index_of_a_scalar_and_zero_timestamps() {
         Ok("false".into())
     );
 }
+
+#[test]
+fn the_first_operand_of_a_logical_operator_errs_first() {
+    assert_errors(&[
+        ("dyn('a') && 1 / 0 == 1", "no such overload"),
+        ("dyn('a') || 1 / 0 == 1", "no such overload"),
+        ("1 / 0 == 1 || dyn('a')", "division by zero"),
+    ]);
+    assert_eq!(kube("dyn('a') || true"), Ok("true".into()));
+}
+
+#[test]
+fn an_empty_optional_takes_no_index() {
+    assert_eq!(
+        kube("dyn(optional.none())[1 / 0] == optional.none()"),
+        Ok("true".into())
+    );
+}
+
+#[test]
+fn lists_and_maps_as_index_by_their_go_types() {
+    assert_errors(&[
+        (
+            "dyn({'a': 1})[[1, 2]] == 1",
+            "invalid qualifier type: *types.baseList",
+        ),
+        (
+            "dyn({'a': 1})[{'b': 2}] == 1",
+            "invalid qualifier type: *types.baseMap",
+        ),
+        (
+            "dyn([1])[[]] == 1",
+            "invalid qualifier type: *types.baseList",
+        ),
+    ]);
+}
+
+#[test]
+fn is_sorted_min_and_max_as_the_kubernetes_library() {
+    // The first descending pair answers; comparisons that fail are skipped.
+    assert_eq!(
+        kube("[dyn(2), dyn(1), dyn('a')].isSorted()"),
+        Ok("false".into())
+    );
+    assert_eq!(
+        kube("[dyn(1), dyn('a'), dyn(2)].isSorted()"),
+        Ok("true".into())
+    );
+    assert_eq!(
+        kube("[dyn(1), dyn(2.5), dyn(3u)].isSorted()"),
+        Ok("true".into())
+    );
+    assert_eq!(kube("[dyn(3), dyn('a'), dyn(1)].min()"), Ok("1".into()));
+    assert_errors(&[
+        (
+            "dyn([dyn({}), dyn(1)]).isSorted()",
+            "no such overload: isSorted(list)",
+        ),
+        ("[dyn(1), dyn({})].isSorted()", "no such overload"),
+        ("dyn({}).max() == 1", "no such overload: max(map)"),
+    ]);
+}
+
+#[test]
+fn conversions_and_receivers_kube_apiserver_lacks() {
+    assert_errors(&[
+        (
+            "string(dyn(quantity('1Gi'))) == ''",
+            "no such overload: string(kubernetes.Quantity)",
+        ),
+        (
+            "dyn(dyn('abc').reverse()) == 'cba'",
+            "no such overload: reverse(string)",
+        ),
+    ]);
+    assert_eq!(kube("string(dyn(ip('::1'))) == '::1'"), Ok("true".into()));
+}
+
+#[test]
+fn map_keeps_its_first_error_and_both_operands_are_evaluated() {
+    assert_errors(&[
+        ("[dyn({}), dyn('a')].map(v, v.sub(v)) == []", "no such overload: sub(map, map)"),
+        (
+            "1 / 0 < [1].sortBy(v, v / 0).size()",
+            "internal error: interface conversion: *types.Err is not traits.Lister: missing method Add",
+        ),
+    ]);
+}

@@ -444,7 +444,15 @@ impl<'a, 'e> Ctx<'a, 'e> {
                 optional,
             } => {
                 let v = self.eval(operand)?;
+                // cel-go applies no qualifier to an empty optional: the
+                // index is not even evaluated.
+                if matches!(v, Value::Optional(None)) {
+                    return Ok(v);
+                }
                 let i = self.eval(index)?;
+                if let Value::List(_) | Value::Map(_) = i {
+                    return Err(aggregate_qualifier(&i, raw_attribute(index)));
+                }
                 index_value(v, &i, *optional)
             }
             Node::Call { decl, args } => {
@@ -591,12 +599,26 @@ impl<'a, 'e> Ctx<'a, 'e> {
         results.into_iter().collect()
     }
 
+    /// cel-go evaluates both arguments of a one- or two-argument call
+    /// before it answers the first error (what the second runs into can
+    /// still end the evaluation: a spent budget, a panic); longer calls
+    /// stop at the first error.
     fn eval_args(&mut self, args: &[Node]) -> EvalResult<Args<'a>> {
         let mut out = Args::new();
+        let mut first_error = None;
         for a in args {
-            out.push(self.eval(a)?);
+            match self.eval(a) {
+                Ok(v) => out.push(v),
+                Err(e) if args.len() > 2 => return Err(e),
+                Err(e) => {
+                    first_error.get_or_insert(e);
+                }
+            }
         }
-        Ok(out)
+        match first_error {
+            Some(e) => Err(e),
+            None => Ok(out),
+        }
     }
 
     fn lazy(&mut self, i: usize, name: &str) -> EvalResult<Value<'a>> {
@@ -629,9 +651,8 @@ impl<'a, 'e> Ctx<'a, 'e> {
         match (l, r) {
             (_, Ok(Value::Bool(false))) => Ok(Value::Bool(false)),
             (Ok(Value::Bool(true)), Ok(Value::Bool(true))) => Ok(Value::Bool(true)),
-            (Err(e), _) => Err(e),
-            (_, Err(e)) => Err(e),
-            _ => Err(EvalError::no_overload("_&&_")),
+            (Ok(Value::Bool(true)), r) => Err(logic_error(r, "_&&_")),
+            (l, _) => Err(logic_error(l, "_&&_")),
         }
     }
 
@@ -644,9 +665,8 @@ impl<'a, 'e> Ctx<'a, 'e> {
         match (l, r) {
             (_, Ok(Value::Bool(true))) => Ok(Value::Bool(true)),
             (Ok(Value::Bool(false)), Ok(Value::Bool(false))) => Ok(Value::Bool(false)),
-            (Err(e), _) => Err(e),
-            (_, Err(e)) => Err(e),
-            _ => Err(EvalError::no_overload("_||_")),
+            (Ok(Value::Bool(false)), r) => Err(logic_error(r, "_||_")),
+            (l, _) => Err(logic_error(l, "_||_")),
         }
     }
 
@@ -820,10 +840,14 @@ impl<'a, 'e> Ctx<'a, 'e> {
     }
 
     fn accu_append(&mut self, slot: usize, e: &Node) -> EvalResult<Value<'a>> {
-        let v = self.eval(e)?;
+        let v = self.eval(e);
+        // cel-go's `accu + [x]`: an accumulator that already failed keeps
+        // its (first) error.
+        let accu = self.take_accu(slot)?;
+        let v = v?;
         self.charge(1)?;
         self.alloc_values(1)?;
-        match self.take_accu(slot)? {
+        match accu {
             Value::List(List::Owned(mut items)) => {
                 Arc::make_mut(&mut items).push(v);
                 Ok(Value::List(List::Owned(items)))
@@ -940,6 +964,49 @@ pub fn has(v: &Value, field: &str) -> EvalResult<Value<'static>> {
             other.type_name()
         ))),
     }
+}
+
+/// The error of an operand of `&&` or `||` that is not a boolean: its own,
+/// or `no such overload` for another value. cel-go keeps the first
+/// operand's, whatever the second.
+fn logic_error(v: EvalResult<Value>, op: &str) -> EvalError {
+    match v {
+        Err(e) => e,
+        Ok(_) => EvalError::no_overload(op),
+    }
+}
+
+/// Whether cel-go resolves `n` as an attribute of a variable (a select or
+/// constant index path from it), which yields the variable's Go value as
+/// it is, not a CEL value.
+fn raw_attribute(n: &Node) -> bool {
+    match n {
+        Node::Global(_) => true,
+        Node::Select {
+            operand,
+            optional: false,
+            ..
+        } => raw_attribute(operand),
+        Node::Index {
+            operand,
+            index,
+            optional: false,
+        } => matches!(**index, Node::Const(_)) && raw_attribute(operand),
+        _ => false,
+    }
+}
+
+/// cel-go refuses a list or map as an index by its Go type: a JSON value
+/// read straight from a variable is Go's own slice or map, any other a
+/// CEL list or map.
+fn aggregate_qualifier(i: &Value, raw: bool) -> EvalError {
+    let go_type = match i {
+        Value::List(List::Json(_)) if raw => "[]interface {}",
+        Value::Map(Map::Json(_)) if raw => "map[string]interface {}",
+        Value::Map(_) => "*types.baseMap",
+        _ => "*types.baseList",
+    };
+    EvalError::new(format!("invalid qualifier type: {go_type}"))
 }
 
 /// Go's message for asserting that `v` is a `traits.Lister` (`None` for

@@ -437,7 +437,8 @@ fn to_string<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>
         ),
         Value::Timestamp(t) => Value::string(super::time::format_timestamp(*t)),
         Value::Duration(d) => Value::string(super::time::format_duration(*d)),
-        Value::Opaque(o) => match o.to_json() {
+        // The Kubernetes libraries convert only IPs and CIDRs to strings.
+        Value::Opaque(o) if matches!(o.type_name(), "net.IP" | "net.CIDR") => match o.to_json() {
             serde_json::Value::String(s) => Value::string(s),
             other => Value::string(other.to_string()),
         },

@@ -160,31 +160,6 @@ fn sorted<'a>(l: &List<'a>) -> EvalResult<Vec<Value<'a>>> {
     }
 }
 
-fn check_sortable(name: &str, items: &[Value]) -> EvalResult<()> {
-    let Some(first) = items.first() else {
-        return Ok(());
-    };
-    let t = first.type_of();
-    let comparable = matches!(
-        first,
-        Value::Int(_)
-            | Value::Uint(_)
-            | Value::Double(_)
-            | Value::String(_)
-            | Value::Bool(_)
-            | Value::Bytes(_)
-            | Value::Duration(_)
-            | Value::Timestamp(_)
-            | Value::Opaque(_)
-    );
-    if !comparable || items.iter().any(|v| v.type_of() != t) {
-        return Err(EvalError::new(format!(
-            "{name}: list elements must be of one comparable type"
-        )));
-    }
-    Ok(())
-}
-
 /// The keys `sort` and `sortBy` order by, in cel-go's words: the first
 /// must be comparable, the others of its type.
 fn check_sort_keys(keys: &[Value]) -> EvalResult<()> {
@@ -286,15 +261,49 @@ pub fn index_of<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>], last: bool) -> EvalR
     Ok(Value::Int(found))
 }
 
+/// Values with cel-go's comparer trait: the element types the Kubernetes
+/// lists library declares `isSorted`, `min` and `max` for.
+fn comparer(v: &Value) -> bool {
+    matches!(
+        v,
+        Value::Int(_)
+            | Value::Uint(_)
+            | Value::Double(_)
+            | Value::Bool(_)
+            | Value::String(_)
+            | Value::Bytes(_)
+            | Value::Duration(_)
+            | Value::Timestamp(_)
+    )
+}
+
+/// The receiver of `isSorted`, `min` or `max`, whose overloads (one per
+/// element type) cel-go's type guard matches by the first element.
+fn comparable_list<'v, 'a>(name: &str, a: &'v [Value<'a>]) -> EvalResult<&'v List<'a>> {
+    match &a[0] {
+        Value::List(l) if l.get(0).is_none_or(|v| comparer(&v)) => Ok(l),
+        _ => no_overload(name, a),
+    }
+}
+
+/// The library compares neighbours as cel-go's values do, and ignores a
+/// comparison that fails (other types, NaN); an element that cannot be
+/// compared at all is `no such overload`.
 fn is_sorted<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
-    let l = list("isSorted", a)?;
+    let l = comparable_list("isSorted", a)?;
     ctx.charge(l.len() as u64)?;
-    let items = l.to_vec();
-    check_sortable("isSorted", &items)?;
-    for w in items.windows(2) {
-        if w[0].compare(&w[1])? == Ordering::Greater {
+    let mut prev: Option<Value<'a>> = None;
+    for next in l.iter() {
+        if !comparer(&next) {
+            return Err(EvalError::no_overload("isSorted"));
+        }
+        if prev
+            .as_ref()
+            .is_some_and(|p| p.compare(&next).ok() == Some(Ordering::Greater))
+        {
             return Ok(Value::Bool(false));
         }
+        prev = Some(next);
     }
     Ok(Value::Bool(true))
 }
@@ -316,20 +325,23 @@ fn sum<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
     Ok(acc.unwrap_or(Value::Int(0)))
 }
 
+/// `min` or `max`: the first element, replaced by each later one it
+/// compares `replace_when` to (comparisons that fail are ignored).
 fn extreme<'a>(
     ctx: &mut Ctx<'a, '_>,
     name: &str,
     a: &[Value<'a>],
-    want: Ordering,
+    replace_when: Ordering,
 ) -> EvalResult<Value<'a>> {
-    let l = list(name, a)?;
+    let l = comparable_list(name, a)?;
     ctx.charge(l.len() as u64)?;
-    let items = l.to_vec();
-    check_sortable(name, &items)?;
     let mut best: Option<Value<'a>> = None;
-    for v in items {
+    for v in l.iter() {
+        if !comparer(&v) {
+            return Err(EvalError::no_overload(name));
+        }
         best = Some(match best {
-            Some(b) if v.compare(&b)? != want => b,
+            Some(b) if b.compare(&v).ok() != Some(replace_when) => b,
             _ => v,
         });
     }
@@ -337,9 +349,9 @@ fn extreme<'a>(
 }
 
 fn min<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
-    extreme(ctx, "min", a, Ordering::Less)
+    extreme(ctx, "min", a, Ordering::Greater)
 }
 
 fn max<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
-    extreme(ctx, "max", a, Ordering::Greater)
+    extreme(ctx, "max", a, Ordering::Less)
 }

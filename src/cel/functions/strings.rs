@@ -68,6 +68,9 @@ pub const DECLS: &[FnDecl] = &[
         Lib::Strings,
         join,
     ),
+    // kube-apiserver's strings extension predates `reverse` on strings:
+    // there only the lists extension's applies.
+    FnDecl::member("reverse", 1, Lib::LocaleFormat, super::lists::reverse),
     FnDecl::member("reverse", 1, Lib::Strings, reverse),
     // First: where both are enabled, the older printer wins.
     FnDecl::member("format", 2, Lib::LocaleFormat, format_locale),

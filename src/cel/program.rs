@@ -778,7 +778,7 @@ impl<'a, 'e> Ctx<'a, 'e> {
                 }
             }
             other => {
-                return Err(match go_type(&other) {
+                return Err(match go_type(other) {
                     Some(t) if c.two_vars => {
                         EvalError::new(format!("unsupported comprehension range type: {t}"))
                     }

@@ -152,14 +152,19 @@ impl Env {
 
     pub fn compile(&self, src: &str) -> Result<Program, CompileError> {
         let ast = parser::parse(src, self.limits)?;
-        let static_type = self
+        let checked = self
             .checks_types()
             .then(|| self.check(src, &ast))
             .transpose()?;
+        let (static_type, tracked) = match checked {
+            Some((t, tracked)) => (Some(t), tracked),
+            None => (None, Vec::new()),
+        };
         let mut c = Compiler {
             env: self,
             src,
             scope: Vec::new(),
+            tracked,
         };
         let root = c.compile(&ast)?;
         if static_type.is_some() {
@@ -316,7 +321,7 @@ impl Env {
         })
     }
 
-    fn check(&self, src: &str, ast: &Expr) -> Result<Ty, CompileError> {
+    fn check(&self, src: &str, ast: &Expr) -> Result<(Ty, Vec<Pos>), CompileError> {
         let variables: Vec<(Arc<str>, Ty)> = self
             .variables
             .iter()
@@ -350,7 +355,7 @@ impl Env {
             bind_enabled: self.libs.has(Lib::Bind),
             type_name: &type_name,
         };
-        super::check::check(src, ast, &scope)
+        super::check::check_tracking(src, ast, &scope)
     }
 }
 
@@ -380,6 +385,9 @@ struct Compiler<'e> {
     src: &'e str,
     /// Local names in scope, innermost last; the index is the runtime slot.
     scope: Vec<Arc<str>>,
+    /// Where the checker resolved `sort` or `sortBy` to one overload
+    /// ([`super::check::check_tracking`]).
+    tracked: Vec<Pos>,
 }
 
 type CResult = Result<Node, CompileError>;
@@ -714,8 +722,24 @@ impl<'e> Compiler<'e> {
                 Err(_) => {}
             }
         }
-        let _ = pos;
-        Ok(fuse_optional_selects(decl, args))
+        Ok(fuse_optional_selects(self.tracked_variant(pos, decl), args))
+    }
+
+    /// The variant of `decl` kube-apiserver plans with a cost tracker that
+    /// asserts its list argument is a list (`decl` itself elsewhere): in
+    /// type-checked environments, `distinct` always and `sort` or `sortBy`
+    /// where the checker resolved one overload.
+    fn tracked_variant(&self, pos: Pos, decl: &'static FnDecl) -> &'static FnDecl {
+        if !self.env.checks_types() || decl.lib != Lib::ListsExt {
+            return decl;
+        }
+        let resolved = self.tracked.contains(&pos);
+        match decl.name {
+            "distinct" => &functions::lists::DISTINCT_TRACKED,
+            "sort" if resolved => &functions::lists::SORT_TRACKED,
+            "@sortByAssociatedKeys" if resolved => &functions::lists::SORT_BY_TRACKED,
+            _ => decl,
+        }
     }
 
     /// Internal functions of macro expansions that need the accumulator.
@@ -744,6 +768,14 @@ impl<'e> Compiler<'e> {
             ("@mapMerge", 2) if accu != usize::MAX => {
                 Node::AccuMerge(accu, Box::new(self.compile(&args[1])?))
             }
+            // cel-go's planner (kube-apiserver optimizes its programs)
+            // answers `x in []` with a constant, without evaluating `x`.
+            // Compiled all the same, for the compile-time checks of its
+            // literals.
+            ("@in", 2) if self.env.checks_types() && is_empty_list(&args[1]) => {
+                self.compile(&args[0])?;
+                Node::Const(Value::Bool(false))
+            }
             _ if name.starts_with('@') && !matches!(name, "@in" | "@sortByAssociatedKeys") => {
                 return Err(self.err(pos, format!("undeclared reference to '{name}'")))
             }
@@ -770,6 +802,10 @@ impl<'e> Compiler<'e> {
         }
         Ok(Node::Struct(out))
     }
+}
+
+fn is_empty_list(e: &Expr) -> bool {
+    matches!(&e.kind, ExprKind::List { elements, .. } if elements.is_empty())
 }
 
 /// A literal as CEL source (JSON string escapes are valid CEL escapes).

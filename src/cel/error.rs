@@ -76,9 +76,12 @@ impl EvalError {
     pub fn message(&self) -> &str {
         &self.0
     }
-    /// A function or operator applied to values it has no overload for.
-    /// cel-go (so kube-apiserver) says only `no such overload`, whatever the
-    /// function; the argument is kept for the call sites' readability.
+    /// A function or operator applied to values it has no overload for,
+    /// where cel-go says only `no such overload` (a value's own method
+    /// refused the other operand, or a function that checks its arguments
+    /// itself); the argument is kept for the call sites' readability. Most
+    /// library functions name themselves and the argument types instead
+    /// (`functions::no_overload`).
     pub fn no_overload(_function: &str) -> Self {
         EvalError::new("no such overload")
     }

@@ -52,6 +52,11 @@ pub(crate) enum Halt {
     Budget,
     /// The [`Interrupt`] was set.
     Interrupted,
+    /// kube-apiserver's cost tracker would have panicked (it asserts that
+    /// the argument of `sort`, `sortBy` or `distinct` is a list even when
+    /// it is an error), which fails the whole evaluation with this Go
+    /// runtime message.
+    Internal(&'static str),
 }
 
 impl Interrupt {
@@ -89,7 +94,7 @@ impl Interrupt {
         match halt {
             Some(Halt::Budget) => self.cost_limit_exceeded.fetch_add(1, Ordering::Relaxed),
             Some(Halt::Interrupted) => self.interrupted.fetch_add(1, Ordering::Relaxed),
-            None => 0,
+            Some(Halt::Internal(_)) | None => 0,
         };
     }
 }

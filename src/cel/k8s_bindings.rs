@@ -50,6 +50,52 @@ opaque!(IpValue, Ip, "net.IP", ord: |_, _| None);
 opaque!(CidrValue, Cidr, "net.CIDR", ord: |_, _| None);
 opaque!(UrlValue, Url, "kubernetes.URL", ord: |_, _| None);
 
+/// `lhs == rhs` for a library value on the left, as kube-apiserver's
+/// types answer it (`None` for values that compare like any other). A
+/// quantity, semver, IP, CIDR or URL refuses to compare with a value of
+/// another type (`no such overload`, where CEL's values are just unequal);
+/// a quantity also refuses the result of `add` or `sub`, which the library
+/// returns by pointer (see [`Quantity::cel_equal`]).
+pub fn library_equal(lhs: &dyn Opaque, rhs: &Value) -> Option<EvalResult<bool>> {
+    let refused = || Some(Err(EvalError::no_overload("_==_")));
+    if let Some(x) = lhs.as_any().downcast_ref::<QuantityValue>() {
+        return match opaque::<QuantityValue>(rhs) {
+            Some(y) => x.0.cel_equal(&y.0).map(Ok).or_else(refused),
+            None if matches!(rhs, Value::Null) => None,
+            None => refused(),
+        };
+    }
+    let strict = matches!(
+        lhs.type_name(),
+        "kubernetes.Semver" | "net.IP" | "net.CIDR" | "kubernetes.URL"
+    );
+    match rhs {
+        Value::Opaque(o) if o.type_name() == lhs.type_name() => None,
+        Value::Null => None,
+        _ if strict => refused(),
+        _ => None,
+    }
+}
+
+/// The Go type kube-apiserver names a library value by in
+/// `invalid qualifier type: %T` (`None` when unknown).
+pub fn go_type_name(v: &dyn Opaque) -> Option<&'static str> {
+    if let Some(q) = v.as_any().downcast_ref::<QuantityValue>() {
+        return Some(if q.0.is_arithmetic_result() {
+            "*cel.Quantity"
+        } else {
+            "cel.Quantity"
+        });
+    }
+    match v.type_name() {
+        "kubernetes.Semver" => Some("cel.Semver"),
+        "net.IP" => Some("cel.IP"),
+        "net.CIDR" => Some("cel.CIDR"),
+        "kubernetes.URL" => Some("cel.URL"),
+        _ => None,
+    }
+}
+
 #[derive(Debug)]
 pub struct FormatValue(pub NamedFormat);
 impl Opaque for FormatValue {
@@ -227,7 +273,7 @@ fn is_quantity<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>
 fn q<'v>(name: &str, a: &'v [Value]) -> EvalResult<&'v Quantity> {
     opaque::<QuantityValue>(&a[0])
         .map(|q| &q.0)
-        .ok_or_else(|| EvalError::no_overload(name))
+        .map_or_else(|| no_overload(name, a), Ok)
 }
 
 fn q_sign<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
@@ -315,7 +361,7 @@ fn is_semver<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> 
 fn sv<'v>(name: &str, a: &'v [Value]) -> EvalResult<&'v Semver> {
     opaque::<SemverValue>(&a[0])
         .map(|v| &v.0)
-        .ok_or_else(|| EvalError::no_overload(name))
+        .map_or_else(|| no_overload(name, a), Ok)
 }
 fn sv_major<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
     Ok(Value::Int(sv("major", a)?.major_i64()))
@@ -345,7 +391,7 @@ fn ip_is_canonical<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value
 fn ipv<'v>(name: &str, a: &'v [Value]) -> EvalResult<&'v Ip> {
     opaque::<IpValue>(&a[0])
         .map(|v| &v.0)
-        .ok_or_else(|| EvalError::no_overload(name))
+        .map_or_else(|| no_overload(name, a), Ok)
 }
 fn ip_family<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
     Ok(Value::Int(ipv("family", a)?.family()))
@@ -385,7 +431,7 @@ fn is_cidr<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
 fn cv<'v>(name: &str, a: &'v [Value]) -> EvalResult<&'v Cidr> {
     opaque::<CidrValue>(&a[0])
         .map(|v| &v.0)
-        .ok_or_else(|| EvalError::no_overload(name))
+        .map_or_else(|| no_overload(name, a), Ok)
 }
 fn cidr_contains_ip<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
     let c = cv("containsIP", a)?;
@@ -428,7 +474,7 @@ fn is_url<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
 fn uv<'v>(name: &str, a: &'v [Value]) -> EvalResult<&'v Url> {
     opaque::<UrlValue>(&a[0])
         .map(|v| &v.0)
-        .ok_or_else(|| EvalError::no_overload(name))
+        .map_or_else(|| no_overload(name, a), Ok)
 }
 fn url_scheme<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
     Ok(Value::string(uv("getScheme", a)?.scheme()))
@@ -469,7 +515,7 @@ fn format_named<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a
 }
 
 fn format_validate<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
-    let f = opaque::<FormatValue>(&a[0]).ok_or_else(|| EvalError::no_overload("validate"))?;
+    let f = opaque::<FormatValue>(&a[0]).map_or_else(|| no_overload("validate", a), Ok)?;
     let s = str_arg("validate", a, 1)?;
     Ok(Value::optional(f.0.validate(s).map(|errs| {
         Value::list(errs.into_iter().map(Value::string).collect())

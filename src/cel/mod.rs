@@ -18,6 +18,8 @@ pub mod check;
 mod compile;
 pub mod error;
 #[cfg(test)]
+mod eval_fuzz_tests;
+#[cfg(test)]
 mod fidelity_tests;
 pub mod flow;
 pub mod functions;

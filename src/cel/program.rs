@@ -253,6 +253,7 @@ fn halt_error(halt: Halt) -> EvalError {
     match halt {
         Halt::Budget => EvalError::cost_exceeded(),
         Halt::Interrupted => EvalError::interrupted(),
+        Halt::Internal(m) => EvalError::new(format!("internal error: interface conversion: {m}")),
     }
 }
 
@@ -443,14 +444,25 @@ impl<'a, 'e> Ctx<'a, 'e> {
                 optional,
             } => {
                 let v = self.eval(operand)?;
+                // cel-go applies no qualifier to an empty optional: the
+                // index is not even evaluated.
+                if matches!(v, Value::Optional(None)) {
+                    return Ok(v);
+                }
                 let i = self.eval(index)?;
+                if let Value::List(_) | Value::Map(_) = i {
+                    return Err(aggregate_qualifier(&i, raw_attribute(index)));
+                }
                 index_value(v, &i, *optional)
             }
             Node::Call { decl, args } => {
                 if decl.lib == Lib::Optional && matches!(decl.name, "or" | "orValue") {
                     return self.optional_or(decl, args);
                 }
-                let vals = self.eval_args(args)?;
+                let vals = match decl.tracked {
+                    None => self.eval_args(args)?,
+                    Some(k) => self.eval_tracked_args(args, k)?,
+                };
                 self.charge(1)?;
                 (decl.imp)(self, &vals)
             }
@@ -554,12 +566,18 @@ impl<'a, 'e> Ctx<'a, 'e> {
         let mut vals = Args::new();
         vals.push(self.eval(&args[0])?);
         self.charge(1)?;
-        if let Value::Optional(Some(v)) = &vals[0] {
-            return Ok(if decl.name == "or" {
-                vals[0].clone()
-            } else {
-                (**v).clone()
-            });
+        match &vals[0] {
+            Value::Optional(Some(v)) => {
+                return Ok(if decl.name == "or" {
+                    vals[0].clone()
+                } else {
+                    (**v).clone()
+                });
+            }
+            Value::Optional(None) => {}
+            // cel-go answers with a receiver that is not an optional
+            // without evaluating the alternative.
+            other => return Ok(other.clone()),
         }
         for a in &args[1..] {
             vals.push(self.eval(a)?);
@@ -567,12 +585,40 @@ impl<'a, 'e> Ctx<'a, 'e> {
         (decl.imp)(self, &vals)
     }
 
+    /// The arguments of a call whose cost kube-apiserver's tracker
+    /// computes by asserting that argument `k` is a list: cel-go evaluates
+    /// every argument of a one- or two-argument call, and the tracker
+    /// panics on an error or another value there, even though the call
+    /// itself only returned the first error.
+    fn eval_tracked_args(&mut self, args: &[Node], k: usize) -> EvalResult<Args<'a>> {
+        let results: SmallVec<[EvalResult<Value<'a>>; 4]> =
+            args.iter().map(|a| self.eval(a)).collect();
+        if let Some(m) = results.get(k).and_then(not_a_lister) {
+            return Err(self.halt(Halt::Internal(m)));
+        }
+        results.into_iter().collect()
+    }
+
+    /// cel-go evaluates both arguments of a one- or two-argument call
+    /// before it answers the first error (what the second runs into can
+    /// still end the evaluation: a spent budget, a panic); longer calls
+    /// stop at the first error.
     fn eval_args(&mut self, args: &[Node]) -> EvalResult<Args<'a>> {
         let mut out = Args::new();
+        let mut first_error = None;
         for a in args {
-            out.push(self.eval(a)?);
+            match self.eval(a) {
+                Ok(v) => out.push(v),
+                Err(e) if args.len() > 2 => return Err(e),
+                Err(e) => {
+                    first_error.get_or_insert(e);
+                }
+            }
         }
-        Ok(out)
+        match first_error {
+            Some(e) => Err(e),
+            None => Ok(out),
+        }
     }
 
     fn lazy(&mut self, i: usize, name: &str) -> EvalResult<Value<'a>> {
@@ -605,9 +651,8 @@ impl<'a, 'e> Ctx<'a, 'e> {
         match (l, r) {
             (_, Ok(Value::Bool(false))) => Ok(Value::Bool(false)),
             (Ok(Value::Bool(true)), Ok(Value::Bool(true))) => Ok(Value::Bool(true)),
-            (Err(e), _) => Err(e),
-            (_, Err(e)) => Err(e),
-            _ => Err(EvalError::no_overload("_&&_")),
+            (Ok(Value::Bool(true)), r) => Err(logic_error(r, "_&&_")),
+            (l, _) => Err(logic_error(l, "_&&_")),
         }
     }
 
@@ -620,9 +665,8 @@ impl<'a, 'e> Ctx<'a, 'e> {
         match (l, r) {
             (_, Ok(Value::Bool(true))) => Ok(Value::Bool(true)),
             (Ok(Value::Bool(false)), Ok(Value::Bool(false))) => Ok(Value::Bool(false)),
-            (Err(e), _) => Err(e),
-            (_, Err(e)) => Err(e),
-            _ => Err(EvalError::no_overload("_||_")),
+            (Ok(Value::Bool(false)), r) => Err(logic_error(r, "_||_")),
+            (l, _) => Err(logic_error(l, "_||_")),
         }
     }
 
@@ -734,10 +778,16 @@ impl<'a, 'e> Ctx<'a, 'e> {
                 }
             }
             other => {
-                return Err(EvalError::new(format!(
-                    "expression of type '{}' cannot be the range of a comprehension (must be list, map, or dynamic)",
-                    other.type_name()
-                )))
+                return Err(match go_type(other) {
+                    Some(t) if c.two_vars => {
+                        EvalError::new(format!("unsupported comprehension range type: {t}"))
+                    }
+                    Some(t) => EvalError::new(format!("got '{t}', expected iterable type")),
+                    None => EvalError::new(format!(
+                        "expression of type '{}' cannot be the range of a comprehension (must be list, map, or dynamic)",
+                        other.type_name()
+                    )),
+                })
             }
         };
         for (a, b) in items {
@@ -790,10 +840,14 @@ impl<'a, 'e> Ctx<'a, 'e> {
     }
 
     fn accu_append(&mut self, slot: usize, e: &Node) -> EvalResult<Value<'a>> {
-        let v = self.eval(e)?;
+        let v = self.eval(e);
+        // cel-go's `accu + [x]`: an accumulator that already failed keeps
+        // its (first) error.
+        let accu = self.take_accu(slot)?;
+        let v = v?;
         self.charge(1)?;
         self.alloc_values(1)?;
-        match self.take_accu(slot)? {
+        match accu {
             Value::List(List::Owned(mut items)) => {
                 Arc::make_mut(&mut items).push(v);
                 Ok(Value::List(List::Owned(items)))
@@ -912,17 +966,122 @@ pub fn has(v: &Value, field: &str) -> EvalResult<Value<'static>> {
     }
 }
 
+/// The error of an operand of `&&` or `||` that is not a boolean: its own,
+/// or `no such overload` for another value. cel-go keeps the first
+/// operand's, whatever the second.
+fn logic_error(v: EvalResult<Value>, op: &str) -> EvalError {
+    match v {
+        Err(e) => e,
+        Ok(_) => EvalError::no_overload(op),
+    }
+}
+
+/// Whether cel-go resolves `n` as an attribute of a variable (a select or
+/// constant index path from it), which yields the variable's Go value as
+/// it is, not a CEL value.
+fn raw_attribute(n: &Node) -> bool {
+    match n {
+        Node::Global(_) => true,
+        Node::Select {
+            operand,
+            optional: false,
+            ..
+        } => raw_attribute(operand),
+        Node::Index {
+            operand,
+            index,
+            optional: false,
+        } => matches!(**index, Node::Const(_)) && raw_attribute(operand),
+        _ => false,
+    }
+}
+
+/// cel-go refuses a list or map as an index by its Go type: a JSON value
+/// read straight from a variable is Go's own slice or map, any other a
+/// CEL list or map.
+fn aggregate_qualifier(i: &Value, raw: bool) -> EvalError {
+    let go_type = match i {
+        Value::List(List::Json(_)) if raw => "[]interface {}",
+        Value::Map(Map::Json(_)) if raw => "map[string]interface {}",
+        Value::Map(_) => "*types.baseMap",
+        _ => "*types.baseList",
+    };
+    EvalError::new(format!("invalid qualifier type: {go_type}"))
+}
+
+/// Go's message for asserting that `v` is a `traits.Lister` (`None` for
+/// a list, or a value whose Go type is not known here): the interface's
+/// first method (in name order) the value's type lacks.
+fn not_a_lister(v: &EvalResult<Value>) -> Option<&'static str> {
+    Some(match v {
+        Err(_) => "*types.Err is not traits.Lister: missing method Add",
+        Ok(Value::Null) => "types.Null is not traits.Lister: missing method Add",
+        Ok(Value::Bool(_)) => "types.Bool is not traits.Lister: missing method Add",
+        Ok(Value::Optional(_)) => "*types.Optional is not traits.Lister: missing method Add",
+        Ok(Value::Int(_)) => "types.Int is not traits.Lister: missing method Contains",
+        Ok(Value::Uint(_)) => "types.Uint is not traits.Lister: missing method Contains",
+        Ok(Value::Double(_)) => "types.Double is not traits.Lister: missing method Contains",
+        Ok(Value::String(_)) => "types.String is not traits.Lister: missing method Contains",
+        Ok(Value::Bytes(_)) => "types.Bytes is not traits.Lister: missing method Contains",
+        Ok(Value::Duration(_)) => "types.Duration is not traits.Lister: missing method Contains",
+        Ok(Value::Timestamp(_)) => "types.Timestamp is not traits.Lister: missing method Contains",
+        Ok(_) => return None,
+    })
+}
+
+/// A key or index as cel-go prints it in its messages (Go's `%v`).
+fn go_value(i: &Value) -> String {
+    match i {
+        Value::String(s) => s.as_str().to_string(),
+        Value::Uint(u) => u.to_string(),
+        Value::Double(d) => super::functions::core::format_double(*d),
+        other => other.to_string(),
+    }
+}
+
+/// The Go type of a value as cel-go names it in its `%T` messages (`None`
+/// for lists and maps, whose Go types vary with their origin, and library
+/// values not known here).
+fn go_type(v: &Value) -> Option<&'static str> {
+    Some(match v {
+        Value::Null => "types.Null",
+        Value::Bool(_) => "types.Bool",
+        Value::Int(_) => "types.Int",
+        Value::Uint(_) => "types.Uint",
+        Value::Double(_) => "types.Double",
+        Value::String(_) => "types.String",
+        Value::Bytes(_) => "types.Bytes",
+        Value::Duration(_) => "types.Duration",
+        Value::Timestamp(_) => "types.Timestamp",
+        Value::Optional(_) => "*types.Optional",
+        Value::Type(_) => "*types.Type",
+        Value::Opaque(o) => super::k8s_bindings::go_type_name(o.as_ref())?,
+        Value::List(_) | Value::Map(_) => return None,
+    })
+}
+
+/// cel-go makes a qualifier of the index value before it applies it: one
+/// of another type than string, int, uint, bool or double is refused by
+/// its Go type.
+fn invalid_qualifier(i: &Value) -> Option<EvalError> {
+    match i {
+        Value::String(_) | Value::Int(_) | Value::Uint(_) | Value::Bool(_) | Value::Double(_) => {
+            None
+        }
+        other => go_type(other).map(|t| EvalError::new(format!("invalid qualifier type: {t}"))),
+    }
+}
+
 /// `v[i]`, or `v[?i]` when `optional`.
 pub fn index_value<'a>(v: Value<'a>, i: &Value<'a>, optional: bool) -> EvalResult<Value<'a>> {
+    if let Some(e) = invalid_qualifier(i) {
+        return Err(e);
+    }
     let wrap = |x: Option<Value<'a>>| -> EvalResult<Value<'a>> {
         if optional {
             Ok(Value::optional(x))
         } else {
-            // cel-go prints the key as `%v`: strings unquoted.
-            x.ok_or_else(|| match i {
-                Value::String(s) => EvalError::no_such_key(s.as_str()),
-                other => EvalError::no_such_key(other),
-            })
+            x.ok_or_else(|| EvalError::no_such_key(go_value(i)))
         }
     };
     match v {
@@ -931,17 +1090,19 @@ pub fn index_value<'a>(v: Value<'a>, i: &Value<'a>, optional: bool) -> EvalResul
             match idx.filter(|&x| x < l.len()) {
                 Some(x) => wrap(l.get(x)),
                 None if optional => Ok(Value::Optional(None)),
-                None => Err(EvalError::new(format!("index out of bounds: {i}"))),
+                None => Err(EvalError::new(format!(
+                    "index out of bounds: {}",
+                    go_value(i)
+                ))),
             }
         }
         Value::Map(m) => wrap(m.get(i)?),
         Value::Optional(None) => Ok(Value::Optional(None)),
         Value::Optional(Some(inner)) => index_value((*inner).clone(), i, true),
-        other => Err(EvalError::new(format!(
-            "no such overload: {}[{}]",
-            other.type_name(),
-            i.type_name()
-        ))),
+        // Values that are neither maps nor lists have no keys; an
+        // optional index only finds none.
+        _ if optional => Ok(Value::Optional(None)),
+        _ => Err(EvalError::no_such_key(go_value(i))),
     }
 }
 

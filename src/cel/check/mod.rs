@@ -100,7 +100,19 @@ pub struct Scope<'e> {
 /// Checks `ast`; returns its static type, or the first error by position
 /// (cel-go sorts its issues by location).
 pub fn check(src: &str, ast: &Expr, scope: &Scope) -> Result<Ty, CompileError> {
+    check_tracking(src, ast, scope).map(|(t, _)| t)
+}
+
+/// [`check`], with the positions of the `sort` and `@sortByAssociatedKeys`
+/// calls cel-go resolves to one overload (the list's element type is
+/// known), which kube-apiserver plans with a cost tracker of their own.
+pub fn check_tracking(
+    src: &str,
+    ast: &Expr,
+    scope: &Scope,
+) -> Result<(Ty, Vec<Pos>), CompileError> {
     let mut c = Checker {
+        tracked: Vec::new(),
         src,
         scope,
         locals: Vec::new(),
@@ -117,11 +129,13 @@ pub fn check(src: &str, ast: &Expr, scope: &Scope) -> Result<Ty, CompileError> {
     let t = types::substitute(&c.mapping, &t, true);
     match c.errors.into_iter().min_by_key(|(pos, _)| *pos) {
         Some((pos, msg)) => Err(CompileError::new(src, pos, msg)),
-        None => Ok(t),
+        None => Ok((t, c.tracked)),
     }
 }
 
 struct Checker<'s, 'e> {
+    /// See [`check_tracking`].
+    tracked: Vec<Pos>,
     src: &'s str,
     scope: &'s Scope<'e>,
     locals: Vec<(Arc<str>, Ty)>,
@@ -364,6 +378,7 @@ impl Checker<'_, '_> {
     }
 
     fn call(&mut self, pos: Pos, name: &str, target: Option<&Expr>, args: &[Expr]) -> Ty {
+        let at = pos;
         let pos = self.open_paren(pos, name);
         if let Some(t) = target {
             if let Some(q) = qualified_name(t) {
@@ -386,6 +401,9 @@ impl Checker<'_, '_> {
                 let mut types = vec![self.check(t)];
                 types.extend(args.iter().map(|a| self.check(a)));
                 self.exempt -= exempt;
+                if name == "sort" && args.is_empty() {
+                    self.note_sort(at, &types[0]);
+                }
                 if !table().contains_key(name) {
                     if !(self.scope.is_member_function)(name) {
                         return self.undeclared(pos, name);
@@ -428,6 +446,9 @@ impl Checker<'_, '_> {
             return self.resolve(pos, "_+_", &types, false);
         }
         let types: Vec<Ty> = args.iter().map(|a| self.check(a)).collect();
+        if let ("@sortByAssociatedKeys", [_, keys]) = (name, types.as_slice()) {
+            self.note_sort(pos, keys);
+        }
         if !table().contains_key(name) {
             if !(self.scope.is_global_function)(name) && !name.starts_with('@') {
                 return self.undeclared(pos, name);
@@ -435,6 +456,28 @@ impl Checker<'_, '_> {
             return Ty::Error;
         }
         self.resolve(pos, name, &types, false)
+    }
+
+    /// Notes the call at `pos` when cel-go resolves it to one of its
+    /// overloads per element type: the list's elements are of a comparable
+    /// type, or of a type parameter the first overload binds.
+    fn note_sort(&mut self, pos: Pos, list: &Ty) {
+        if let Ty::List(e) = self.sub(list) {
+            if matches!(
+                *e,
+                Ty::Int
+                    | Ty::Uint
+                    | Ty::Double
+                    | Ty::Bool
+                    | Ty::String
+                    | Ty::Bytes
+                    | Ty::Duration
+                    | Ty::Timestamp
+                    | Ty::Param(_)
+            ) {
+                self.tracked.push(pos);
+            }
+        }
     }
 
     /// cel-go's `resolveOverload`.

@@ -1,6 +1,6 @@
 //! The CEL standard library: operators, size, string predicates, conversions.
 
-use super::{no_overload, FnDecl, Lib};
+use super::{no_overload, no_trait_overload, FnDecl, Lib};
 use crate::cel::error::{EvalError, EvalResult};
 use crate::cel::program::Ctx;
 use crate::cel::value::{numeric_cmp, Value};
@@ -82,7 +82,10 @@ fn add<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
         (Timestamp(t), Duration(d)) | (Duration(d), Timestamp(t)) => {
             Timestamp(super::time::add_duration(*t, d.0)?)
         }
-        _ => return no_overload("_+_", a),
+        _ => {
+            let adder = matches!(a[0], Int(_) | Uint(_) | Double(_) | Bytes(_) | List(_));
+            return no_trait_overload("_+_", &a[0], adder);
+        }
     })
 }
 
@@ -107,7 +110,7 @@ fn sub<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
                 i64::try_from(n).map_err(|_| EvalError::duration_overflow())?,
             ))
         }
-        _ => return no_overload("_-_", a),
+        _ => return no_trait_overload("_-_", &a[0], matches!(a[0], Int(_) | Uint(_) | Double(_))),
     })
 }
 
@@ -117,7 +120,7 @@ fn mul<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
         (Int(x), Int(y)) => Int(x.checked_mul(*y).ok_or_else(EvalError::overflow)?),
         (Uint(x), Uint(y)) => Uint(x.checked_mul(*y).ok_or_else(EvalError::uint_overflow)?),
         (Double(x), Double(y)) => Double(x * y),
-        _ => return no_overload("_*_", a),
+        _ => return no_trait_overload("_*_", &a[0], matches!(a[0], Int(_) | Uint(_) | Double(_))),
     })
 }
 
@@ -128,7 +131,7 @@ fn div<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
         (Int(x), Int(y)) => Int(x.checked_div(*y).ok_or_else(EvalError::overflow)?),
         (Uint(x), Uint(y)) => Uint(x / y),
         (Double(x), Double(y)) => Double(x / y),
-        _ => return no_overload("_/_", a),
+        _ => return no_trait_overload("_/_", &a[0], matches!(a[0], Int(_) | Uint(_) | Double(_))),
     })
 }
 
@@ -138,7 +141,7 @@ fn rem<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
         (Int(_), Int(0)) | (Uint(_), Uint(0)) => return Err(EvalError::modulus_by_zero()),
         (Int(x), Int(y)) => Int(x.checked_rem(*y).ok_or_else(EvalError::overflow)?),
         (Uint(x), Uint(y)) => Uint(x % y),
-        _ => return no_overload("_%_", a),
+        _ => return no_trait_overload("_%_", &a[0], matches!(a[0], Int(_) | Uint(_))),
     })
 }
 
@@ -146,14 +149,14 @@ fn neg<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
     match &a[0] {
         Value::Int(x) => Ok(Value::Int(x.checked_neg().ok_or_else(EvalError::overflow)?)),
         Value::Double(x) => Ok(Value::Double(-x)),
-        _ => no_overload("-_", a),
+        _ => no_trait_overload("-_", &a[0], matches!(a[0], Value::Bool(_))),
     }
 }
 
 fn not<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
     match &a[0] {
         Value::Bool(b) => Ok(Value::Bool(!b)),
-        _ => no_overload("!_", a),
+        _ => Err(EvalError::no_overload("!_")),
     }
 }
 
@@ -176,24 +179,37 @@ fn charge_comparison(ctx: &mut Ctx, a: &[Value]) -> EvalResult<()> {
     ctx.charge_traversal(cost_size(&a[0]).min(cost_size(&a[1])), 1)
 }
 
+/// CEL equality, except that a library value on the left may refuse the
+/// comparison (see `k8s_bindings::library_equal`).
+fn equal(a: &[Value]) -> EvalResult<bool> {
+    if let Value::Opaque(x) = &a[0] {
+        if let Some(r) = crate::cel::k8s_bindings::library_equal(x.as_ref(), &a[1]) {
+            return r;
+        }
+    }
+    Ok(a[0].equals(&a[1]))
+}
+
 fn eq<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
     charge_comparison(ctx, a)?;
-    Ok(Value::Bool(a[0].equals(&a[1])))
+    Ok(Value::Bool(equal(a)?))
 }
 
 fn ne<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
     charge_comparison(ctx, a)?;
-    Ok(Value::Bool(!a[0].equals(&a[1])))
+    Ok(Value::Bool(!equal(a)?))
 }
 
-/// Orders two values for `<` and friends. `Ok(None)` means unordered (NaN):
-/// every comparison is then false.
+/// Orders two values for `<` and friends.
 fn order(name: &str, a: &[Value]) -> EvalResult<Option<Ordering>> {
     use Value::*;
     match (&a[0], &a[1]) {
-        (Int(_) | Uint(_) | Double(_), Int(_) | Uint(_) | Double(_)) => {
-            Ok(numeric_cmp(&a[0], &a[1]))
-        }
+        // cel-go's numbers refuse to order NaN (an error, not false), a
+        // NaN receiver before it looks at the other operand.
+        (Int(_) | Uint(_) | Double(_), Int(_) | Uint(_) | Double(_)) => numeric_cmp(&a[0], &a[1])
+            .map(Some)
+            .ok_or_else(|| EvalError::new("NaN values cannot be ordered")),
+        (Double(d), _) if d.is_nan() => Err(EvalError::new("NaN values cannot be ordered")),
         (Bool(_), Bool(_))
         | (String(_), String(_))
         | (Bytes(_), Bytes(_))
@@ -201,9 +217,12 @@ fn order(name: &str, a: &[Value]) -> EvalResult<Option<Ordering>> {
         | (Timestamp(_), Timestamp(_)) => a[0].compare(&a[1]).map(Some),
         (Opaque(x), Opaque(y)) if x.type_name() == y.type_name() => match x.compare(y.as_ref()) {
             Some(o) => Ok(Some(o)),
-            None => no_overload(name, a),
+            None => no_trait_overload(name, &a[0], false),
         },
-        _ => no_overload(name, a),
+        _ => {
+            let comparer = matches!(a[0], Int(_) | Uint(_) | Double(_) | Bool(_) | Bytes(_));
+            no_trait_overload(name, &a[0], comparer)
+        }
     }
 }
 
@@ -244,7 +263,7 @@ fn in_<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
             | Value::Double(_) => Ok(Value::Bool(m.contains(&a[0])?)),
             _ => Ok(Value::Bool(false)),
         },
-        _ => no_overload("@in", a),
+        _ => Err(EvalError::no_overload("@in")),
     }
 }
 
@@ -254,20 +273,18 @@ fn size<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
         Value::Bytes(b) => b.len(),
         Value::List(l) => l.len(),
         Value::Map(m) => m.len(),
-        // cel-go names the function for values that are neither sizers nor
-        // receivers.
-        Value::Int(_) | Value::Uint(_) | Value::Double(_) | Value::Bool(_) | Value::Null => {
-            return Err(EvalError::new("no such overload: size"))
-        }
-        _ => return no_overload("size", a),
+        other => return no_trait_overload("size", other, false),
     };
     Ok(Value::Int(n as i64))
 }
 
+/// The operands of `contains`, `startsWith` and `endsWith`, which cel-go
+/// declares without type guards: their implementations refuse other
+/// values themselves, in the plain words.
 fn strings2<'v>(name: &str, a: &'v [Value]) -> EvalResult<(&'v str, &'v str)> {
     match (&a[0], &a[1]) {
         (Value::String(x), Value::String(y)) => Ok((x.as_str(), y.as_str())),
-        _ => no_overload(name, a),
+        _ => Err(EvalError::no_overload(name)),
     }
 }
 
@@ -420,7 +437,8 @@ fn to_string<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>
         ),
         Value::Timestamp(t) => Value::string(super::time::format_timestamp(*t)),
         Value::Duration(d) => Value::string(super::time::format_duration(*d)),
-        Value::Opaque(o) => match o.to_json() {
+        // The Kubernetes libraries convert only IPs and CIDRs to strings.
+        Value::Opaque(o) if matches!(o.type_name(), "net.IP" | "net.CIDR") => match o.to_json() {
             serde_json::Value::String(s) => Value::string(s),
             other => Value::string(other.to_string()),
         },

@@ -1,6 +1,6 @@
 //! cel-go's lists extension (v3) and the Kubernetes lists library.
 
-use super::{int_arg, no_overload, Arity, FnDecl, Lib, Style};
+use super::{int_arg, no_overload, no_trait_overload, Arity, FnDecl, Lib, Style};
 use crate::cel::error::{EvalError, EvalResult};
 use crate::cel::program::Ctx;
 use crate::cel::value::{List, Value};
@@ -25,6 +25,16 @@ pub const DECLS: &[FnDecl] = &[
     FnDecl::member("min", 1, Lib::KubeLists, min),
     FnDecl::member("max", 1, Lib::KubeLists, max),
 ];
+
+/// `distinct`, `sort` and `sortBy`'s `@sortByAssociatedKeys` as
+/// kube-apiserver plans them when the checker resolved the call to one
+/// overload: with a cost tracker that asserts their list argument is a
+/// list (`distinct` has only the one overload).
+pub static DISTINCT_TRACKED: FnDecl =
+    FnDecl::member("distinct", 1, Lib::ListsExt, distinct).tracking(0);
+pub static SORT_TRACKED: FnDecl = FnDecl::member("sort", 1, Lib::ListsExt, sort).tracking(0);
+pub static SORT_BY_TRACKED: FnDecl =
+    FnDecl::global("@sortByAssociatedKeys", 2, Lib::ListsExt, sort_by_keys).tracking(1);
 
 fn list<'v, 'a>(name: &str, a: &'v [Value<'a>]) -> EvalResult<&'v List<'a>> {
     match &a[0] {
@@ -90,11 +100,23 @@ fn flatten_into<'a>(out: &mut Vec<Value<'a>>, l: &List<'a>, depth: i64) {
 }
 
 fn flatten<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
-    let l = list("flatten", a)?;
-    let depth = if a.len() == 2 {
-        int_arg("flatten", a, 1)?
-    } else {
-        1
+    // cel-go declares `flatten` without type guards and refuses other
+    // values itself, in its own words.
+    let refused = || {
+        let types: Vec<String> = a[1..].iter().map(Value::type_name).collect();
+        EvalError::new(format!(
+            "no such overload: {}.flatten({})",
+            a[0].type_name(),
+            types.join(", ")
+        ))
+    };
+    let Value::List(l) = &a[0] else {
+        return Err(refused());
+    };
+    let depth = match a.get(1) {
+        None => 1,
+        Some(Value::Int(d)) => *d,
+        Some(_) => return Err(refused()),
     };
     if depth < 0 {
         return Err(EvalError::new("level must be non-negative"));
@@ -122,9 +144,9 @@ fn distinct<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>>
 }
 
 /// Orders list elements; they must all be of one comparable type.
-fn sorted<'a>(name: &str, l: &List<'a>) -> EvalResult<Vec<Value<'a>>> {
+fn sorted<'a>(l: &List<'a>) -> EvalResult<Vec<Value<'a>>> {
     let mut items = l.to_vec();
-    check_sortable(name, &items)?;
+    check_sort_keys(&items)?;
     let mut err = None;
     items.sort_by(|x, y| {
         x.compare(y).unwrap_or_else(|e| {
@@ -138,11 +160,12 @@ fn sorted<'a>(name: &str, l: &List<'a>) -> EvalResult<Vec<Value<'a>>> {
     }
 }
 
-fn check_sortable(name: &str, items: &[Value]) -> EvalResult<()> {
-    let Some(first) = items.first() else {
+/// The keys `sort` and `sortBy` order by, in cel-go's words: the first
+/// must be comparable, the others of its type.
+fn check_sort_keys(keys: &[Value]) -> EvalResult<()> {
+    let Some(first) = keys.first() else {
         return Ok(());
     };
-    let t = first.type_of();
     let comparable = matches!(
         first,
         Value::Int(_)
@@ -153,32 +176,36 @@ fn check_sortable(name: &str, items: &[Value]) -> EvalResult<()> {
             | Value::Bytes(_)
             | Value::Duration(_)
             | Value::Timestamp(_)
-            | Value::Opaque(_)
     );
-    if !comparable || items.iter().any(|v| v.type_of() != t) {
-        return Err(EvalError::new(format!(
-            "{name}: list elements must be of one comparable type"
-        )));
+    if !comparable {
+        return Err(EvalError::new("list elements must be comparable"));
+    }
+    let t = first.type_of();
+    if keys.iter().any(|v| v.type_of() != t) {
+        return Err(EvalError::new("list elements must have the same type"));
     }
     Ok(())
 }
 
 fn sort<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
-    let l = list("sort", a)?;
+    // One implementation for every element type, guarded by the list trait.
+    let Value::List(l) = &a[0] else {
+        return no_trait_overload("sort", &a[0], false);
+    };
     ctx.charge(l.len() as u64 * 2)?;
     ctx.alloc_values(l.len())?;
-    Ok(Value::list(sorted("sort", l)?))
+    Ok(Value::list(sorted(l)?))
 }
 
 /// The expansion of `l.sortBy(e, key)`: sorts `l` by the parallel list of keys.
 pub fn sort_by_keys<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
     let (Value::List(items), Value::List(keys)) = (&a[0], &a[1]) else {
-        return no_overload("sortBy", a);
+        return no_trait_overload("@sortByAssociatedKeys", &a[0], false);
     };
     ctx.charge(items.len() as u64 * 2)?;
     ctx.alloc_values(items.len().saturating_mul(2))?;
     let keys = keys.to_vec();
-    check_sortable("sortBy", &keys)?;
+    check_sort_keys(&keys)?;
     let mut pairs: Vec<(Value<'a>, Value<'a>)> = keys.into_iter().zip(items.iter()).collect();
     let mut err = None;
     pairs.sort_by(|x, y| {
@@ -216,9 +243,10 @@ pub fn reverse<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'
 
 /// `l.indexOf(x)` / `l.lastIndexOf(x)` of the Kubernetes lists library.
 pub fn index_of<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>], last: bool) -> EvalResult<Value<'a>> {
-    let l = list("indexOf", a)?;
+    let name = if last { "lastIndexOf" } else { "indexOf" };
+    let l = list(name, a)?;
     if a.len() != 2 {
-        return no_overload("indexOf", a);
+        return no_overload(name, a);
     }
     ctx.charge(l.len() as u64)?;
     let mut found = -1;
@@ -233,15 +261,49 @@ pub fn index_of<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>], last: bool) -> EvalR
     Ok(Value::Int(found))
 }
 
+/// Values with cel-go's comparer trait: the element types the Kubernetes
+/// lists library declares `isSorted`, `min` and `max` for.
+fn comparer(v: &Value) -> bool {
+    matches!(
+        v,
+        Value::Int(_)
+            | Value::Uint(_)
+            | Value::Double(_)
+            | Value::Bool(_)
+            | Value::String(_)
+            | Value::Bytes(_)
+            | Value::Duration(_)
+            | Value::Timestamp(_)
+    )
+}
+
+/// The receiver of `isSorted`, `min` or `max`, whose overloads (one per
+/// element type) cel-go's type guard matches by the first element.
+fn comparable_list<'v, 'a>(name: &str, a: &'v [Value<'a>]) -> EvalResult<&'v List<'a>> {
+    match &a[0] {
+        Value::List(l) if l.get(0).is_none_or(|v| comparer(&v)) => Ok(l),
+        _ => no_overload(name, a),
+    }
+}
+
+/// The library compares neighbours as cel-go's values do, and ignores a
+/// comparison that fails (other types, NaN); an element that cannot be
+/// compared at all is `no such overload`.
 fn is_sorted<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
-    let l = list("isSorted", a)?;
+    let l = comparable_list("isSorted", a)?;
     ctx.charge(l.len() as u64)?;
-    let items = l.to_vec();
-    check_sortable("isSorted", &items)?;
-    for w in items.windows(2) {
-        if w[0].compare(&w[1])? == Ordering::Greater {
+    let mut prev: Option<Value<'a>> = None;
+    for next in l.iter() {
+        if !comparer(&next) {
+            return Err(EvalError::no_overload("isSorted"));
+        }
+        if prev
+            .as_ref()
+            .is_some_and(|p| p.compare(&next).ok() == Some(Ordering::Greater))
+        {
             return Ok(Value::Bool(false));
         }
+        prev = Some(next);
     }
     Ok(Value::Bool(true))
 }
@@ -263,20 +325,23 @@ fn sum<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
     Ok(acc.unwrap_or(Value::Int(0)))
 }
 
+/// `min` or `max`: the first element, replaced by each later one it
+/// compares `replace_when` to (comparisons that fail are ignored).
 fn extreme<'a>(
     ctx: &mut Ctx<'a, '_>,
     name: &str,
     a: &[Value<'a>],
-    want: Ordering,
+    replace_when: Ordering,
 ) -> EvalResult<Value<'a>> {
-    let l = list(name, a)?;
+    let l = comparable_list(name, a)?;
     ctx.charge(l.len() as u64)?;
-    let items = l.to_vec();
-    check_sortable(name, &items)?;
     let mut best: Option<Value<'a>> = None;
-    for v in items {
+    for v in l.iter() {
+        if !comparer(&v) {
+            return Err(EvalError::no_overload(name));
+        }
         best = Some(match best {
-            Some(b) if v.compare(&b)? != want => b,
+            Some(b) if b.compare(&v).ok() != Some(replace_when) => b,
             _ => v,
         });
     }
@@ -284,9 +349,9 @@ fn extreme<'a>(
 }
 
 fn min<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
-    extreme(ctx, "min", a, Ordering::Less)
+    extreme(ctx, "min", a, Ordering::Greater)
 }
 
 fn max<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
-    extreme(ctx, "max", a, Ordering::Greater)
+    extreme(ctx, "max", a, Ordering::Less)
 }

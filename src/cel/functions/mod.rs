@@ -160,6 +160,10 @@ pub struct FnDecl {
     pub prepare: Option<Prepare>,
     /// Checks string literal arguments at compile time (argument index, value).
     pub validate_literal: Option<ValidateLiteral>,
+    /// The argument kube-apiserver's cost tracker asserts to be a list
+    /// (see `Ctx::eval_tracked_args`), for the variants the compiler
+    /// picks where cel-go plans the call with that tracker.
+    pub tracked: Option<usize>,
 }
 
 impl std::fmt::Debug for FnDecl {
@@ -179,6 +183,7 @@ impl FnDecl {
             imp_prepared: None,
             prepare: None,
             validate_literal: None,
+            tracked: None,
         }
     }
     pub const fn global(name: &'static str, n: usize, lib: Lib, imp: Imp) -> FnDecl {
@@ -193,6 +198,10 @@ impl FnDecl {
     }
     pub const fn validated(mut self, v: ValidateLiteral) -> FnDecl {
         self.validate_literal = Some(v);
+        self
+    }
+    pub const fn tracking(mut self, arg: usize) -> FnDecl {
+        self.tracked = Some(arg);
         self
     }
     pub const fn prepared(mut self, prepare: Prepare, imp: ImpPrepared) -> FnDecl {
@@ -254,9 +263,32 @@ pub fn named_type(libs: LibSet, name: &str) -> Option<Type> {
 // Small helpers the libraries share.
 
 /// No overload of `name` takes these arguments (known only at run time,
-/// from dynamic values): cel-go's `no such overload`.
-pub fn no_overload<T>(name: &str, _args: &[Value]) -> EvalResult<T> {
-    Err(EvalError::no_overload(name))
+/// from dynamic values). cel-go's dispatcher, and the guard it puts around
+/// each overload, name the function and the arguments' runtime types:
+/// `no such overload: uint(map)`.
+pub fn no_overload<T>(name: &str, args: &[Value]) -> EvalResult<T> {
+    let types: Vec<String> = args.iter().map(Value::type_name).collect();
+    Err(EvalError::new(format!(
+        "no such overload: {name}({})",
+        types.join(", ")
+    )))
+}
+
+/// No overload of an operator cel-go binds as one implementation guarded
+/// by a trait of its first operand (`_+_` needs an adder, `size` a sizer):
+/// a first operand with the trait (`has_trait`) answers the call itself
+/// and only says `no such overload`; so do strings, durations and
+/// timestamps, which receive the calls they have no trait for; any other
+/// is refused with the function's name, `no such overload: size`.
+pub fn no_trait_overload<T>(name: &str, first: &Value, has_trait: bool) -> EvalResult<T> {
+    let receiver = matches!(
+        first,
+        Value::String(_) | Value::Duration(_) | Value::Timestamp(_)
+    );
+    if has_trait || receiver {
+        return Err(EvalError::no_overload(name));
+    }
+    Err(EvalError::new(format!("no such overload: {name}")))
 }
 
 pub fn str_arg<'v>(name: &str, args: &'v [Value], i: usize) -> EvalResult<&'v str> {

@@ -57,7 +57,8 @@ pub fn is_zero(v: &Value) -> bool {
         Value::List(l) => l.is_empty(),
         Value::Map(m) => m.is_empty(),
         Value::Duration(d) => d.0 == 0,
-        Value::Timestamp(t) => t.secs == 0 && t.nanos == 0,
+        // Go's zero time, 0001-01-01T00:00:00Z, not the Unix epoch.
+        Value::Timestamp(t) => t.secs == crate::cel::value::MIN_TIMESTAMP_SECS && t.nanos == 0,
         Value::Optional(o) => o.is_none(),
         Value::Type(_) | Value::Opaque(_) => false,
     }
@@ -86,11 +87,13 @@ fn value<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
     }
 }
 
+/// cel-go evaluates `or` and `orValue` itself, without a type guard: a
+/// receiver that is not an optional is the answer as it is, and so is the
+/// alternative of an empty optional.
 fn or<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
-    match (&a[0], &a[1]) {
-        (Value::Optional(Some(_)), _) => Ok(a[0].clone()),
-        (Value::Optional(None), Value::Optional(_)) => Ok(a[1].clone()),
-        _ => no_overload("or", a),
+    match &a[0] {
+        Value::Optional(None) => Ok(a[1].clone()),
+        _ => Ok(a[0].clone()),
     }
 }
 
@@ -98,6 +101,6 @@ fn or_value<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
     match &a[0] {
         Value::Optional(Some(v)) => Ok((**v).clone()),
         Value::Optional(None) => Ok(a[1].clone()),
-        _ => no_overload("orValue", a),
+        _ => Ok(a[0].clone()),
     }
 }

@@ -1,7 +1,7 @@
 //! `matches` (standard library) and the Kubernetes regex library
 //! (`find`, `findAll`). Constant patterns are compiled once, at compile time.
 
-use super::{int_arg, no_overload, str_arg, Arity, FnDecl, Lib, Style};
+use super::{int_arg, no_overload, no_trait_overload, str_arg, Arity, FnDecl, Lib, Style};
 use crate::cel::error::{EvalError, EvalResult};
 use crate::cel::program::Ctx;
 use crate::cel::value::Value;
@@ -55,13 +55,24 @@ fn runtime_regex(name: &str, a: &[Value]) -> EvalResult<Regex> {
     .map_err(EvalError::new)
 }
 
+/// The string `matches` applies to. cel-go binds `matches` as one
+/// implementation guarded by the matcher trait (strings only); a string
+/// refuses a pattern of another type in the plain words.
+fn matches_operands<'v>(a: &'v [Value]) -> EvalResult<&'v str> {
+    match (&a[0], &a[1]) {
+        (Value::String(s), Value::String(_)) => Ok(s.as_str()),
+        (first, _) => no_trait_overload("matches", first, false),
+    }
+}
+
 fn do_matches<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>], re: &Regex) -> EvalResult<Value<'a>> {
-    let s = str_arg("matches", a, 0)?;
+    let s = matches_operands(a)?;
     ctx.charge((s.len() / 10) as u64)?;
     Ok(Value::Bool(re.is_match(s)))
 }
 
 fn matches<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
+    matches_operands(a)?;
     let re = runtime_regex("matches", a)?;
     do_matches(ctx, a, &re)
 }

@@ -68,6 +68,9 @@ pub const DECLS: &[FnDecl] = &[
         Lib::Strings,
         join,
     ),
+    // kube-apiserver's strings extension predates `reverse` on strings:
+    // there only the lists extension's applies.
+    FnDecl::member("reverse", 1, Lib::LocaleFormat, super::lists::reverse),
     FnDecl::member("reverse", 1, Lib::Strings, reverse),
     // First: where both are enabled, the older printer wins.
     FnDecl::member("format", 2, Lib::LocaleFormat, format_locale),
@@ -368,8 +371,16 @@ fn reverse<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> 
     Ok(Value::string(s.chars().rev().collect::<String>()))
 }
 
+fn list_head<'a>(v: &Value<'a>) -> Option<Value<'a>> {
+    match v {
+        Value::List(l) => l.get(0),
+        _ => None,
+    }
+}
+
 fn join<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
-    let Value::List(l) = &a[0] else {
+    // cel-go's type guard looks at the first element only.
+    let (Value::List(l), None | Some(Value::String(_))) = (&a[0], list_head(&a[0])) else {
         return no_overload("join", a);
     };
     let sep = if a.len() == 2 {

@@ -112,7 +112,9 @@ fn to_timestamp<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a
         Value::String(s) => parse_timestamp(s.as_str())
             .map(Value::Timestamp)
             .map_err(|_| EvalError::conversion("string", "google.protobuf.Timestamp")),
-        Value::Int(i) => Ok(Value::Timestamp(Timestamp::new(*i, 0)?)),
+        Value::Int(i) => Ok(Value::Timestamp(
+            Timestamp::new(*i, 0).map_err(|_| EvalError::timestamp_overflow())?,
+        )),
         _ => no_overload("timestamp", a),
     }
 }

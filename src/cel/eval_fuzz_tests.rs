@@ -1,0 +1,327 @@
+//! Evaluation-phase disagreements the differential fuzzer
+//! (tests/integration/cel_fuzz_differential.rs) found with kube-apiserver
+//! v1.36: the expressions both sides accept but evaluate with other
+//! results or messages. Expected texts are cel-go's, as kube-apiserver
+//! reports them.
+
+use super::{Activation, Env};
+
+fn kube(src: &str) -> Result<String, String> {
+    let env = Env::kubernetes();
+    let program = env.compile(src).map_err(|e| e.to_string())?;
+    program
+        .eval(&Activation::new(&env))
+        .map(|v| v.to_json().to_string())
+        .map_err(|e| e.to_string())
+}
+
+fn assert_errors(cases: &[(&str, &str)]) {
+    for (src, want) in cases {
+        assert_eq!(kube(src), Err(want.to_string()), "{src}");
+    }
+}
+
+#[test]
+fn no_such_overload_names_the_function_and_the_runtime_types() {
+    assert_errors(&[
+        ("uint(dyn({'a': 1})) < 1u", "no such overload: uint(map)"),
+        (
+            "string(dyn(null)) == ''",
+            "no such overload: string(null_type)",
+        ),
+        ("dyn('x').hasValue()", "no such overload: hasValue(string)"),
+        (
+            "double(dyn(semver('1.2.3'))) > 1.0",
+            "no such overload: double(kubernetes.Semver)",
+        ),
+        (
+            "format.dns1123Label().validate(dyn({'a': 1})).hasValue()",
+            "no such overload: validate(kubernetes.NamedFormat, map)",
+        ),
+        (
+            "semver('1.2.3').isGreaterThan(dyn(null))",
+            "no such overload: isGreaterThan(kubernetes.Semver, null_type)",
+        ),
+        (
+            "'abc'.replace('a', 'b', dyn('1')) == ''",
+            "no such overload: replace(string, string, string, string)",
+        ),
+        (
+            "dyn({}).slice(0, 1) == []",
+            "no such overload: slice(map, int, int)",
+        ),
+        (
+            "dyn({}).lastIndexOf('a') == 0",
+            "no such overload: lastIndexOf(map, string)",
+        ),
+        (
+            "dyn('a').flatten() == []",
+            "no such overload: string.flatten()",
+        ),
+    ]);
+}
+
+#[test]
+fn operators_bound_by_trait_name_only_the_function() {
+    assert_errors(&[
+        (
+            "size(dyn(quantity('500m'))) < 1000",
+            "no such overload: size",
+        ),
+        ("size(dyn(optional.none())) < 1", "no such overload: size"),
+        ("size(dyn(1)) == 1", "no such overload: size"),
+        ("!(dyn(true) * 1u <= 0u)", "no such overload: _*_"),
+        (
+            "dyn(null) - duration('90m') <= duration('1h')",
+            "no such overload: _-_",
+        ),
+        ("dyn({'a': 1}).sort() == []", "no such overload: sort"),
+        ("dyn(1).matches('a')", "no such overload: matches"),
+        // A value with the trait, or a receiver type, refuses the other
+        // operand itself, in the plain words.
+        ("dyn(1) + 'a' == 'x'", "no such overload"),
+        ("dyn(duration('1s')) * 2 == 2", "no such overload"),
+        ("'a'.startsWith(dyn(1))", "no such overload"),
+        ("'a'.matches(dyn(1))", "no such overload"),
+    ]);
+}
+
+#[test]
+fn nan_cannot_be_ordered() {
+    assert_errors(&[
+        ("dyn(double('NaN')) < 1", "NaN values cannot be ordered"),
+        ("1 >= dyn(double('NaN'))", "NaN values cannot be ordered"),
+    ]);
+}
+
+#[test]
+fn index_and_qualifier_texts() {
+    assert_errors(&[
+        ("dyn('abc')[true] == 'a'", "no such key: true"),
+        ("dyn(null)[7] == 1", "no such key: 7"),
+        ("{1u: 2}[dyn(7u)] == 1", "no such key: 7"),
+        ("[1][dyn(5u)] == 1", "index out of bounds: 5"),
+        (
+            "{'a': 1}[dyn(null)] == 1",
+            "invalid qualifier type: types.Null",
+        ),
+        (
+            "{'a': 1}[dyn(optional.none())] == 1",
+            "invalid qualifier type: *types.Optional",
+        ),
+        (
+            "{'a': 1}[dyn(ip('::1'))] == 1",
+            "invalid qualifier type: cel.IP",
+        ),
+        (
+            "{'a': 1}[dyn(b'a')] == 1",
+            "invalid qualifier type: types.Bytes",
+        ),
+    ]);
+}
+
+#[test]
+fn library_values_refuse_equality_with_other_types() {
+    assert_errors(&[
+        ("semver('1.2.3') == dyn('1.2.3')", "no such overload"),
+        (
+            "cidr('10.0.0.0/8') != dyn('10.0.0.0/8')",
+            "no such overload",
+        ),
+        // `add` and `sub` return the quantity by pointer.
+        ("quantity('2') == quantity('1').add(1)", "no such overload"),
+    ]);
+    assert_eq!(
+        kube("quantity('1').add(1) == quantity('2')"),
+        Ok("true".into())
+    );
+    assert_eq!(kube("semver('1.2.3') == dyn(null)"), Ok("false".into()));
+    assert_eq!(kube("dyn('1.2.3') == semver('1.2.3')"), Ok("false".into()));
+}
+
+#[test]
+fn sort_keys_in_cel_go_words() {
+    assert_errors(&[
+        (
+            "dyn([{}, {}]).sort() == []",
+            "list elements must be comparable",
+        ),
+        (
+            "[dyn(1), dyn('a')].sort() == []",
+            "list elements must have the same type",
+        ),
+    ]);
+}
+
+#[test]
+fn or_and_or_value_answer_a_receiver_that_is_not_optional() {
+    assert_eq!(kube("dyn('x').orValue(1 / 0)"), Ok("\"x\"".into()));
+    assert_eq!(
+        kube("dyn(dyn('x').or(optional.of(1))) == 'x'"),
+        Ok("true".into())
+    );
+    assert_eq!(
+        kube("dyn(optional.none().or(dyn(1))) == 1"),
+        Ok("true".into())
+    );
+}
+
+#[test]
+fn cost_tracker_panics_on_an_error_where_a_list_is_asserted() {
+    const PANIC: &str =
+        "internal error: interface conversion: *types.Err is not traits.Lister: missing method Add";
+    assert_errors(&[
+        ("[''.charAt(-5)].sort() == []", PANIC),
+        ("[1, 2].sortBy(v, v / 0) == []", PANIC),
+        ("['a'].sortBy(v, int(v)).size() == 1", PANIC),
+        // No `||`, `&&` or comprehension absorbs it.
+        ("true && ([1 / 0].distinct() == [] || true)", PANIC),
+        (
+            "dyn(1).distinct() == []",
+            "internal error: interface conversion: types.Int is not traits.Lister: missing method Contains",
+        ),
+    ]);
+    // Only where the checker resolved one overload: not for `dyn` lists.
+    assert_errors(&[
+        ("dyn([1 / 0]).sort() == []", "division by zero"),
+        (
+            "[dyn(1), dyn(1 / 0)].sortBy(v, v) == []",
+            "division by zero",
+        ),
+    ]);
+    // Nothing to sort, no key computed.
+    assert_eq!(kube("[].sortBy(v, v / 0) == []"), Ok("true".into()));
+}
+
+#[test]
+fn comprehension_range_and_timestamp_conversion_texts() {
+    assert_errors(&[
+        (
+            "dyn('ab').all(v, true)",
+            "got 'types.String', expected iterable type",
+        ),
+        (
+            "dyn(timestamp(1)).exists(v, true)",
+            "got 'types.Timestamp', expected iterable type",
+        ),
+        (
+            "dyn('ab').exists(k, v, true)",
+            "unsupported comprehension range type: types.String",
+        ),
+        (
+            "timestamp(dyn(-9223372036854775807)) == timestamp(0)",
+            "timestamp overflow",
+        ),
+    ]);
+}
+
+#[test]
+fn membership_in_an_empty_list_literal_is_planned_as_false() {
+    assert_eq!(kube("(1 / 0) in []"), Ok("false".into()));
+    assert_eq!(
+        kube("cidr('10.0.0.1/33').masked() in []"),
+        Ok("false".into())
+    );
+    assert_errors(&[("(1 / 0) in [1]", "division by zero")]);
+}
+
+#[test]
+fn optional_index_of_a_scalar_and_zero_timestamps() {
+    assert_eq!(kube("dyn('abc')[?0].hasValue()"), Ok("false".into()));
+    assert_eq!(
+        kube("optional.ofNonZeroValue(timestamp('1970-01-01T00:00:00Z')).hasValue()"),
+        Ok("true".into())
+    );
+    assert_eq!(
+        kube("optional.ofNonZeroValue(timestamp('0001-01-01T00:00:00Z')).hasValue()"),
+        Ok("false".into())
+    );
+}
+
+#[test]
+fn the_first_operand_of_a_logical_operator_errs_first() {
+    assert_errors(&[
+        ("dyn('a') && 1 / 0 == 1", "no such overload"),
+        ("dyn('a') || 1 / 0 == 1", "no such overload"),
+        ("1 / 0 == 1 || dyn('a')", "division by zero"),
+    ]);
+    assert_eq!(kube("dyn('a') || true"), Ok("true".into()));
+}
+
+#[test]
+fn an_empty_optional_takes_no_index() {
+    assert_eq!(
+        kube("dyn(optional.none())[1 / 0] == optional.none()"),
+        Ok("true".into())
+    );
+}
+
+#[test]
+fn lists_and_maps_as_index_by_their_go_types() {
+    assert_errors(&[
+        (
+            "dyn({'a': 1})[[1, 2]] == 1",
+            "invalid qualifier type: *types.baseList",
+        ),
+        (
+            "dyn({'a': 1})[{'b': 2}] == 1",
+            "invalid qualifier type: *types.baseMap",
+        ),
+        (
+            "dyn([1])[[]] == 1",
+            "invalid qualifier type: *types.baseList",
+        ),
+    ]);
+}
+
+#[test]
+fn is_sorted_min_and_max_as_the_kubernetes_library() {
+    // The first descending pair answers; comparisons that fail are skipped.
+    assert_eq!(
+        kube("[dyn(2), dyn(1), dyn('a')].isSorted()"),
+        Ok("false".into())
+    );
+    assert_eq!(
+        kube("[dyn(1), dyn('a'), dyn(2)].isSorted()"),
+        Ok("true".into())
+    );
+    assert_eq!(
+        kube("[dyn(1), dyn(2.5), dyn(3u)].isSorted()"),
+        Ok("true".into())
+    );
+    assert_eq!(kube("[dyn(3), dyn('a'), dyn(1)].min()"), Ok("1".into()));
+    assert_errors(&[
+        (
+            "dyn([dyn({}), dyn(1)]).isSorted()",
+            "no such overload: isSorted(list)",
+        ),
+        ("[dyn(1), dyn({})].isSorted()", "no such overload"),
+        ("dyn({}).max() == 1", "no such overload: max(map)"),
+    ]);
+}
+
+#[test]
+fn conversions_and_receivers_kube_apiserver_lacks() {
+    assert_errors(&[
+        (
+            "string(dyn(quantity('1Gi'))) == ''",
+            "no such overload: string(kubernetes.Quantity)",
+        ),
+        (
+            "dyn(dyn('abc').reverse()) == 'cba'",
+            "no such overload: reverse(string)",
+        ),
+    ]);
+    assert_eq!(kube("string(dyn(ip('::1'))) == '::1'"), Ok("true".into()));
+}
+
+#[test]
+fn map_keeps_its_first_error_and_both_operands_are_evaluated() {
+    assert_errors(&[
+        ("[dyn({}), dyn('a')].map(v, v.sub(v)) == []", "no such overload: sub(map, map)"),
+        (
+            "1 / 0 < [1].sortBy(v, v / 0).size()",
+            "internal error: interface conversion: *types.Err is not traits.Lister: missing method Add",
+        ),
+    ]);
+}

@@ -66,3 +66,27 @@ fn a_string_argument_passes_fixed_point_and_scientific_clauses() {
         assert_eq!(refusal(src), "accepted", "{src}");
     }
 }
+
+#[test]
+fn an_argument_that_is_a_macro_is_blamed_at_its_parenthesis() {
+    for (src, want) in [
+        (
+            "isIP('%X'.format([has(object.data.z)]))",
+            "ERROR: <input>:1:22: error during formatting: only integers, byte buffers, and strings can be formatted as hex, was given bool",
+        ),
+        (
+            "format.dns1123Label().validate('%.2f'.format([({?'a': optional.of('10.0.0.1')}).all(v9, 'a'.endsWith('ü✓x'))])).hasValue()",
+            "ERROR: <input>:1:84: error during formatting: fixed-point clause can only be used on doubles, was given bool",
+        ),
+        (
+            "(quantity('%d'.format([(['[a-z]+', 'ü✓x']).filter(v22, has(object.data.z))]))).isLessThan(quantity(url('10.0.0.1').getHost()))",
+            "ERROR: <input>:1:50: error during formatting: decimal clause can only be used on integers, was given list",
+        ),
+        (
+            "(cidr('10.0.0.0/8').masked().containsCIDR(cidr((['a,b,c', '%s-%d'])[-5]))) || ('%X'.format([optional.none().optFlatMap(v8, v8)])).startsWith('%x'.format([]))",
+            "ERROR: <input>:1:119: error during formatting: only integers, byte buffers, and strings can be formatted as hex, was given optional_type",
+        ),
+    ] {
+        assert_eq!(refusal(src), want, "{src}");
+    }
+}

@@ -444,8 +444,20 @@ impl Checker<'_, '_> {
 
     /// Where cel-go places `e` in its messages.
     fn node_pos(&self, e: &Expr) -> Pos {
+        let at_dot = self.src.as_bytes().get(e.pos as usize) == Some(&b'.');
         match &e.kind {
+            // A macro's expansion (`all`, `map`, `optMap`, `sortBy`...)
+            // sits at the macro's dot; cel-go places it at its parenthesis.
+            ExprKind::Comprehension(_)
+            | ExprKind::Conditional(..)
+            | ExprKind::Bind { .. }
+            | ExprKind::Call { .. }
+                if at_dot =>
+            {
+                self.open_paren(e.pos, ".")
+            }
             ExprKind::Call { function, .. } => self.open_paren(e.pos, function),
+            ExprKind::Has { .. } => self.open_paren(e.pos, "has"),
             _ => e.pos,
         }
     }

@@ -138,8 +138,14 @@ fn fits<'e>(verb: u8, arg: &'e Expr, types: &dyn Types) -> Result<(), (&'e Expr,
         return Ok(());
     };
     let (allowed, what): (&[Ty], &str) = match verb {
-        b'd' => (&[Ty::Int, Ty::Uint], "decimal clause can only be used on integers"),
-        b'o' => (&[Ty::Int, Ty::Uint], "octal clause can only be used on integers"),
+        b'd' => (
+            &[Ty::Int, Ty::Uint],
+            "decimal clause can only be used on integers",
+        ),
+        b'o' => (
+            &[Ty::Int, Ty::Uint],
+            "octal clause can only be used on integers",
+        ),
         b'f' => (
             &[Ty::Double, Ty::String],
             "fixed-point clause can only be used on doubles",

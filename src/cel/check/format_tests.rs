@@ -90,3 +90,32 @@ fn an_argument_that_is_a_macro_is_blamed_at_its_parenthesis() {
         assert_eq!(refusal(src), want, "{src}");
     }
 }
+
+/// Asked of kube-apiserver v1.36.3 with a dry-run create.
+#[test]
+fn clause_syntax_and_nested_literals_as_kube_apiserver_reports_them() {
+    for (src, want) in [
+        ("'%.2'.format([1.0]) == ''", "ERROR: <input>:1:13: could not parse formatting clause: error while parsing precision: could not find end of precision specifier"),
+        ("'%.-1f'.format([1.0]) == ''", "ERROR: <input>:1:15: could not parse formatting clause: error while parsing precision: error while converting precision to integer: strconv.Atoi: parsing \"\": invalid syntax"),
+        ("'%.99999999999999999999f'.format([1.0]) == ''", "ERROR: <input>:1:33: could not parse formatting clause: error while parsing precision: error while converting precision to integer: strconv.Atoi: parsing \"99999999999999999999\": value out of range"),
+        ("'%ü'.format([1]) == ''", "ERROR: <input>:1:12: could not parse formatting clause: unrecognized formatting clause \"Ã\""),
+        ("'abc%'.format([1]) == ''", "ERROR: <input>:1:14: unexpected end of string"),
+        ("'%s %s'.format([1]) == ''", "ERROR: <input>:1:15: index 1 out of range"),
+        ("'%d'.format([1, 'a', 2.0]) == ''", "ERROR: <input>:1:12: too many arguments supplied to string.format (expected 1, got 3)"),
+        ("'%s'.format([[[ip('::1')]]]) == ''", "ERROR: <input>:1:18: error during formatting: string clause can only be used on strings, bools, bytes, ints, doubles, maps, lists, types, durations, and timestamps, was given net.IP"),
+        ("'%s'.format([{1: 'a', 'b': optional.none()}]) == ''", "ERROR: <input>:1:41: error during formatting: string clause can only be used on strings, bools, bytes, ints, doubles, maps, lists, types, durations, and timestamps, was given optional_type"),
+        ("'%s'.format([?optional.of(1)]) == ''", "ERROR: <input>:1:26: error during formatting: string clause can only be used on strings, bools, bytes, ints, doubles, maps, lists, types, durations, and timestamps, was given optional_type"),
+        ("'%d'.format(['a'])", "ERROR: <input>:1:14: error during formatting: decimal clause can only be used on integers, was given string"),
+    ] {
+        assert_eq!(refusal(src), want, "{src}");
+    }
+    for src in [
+        "'%d'.format([dyn(1.0)]) == ''",
+        "'%d'.format([[][0]]) == ''",
+        "'%d'.format([object]) == ''",
+        "'%.3d'.format([1]) == ''",
+        "'%s %s %s'.format([null, string, duration('1s')]) == ''",
+    ] {
+        assert_eq!(refusal(src), "accepted", "{src}");
+    }
+}

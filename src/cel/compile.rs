@@ -179,9 +179,6 @@ impl Env {
     /// literal validators' words.
     fn fold_conversions(&self, src: &str, e: &Expr) -> Result<(), CompileError> {
         stacker::maybe_grow(64 * 1024, 1024 * 1024, || {
-            if let Some(err) = self.format_failure(src, e) {
-                return Err(err);
-            }
             if let ExprKind::Call {
                 function,
                 target: None,
@@ -205,73 +202,6 @@ impl Env {
             }
             Ok(())
         })
-    }
-
-    /// cel-go's strings extension validates `format` on a literal format
-    /// string and a list of literals at compile time: a clause that does
-    /// not fit its argument is reported at the argument, anything else at
-    /// the call.
-    fn format_failure(&self, src: &str, e: &Expr) -> Option<CompileError> {
-        let ExprKind::Call {
-            function,
-            target: Some(t),
-            args,
-        } = &e.kind
-        else {
-            return None;
-        };
-        let (ExprKind::Literal(Literal::String(_)), [list]) = (&t.kind, args.as_slice()) else {
-            return None;
-        };
-        let ExprKind::List { elements, optional } = &list.kind else {
-            return None;
-        };
-        let literals: Option<Vec<&Literal>> = elements
-            .iter()
-            .map(|el| match &el.kind {
-                ExprKind::Literal(l) => Some(l),
-                _ => None,
-            })
-            .collect();
-        if &**function != "format" || !optional.is_empty() {
-            return None;
-        }
-        let ExprKind::Literal(format) = &t.kind else {
-            return None;
-        };
-        let call_pos = src[e.pos as usize..]
-            .find('(')
-            .map_or(e.pos, |o| e.pos + o as Pos);
-        let Literal::String(text) = format else {
-            return None;
-        };
-        let arity = format_arity_error(text, elements.len());
-        // cel-go takes a clause's argument before it reads the clause.
-        let Some(literals) =
-            literals.filter(|_| !arity.as_ref().is_some_and(|m| m.starts_with("index")))
-        else {
-            return arity.map(|m| CompileError::new(src, call_pos, m));
-        };
-        let run = |n: usize| {
-            self.constant_error(&format!(
-                "{}.format([{}])",
-                render_literal(format),
-                literals[..n]
-                    .iter()
-                    .map(|l| render_literal(l))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ))
-        };
-        let Some(message) = run(literals.len()) else {
-            return arity.map(|m| CompileError::new(src, call_pos, m));
-        };
-        let culprit = (1..=literals.len()).find(|&n| run(n).as_deref() == Some(&message));
-        let pos = match culprit {
-            Some(n) if message.starts_with("error during formatting") => elements[n - 1].pos,
-            _ => call_pos,
-        };
-        Some(CompileError::new(src, pos, message))
     }
 
     /// The error of evaluating a constant expression, if any.
@@ -826,7 +756,7 @@ fn render_literal(l: &Literal) -> String {
 }
 
 /// The direct subexpressions of `e`.
-fn children(e: &Expr) -> Vec<&Expr> {
+pub(super) fn children(e: &Expr) -> Vec<&Expr> {
     match &e.kind {
         ExprKind::Literal(_) | ExprKind::Ident(_) => vec![],
         ExprKind::Select { operand, .. } | ExprKind::Has { operand, .. } => vec![operand],
@@ -889,38 +819,4 @@ fn fuse_optional_selects(decl: &'static FnDecl, mut args: Vec<Node>) -> Node {
         fields: fields.into(),
         end,
     }
-}
-
-/// cel-go's format validator on a literal format string and a list literal
-/// of `given` arguments, whatever they are: a clause past the last
-/// argument is `index N out of range`, arguments no clause reads are `too
-/// many arguments`. (Clause syntax and argument types are checked by
-/// evaluating literal arguments, see `format_failure`.)
-fn format_arity_error(text: &str, given: usize) -> Option<String> {
-    let mut wanted = 0;
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c != '%' {
-            continue;
-        }
-        if chars.peek() == Some(&'%') {
-            chars.next();
-            continue;
-        }
-        if wanted >= given {
-            return Some(format!("index {wanted} out of range"));
-        }
-        wanted += 1;
-        // The precision and the verb belong to this clause.
-        while chars
-            .peek()
-            .is_some_and(|c| *c == '.' || c.is_ascii_digit())
-        {
-            chars.next();
-        }
-        chars.next();
-    }
-    (given > wanted).then(|| {
-        format!("too many arguments supplied to string.format (expected {wanted}, got {given})")
-    })
 }

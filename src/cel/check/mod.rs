@@ -16,6 +16,8 @@ use super::types::{self, Mapping, Ty};
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
+mod format;
+
 pub use super::types::StructTy;
 
 struct Overload {
@@ -121,10 +123,13 @@ pub fn check_tracking(
         errors: Vec::new(),
         exempt: 0,
         literals: Vec::new(),
+        formats: 0,
+        format_types: HashMap::new(),
     };
     let t = c.check(ast);
     if c.errors.is_empty() {
         c.validate_literals();
+        c.validate_formats(ast);
     }
     let t = types::substitute(&c.mapping, &t, true);
     match c.errors.into_iter().min_by_key(|(pos, _)| *pos) {
@@ -148,6 +153,11 @@ struct Checker<'s, 'e> {
     /// Element types of each aggregate literal, validated once all types
     /// are known (cel-go's homogeneous aggregate literal validator).
     literals: Vec<Vec<(Pos, Ty)>>,
+    /// Inside a `format` call that cel-go's format validator inspects.
+    formats: usize,
+    /// The types of the expressions inside such calls, by address, for the
+    /// validator once all types are known.
+    format_types: HashMap<*const Expr, Ty>,
 }
 
 impl Checker<'_, '_> {
@@ -165,6 +175,34 @@ impl Checker<'_, '_> {
             };
             if let Some((pos, other)) = items.find(|(_, t)| *t != first) {
                 self.error(pos, format!("expected type '{first}' but found '{other}'"));
+            }
+        }
+    }
+
+    /// cel-go's `string.format` validator, after the checker: each
+    /// clause against the final type of its argument.
+    fn validate_formats(&mut self, root: &Expr) {
+        if self.format_types.is_empty() {
+            return;
+        }
+        let mut stack = vec![root];
+        while let Some(e) = stack.pop() {
+            stack.extend(super::compile::children(e));
+            let ExprKind::Call {
+                function,
+                target,
+                args,
+            } = &e.kind
+            else {
+                continue;
+            };
+            let Some((text, args)) = format::candidate(function, target.as_deref(), args) else {
+                continue;
+            };
+            let pos = self.open_paren(e.pos, function);
+            let call = format::FormatCall { pos, text, args };
+            if let Some(error) = format::validate(&call, self) {
+                self.errors.push(error);
             }
         }
     }
@@ -205,7 +243,11 @@ impl Checker<'_, '_> {
     }
 
     fn check(&mut self, e: &Expr) -> Ty {
-        stacker::maybe_grow(64 * 1024, 1024 * 1024, || self.check_node(e))
+        let t = stacker::maybe_grow(64 * 1024, 1024 * 1024, || self.check_node(e));
+        if self.formats > 0 {
+            self.format_types.insert(e, t.clone());
+        }
+        t
     }
 
     fn check_node(&mut self, e: &Expr) -> Ty {
@@ -397,13 +439,16 @@ impl Checker<'_, '_> {
             None => self.global_call(pos, name.trim_start_matches('.'), args),
             Some(t) => {
                 let exempt = usize::from(name == "format");
+                let validated = usize::from(format::candidate(name, target, args).is_some());
                 self.exempt += exempt;
+                self.formats += validated;
                 let mut types = vec![self.check(t)];
                 types.extend(args.iter().map(|a| self.check(a)));
                 self.exempt -= exempt;
                 if name == "sort" && args.is_empty() {
                     self.note_sort(at, &types[0]);
                 }
+                self.formats -= validated;
                 if !table().contains_key(name) {
                     if !(self.scope.is_member_function)(name) {
                         return self.undeclared(pos, name);
@@ -417,8 +462,20 @@ impl Checker<'_, '_> {
 
     /// Where cel-go places `e` in its messages.
     fn node_pos(&self, e: &Expr) -> Pos {
+        let at_dot = self.src.as_bytes().get(e.pos as usize) == Some(&b'.');
         match &e.kind {
+            // A macro's expansion (`all`, `map`, `optMap`, `sortBy`...)
+            // sits at the macro's dot; cel-go places it at its parenthesis.
+            ExprKind::Comprehension(_)
+            | ExprKind::Conditional(..)
+            | ExprKind::Bind { .. }
+            | ExprKind::Call { .. }
+                if at_dot =>
+            {
+                self.open_paren(e.pos, ".")
+            }
             ExprKind::Call { function, .. } => self.open_paren(e.pos, function),
+            ExprKind::Has { .. } => self.open_paren(e.pos, "has"),
             _ => e.pos,
         }
     }
@@ -637,6 +694,17 @@ impl Checker<'_, '_> {
         let r = self.check(&c.result);
         self.locals.pop();
         self.sub(&r)
+    }
+}
+
+impl format::Types for Checker<'_, '_> {
+    fn type_of(&self, e: &Expr) -> Option<Ty> {
+        let t = self.format_types.get(&(e as *const Expr))?;
+        Some(types::substitute(&self.mapping, t, true))
+    }
+
+    fn pos_of(&self, e: &Expr) -> Pos {
+        self.node_pos(e)
     }
 }
 

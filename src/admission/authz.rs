@@ -316,6 +316,52 @@ mod tests {
         )
     }
 
+    /// An authorizer whose API server accepts connections and never
+    /// answers, and the runtime it asks on.
+    fn silent_server() -> (
+        SarAuthorizer,
+        tokio::runtime::Runtime,
+        std::net::TcpListener,
+    ) {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        let client = {
+            let _in_runtime = rt.enter();
+            kube::Client::try_from(kube::Config::new(url.parse().unwrap())).unwrap()
+        };
+        let authz = SarAuthorizer::new(client, rt.handle().clone());
+        (authz, rt, listener)
+    }
+
+    #[test]
+    fn a_check_stops_waiting_when_its_deadline_passes_and_never_blocks_a_runtime_thread() {
+        let (authz, rt, _listener) = silent_server();
+        let (user, attributes) = question("get");
+        let deadline = crate::cel::interrupt::Interrupt::new();
+        let setter = deadline.clone();
+        let timer = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(50));
+            setter.cancel();
+        });
+        assert_eq!(authz.authorize(&user, &attributes, Some(&deadline)), None);
+        timer.join().unwrap();
+        // Without a deadline, the call's own timeout answers, as an error.
+        let d = authz.authorize(&user, &attributes, None).unwrap();
+        assert!(!d.allowed);
+        assert_eq!(
+            d.error.as_deref(),
+            Some("SubjectAccessReview: no answer within 2s")
+        );
+        // On a runtime thread it refuses to wait.
+        let d = rt.block_on(async { authz.authorize(&user, &attributes, None) });
+        assert!(d.unwrap().error.unwrap().contains("async runtime thread"));
+    }
+
     #[test]
     fn answers_are_reused_until_they_expire_and_the_cache_stays_bounded() {
         let mut cache = Cache::default();

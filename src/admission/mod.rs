@@ -2,17 +2,20 @@
 //! out, over the shared policy engine and a live (or file) inventory.
 //! It implements [`crate::server::Reviewer`].
 
+pub mod authz;
 pub mod boundary;
 pub mod claims;
 mod group;
 pub mod serve;
 
+use crate::cel::k8s_authz::Authorizer;
 use crate::cluster::{Cluster, ClusterOptions, State};
 use crate::inventory::view::Nothing;
 use crate::inventory::Inventory;
 use crate::k8s::kinds::group_of;
 use crate::policy::{
-    Action, FailurePolicy, OldObject, Outcome, Part, Partial, PolicySet, Request, Verdict,
+    Action, FailurePolicy, OldObject, Outcome, Part, Partial, PolicySet, Request,
+    RequestAuthorizer, Verdict,
 };
 use crate::server::{ParsedReview, Reviewer};
 use kube::core::admission::{AdmissionRequest, AdmissionResponse, Operation};
@@ -67,6 +70,8 @@ pub struct Engine {
     claims: Option<Arc<claims::Claims>>,
     /// A task beside admission whose metrics /metrics serves too.
     companion: Option<Arc<dyn crate::cluster::Companion>>,
+    /// Answers `authorizer...check()` (serve against a cluster).
+    authorizer: Option<(Arc<dyn Authorizer>, authz::Metrics)>,
 }
 
 impl Engine {
@@ -84,7 +89,19 @@ impl Engine {
             metrics: Metrics::default(),
             claims: None,
             companion: None,
+            authorizer: None,
         }
+    }
+
+    /// Answers the policies' `authorizer...check()` with `authorizer`,
+    /// whose checks `metrics` counts.
+    pub fn with_authorizer(
+        mut self,
+        authorizer: Arc<dyn Authorizer>,
+        metrics: authz::Metrics,
+    ) -> Engine {
+        self.authorizer = Some((authorizer, metrics));
+        self
     }
 
     /// Arbitrates the keys of policies with `claims` through `claims`.
@@ -97,6 +114,10 @@ impl Engine {
     pub fn with_companion(mut self, companion: Arc<dyn crate::cluster::Companion>) -> Engine {
         self.companion = Some(companion);
         self
+    }
+
+    fn authorizer(&self) -> Option<&Arc<dyn Authorizer>> {
+        self.authorizer.as_ref().map(|(a, _)| a)
     }
 
     pub fn cluster(&self) -> &Arc<Cluster> {
@@ -139,7 +160,7 @@ impl Engine {
         if let Some(refused) = boundary.denial(&resp) {
             return refused;
         }
-        let r = request(req, object.as_ref(), old_object.as_ref());
+        let r = request(req, object.as_ref(), old_object.as_ref(), self.authorizer());
         let writes = !req.dry_run && matches!(req.operation, Operation::Create | Operation::Update);
         // Policies that never read the inventory are evaluated on the
         // published snapshot, without the lock: however long they run, no
@@ -371,7 +392,7 @@ impl Engine {
         let Some(obj) = object.as_ref() else {
             return resp;
         };
-        let r = request(req, Some(obj), old.as_ref());
+        let r = request(req, Some(obj), old.as_ref(), self.authorizer());
         // As in validation: mutations that read no inventory need no lock.
         let published = self.cluster.published();
         let mutated = if published.policies.may_need_inventory(&r) {
@@ -492,9 +513,10 @@ enum Old {
 }
 
 fn request<'a>(
-    req: &AdmissionRequest<DynamicObject>,
+    req: &'a AdmissionRequest<DynamicObject>,
     object: Option<&'a Json>,
     old: Option<&'a Old>,
+    authorizer: Option<&'a Arc<dyn Authorizer>>,
 ) -> Request<'a> {
     Request {
         operation: operation(&req.operation).into(),
@@ -515,6 +537,11 @@ fn request<'a>(
         groups: req.user_info.groups.clone().unwrap_or_default(),
         dry_run: req.dry_run,
         uid: req.uid.clone(),
+        authorizer: authorizer.map(|authorizer| RequestAuthorizer {
+            authorizer,
+            uid: req.user_info.uid.as_deref().unwrap_or_default(),
+            extra: req.user_info.extra.as_ref(),
+        }),
     }
 }
 
@@ -549,6 +576,9 @@ impl Reviewer for Engine {
 
     fn register_metrics(&self, registry: &mut Registry) {
         self.cluster.reloads.register(registry);
+        if let Some((_, metrics)) = &self.authorizer {
+            metrics.register(registry);
+        }
         if let Some(c) = &self.claims {
             c.register_metrics(registry);
         }
@@ -1076,6 +1106,96 @@ spec:
         assert_eq!(
             patch,
             json!([{"op": "add", "path": "/metadata/annotations", "value": {"checked": "yes"}}])
+        );
+    }
+
+    /// Asks nobody: records each question and allows only alice.
+    #[derive(Debug, Default)]
+    struct Recorder(std::sync::Mutex<Vec<crate::cel::k8s_authz::UserInfo>>);
+
+    impl Authorizer for Recorder {
+        fn authorize(
+            &self,
+            user: &crate::cel::k8s_authz::UserInfo,
+            _: &crate::cel::k8s_authz::Attributes,
+            _: Option<&crate::cel::interrupt::Interrupt>,
+        ) -> Option<crate::cel::k8s_authz::Decision> {
+            self.0.lock().unwrap().push(user.clone());
+            Some(crate::cel::k8s_authz::Decision {
+                allowed: user.username == "alice",
+                ..Default::default()
+            })
+        }
+    }
+
+    /// The AdmissionReview's whole userInfo reaches the authorizer; without
+    /// one (serving from files) the check is the offline error.
+    #[test]
+    fn checks_ask_the_authorizer_about_the_requests_user() {
+        const POLICY: &str = r#"
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: readers}
+spec:
+  matchConstraints:
+    resourceRules:
+      - {apiGroups: [""], apiVersions: ["v1"], resources: ["configmaps"], operations: ["CREATE"]}
+  validations:
+    - expression: "authorizer.group('').resource('secrets').namespace('n').check('get').allowed()"
+      message: may not read secrets
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: readers}
+spec: {policyName: readers, validationActions: [Deny]}
+"#;
+        let recorder = Arc::new(Recorder::default());
+        let with = engine_of(POLICY, true, EngineOptions::default())
+            .with_authorizer(recorder.clone(), authz::Metrics::default());
+        let without = engine_of(POLICY, true, EngineOptions::default());
+        let answer = |e: &Engine, user: &str| {
+            let body = json!({
+                "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+                "request": {
+                    "uid": "u", "operation": "CREATE", "name": "c", "namespace": "n",
+                    "kind": {"group": "", "version": "v1", "kind": "ConfigMap"},
+                    "resource": {"group": "", "version": "v1", "resource": "configmaps"},
+                    "userInfo": {"username": user, "uid": "uid-1", "groups": ["devs"],
+                                 "extra": {"scopes": ["a", "b"]}},
+                    "object": {"apiVersion": "v1", "kind": "ConfigMap",
+                               "metadata": {"name": "c", "namespace": "n"}},
+                }
+            });
+            let (_, out) =
+                crate::server::answer_body(e, false, &serde_json::to_vec(&body).unwrap());
+            let out: Json = serde_json::from_slice(&out).unwrap();
+            let message = out["response"]["status"]["message"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned();
+            (out["response"]["allowed"] == true, message)
+        };
+        assert_eq!(answer(&with, "alice"), (true, String::new()));
+        let (allowed, message) = answer(&with, "bob");
+        assert!(
+            !allowed && message.contains("may not read secrets"),
+            "{message}"
+        );
+        let asked = recorder.0.lock().unwrap().clone();
+        assert_eq!(
+            asked[0],
+            crate::cel::k8s_authz::UserInfo {
+                username: "alice".into(),
+                uid: "uid-1".into(),
+                groups: vec!["devs".into()],
+                extra: [("scopes".into(), vec!["a".into(), "b".into()])].into(),
+            }
+        );
+        assert_eq!(asked.len(), 2);
+        let (allowed, message) = answer(&without, "alice");
+        assert!(
+            !allowed && message.contains("authorizer unavailable"),
+            "{message}"
         );
     }
 }

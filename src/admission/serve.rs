@@ -1,6 +1,7 @@
 //! `interlock serve`: the cluster state (policies reloaded from files,
 //! inventory from watches or files) behind the TLS webhook.
 
+use super::authz::SarAuthorizer;
 use super::claims::Claims;
 use super::{Engine, EngineOptions};
 use crate::cluster::reload::{self, Sources, Supervisor};
@@ -44,8 +45,17 @@ pub async fn run(
         .clone()
         .zip(claims)
         .map(|(c, o)| Arc::new(Claims::new(c, o, tokio::runtime::Handle::current())));
+    // The policies' `authorizer...check()` asks the API server: not when
+    // serving from files (it stays an evaluation error, as offline).
+    let authorizer = client
+        .clone()
+        .map(|c| Arc::new(SarAuthorizer::new(c, tokio::runtime::Handle::current())));
     let supervisor = Supervisor::start(cluster.clone(), client, sources, kinds);
     let mut engine = Engine::over(cluster.clone(), options);
+    if let Some(a) = authorizer {
+        let metrics = a.metrics().clone();
+        engine = engine.with_authorizer(a, metrics);
+    }
     if let Some(c) = companion {
         engine = engine.with_companion(c);
     }

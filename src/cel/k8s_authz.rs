@@ -4,17 +4,24 @@
 //! `fieldSelector`/`labelSelector`, and `authorizer.requestResource`.
 //!
 //! The builders are evaluated as kube-apiserver does (with its argument
-//! validation). `check` needs an authorizer to ask, and Interlock has none:
-//! it is an evaluation error that names the check, so a policy that relies
-//! on it fails (or is ignored, under `failurePolicy: Ignore`) visibly rather
-//! than answering on a guess.
+//! validation). `check` asks the [`Authorizer`] the `authorizer` value
+//! carries (`serve` binds one that asks kube-apiserver, see
+//! `crate::admission::authz`), for the request's user or a service
+//! account, and charges what cel-go charges for it (350,000: two checks
+//! fit in one expression's budget). Without one (offline: `check`, `test`,
+//! `eval`) it is an evaluation error that names the question, so a policy
+//! that relies on it fails (or is ignored, under `failurePolicy: Ignore`)
+//! visibly rather than answering on a guess.
 
 use super::error::{EvalError, EvalResult};
 use super::functions::{no_overload, str_arg, FnDecl, Imp, Lib};
+use super::interrupt::Interrupt;
 use super::k8s::format::NamedFormat;
 use super::program::Ctx;
 use super::value::{Json, Opaque, Value};
 use std::any::Any;
+use std::collections::BTreeMap;
+use std::fmt;
 use std::sync::Arc;
 
 pub const AUTHORIZER: &str = "kubernetes.authorization.Authorizer";
@@ -23,15 +30,118 @@ pub const GROUP_CHECK: &str = "kubernetes.authorization.GroupCheck";
 pub const RESOURCE_CHECK: &str = "kubernetes.authorization.ResourceCheck";
 pub const DECISION: &str = "kubernetes.authorization.Decision";
 
+/// cel-go's cost of one `check` in kube-apiserver's cost model
+/// (`library/cost.go`), whatever it asks.
+pub const CHECK_COST: u64 = 350_000;
+
+/// A user as kube-apiserver's authorizer sees one (`user.Info`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+pub struct UserInfo {
+    pub username: String,
+    pub uid: String,
+    pub groups: Vec<String>,
+    pub extra: BTreeMap<String, Vec<String>>,
+}
+
+impl UserInfo {
+    /// The user of a service account, as `serviceaccount.ServiceAccountInfo`
+    /// makes it (no uid, no `system:authenticated`).
+    pub fn service_account(namespace: &str, name: &str) -> UserInfo {
+        UserInfo {
+            username: format!("system:serviceaccount:{namespace}:{name}"),
+            groups: vec![
+                "system:serviceaccounts".into(),
+                format!("system:serviceaccounts:{namespace}"),
+            ],
+            ..UserInfo::default()
+        }
+    }
+}
+
+/// What one `check` asks about (kube's `AttributesRecord`; the version is
+/// always every version, `*`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Attributes {
+    Path {
+        path: String,
+        verb: String,
+    },
+    Resource {
+        group: String,
+        resource: String,
+        subresource: String,
+        namespace: String,
+        name: String,
+        verb: String,
+        /// As written; empty when not set.
+        field_selector: String,
+        label_selector: String,
+    },
+}
+
+/// An authorizer's answer, as `allowed()`, `reason()`, `errored()` and
+/// `error()` read it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Decision {
+    pub allowed: bool,
+    pub reason: String,
+    /// The authorizer's evaluation error (`errored()` is whether there is one).
+    pub error: Option<String>,
+}
+
+impl Opaque for Decision {
+    fn type_name(&self) -> &'static str {
+        DECISION
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+    fn equals(&self, other: &dyn Opaque) -> bool {
+        other.as_any().downcast_ref::<Decision>() == Some(self)
+    }
+    fn to_json(&self) -> Json {
+        Json::String(DECISION.to_string())
+    }
+}
+
+/// Answers `check`: kube-apiserver's authorizer, asked from outside.
+pub trait Authorizer: Send + Sync + fmt::Debug {
+    /// Whether `user` may do what `attributes` say. `None` only when
+    /// `interrupt` was set before the answer came: the evaluation stops.
+    /// A failure to ask is a decision with an error (`errored()`), as
+    /// kube-apiserver's authorizers report theirs.
+    fn authorize(
+        &self,
+        user: &UserInfo,
+        attributes: &Attributes,
+        interrupt: Option<&Interrupt>,
+    ) -> Option<Decision>;
+}
+
+/// The request's user and whom to ask about it: what the `authorizer`
+/// variable carries under `serve`.
+#[derive(Debug, Clone)]
+pub struct Authority {
+    pub authorizer: Arc<dyn Authorizer>,
+    pub user: UserInfo,
+}
+
+impl PartialEq for Authority {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.authorizer, &other.authorizer) && self.user == other.user
+    }
+}
+
 /// A value of the library: an authorizer (possibly impersonating a service
-/// account) or a check being built on one.
-#[derive(Debug, Clone, PartialEq, Default)]
+/// account) or a check being built on one. `None` as authority: nobody to
+/// ask (offline).
+#[derive(Debug, Clone, PartialEq)]
 pub enum Authz {
-    #[default]
-    Authorizer,
+    Authorizer(Option<Arc<Authority>>),
     ServiceAccount {
         namespace: String,
         name: String,
+        authority: Option<Arc<Authority>>,
     },
     Path {
         user: Box<Authz>,
@@ -42,6 +152,27 @@ pub enum Authz {
         group: String,
     },
     Resource(Box<ResourceCheck>),
+}
+
+impl Default for Authz {
+    fn default() -> Self {
+        Authz::Authorizer(None)
+    }
+}
+
+impl Authz {
+    /// Whom `check` asks and about which user; `None` offline.
+    fn asker(&self) -> Option<(&Arc<dyn Authorizer>, UserInfo)> {
+        match self {
+            Authz::Authorizer(Some(a)) => Some((&a.authorizer, a.user.clone())),
+            Authz::ServiceAccount {
+                namespace,
+                name,
+                authority: Some(a),
+            } => Some((&a.authorizer, UserInfo::service_account(namespace, name))),
+            _ => None,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -59,7 +190,7 @@ pub struct ResourceCheck {
 impl Opaque for Authz {
     fn type_name(&self) -> &'static str {
         match self {
-            Authz::Authorizer | Authz::ServiceAccount { .. } => AUTHORIZER,
+            Authz::Authorizer(_) | Authz::ServiceAccount { .. } => AUTHORIZER,
             Authz::Path { .. } => PATH_CHECK,
             Authz::Group { .. } => GROUP_CHECK,
             Authz::Resource(_) => RESOURCE_CHECK,
@@ -76,14 +207,15 @@ impl Opaque for Authz {
     }
 }
 
-/// The `authorizer` variable.
-pub fn authorizer<'a>() -> Value<'a> {
-    Value::Opaque(Arc::new(Authz::Authorizer))
+/// The `authorizer` variable, asking `authority` (none offline).
+pub fn authorizer<'a>(authority: Option<Arc<Authority>>) -> Value<'a> {
+    Value::Opaque(Arc::new(Authz::Authorizer(authority)))
 }
 
 /// The `authorizer.requestResource` variable: a check on the request's own
 /// resource, as kube-apiserver's `NewResourceAuthorizerVal` builds it.
 pub fn request_resource<'a>(
+    authority: Option<Arc<Authority>>,
     group: &str,
     resource: &str,
     subresource: &str,
@@ -91,7 +223,7 @@ pub fn request_resource<'a>(
     name: &str,
 ) -> Value<'a> {
     Value::Opaque(Arc::new(Authz::Resource(Box::new(ResourceCheck {
-        user: Authz::Authorizer,
+        user: Authz::Authorizer(authority),
         group: group.into(),
         resource: resource.into(),
         subresource: subresource.into(),
@@ -114,7 +246,7 @@ fn wrap<'a>(a: Authz) -> EvalResult<Value<'a>> {
 
 fn user<'v>(name: &str, args: &'v [Value]) -> EvalResult<&'v Authz> {
     match arg(args, 0) {
-        Some(a @ (Authz::Authorizer | Authz::ServiceAccount { .. })) => Ok(a),
+        Some(a @ (Authz::Authorizer(_) | Authz::ServiceAccount { .. })) => Ok(a),
         _ => no_overload(name, args),
     }
 }
@@ -141,7 +273,10 @@ fn group<'a>(_: &mut Ctx<'a, '_>, args: &[Value<'a>]) -> EvalResult<Value<'a>> {
 }
 
 fn service_account<'a>(_: &mut Ctx<'a, '_>, args: &[Value<'a>]) -> EvalResult<Value<'a>> {
-    user("serviceAccount", args)?;
+    let authority = match user("serviceAccount", args)? {
+        Authz::Authorizer(a) | Authz::ServiceAccount { authority: a, .. } => a.clone(),
+        _ => None,
+    };
     let namespace = str_arg("serviceAccount", args, 1)?;
     let name = str_arg("serviceAccount", args, 2)?;
     if NamedFormat::Dns1123Subdomain.validate(name).is_some() {
@@ -153,6 +288,7 @@ fn service_account<'a>(_: &mut Ctx<'a, '_>, args: &[Value<'a>]) -> EvalResult<Va
     wrap(Authz::ServiceAccount {
         namespace: namespace.into(),
         name: name.into(),
+        authority,
     })
 }
 
@@ -202,36 +338,104 @@ attribute!(name, "name", name);
 attribute!(field_selector, "fieldSelector", field_selector);
 attribute!(label_selector, "labelSelector", label_selector);
 
-/// Offline there is no authorizer to ask: the check fails, naming what it
-/// would have asked.
-fn check<'a>(_: &mut Ctx<'a, '_>, args: &[Value<'a>]) -> EvalResult<Value<'a>> {
+/// Asks the authorizer the check's user carries; offline there is none,
+/// and the check fails naming what it would have asked.
+fn check<'a>(ctx: &mut Ctx<'a, '_>, args: &[Value<'a>]) -> EvalResult<Value<'a>> {
     let verb = str_arg("check", args, 1)?;
-    let what = match arg(args, 0) {
-        Some(Authz::Path { path, .. }) => format!("path '{path}'"),
-        Some(Authz::Resource(c)) => {
-            let mut what = format!("resource '{}' of group '{}'", c.resource, c.group);
-            if !c.subresource.is_empty() {
-                what += &format!(", subresource '{}'", c.subresource);
-            }
-            if !c.namespace.is_empty() {
-                what += &format!(", namespace '{}'", c.namespace);
-            }
-            if !c.name.is_empty() {
-                what += &format!(", name '{}'", c.name);
-            }
-            what
-        }
+    let (user, attributes) = match arg(args, 0) {
+        Some(Authz::Path { user, path }) => (
+            &**user,
+            Attributes::Path {
+                path: path.clone(),
+                verb: verb.into(),
+            },
+        ),
+        Some(Authz::Resource(c)) => (&c.user, c.attributes(verb)),
         _ => return no_overload("check", args),
     };
-    Err(EvalError::new(format!(
-        "authorizer unavailable: Interlock has no authorizer to ask whether '{verb}' on {what} is allowed"
-    )))
+    // Every call was charged one unit already.
+    ctx.charge(CHECK_COST - 1)?;
+    let Some((authorizer, user)) = user.asker() else {
+        return Err(unavailable(&attributes));
+    };
+    match authorizer.authorize(&user, &attributes, ctx.interrupt()) {
+        Some(decision) => Ok(Value::Opaque(Arc::new(decision))),
+        // The interrupt is set: charging fails with its error.
+        None => ctx.charge(0).and(Err(EvalError::interrupted())),
+    }
 }
 
-/// `allowed`, `reason`, `errored` and `error` take a decision, which only
-/// `check` makes; without an authorizer no decision ever exists.
-fn decision<'a>(_: &mut Ctx<'a, '_>, args: &[Value<'a>]) -> EvalResult<Value<'a>> {
-    no_overload("decision", args)
+impl ResourceCheck {
+    fn attributes(&self, verb: &str) -> Attributes {
+        Attributes::Resource {
+            group: self.group.clone(),
+            resource: self.resource.clone(),
+            subresource: self.subresource.clone(),
+            namespace: self.namespace.clone(),
+            name: self.name.clone(),
+            verb: verb.into(),
+            field_selector: self.field_selector.clone(),
+            label_selector: self.label_selector.clone(),
+        }
+    }
+}
+
+/// The offline error: names the question nobody can answer.
+fn unavailable(attributes: &Attributes) -> EvalError {
+    let (verb, what) = match attributes {
+        Attributes::Path { path, verb } => (verb, format!("path '{path}'")),
+        Attributes::Resource {
+            group,
+            resource,
+            subresource,
+            namespace,
+            name,
+            verb,
+            ..
+        } => {
+            let mut what = format!("resource '{resource}' of group '{group}'");
+            for (label, value) in [
+                ("subresource", subresource),
+                ("namespace", namespace),
+                ("name", name),
+            ] {
+                if !value.is_empty() {
+                    what += &format!(", {label} '{value}'");
+                }
+            }
+            (verb, what)
+        }
+    };
+    EvalError::new(format!(
+        "authorizer unavailable: Interlock has no authorizer to ask whether '{verb}' on {what} is allowed"
+    ))
+}
+
+fn the_decision<'v>(name: &str, args: &'v [Value]) -> EvalResult<&'v Decision> {
+    match args.first() {
+        Some(Value::Opaque(o)) => match o.as_any().downcast_ref::<Decision>() {
+            Some(d) => Ok(d),
+            None => no_overload(name, args),
+        },
+        _ => no_overload(name, args),
+    }
+}
+
+fn allowed<'a>(_: &mut Ctx<'a, '_>, args: &[Value<'a>]) -> EvalResult<Value<'a>> {
+    Ok(Value::Bool(the_decision("allowed", args)?.allowed))
+}
+
+fn reason<'a>(_: &mut Ctx<'a, '_>, args: &[Value<'a>]) -> EvalResult<Value<'a>> {
+    Ok(Value::string(the_decision("reason", args)?.reason.as_str()))
+}
+
+fn errored<'a>(_: &mut Ctx<'a, '_>, args: &[Value<'a>]) -> EvalResult<Value<'a>> {
+    Ok(Value::Bool(the_decision("errored", args)?.error.is_some()))
+}
+
+fn error<'a>(_: &mut Ctx<'a, '_>, args: &[Value<'a>]) -> EvalResult<Value<'a>> {
+    let d = the_decision("error", args)?;
+    Ok(Value::string(d.error.as_deref().unwrap_or("")))
 }
 
 const fn m(name: &'static str, n: usize, imp: Imp) -> FnDecl {
@@ -249,10 +453,10 @@ pub static DECLS: &[FnDecl] = &[
     m("fieldSelector", 2, field_selector),
     m("labelSelector", 2, label_selector),
     m("check", 2, check),
-    m("allowed", 1, decision),
-    m("reason", 1, decision),
-    m("errored", 1, decision),
-    m("error", 1, decision),
+    m("allowed", 1, allowed),
+    m("reason", 1, reason),
+    m("errored", 1, errored),
+    m("error", 1, error),
 ];
 
 /// The library's type names (`type(authorizer)`).
@@ -269,9 +473,27 @@ pub fn is_type_name(name: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use super::{Attributes, Authority, Authorizer, Decision, UserInfo};
+    use crate::cel::interrupt::Interrupt;
     use crate::cel::{Activation, Env, Ty};
+    use std::sync::{Arc, Mutex};
 
     fn eval(src: &str) -> Result<serde_json::Value, String> {
+        eval_with(src, None)
+    }
+
+    fn eval_with(
+        src: &str,
+        authority: Option<Arc<Authority>>,
+    ) -> Result<serde_json::Value, String> {
+        eval_under(src, authority, Interrupt::new())
+    }
+
+    fn eval_under(
+        src: &str,
+        authority: Option<Arc<Authority>>,
+        interrupt: Arc<Interrupt>,
+    ) -> Result<serde_json::Value, String> {
         let mut env = Env::kubernetes();
         let a = env.add_typed_variable("authorizer", Ty::Named(super::AUTHORIZER.into()));
         let r = env.add_typed_variable(
@@ -279,16 +501,205 @@ mod tests {
             Ty::Named(super::RESOURCE_CHECK.into()),
         );
         let program = env.compile(src).map_err(|e| format!("compile: {e}"))?;
-        let mut act = Activation::new(&env);
-        act.set(a, super::authorizer());
+        let mut act = Activation::new(&env).with_interrupt(interrupt);
+        act.set(a, super::authorizer(authority.clone()));
         act.set(
             r,
-            super::request_resource("apps", "deployments", "", "ns", "web"),
+            super::request_resource(authority, "apps", "deployments", "", "ns", "web"),
         );
         program
             .eval(&act)
             .map(|v| v.to_json())
             .map_err(|e| e.to_string())
+    }
+
+    /// Answers from a fixed decision and records every question; with
+    /// no decision, sets `deadline` as if it passed while it waited.
+    #[derive(Debug, Default)]
+    struct Fake {
+        answer: Option<Decision>,
+        asked: Mutex<Vec<(UserInfo, Attributes)>>,
+        deadline: Option<Arc<Interrupt>>,
+    }
+
+    impl Authorizer for Fake {
+        fn authorize(
+            &self,
+            user: &UserInfo,
+            attributes: &Attributes,
+            _: Option<&Interrupt>,
+        ) -> Option<Decision> {
+            self.asked
+                .lock()
+                .unwrap()
+                .push((user.clone(), attributes.clone()));
+            if let Some(d) = &self.deadline {
+                d.cancel();
+            }
+            self.answer.clone()
+        }
+    }
+
+    fn alice() -> UserInfo {
+        UserInfo {
+            username: "alice".into(),
+            uid: "u-1".into(),
+            groups: vec!["devs".into(), "system:authenticated".into()],
+            extra: [("scopes".to_string(), vec!["a".to_string()])].into(),
+        }
+    }
+
+    fn authority(fake: &Arc<Fake>) -> Option<Arc<Authority>> {
+        Some(Arc::new(Authority {
+            authorizer: fake.clone(),
+            user: alice(),
+        }))
+    }
+
+    #[test]
+    fn a_check_asks_the_authorizer_for_the_user_and_reads_its_decision() {
+        let fake = Arc::new(Fake {
+            answer: Some(Decision {
+                allowed: true,
+                reason: "RBAC: allowed".into(),
+                error: None,
+            }),
+            ..Fake::default()
+        });
+        let got = eval_with(
+            "[authorizer.group('').resource('secrets').namespace('a').name('s').check('get')].map(d, \
+             [d.allowed(), d.reason() == 'RBAC: allowed', !d.errored(), d.error() == ''])",
+            authority(&fake),
+        );
+        assert_eq!(got, Ok(serde_json::json!([[true, true, true, true]])));
+        let asked = fake.asked.lock().unwrap().clone();
+        assert_eq!(asked.len(), 1);
+        assert_eq!(asked[0].0, alice());
+        assert_eq!(
+            asked[0].1,
+            Attributes::Resource {
+                group: "".into(),
+                resource: "secrets".into(),
+                subresource: "".into(),
+                namespace: "a".into(),
+                name: "s".into(),
+                verb: "get".into(),
+                field_selector: "".into(),
+                label_selector: "".into(),
+            }
+        );
+    }
+
+    #[test]
+    fn service_accounts_paths_selectors_and_the_request_resource_are_asked_as_kube_asks() {
+        let fake = Arc::new(Fake {
+            answer: Some(Decision {
+                allowed: false,
+                reason: "".into(),
+                error: Some("webhook down".into()),
+            }),
+            ..Fake::default()
+        });
+        let got = eval_with(
+            "[authorizer.serviceAccount('team-a', 'builder').path('/healthz').check('get'), \
+              authorizer.group('').resource('pods').fieldSelector('spec.nodeName=n').labelSelector('app=x').check('list')] \
+             .all(d, !d.allowed() && d.errored() && d.error() == 'webhook down')",
+            authority(&fake),
+        );
+        assert_eq!(got, Ok(serde_json::json!(true)));
+        // A third check would be over one expression's budget.
+        let got = eval_with(
+            "authorizer.requestResource.subresource('scale').check('update').allowed()",
+            authority(&fake),
+        );
+        assert_eq!(got, Ok(serde_json::json!(false)));
+        let asked = fake.asked.lock().unwrap().clone();
+        assert_eq!(
+            asked[0].0,
+            UserInfo {
+                username: "system:serviceaccount:team-a:builder".into(),
+                groups: vec![
+                    "system:serviceaccounts".into(),
+                    "system:serviceaccounts:team-a".into()
+                ],
+                ..UserInfo::default()
+            }
+        );
+        assert_eq!(
+            asked[0].1,
+            Attributes::Path {
+                path: "/healthz".into(),
+                verb: "get".into()
+            }
+        );
+        let Attributes::Resource {
+            field_selector,
+            label_selector,
+            ..
+        } = &asked[1].1
+        else {
+            panic!("{asked:?}")
+        };
+        assert_eq!(
+            (field_selector.as_str(), label_selector.as_str()),
+            ("spec.nodeName=n", "app=x")
+        );
+        assert_eq!(asked[1].0, alice());
+        let Attributes::Resource {
+            group,
+            resource,
+            subresource,
+            namespace,
+            name,
+            verb,
+            ..
+        } = &asked[2].1
+        else {
+            panic!("{asked:?}")
+        };
+        assert_eq!(
+            [group, resource, subresource, namespace, name, verb],
+            ["apps", "deployments", "scale", "ns", "web", "update"]
+        );
+    }
+
+    #[test]
+    fn a_check_costs_what_cel_go_charges_two_fit_in_an_expression() {
+        let fake = Arc::new(Fake {
+            answer: Some(Decision::default()),
+            ..Fake::default()
+        });
+        let check = "authorizer.path('/x').check('get').allowed()";
+        let two = format!("{check} || {check}");
+        assert_eq!(
+            eval_with(&two, authority(&fake)),
+            Ok(serde_json::json!(false))
+        );
+        let three = format!("{check} || {check} || {check}");
+        assert_eq!(
+            eval_with(&three, authority(&fake)),
+            Err("operation cancelled: actual cost limit exceeded".into())
+        );
+        // The third is refused before it is asked.
+        assert_eq!(fake.asked.lock().unwrap().len(), 4);
+    }
+
+    #[test]
+    fn an_authorizer_stopped_by_the_interrupt_stops_the_evaluation() {
+        let deadline = Interrupt::new();
+        let fake = Arc::new(Fake {
+            deadline: Some(deadline.clone()),
+            ..Fake::default()
+        });
+        // `|| true` would absorb an ordinary error, not an interruption.
+        let err = eval_under(
+            "authorizer.path('/x').check('get').errored() || true",
+            authority(&fake),
+            deadline.clone(),
+        )
+        .unwrap_err();
+        assert_eq!(err, "operation interrupted");
+        assert_eq!(deadline.stats().interrupted, 1);
     }
 
     #[test]
@@ -309,6 +720,9 @@ mod tests {
         );
         let err = eval("authorizer.path('/healthz').check('get').errored()").unwrap_err();
         assert!(err.contains("'get' on path '/healthz'"), "{err}");
+        let err = eval("authorizer.serviceAccount('a', 'b').path('/x').check('get').errored()")
+            .unwrap_err();
+        assert!(err.starts_with("authorizer unavailable"), "{err}");
     }
 
     #[test]

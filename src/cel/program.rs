@@ -383,6 +383,12 @@ impl<'a, 'e> Ctx<'a, 'e> {
         Ok(())
     }
 
+    /// The interrupt that stops this evaluation, for calls that wait
+    /// (the authorizer's `check`) and must stop waiting with it.
+    pub(crate) fn interrupt(&self) -> Option<&Interrupt> {
+        self.act.interrupt.as_deref()
+    }
+
     /// Charges what cel-go charges for traversing `len` bytes of a string
     /// (`ceil(len * 0.1)`, its `StringTraversalCostFactor`) times `factor`,
     /// less the one unit every call was already charged: for the calls

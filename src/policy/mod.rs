@@ -283,6 +283,18 @@ pub struct Request<'a> {
     pub groups: Vec<String>,
     pub dry_run: bool,
     pub uid: String,
+    /// Who answers `authorizer...check()`: only admission requests under
+    /// `serve` have one; offline the check is an evaluation error.
+    pub authorizer: Option<RequestAuthorizer<'a>>,
+}
+
+/// The authorizer of an admission request, with what of its user the
+/// request's own fields (`username`, `groups`) lack.
+#[derive(Debug, Clone, Copy)]
+pub struct RequestAuthorizer<'a> {
+    pub authorizer: &'a Arc<dyn k8s_authz::Authorizer>,
+    pub uid: &'a str,
+    pub extra: Option<&'a std::collections::BTreeMap<String, Vec<String>>>,
 }
 
 impl<'a> Request<'a> {
@@ -354,7 +366,22 @@ impl<'a> Request<'a> {
             groups: vec!["system:authenticated".into()],
             dry_run: false,
             uid: String::new(),
+            authorizer: None,
         })
+    }
+
+    /// What the `authorizer` variable asks, for the request's user.
+    fn authority(&self) -> Option<Arc<k8s_authz::Authority>> {
+        let a = self.authorizer?;
+        Some(Arc::new(k8s_authz::Authority {
+            authorizer: a.authorizer.clone(),
+            user: k8s_authz::UserInfo {
+                username: self.username.clone(),
+                uid: a.uid.to_string(),
+                groups: self.groups.clone(),
+                extra: a.extra.cloned().unwrap_or_default(),
+            },
+        }))
     }
 
     /// Is this a request on a Namespace itself? Its `namespace` is then the
@@ -1129,6 +1156,8 @@ struct Shared<'i> {
     namespace_object: OnceCell<Option<std::borrow::Cow<'i, Json>>>,
     /// The reviewed object, which lookups never return.
     me: OnceCell<SelfIdentity>,
+    /// What `authorizer` asks for the request's user.
+    authority: OnceCell<Option<Arc<k8s_authz::Authority>>>,
 }
 
 enum Params<'a> {
@@ -1352,10 +1381,12 @@ impl CompiledPolicy {
             );
         }
         if self.reads_authorizer || everything {
-            act.set(s.authorizer, k8s_authz::authorizer());
+            let authority = shared.authority.get_or_init(|| req.authority());
+            act.set(s.authorizer, k8s_authz::authorizer(authority.clone()));
             act.set(
                 s.request_resource,
                 k8s_authz::request_resource(
+                    authority.clone(),
                     &req.group,
                     &req.resource,
                     &req.subresource,

@@ -17,6 +17,7 @@ mod author_exceptions_crd;
 mod author_test_against_cluster;
 mod authoring;
 mod authoring_exceptions;
+mod authz_serve;
 mod cel_creation_e2e;
 mod cel_fuzz_differential;
 mod cel_robustness;

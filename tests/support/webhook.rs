@@ -85,6 +85,17 @@ pub fn start(cluster: &TestCluster, extra: &[&str]) -> Webhook {
 /// [`start`] for another scope, with only the given policy arguments (and
 /// the mutation that tells when it answers).
 pub fn start_scoped(cluster: &TestCluster, scope: &Scope, extra: &[&str]) -> Webhook {
+    start_scoped_as(cluster, cluster.kubeconfig(), scope, extra)
+}
+
+/// [`start_scoped`] with the credentials of `kubeconfig` (a
+/// ServiceAccount's, to prove the shipped roles suffice).
+pub fn start_scoped_as(
+    cluster: &TestCluster,
+    kubeconfig: &std::path::Path,
+    scope: &Scope,
+    extra: &[&str],
+) -> Webhook {
     {
         let dir = tempfile::tempdir().unwrap();
         let certs = interlock::certs::generate(&interlock::certs::CertsOptions::new(["127.0.0.1"]))
@@ -117,7 +128,7 @@ pub fn start_scoped(cluster: &TestCluster, scope: &Scope, extra: &[&str]) -> Web
             .into_iter()
             .chain(extra.iter().copied().chain(claims_off).map(String::from))
             .collect();
-        let kubeconfig = cluster.kubeconfig().to_path_buf();
+        let kubeconfig = kubeconfig.to_path_buf();
         let log = std::fs::File::create(dir.path().join("serve.log")).unwrap();
         // The child is started from a thread that lives as long as the
         // process, so PR_SET_PDEATHSIG stops it when the tests end.
@@ -149,6 +160,20 @@ pub fn start_scoped(cluster: &TestCluster, scope: &Scope, extra: &[&str]) -> Web
         wait_until_answering_in(cluster, &hook, scope.label);
         hook
     }
+}
+
+/// A copy of the admin's kubeconfig that impersonates `user`, in `dir`.
+pub fn kubeconfig_as(cluster: &TestCluster, dir: &std::path::Path, user: &str) -> PathBuf {
+    let admin = std::fs::read_to_string(cluster.kubeconfig()).expect("kubeconfig");
+    let key_line = admin
+        .lines()
+        .find(|l| l.trim_start().starts_with("client-key-data:"))
+        .expect("client-key-data");
+    let indent = &key_line[..key_line.len() - key_line.trim_start().len()];
+    let acting = admin.replace(key_line, &format!("{key_line}\n{indent}as: {user}"));
+    let path = dir.join("kubeconfig-as");
+    std::fs::write(&path, acting).expect("kubeconfig");
+    path
 }
 
 pub fn register(cluster: &TestCluster, port: u16, ca: &str) {

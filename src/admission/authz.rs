@@ -1,0 +1,461 @@
+//! `authorizer...check(verb)` under `serve`: kube-apiserver's own
+//! authorizer, asked with a SubjectAccessReview (authorization.k8s.io/v1)
+//! for the admission request's user (username, uid, groups, extra) or for
+//! a service account, as kube-apiserver asks its authorizer for a
+//! ValidatingAdmissionPolicy (`apiserver/pkg/cel/library/authz.go`).
+//!
+//! - **Where it waits.** `check` runs on an evaluation thread, never a
+//!   tokio worker: the call is driven with `Handle::block_on` there, and
+//!   stops as soon as the request's interrupt is set (polled every
+//!   [`POLL`]), or after [`CALL_TIMEOUT`] when nothing interrupts it.
+//!   Asked on a runtime thread, it answers an errored decision instead of
+//!   blocking one.
+//! - **Answers.** `allowed` is the status's `allowed`, `reason` its
+//!   `reason`, `errored`/`error` its `evaluationError`, less the notes the
+//!   SubjectAccessReview endpoint adds for a selector it could not parse
+//!   (in-process, kube-apiserver's authorizer sees only the parse error,
+//!   which RBAC ignores). A call that fails (refused, timed out) is a
+//!   decision with the failure as error and `allowed` false, as
+//!   kube-apiserver's webhook authorizer reports its own failures.
+//! - **Cache.** The same question for the same user within [`CACHE_TTL`]
+//!   gets the same answer without a call; at most [`CACHE_CAPACITY`]
+//!   answers are kept. Failed calls are not cached.
+
+use crate::cel::interrupt::Interrupt;
+use crate::cel::k8s_authz::{Attributes, Authorizer, Decision, UserInfo};
+use k8s_openapi::api::authorization::v1::{
+    FieldSelectorAttributes, LabelSelectorAttributes, NonResourceAttributes, ResourceAttributes,
+    SubjectAccessReview, SubjectAccessReviewSpec, SubjectAccessReviewStatus,
+};
+use kube::api::{Api, PostParams};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::registry::Registry;
+use std::collections::HashMap;
+use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+/// How long an answer is reused: an RBAC change shows within this.
+pub const CACHE_TTL: Duration = Duration::from_secs(5);
+/// Most answers kept at once.
+pub const CACHE_CAPACITY: usize = 4096;
+/// The longest one SubjectAccessReview may take when no deadline stops
+/// it first.
+pub const CALL_TIMEOUT: Duration = Duration::from_secs(2);
+/// How often a waiting check looks at its request's interrupt.
+const POLL: Duration = Duration::from_millis(5);
+
+/// What the SubjectAccessReview endpoint adds to `evaluationError` for a
+/// selector it could not parse (`authorization/util.BuildEvaluationError`).
+const SELECTOR_NOTES: [&str; 4] = [
+    "spec.resourceAttributes.fieldSelector ignored due to parse error",
+    "spec.resourceAttributes.fieldSelector partially ignored due to parse error",
+    "spec.resourceAttributes.labelSelector ignored due to parse error",
+    "spec.resourceAttributes.labelSelector partially ignored due to parse error",
+];
+
+type Question = (UserInfo, Attributes);
+
+/// Answers kept for [`CACHE_TTL`], at most [`CACHE_CAPACITY`].
+#[derive(Default)]
+struct Cache {
+    answers: HashMap<Question, (Instant, Decision)>,
+}
+
+impl Cache {
+    fn get(&self, q: &Question, now: Instant) -> Option<Decision> {
+        let (at, d) = self.answers.get(q)?;
+        (now.duration_since(*at) < CACHE_TTL).then(|| d.clone())
+    }
+
+    fn put(&mut self, q: Question, d: Decision, now: Instant) {
+        if self.answers.len() >= CACHE_CAPACITY && !self.answers.contains_key(&q) {
+            self.answers
+                .retain(|_, (at, _)| now.duration_since(*at) < CACHE_TTL);
+            if self.answers.len() >= CACHE_CAPACITY {
+                let oldest = self
+                    .answers
+                    .iter()
+                    .min_by_key(|(_, (at, _))| *at)
+                    .map(|(q, _)| q.clone());
+                if let Some(oldest) = oldest {
+                    self.answers.remove(&oldest);
+                }
+            }
+        }
+        self.answers.insert(q, (now, d));
+    }
+}
+
+/// Checks by answer (`allowed`, `denied`, `error`) and where it came from
+/// (`api`, `cache`).
+#[derive(Clone, Default)]
+pub struct Metrics {
+    checks: Family<Vec<(String, String)>, Counter>,
+}
+
+impl Metrics {
+    pub fn register(&self, registry: &mut Registry) {
+        registry.register(
+            "authorizer_checks",
+            "authorizer check() calls of CEL expressions by answer (allowed, denied, error) and source (api, cache)",
+            self.checks.clone(),
+        );
+    }
+
+    fn count(&self, d: &Decision, source: &str) {
+        let answer = match (d.allowed, &d.error) {
+            (true, _) => "allowed",
+            (false, None) => "denied",
+            (false, Some(_)) => "error",
+        };
+        self.checks
+            .get_or_create(&vec![
+                ("answer".into(), answer.into()),
+                ("source".into(), source.into()),
+            ])
+            .inc();
+    }
+}
+
+/// kube-apiserver's authorizer, asked through SubjectAccessReviews.
+pub struct SarAuthorizer {
+    api: Api<SubjectAccessReview>,
+    runtime: tokio::runtime::Handle,
+    cache: Mutex<Cache>,
+    metrics: Metrics,
+}
+
+impl std::fmt::Debug for SarAuthorizer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SarAuthorizer")
+    }
+}
+
+impl SarAuthorizer {
+    /// Asks through `client`, on `runtime` (the evaluation threads that
+    /// call it are not the runtime's).
+    pub fn new(client: kube::Client, runtime: tokio::runtime::Handle) -> Self {
+        SarAuthorizer {
+            api: Api::all(client),
+            runtime,
+            cache: Mutex::default(),
+            metrics: Metrics::default(),
+        }
+    }
+
+    pub fn metrics(&self) -> &Metrics {
+        &self.metrics
+    }
+
+    /// The review's status; `None` if `interrupt` was set first.
+    fn ask(
+        &self,
+        review: &SubjectAccessReview,
+        interrupt: Option<&Interrupt>,
+    ) -> Option<Result<SubjectAccessReviewStatus, String>> {
+        if tokio::runtime::Handle::try_current().is_ok() {
+            return Some(Err(
+                "the authorizer was asked on an async runtime thread, which must not block".into(),
+            ));
+        }
+        let post = PostParams::default();
+        self.runtime.block_on(async {
+            let call = tokio::time::timeout(CALL_TIMEOUT, self.api.create(&post, review));
+            tokio::select! {
+                r = call => Some(match r {
+                    Ok(Ok(sar)) => sar.status.ok_or_else(|| "the SubjectAccessReview has no status".to_string()),
+                    Ok(Err(e)) => Err(format!("SubjectAccessReview: {e}")),
+                    Err(_) => Err(format!("SubjectAccessReview: no answer within {CALL_TIMEOUT:?}")),
+                }),
+                () = stopped(interrupt) => None,
+            }
+        })
+    }
+}
+
+/// Returns once `interrupt` is set; never without one.
+async fn stopped(interrupt: Option<&Interrupt>) {
+    let Some(i) = interrupt else {
+        return std::future::pending().await;
+    };
+    while !i.is_cancelled() {
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+impl Authorizer for SarAuthorizer {
+    fn authorize(
+        &self,
+        user: &UserInfo,
+        attributes: &Attributes,
+        interrupt: Option<&Interrupt>,
+    ) -> Option<Decision> {
+        let question = (user.clone(), attributes.clone());
+        let cached = self
+            .cache
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&question, Instant::now());
+        if let Some(d) = cached {
+            self.metrics.count(&d, "cache");
+            return Some(d);
+        }
+        let d = match self.ask(&review(user, attributes), interrupt)? {
+            Ok(status) => {
+                let d = decision(status);
+                self.cache
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .put(question, d.clone(), Instant::now());
+                d
+            }
+            Err(error) => {
+                tracing::warn!(user = %user.username, ?attributes, %error, "authorizer check failed");
+                Decision {
+                    allowed: false,
+                    reason: String::new(),
+                    error: Some(error),
+                }
+            }
+        };
+        tracing::debug!(user = %user.username, ?attributes, allowed = d.allowed, reason = %d.reason, "authorizer check");
+        self.metrics.count(&d, "api");
+        Some(d)
+    }
+}
+
+fn non_empty(s: &str) -> Option<String> {
+    (!s.is_empty()).then(|| s.to_string())
+}
+
+/// The SubjectAccessReview kube-apiserver would evaluate in-process: every
+/// version (`*`, the endpoint's default for an empty one), selectors as
+/// written (the endpoint parses them as the CEL library does).
+fn review(user: &UserInfo, attributes: &Attributes) -> SubjectAccessReview {
+    let mut spec = SubjectAccessReviewSpec {
+        user: non_empty(&user.username),
+        uid: non_empty(&user.uid),
+        groups: (!user.groups.is_empty()).then(|| user.groups.clone()),
+        extra: (!user.extra.is_empty()).then(|| user.extra.clone()),
+        ..SubjectAccessReviewSpec::default()
+    };
+    match attributes {
+        Attributes::Path { path, verb } => {
+            spec.non_resource_attributes = Some(NonResourceAttributes {
+                path: Some(path.clone()),
+                verb: Some(verb.clone()),
+            })
+        }
+        Attributes::Resource {
+            group,
+            resource,
+            subresource,
+            namespace,
+            name,
+            verb,
+            field_selector,
+            label_selector,
+        } => {
+            spec.resource_attributes = Some(ResourceAttributes {
+                group: Some(group.clone()),
+                resource: Some(resource.clone()),
+                subresource: non_empty(subresource),
+                namespace: non_empty(namespace),
+                name: non_empty(name),
+                verb: Some(verb.clone()),
+                version: None,
+                field_selector: non_empty(field_selector).map(|raw| FieldSelectorAttributes {
+                    raw_selector: Some(raw),
+                    requirements: None,
+                }),
+                label_selector: non_empty(label_selector).map(|raw| LabelSelectorAttributes {
+                    raw_selector: Some(raw),
+                    requirements: None,
+                }),
+            })
+        }
+    }
+    SubjectAccessReview {
+        spec,
+        ..SubjectAccessReview::default()
+    }
+}
+
+/// The decision kube-apiserver's authorizer gave, read back from the
+/// review's status.
+fn decision(status: SubjectAccessReviewStatus) -> Decision {
+    let error = status.evaluation_error.and_then(|e| {
+        let kept: Vec<&str> = e
+            .split("; ")
+            .filter(|part| !SELECTOR_NOTES.contains(part))
+            .collect();
+        (!kept.is_empty()).then(|| kept.join("; "))
+    });
+    Decision {
+        allowed: status.allowed,
+        reason: status.reason.unwrap_or_default(),
+        error,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn question(verb: &str) -> Question {
+        (
+            UserInfo {
+                username: "alice".into(),
+                ..UserInfo::default()
+            },
+            Attributes::Path {
+                path: "/x".into(),
+                verb: verb.into(),
+            },
+        )
+    }
+
+    /// An authorizer whose API server accepts connections and never
+    /// answers, and the runtime it asks on.
+    fn silent_server() -> (
+        SarAuthorizer,
+        tokio::runtime::Runtime,
+        std::net::TcpListener,
+    ) {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        let client = {
+            let _in_runtime = rt.enter();
+            kube::Client::try_from(kube::Config::new(url.parse().unwrap())).unwrap()
+        };
+        let authz = SarAuthorizer::new(client, rt.handle().clone());
+        (authz, rt, listener)
+    }
+
+    #[test]
+    fn a_check_stops_waiting_when_its_deadline_passes_and_never_blocks_a_runtime_thread() {
+        let (authz, rt, _listener) = silent_server();
+        let (user, attributes) = question("get");
+        let deadline = crate::cel::interrupt::Interrupt::new();
+        let setter = deadline.clone();
+        let timer = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(50));
+            setter.cancel();
+        });
+        assert_eq!(authz.authorize(&user, &attributes, Some(&deadline)), None);
+        timer.join().unwrap();
+        // Without a deadline, the call's own timeout answers, as an error.
+        let d = authz.authorize(&user, &attributes, None).unwrap();
+        assert!(!d.allowed);
+        assert_eq!(
+            d.error.as_deref(),
+            Some("SubjectAccessReview: no answer within 2s")
+        );
+        // On a runtime thread it refuses to wait.
+        let d = rt.block_on(async { authz.authorize(&user, &attributes, None) });
+        assert!(d.unwrap().error.unwrap().contains("async runtime thread"));
+    }
+
+    #[test]
+    fn answers_are_reused_until_they_expire_and_the_cache_stays_bounded() {
+        let mut cache = Cache::default();
+        let t0 = Instant::now();
+        let yes = Decision {
+            allowed: true,
+            ..Decision::default()
+        };
+        cache.put(question("get"), yes.clone(), t0);
+        assert_eq!(
+            cache.get(&question("get"), t0 + Duration::from_secs(1)),
+            Some(yes)
+        );
+        assert_eq!(cache.get(&question("list"), t0), None);
+        assert_eq!(cache.get(&question("get"), t0 + CACHE_TTL), None);
+        for i in 0..CACHE_CAPACITY + 10 {
+            cache.put(question(&format!("v{i}")), Decision::default(), t0);
+        }
+        assert_eq!(cache.answers.len(), CACHE_CAPACITY);
+        // Expired answers go first when it is full.
+        let later = t0 + CACHE_TTL;
+        cache.put(question("new"), Decision::default(), later);
+        assert_eq!(cache.answers.len(), 1);
+    }
+
+    #[test]
+    fn a_review_carries_the_user_and_attributes_as_kube_apiserver_builds_them() {
+        let user = UserInfo {
+            username: "alice".into(),
+            uid: "u-1".into(),
+            groups: vec!["devs".into()],
+            extra: [("scopes".to_string(), vec!["a".to_string()])].into(),
+        };
+        let sar = review(
+            &user,
+            &Attributes::Resource {
+                group: "".into(),
+                resource: "pods".into(),
+                subresource: "".into(),
+                namespace: "team".into(),
+                name: "".into(),
+                verb: "list".into(),
+                field_selector: "spec.nodeName=n".into(),
+                label_selector: "".into(),
+            },
+        );
+        assert_eq!(
+            serde_json::to_value(&sar.spec).unwrap(),
+            serde_json::json!({
+                "user": "alice", "uid": "u-1", "groups": ["devs"], "extra": {"scopes": ["a"]},
+                "resourceAttributes": {"group": "", "resource": "pods", "namespace": "team",
+                    "verb": "list", "fieldSelector": {"rawSelector": "spec.nodeName=n"}}
+            })
+        );
+        let sa = review(
+            &UserInfo::service_account("ns", "sa"),
+            &Attributes::Path {
+                path: "/healthz".into(),
+                verb: "get".into(),
+            },
+        );
+        assert_eq!(
+            serde_json::to_value(&sa.spec).unwrap(),
+            serde_json::json!({
+                "user": "system:serviceaccount:ns:sa",
+                "groups": ["system:serviceaccounts", "system:serviceaccounts:ns"],
+                "nonResourceAttributes": {"path": "/healthz", "verb": "get"}
+            })
+        );
+    }
+
+    #[test]
+    fn the_status_reads_as_the_in_process_decision() {
+        let status = |e: Option<&str>| SubjectAccessReviewStatus {
+            allowed: false,
+            denied: None,
+            evaluation_error: e.map(String::from),
+            reason: Some("no RBAC policy matched".into()),
+        };
+        assert_eq!(
+            decision(status(None)),
+            Decision {
+                allowed: false,
+                reason: "no RBAC policy matched".into(),
+                error: None
+            }
+        );
+        assert_eq!(decision(status(Some(SELECTOR_NOTES[0]))).error, None);
+        assert_eq!(
+            decision(status(Some(
+                format!("webhook down; {}", SELECTOR_NOTES[2]).as_str()
+            )))
+            .error,
+            Some("webhook down".into())
+        );
+    }
+}

@@ -5,6 +5,7 @@ use super::ast::{Expr, ExprKind, Literal, Pos};
 use super::error::CompileError;
 use super::functions::{self, FnDecl, Lib, LibSet, Style};
 use super::parser::{self, qualified_name, ParseLimits, ACCU};
+use super::plan::Checked;
 use super::program::{Node, OptionalEnd, Program};
 use super::types::Ty;
 use super::value::{Type, Value};
@@ -151,8 +152,14 @@ impl Env {
     }
 
     pub fn compile(&self, src: &str) -> Result<Program, CompileError> {
+        self.check_expression(src)?.plan()
+    }
+
+    /// Parses, checks and validates `src` as kube-apiserver's cel-go
+    /// compiles it, and plans its program (see [`Checked`]).
+    pub fn check_expression(&self, src: &str) -> Result<Checked, CompileError> {
         let ast = parser::parse(src, self.limits)?;
-        let static_type = self
+        let checked = self
             .checks_types()
             .then(|| self.check(src, &ast))
             .transpose()?;
@@ -162,51 +169,40 @@ impl Env {
             scope: Vec::new(),
         };
         let root = c.compile(&ast)?;
-        if static_type.is_some() {
-            self.fold_conversions(src, &ast)?;
+        let Some((static_type, homogeneous)) = checked else {
+            return Ok(Checked {
+                program: Program::new(root, src, None),
+                planning: None,
+            });
+        };
+        if let Some(issue) = self.validate(src, &ast, homogeneous) {
+            return Err(issue);
         }
-        Ok(Program::new(root, src, static_type))
+        Ok(Checked {
+            program: Program::new(root, src, Some(static_type)),
+            planning: self.planning_failure(src, &ast),
+        })
     }
 
-    /// cel-go's planner evaluates type conversions of constants when it
-    /// builds the program (`OptOptimize`); one that fails refuses the
-    /// expression. Duration and timestamp literals fail earlier, in the
-    /// literal validators' words.
-    fn fold_conversions(&self, src: &str, e: &Expr) -> Result<(), CompileError> {
-        stacker::maybe_grow(64 * 1024, 1024 * 1024, || {
-            if let Some(err) = self.format_failure(src, e) {
-                return Err(err);
-            }
-            if let ExprKind::Call {
-                function,
-                target: None,
-                args,
-            } = &e.kind
-            {
-                if let ([arg], Some(error)) = (args.as_slice(), self.fold_failure(function, args)) {
-                    return Err(match &**function {
-                        "duration" | "timestamp" => {
-                            CompileError::new(src, arg.pos, format!("invalid {function} argument"))
-                        }
-                        _ => CompileError {
-                            planning: true,
-                            ..CompileError::new(src, e.pos, error)
-                        },
-                    });
-                }
-            }
-            for child in children(e) {
-                self.fold_conversions(src, child)?;
-            }
-            Ok(())
-        })
+    /// Evaluates a constant subexpression (literals, type names,
+    /// conversions and aggregates of them), as cel-go's planner folds it.
+    pub(super) fn fold(&self, e: &Expr) -> Result<Value<'static>, String> {
+        let mut c = Compiler {
+            env: self,
+            src: "",
+            scope: Vec::new(),
+        };
+        let node = c.compile(e).map_err(|e| e.message)?;
+        Program::new(node, "", None)
+            .eval(&super::program::Activation::new(self))
+            .map_err(|e| e.message().to_string())
     }
 
     /// cel-go's strings extension validates `format` on a literal format
     /// string and a list of literals at compile time: a clause that does
     /// not fit its argument is reported at the argument, anything else at
     /// the call.
-    fn format_failure(&self, src: &str, e: &Expr) -> Option<CompileError> {
+    pub(super) fn format_failure(&self, src: &str, e: &Expr) -> Option<CompileError> {
         let ExprKind::Call {
             function,
             target: Some(t),
@@ -278,45 +274,7 @@ impl Env {
         Some(err.message().to_string())
     }
 
-    /// The error of a conversion of one literal, if it fails.
-    fn fold_failure(&self, function: &str, args: &[Expr]) -> Option<String> {
-        const CONVERSIONS: [&str; 8] = [
-            "int",
-            "uint",
-            "double",
-            "string",
-            "bytes",
-            "bool",
-            "duration",
-            "timestamp",
-        ];
-        let [arg] = args else { return None };
-        let ExprKind::Literal(l) = &arg.kind else {
-            return None;
-        };
-        if !CONVERSIONS.contains(&function) {
-            return None;
-        }
-        // cel-go converts only strings (and, to timestamps, ints) to these.
-        match (function, l) {
-            ("duration", Literal::String(_))
-            | ("timestamp", Literal::String(_) | Literal::Int(_)) => {}
-            ("duration" | "timestamp", _) => return Some(String::new()),
-            _ => {}
-        }
-        let message = self.constant_error(&format!("{function}({})", render_literal(l)))?;
-        Some(match message.as_str() {
-            "no such overload" => {
-                format!(
-                    "no such overload: {function}({})",
-                    literal(l).type_of().name()
-                )
-            }
-            _ => message,
-        })
-    }
-
-    fn check(&self, src: &str, ast: &Expr) -> Result<Ty, CompileError> {
+    fn check(&self, src: &str, ast: &Expr) -> Result<(Ty, Vec<(Pos, String)>), CompileError> {
         let variables: Vec<(Arc<str>, Ty)> = self
             .variables
             .iter()
@@ -678,7 +636,9 @@ impl<'e> Compiler<'e> {
         args: Vec<Node>,
         exprs: &[Expr],
     ) -> CResult {
-        let checks = self.env.libs.has(Lib::LiteralChecks);
+        // A checked expression's literals are validated, and its constant
+        // patterns compiled, after the compilation (`super::plan`).
+        let checks = self.env.libs.has(Lib::LiteralChecks) && !self.env.checks_types();
         if let Some(validate) = decl.validate_literal.filter(|_| checks) {
             for (i, e) in exprs.iter().enumerate() {
                 if let ExprKind::Literal(Literal::String(s)) = &e.kind {
@@ -790,7 +750,7 @@ fn render_literal(l: &Literal) -> String {
 }
 
 /// The direct subexpressions of `e`.
-fn children(e: &Expr) -> Vec<&Expr> {
+pub(super) fn children(e: &Expr) -> Vec<&Expr> {
     match &e.kind {
         ExprKind::Literal(_) | ExprKind::Ident(_) => vec![],
         ExprKind::Select { operand, .. } | ExprKind::Has { operand, .. } => vec![operand],

@@ -97,9 +97,10 @@ pub struct Scope<'e> {
     pub type_name: &'e dyn Fn(&str) -> Option<Ty>,
 }
 
-/// Checks `ast`; returns its static type, or the first error by position
-/// (cel-go sorts its issues by location).
-pub fn check(src: &str, ast: &Expr, scope: &Scope) -> Result<Ty, CompileError> {
+/// Checks `ast`; returns its static type and the homogeneous-literal
+/// validator's issues, or the first checker error by position (cel-go sorts
+/// its issues by location, and runs its validators only on a checked AST).
+pub fn check(src: &str, ast: &Expr, scope: &Scope) -> Result<(Ty, Vec<(Pos, String)>), CompileError> {
     let mut c = Checker {
         src,
         scope,
@@ -111,14 +112,12 @@ pub fn check(src: &str, ast: &Expr, scope: &Scope) -> Result<Ty, CompileError> {
         literals: Vec::new(),
     };
     let t = c.check(ast);
-    if c.errors.is_empty() {
-        c.validate_literals();
+    if let Some((pos, msg)) = c.errors.iter().min_by_key(|(pos, _)| *pos) {
+        return Err(CompileError::new(src, *pos, msg.clone()));
     }
+    c.validate_literals();
     let t = types::substitute(&c.mapping, &t, true);
-    match c.errors.into_iter().min_by_key(|(pos, _)| *pos) {
-        Some((pos, msg)) => Err(CompileError::new(src, pos, msg)),
-        None => Ok(t),
-    }
+    Ok((t, c.errors))
 }
 
 struct Checker<'s, 'e> {

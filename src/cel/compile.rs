@@ -169,18 +169,18 @@ impl Env {
             scope: Vec::new(),
         };
         let root = c.compile(&ast)?;
-        let Some((static_type, homogeneous)) = checked else {
+        let Some(checked) = checked else {
             return Ok(Checked {
                 program: Program::new(root, src, None),
                 planning: None,
             });
         };
-        if let Some(issue) = self.validate(src, &ast, homogeneous) {
+        if let Some(issue) = self.validate(src, &ast, checked.homogeneous) {
             return Err(issue);
         }
         Ok(Checked {
-            program: Program::new(root, src, Some(static_type)),
-            planning: self.planning_failure(src, &ast),
+            program: Program::new(root, src, Some(checked.ty)),
+            planning: self.planning_failure(src, &ast, &checked.type_valued_locals),
         })
     }
 
@@ -274,7 +274,7 @@ impl Env {
         Some(err.message().to_string())
     }
 
-    fn check(&self, src: &str, ast: &Expr) -> Result<(Ty, Vec<(Pos, String)>), CompileError> {
+    fn check(&self, src: &str, ast: &Expr) -> Result<super::check::Checked, CompileError> {
         let variables: Vec<(Arc<str>, Ty)> = self
             .variables
             .iter()

@@ -15,6 +15,7 @@ use super::parser::qualified_name;
 use super::program::Program;
 use super::types::Ty;
 use super::value::Type;
+use std::sync::Arc;
 
 /// A parsed, checked and validated expression whose program is planned
 /// but not yet given out: kube-apiserver checks the result type first, so
@@ -101,14 +102,31 @@ impl Env {
 
     /// The first error cel-go's planner meets building `ast`'s program,
     /// as a planning [`CompileError`].
-    pub(super) fn planning_failure(&self, src: &str, ast: &Expr) -> Option<CompileError> {
-        let message = self.plan(ast).err()?;
+    pub(super) fn planning_failure(
+        &self,
+        src: &str,
+        ast: &Expr,
+        type_valued_locals: &[(Pos, Arc<str>)],
+    ) -> Option<CompileError> {
+        let planner = Planner {
+            env: self,
+            type_valued_locals,
+        };
+        let message = planner.plan(ast).err()?;
         Some(CompileError {
             planning: true,
             ..CompileError::new(src, 0, message)
         })
     }
+}
 
+/// cel-go's planner, as far as it can fail.
+struct Planner<'e> {
+    env: &'e Env,
+    type_valued_locals: &'e [(Pos, Arc<str>)],
+}
+
+impl Planner<'_> {
     /// Plans `e` as cel-go does, children first; whether it plans to a
     /// constant.
     fn plan(&self, e: &Expr) -> Result<bool, String> {
@@ -126,11 +144,14 @@ impl Env {
     fn plan_node(&self, e: &Expr) -> Result<bool, String> {
         Ok(match &e.kind {
             ExprKind::Literal(_) => true,
+            ExprKind::Ident(name) if self.type_valued_locals.contains(&(e.pos, name.clone())) => {
+                return Err(format!("reference to undefined type: {name}"))
+            }
             ExprKind::Ident(name) => self.is_type_name(name),
             ExprKind::Select {
                 operand, optional, ..
             } => match qualified_name(e).filter(|_| !optional) {
-                Some(q) if self.variable_slot(q.trim_start_matches('.')).is_some() => false,
+                Some(q) if self.env.variable_slot(q.trim_start_matches('.')).is_some() => false,
                 Some(q) if self.is_type_name(&q) => true,
                 _ => {
                     self.plan(operand)?;
@@ -199,15 +220,24 @@ impl Env {
         }
         if function == "@in" {
             // A constant empty list: cel-go plans `x in []` as `false`.
-            return Ok(matches!(args, [_, Expr { kind: ExprKind::List { elements, .. }, .. }] if elements.is_empty()));
+            return Ok(
+                matches!(args, [_, Expr { kind: ExprKind::List { elements, .. }, .. }] if elements.is_empty()),
+            );
         }
         let style = if global { Style::Global } else { Style::Member };
-        let prepare = functions::lookup(self.libs(), function, style)
+        let prepare = functions::lookup(self.env.libs(), function, style)
             .into_iter()
             .find_map(|d| d.prepare);
         // cel-go compiles a constant pattern when it plans the call.
-        if let (Some(prepare), Some(pattern), Some(true)) = (prepare, args.get(1), constant.get(1)) {
-            if let Some(s) = self.fold(pattern).ok().as_ref().and_then(|v| v.as_str()) {
+        if let (Some(prepare), Some(pattern), Some(true)) = (prepare, args.get(1), constant.get(1))
+        {
+            if let Some(s) = self
+                .env
+                .fold(pattern)
+                .ok()
+                .as_ref()
+                .and_then(|v| v.as_str())
+            {
                 prepare(s)?;
             }
         }
@@ -217,10 +247,10 @@ impl Env {
     /// Evaluates a conversion of a constant, as cel-go's planner does;
     /// its error refuses the program.
     fn fold_conversion(&self, e: &Expr, function: &str, arg: &Expr) -> Result<(), String> {
-        match self.fold(e) {
+        match self.env.fold(e) {
             Ok(_) => Ok(()),
             Err(m) if m == "no such overload" => {
-                let t = self.fold(arg).map(|v| v.type_of()).unwrap_or(Type::Dyn);
+                let t = self.env.fold(arg).map(|v| v.type_of()).unwrap_or(Type::Dyn);
                 Err(format!("no such overload: {function}({})", t.name()))
             }
             Err(m) => Err(m),
@@ -231,7 +261,7 @@ impl Env {
     /// booleans and doubles only; any other constant index is refused
     /// with its Go type.
     fn qualifier(&self, index: &Expr) -> Result<(), String> {
-        let go_type = match self.fold(index).map(|v| v.type_of()) {
+        let go_type = match self.env.fold(index).map(|v| v.type_of()) {
             Ok(Type::String | Type::Int | Type::Uint | Type::Bool | Type::Double) => return Ok(()),
             Ok(Type::Null) => "types.Null",
             Ok(Type::Bytes) => "types.Bytes",
@@ -248,7 +278,8 @@ impl Env {
 
     fn is_type_name(&self, name: &str) -> bool {
         let name = name.trim_start_matches('.');
-        self.variable_slot(name).is_none()
-            && (Type::from_name(name).is_some() || functions::named_type(self.libs(), name).is_some())
+        self.env.variable_slot(name).is_none()
+            && (Type::from_name(name).is_some()
+                || functions::named_type(self.env.libs(), name).is_some())
     }
 }

@@ -42,9 +42,18 @@ fn a_run_of_minus_signs_is_all_operators() {
         ),
         ("-9223372036854775808 < 0", "accepted"),
         ("--5 == 5 && ---5 == -5 && --2.25 == 2.25", "accepted"),
-        ("-9223372036854775809 < 0", "ERROR: <input>:1:1: invalid int literal"),
-        ("18446744073709551616u > 0u", "ERROR: <input>:1:1: invalid uint literal"),
-        ("18446744073709551616 > 0", "ERROR: <input>:1:1: invalid int literal"),
+        (
+            "-9223372036854775809 < 0",
+            "ERROR: <input>:1:1: invalid int literal",
+        ),
+        (
+            "18446744073709551616u > 0u",
+            "ERROR: <input>:1:1: invalid uint literal",
+        ),
+        (
+            "18446744073709551616 > 0",
+            "ERROR: <input>:1:1: invalid int literal",
+        ),
         // An even run of `!` cancels out, without a type check.
         ("!!true", "accepted"),
         (
@@ -55,7 +64,10 @@ fn a_run_of_minus_signs_is_all_operators() {
             "!-quantity('100Mi').asApproximateFloat()",
             "ERROR: <input>:1:3: Syntax error: no viable alternative at input '-quantity'",
         ),
-        ("!-1 == -1", "ERROR: <input>:1:1: found no matching overload for '!_' applied to '(int)'"),
+        (
+            "!-1 == -1",
+            "ERROR: <input>:1:1: found no matching overload for '!_' applied to '(int)'",
+        ),
     ]);
 }
 
@@ -154,5 +166,20 @@ fn constant_conversions_fold_through_constants() {
         ("uint(--1e308) == 1u", &failed("unsigned integer overflow")),
         // Not constants: evaluated, not planned.
         ("uint(object.data) == 1u || int(-1 + 0) == 1", "accepted"),
+    ]);
+}
+
+#[test]
+fn a_comprehension_variable_holding_a_type_is_planned_as_a_type_name() {
+    assert_answers(&[
+        (
+            "type(1) in ([uint].filter(v9, has(object.data.a) && false))",
+            "program instantiation failed: reference to undefined type: v9",
+        ),
+        (
+            "map in ([].filter(v7, has(object.data.z) || false))",
+            "program instantiation failed: reference to undefined type: v7",
+        ),
+        ("[uint].exists(t, true)", "accepted"),
     ]);
 }

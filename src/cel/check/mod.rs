@@ -97,10 +97,23 @@ pub struct Scope<'e> {
     pub type_name: &'e dyn Fn(&str) -> Option<Ty>,
 }
 
-/// Checks `ast`; returns its static type and the homogeneous-literal
-/// validator's issues, or the first checker error by position (cel-go sorts
-/// its issues by location, and runs its validators only on a checked AST).
-pub fn check(src: &str, ast: &Expr, scope: &Scope) -> Result<(Ty, Vec<(Pos, String)>), CompileError> {
+/// What the checker leaves for the validators and the planner.
+#[derive(Debug)]
+pub struct Checked {
+    /// The expression's static type.
+    pub ty: Ty,
+    /// The homogeneous-literal validator's issues.
+    pub homogeneous: Vec<(Pos, String)>,
+    /// References to comprehension variables whose type is a type
+    /// (`[int].filter(t, ...)`), which cel-go's planner resolves as type
+    /// names (a macro's own references share the call's position).
+    pub type_valued_locals: Vec<(Pos, Arc<str>)>,
+}
+
+/// Checks `ast`, or returns the first checker error by position (cel-go
+/// sorts its issues by location, and runs its validators only on a checked
+/// AST).
+pub fn check(src: &str, ast: &Expr, scope: &Scope) -> Result<Checked, CompileError> {
     let mut c = Checker {
         src,
         scope,
@@ -110,14 +123,24 @@ pub fn check(src: &str, ast: &Expr, scope: &Scope) -> Result<(Ty, Vec<(Pos, Stri
         errors: Vec::new(),
         exempt: 0,
         literals: Vec::new(),
+        local_refs: Vec::new(),
     };
     let t = c.check(ast);
     if let Some((pos, msg)) = c.errors.iter().min_by_key(|(pos, _)| *pos) {
         return Err(CompileError::new(src, *pos, msg.clone()));
     }
     c.validate_literals();
-    let t = types::substitute(&c.mapping, &t, true);
-    Ok((t, c.errors))
+    let type_valued_locals = c
+        .local_refs
+        .iter()
+        .filter(|(_, _, t)| matches!(types::substitute(&c.mapping, t, true), Ty::Type(_)))
+        .map(|(pos, name, _)| (*pos, name.clone()))
+        .collect();
+    Ok(Checked {
+        ty: types::substitute(&c.mapping, &t, true),
+        homogeneous: c.errors,
+        type_valued_locals,
+    })
 }
 
 struct Checker<'s, 'e> {
@@ -133,6 +156,8 @@ struct Checker<'s, 'e> {
     /// Element types of each aggregate literal, validated once all types
     /// are known (cel-go's homogeneous aggregate literal validator).
     literals: Vec<Vec<(Pos, Ty)>>,
+    /// Each reference to a local, its name and its type.
+    local_refs: Vec<(Pos, Arc<str>, Ty)>,
 }
 
 impl Checker<'_, '_> {
@@ -284,6 +309,7 @@ impl Checker<'_, '_> {
             return self.global(rooted).unwrap_or(Ty::Error);
         }
         if let Some(t) = self.local(name) {
+            self.local_refs.push((pos, name.into(), t.clone()));
             return t;
         }
         if name == "variables" && self.scope.lazy.is_some_and(|l| !l.is_empty()) {

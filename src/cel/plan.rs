@@ -84,7 +84,12 @@ impl Env {
                 // pattern.
                 if let Some((arg, ExprKind::Literal(l))) = args.first().map(|a| (a, &a.kind)) {
                     let invalid = match (&**function, l) {
-                        ("duration" | "timestamp", _) => self.fold(e).is_err(),
+                        // kube-apiserver's validator cannot evaluate
+                        // `duration(1)`, which its checker accepts.
+                        ("duration", Literal::String(_)) | ("timestamp", _) => {
+                            self.fold(e).is_err()
+                        }
+                        ("duration", _) => true,
                         ("matches", Literal::String(s)) => functions::regex::compile(s).is_err(),
                         _ => false,
                     };

@@ -82,6 +82,7 @@ fn validator_issues_are_reported_first_by_position() {
             "timestamp(r'\\d+') - timestamp(42) == duration(([1u, 0x1F]).max())",
             "ERROR: <input>:1:11: invalid timestamp argument",
         ),
+        ("duration(1) == duration(1)", "ERROR: <input>:1:10: invalid duration argument"),
         (
             "[1, 'a'] == [duration('x')]",
             "ERROR: <input>:1:5: expected type 'int' but found 'string'",

@@ -83,6 +83,13 @@ fn validator_issues_are_reported_first_by_position() {
             "ERROR: <input>:1:11: invalid timestamp argument",
         ),
         ("duration(1) == duration(1)", "ERROR: <input>:1:10: invalid duration argument"),
+        // cel-go validates the first argument of `matches`: the string of
+        // the global form; the pattern fails when the program is planned.
+        ("matches('(', 'a')", "ERROR: <input>:1:9: invalid matches argument"),
+        (
+            "matches('a', '(')",
+            "program instantiation failed: error parsing regexp: missing closing ): `(`",
+        ),
         (
             "[1, 'a'] == [duration('x')]",
             "ERROR: <input>:1:5: expected type 'int' but found 'string'",

@@ -5,6 +5,7 @@ use super::ast::{Expr, ExprKind, Literal, Pos};
 use super::error::CompileError;
 use super::functions::{self, FnDecl, Lib, LibSet, Style};
 use super::parser::{self, qualified_name, ParseLimits, ACCU};
+use super::plan::Checked;
 use super::program::{Node, OptionalEnd, Program};
 use super::types::Ty;
 use super::value::{Type, Value};
@@ -151,15 +152,21 @@ impl Env {
     }
 
     pub fn compile(&self, src: &str) -> Result<Program, CompileError> {
+        self.check_expression(src)?.plan()
+    }
+
+    /// Parses, checks and validates `src` as kube-apiserver's cel-go
+    /// compiles it, and plans its program (see [`Checked`]).
+    pub fn check_expression(&self, src: &str) -> Result<Checked, CompileError> {
         let ast = parser::parse(src, self.limits)?;
         let checked = self
             .checks_types()
             .then(|| self.check(src, &ast))
             .transpose()?;
-        let (static_type, tracked) = match checked {
-            Some((t, tracked)) => (Some(t), tracked),
-            None => (None, Vec::new()),
-        };
+        let tracked = checked
+            .as_ref()
+            .map(|c| c.tracked.clone())
+            .unwrap_or_default();
         let mut c = Compiler {
             env: self,
             src,
@@ -167,91 +174,37 @@ impl Env {
             tracked,
         };
         let root = c.compile(&ast)?;
-        if static_type.is_some() {
-            self.fold_conversions(src, &ast)?;
-        }
-        Ok(Program::new(root, src, static_type))
-    }
-
-    /// cel-go's planner evaluates type conversions of constants when it
-    /// builds the program (`OptOptimize`); one that fails refuses the
-    /// expression. Duration and timestamp literals fail earlier, in the
-    /// literal validators' words.
-    fn fold_conversions(&self, src: &str, e: &Expr) -> Result<(), CompileError> {
-        stacker::maybe_grow(64 * 1024, 1024 * 1024, || {
-            if let ExprKind::Call {
-                function,
-                target: None,
-                args,
-            } = &e.kind
-            {
-                if let ([arg], Some(error)) = (args.as_slice(), self.fold_failure(function, args)) {
-                    return Err(match &**function {
-                        "duration" | "timestamp" => {
-                            CompileError::new(src, arg.pos, format!("invalid {function} argument"))
-                        }
-                        _ => CompileError {
-                            planning: true,
-                            ..CompileError::new(src, e.pos, error)
-                        },
-                    });
-                }
-            }
-            for child in children(e) {
-                self.fold_conversions(src, child)?;
-            }
-            Ok(())
-        })
-    }
-
-    /// The error of evaluating a constant expression, if any.
-    fn constant_error(&self, expr: &str) -> Option<String> {
-        let mut env = Env::with_libs(self.libs);
-        env.unchecked = true;
-        let program = env.compile(expr).ok()?;
-        let err = program.eval(&super::program::Activation::new(&env)).err()?;
-        Some(err.message().to_string())
-    }
-
-    /// The error of a conversion of one literal, if it fails.
-    fn fold_failure(&self, function: &str, args: &[Expr]) -> Option<String> {
-        const CONVERSIONS: [&str; 8] = [
-            "int",
-            "uint",
-            "double",
-            "string",
-            "bytes",
-            "bool",
-            "duration",
-            "timestamp",
-        ];
-        let [arg] = args else { return None };
-        let ExprKind::Literal(l) = &arg.kind else {
-            return None;
+        let Some(checked) = checked else {
+            return Ok(Checked {
+                program: Program::new(root, src, None),
+                planning: None,
+            });
         };
-        if !CONVERSIONS.contains(&function) {
-            return None;
+        if let Some(issue) = self.validate(src, &ast, checked.homogeneous) {
+            return Err(issue);
         }
-        // cel-go converts only strings (and, to timestamps, ints) to these.
-        match (function, l) {
-            ("duration", Literal::String(_))
-            | ("timestamp", Literal::String(_) | Literal::Int(_)) => {}
-            ("duration" | "timestamp", _) => return Some(String::new()),
-            _ => {}
-        }
-        let message = self.constant_error(&format!("{function}({})", render_literal(l)))?;
-        Some(match message.as_str() {
-            "no such overload" => {
-                format!(
-                    "no such overload: {function}({})",
-                    literal(l).type_of().name()
-                )
-            }
-            _ => message,
+        Ok(Checked {
+            program: Program::new(root, src, Some(checked.ty)),
+            planning: self.planning_failure(src, &ast, &checked.type_valued_locals),
         })
     }
 
-    fn check(&self, src: &str, ast: &Expr) -> Result<(Ty, Vec<Pos>), CompileError> {
+    /// Evaluates a constant subexpression (literals, type names,
+    /// conversions and aggregates of them), as cel-go's planner folds it.
+    pub(super) fn fold(&self, e: &Expr) -> Result<Value<'static>, String> {
+        let mut c = Compiler {
+            env: self,
+            src: "",
+            scope: Vec::new(),
+            tracked: Vec::new(),
+        };
+        let node = c.compile(e).map_err(|e| e.message)?;
+        Program::new(node, "", None)
+            .eval(&super::program::Activation::new(self))
+            .map_err(|e| e.message().to_string())
+    }
+
+    fn check(&self, src: &str, ast: &Expr) -> Result<super::check::Checked, CompileError> {
         let variables: Vec<(Arc<str>, Ty)> = self
             .variables
             .iter()
@@ -285,7 +238,7 @@ impl Env {
             bind_enabled: self.libs.has(Lib::Bind),
             type_name: &type_name,
         };
-        super::check::check_tracking(src, ast, &scope)
+        super::check::check(src, ast, &scope)
     }
 }
 
@@ -316,7 +269,7 @@ struct Compiler<'e> {
     /// Local names in scope, innermost last; the index is the runtime slot.
     scope: Vec<Arc<str>>,
     /// Where the checker resolved `sort` or `sortBy` to one overload
-    /// ([`super::check::check_tracking`]).
+    /// ([`super::check::Checked::tracked`]).
     tracked: Vec<Pos>,
 }
 
@@ -616,7 +569,9 @@ impl<'e> Compiler<'e> {
         args: Vec<Node>,
         exprs: &[Expr],
     ) -> CResult {
-        let checks = self.env.libs.has(Lib::LiteralChecks);
+        // A checked expression's literals are validated, and its constant
+        // patterns compiled, after the compilation (`super::plan`).
+        let checks = self.env.libs.has(Lib::LiteralChecks) && !self.env.checks_types();
         if let Some(validate) = decl.validate_literal.filter(|_| checks) {
             for (i, e) in exprs.iter().enumerate() {
                 if let ExprKind::Literal(Literal::String(s)) = &e.kind {
@@ -736,23 +691,6 @@ impl<'e> Compiler<'e> {
 
 fn is_empty_list(e: &Expr) -> bool {
     matches!(&e.kind, ExprKind::List { elements, .. } if elements.is_empty())
-}
-
-/// A literal as CEL source (JSON string escapes are valid CEL escapes).
-fn render_literal(l: &Literal) -> String {
-    match l {
-        Literal::Null => "null".into(),
-        Literal::Bool(b) => b.to_string(),
-        Literal::Int(i) => i.to_string(),
-        Literal::Uint(u) => format!("{u}u"),
-        Literal::Double(d) if d.is_finite() => format!("{d:?}"),
-        Literal::Double(d) => format!("double('{d}')"),
-        Literal::String(s) => serde_json::Value::String(s.to_string()).to_string(),
-        Literal::Bytes(b) => {
-            let hex: String = b.iter().map(|x| format!("\\x{x:02x}")).collect();
-            format!("b\"{hex}\"")
-        }
-    }
 }
 
 /// The direct subexpressions of `e`.

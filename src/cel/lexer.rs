@@ -325,9 +325,10 @@ impl<'s> Lexer<'s> {
             if digits.is_empty() {
                 return Err(self.err(start, "invalid hex literal"));
             }
-            let v = u64::from_str_radix(digits, 16)
-                .map_err(|_| self.err(start, "hex literal out of range"))?;
-            return self.int_suffix(start, v);
+            return match u64::from_str_radix(digits, 16) {
+                Ok(v) => self.int_suffix(start, v),
+                Err(_) => Err(self.out_of_range(start)),
+            };
         }
         while self.peek(0).is_ascii_digit() {
             self.at += 1;
@@ -362,10 +363,18 @@ impl<'s> Lexer<'s> {
                 .map_err(|_| self.err(start, "invalid double literal"))?;
             return Ok(Tok::Double(v));
         }
-        let v: u64 = text
-            .parse()
-            .map_err(|_| self.err(start, format!("integer literal out of range: {text}")))?;
-        self.int_suffix(start, v)
+        match text.parse() {
+            Ok(v) => self.int_suffix(start, v),
+            Err(_) => Err(self.out_of_range(start)),
+        }
+    }
+
+    /// A literal beyond 64 bits, in cel-go's words.
+    fn out_of_range(&self, start: usize) -> CompileError {
+        match self.peek(0) {
+            b'u' | b'U' => self.err(start, "invalid uint literal"),
+            _ => self.err(start, "invalid int literal"),
+        }
     }
 
     fn int_suffix(&mut self, _start: usize, v: u64) -> LexResult<Tok> {

@@ -32,6 +32,9 @@ pub mod k8s_authz;
 mod k8s_bindings;
 mod lexer;
 pub mod parser;
+mod plan;
+#[cfg(test)]
+mod plan_tests;
 mod program;
 pub mod types;
 pub mod value;
@@ -39,6 +42,7 @@ pub mod value;
 pub use compile::{Env, HostFunction, DEFAULT_COST_LIMIT};
 pub use error::{CompileError, EvalError, EvalResult};
 pub use interrupt::{CancelOnDrop, Interrupt};
+pub use plan::Checked;
 pub use program::{Activation, Ctx, Host, Program, DEFAULT_MEMORY_LIMIT};
 pub use types::Ty;
 pub use value::{Json, Key, List, Map, Str, Type, Value};

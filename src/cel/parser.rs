@@ -248,33 +248,86 @@ impl<'s> Parser<'s> {
         r
     }
 
+    /// cel-go's grammar: `unary: member | '!'+ member | '-'+ member`, where
+    /// a member may be a literal with one leading minus. ANTLR takes every
+    /// minus of a run as an operator, so `--9223372036854775808` is an
+    /// out-of-range literal and `!-x` a syntax error; an even run of the
+    /// same operator cancels out (`!!1` is `1`).
     fn unary_inner(&mut self) -> PResult<Expr> {
-        if self.is_punct("!") {
-            let pos = self.bump().pos;
-            let operand = self.unary()?;
-            return Ok(call(pos, "!_", None, vec![operand]));
-        }
-        if self.is_punct("-") {
-            let pos = self.bump().pos;
-            // A minus directly on a number literal is part of the literal, so
-            // that -9223372036854775808 is representable.
-            let negated = match self.peek().clone() {
-                Tok::Int(v) => Some(lit(pos, Literal::Int(-v))),
-                Tok::BigInt(v) if v == i64::MIN.unsigned_abs() => {
-                    Some(lit(pos, Literal::Int(i64::MIN)))
-                }
-                Tok::Double(v) => Some(lit(pos, Literal::Double(-v))),
-                _ => None,
-            };
-            if let Some(l) = negated {
-                self.bump();
-                return self.member_suffix(l);
+        for op in ["!", "-"] {
+            if !self.is_punct(op) {
+                continue;
             }
-            let operand = self.unary()?;
-            return Ok(call(pos, "-_", None, vec![operand]));
+            let pos = self.pos();
+            let mut n = 0;
+            while self.is_punct(op) {
+                self.bump();
+                n += 1;
+            }
+            let operand = if op == "-" && n == 1 {
+                match self.signed_literal(pos)? {
+                    Some(l) => return self.member_suffix(l),
+                    None if self.is_punct("!") => return Err(self.no_viable_alternative(pos)),
+                    None => self.member()?,
+                }
+            } else if op == "!" && self.is_punct("-") {
+                let minus = self.pos();
+                self.bump();
+                match self.signed_literal(minus)? {
+                    Some(l) => self.member_suffix(l)?,
+                    None => return Err(self.no_viable_alternative(minus)),
+                }
+            } else if self.is_punct("!") {
+                return Err(self.no_viable_alternative(pos));
+            } else {
+                self.member()?
+            };
+            let function = if op == "!" { "!_" } else { "-_" };
+            return Ok(match n % 2 {
+                0 => operand,
+                _ => call(pos, function, None, vec![operand]),
+            });
         }
+        self.member()
+    }
+
+    /// A primary expression and its selections, indexes and calls.
+    fn member(&mut self) -> PResult<Expr> {
         let primary = self.primary()?;
         self.member_suffix(primary)
+    }
+
+    /// The number literal after a minus at `pos` (already consumed), as one
+    /// signed literal; `None` when no number follows.
+    fn signed_literal(&mut self, pos: Pos) -> PResult<Option<Expr>> {
+        let l = match self.peek().clone() {
+            Tok::Int(v) => lit(pos, Literal::Int(-v)),
+            Tok::BigInt(v) if v == i64::MIN.unsigned_abs() => lit(pos, Literal::Int(i64::MIN)),
+            Tok::BigInt(_) => return Err(self.err(pos, "invalid int literal")),
+            Tok::Double(v) => lit(pos, Literal::Double(-v)),
+            _ => return Ok(None),
+        };
+        self.bump();
+        Ok(Some(l))
+    }
+
+    /// ANTLR's error for a token no alternative accepts: the input from the
+    /// decision's start (`from`) through the offending token.
+    fn no_viable_alternative(&self, from: Pos) -> CompileError {
+        let at = self.pos();
+        let end = self
+            .toks
+            .get(self.i + 1)
+            .map_or(self.src.len(), |t| t.pos as usize);
+        let text = self.src[from as usize..end.max(at as usize)]
+            .trim_end()
+            .replace('\n', "\\n")
+            .replace('\t', "\\t")
+            .replace('\r', "\\r");
+        self.err(
+            at,
+            format!("Syntax error: no viable alternative at input '{text}'"),
+        )
     }
 
     fn member_suffix(&mut self, mut e: Expr) -> PResult<Expr> {
@@ -376,7 +429,7 @@ impl<'s> Parser<'s> {
         let pos = t.pos;
         Ok(match t.tok {
             Tok::Int(v) => lit(pos, Literal::Int(v)),
-            Tok::BigInt(_) => return Err(self.err(pos, "integer literal out of range")),
+            Tok::BigInt(_) => return Err(self.err(pos, "invalid int literal")),
             Tok::Uint(v) => lit(pos, Literal::Uint(v)),
             Tok::Double(v) => lit(pos, Literal::Double(v)),
             Tok::Str(s) => lit(pos, Literal::String(s)),

@@ -906,15 +906,18 @@ fn compile_policy(
     // `validations/0/expression`; messages spell it `spec.validations[0].expression`.
     let compile_as =
         |env: &Env, field: String, src: &str, want: &[Ty]| -> Result<Program, Failure> {
-            let program = env.compile(src).map_err(|e: CompileError| Failure {
+            let failure = |e: CompileError| Failure {
                 message: format!("{}: {e}", field_name(&field)),
                 expression: Some((format!("/spec/{field}"), e)),
-            })?;
-            match program.static_type() {
+            };
+            // kube-apiserver compares the result type before it plans the
+            // program.
+            let checked = env.check_expression(src).map_err(failure)?;
+            match checked.static_type() {
                 Some(t) if vap && !want.is_empty() && *t != Ty::Error && !want.contains(t) => {
                     Err(format!("{}: {}", field_name(&field), must_evaluate_to(want, t)).into())
                 }
-                _ => Ok(program),
+                _ => checked.plan().map_err(failure),
             }
         };
     let compile = |env: &Env, field: String, src: &str| compile_as(env, field, src, &[Ty::Bool]);

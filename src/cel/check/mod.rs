@@ -99,20 +99,27 @@ pub struct Scope<'e> {
     pub type_name: &'e dyn Fn(&str) -> Option<Ty>,
 }
 
-/// Checks `ast`; returns its static type, or the first error by position
-/// (cel-go sorts its issues by location).
-pub fn check(src: &str, ast: &Expr, scope: &Scope) -> Result<Ty, CompileError> {
-    check_tracking(src, ast, scope).map(|(t, _)| t)
+/// What the checker leaves for the validators and the planner.
+#[derive(Debug)]
+pub struct Checked {
+    /// The expression's static type.
+    pub ty: Ty,
+    /// The homogeneous-literal validator's issues.
+    pub homogeneous: Vec<(Pos, String)>,
+    /// References to comprehension variables whose type is a type
+    /// (`[int].filter(t, ...)`), which cel-go's planner resolves as type
+    /// names (a macro's own references share the call's position).
+    pub type_valued_locals: Vec<(Pos, Arc<str>)>,
+    /// The positions of the `sort` and `@sortByAssociatedKeys` calls cel-go
+    /// resolves to one overload (the list's element type is known), which
+    /// kube-apiserver plans with a cost tracker of their own.
+    pub tracked: Vec<Pos>,
 }
 
-/// [`check`], with the positions of the `sort` and `@sortByAssociatedKeys`
-/// calls cel-go resolves to one overload (the list's element type is
-/// known), which kube-apiserver plans with a cost tracker of their own.
-pub fn check_tracking(
-    src: &str,
-    ast: &Expr,
-    scope: &Scope,
-) -> Result<(Ty, Vec<Pos>), CompileError> {
+/// Checks `ast`, or returns the first checker error by position (cel-go
+/// sorts its issues by location, and runs its validators only on a checked
+/// AST).
+pub fn check(src: &str, ast: &Expr, scope: &Scope) -> Result<Checked, CompileError> {
     let mut c = Checker {
         tracked: Vec::new(),
         src,
@@ -125,21 +132,30 @@ pub fn check_tracking(
         literals: Vec::new(),
         formats: 0,
         format_types: HashMap::new(),
+        local_refs: Vec::new(),
     };
     let t = c.check(ast);
-    if c.errors.is_empty() {
-        c.validate_literals();
-        c.validate_formats(ast);
+    if let Some((pos, msg)) = c.errors.iter().min_by_key(|(pos, _)| *pos) {
+        return Err(CompileError::new(src, *pos, msg.clone()));
     }
-    let t = types::substitute(&c.mapping, &t, true);
-    match c.errors.into_iter().min_by_key(|(pos, _)| *pos) {
-        Some((pos, msg)) => Err(CompileError::new(src, pos, msg)),
-        None => Ok((t, c.tracked)),
-    }
+    c.validate_literals();
+    c.validate_formats(ast);
+    let type_valued_locals = c
+        .local_refs
+        .iter()
+        .filter(|(_, _, t)| matches!(types::substitute(&c.mapping, t, true), Ty::Type(_)))
+        .map(|(pos, name, _)| (*pos, name.clone()))
+        .collect();
+    Ok(Checked {
+        ty: types::substitute(&c.mapping, &t, true),
+        homogeneous: c.errors,
+        type_valued_locals,
+        tracked: c.tracked,
+    })
 }
 
 struct Checker<'s, 'e> {
-    /// See [`check_tracking`].
+    /// See [`Checked::tracked`].
     tracked: Vec<Pos>,
     src: &'s str,
     scope: &'s Scope<'e>,
@@ -158,6 +174,8 @@ struct Checker<'s, 'e> {
     /// The types of the expressions inside such calls, by address, for the
     /// validator once all types are known.
     format_types: HashMap<*const Expr, Ty>,
+    /// Each reference to a local, its name and its type.
+    local_refs: Vec<(Pos, Arc<str>, Ty)>,
 }
 
 impl Checker<'_, '_> {
@@ -341,6 +359,7 @@ impl Checker<'_, '_> {
             return self.global(rooted).unwrap_or(Ty::Error);
         }
         if let Some(t) = self.local(name) {
+            self.local_refs.push((pos, name.into(), t.clone()));
             return t;
         }
         if name == "variables" && self.scope.lazy.is_some_and(|l| !l.is_empty()) {

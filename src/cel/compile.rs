@@ -447,12 +447,9 @@ impl<'e> Compiler<'e> {
             }
             ExprKind::Map { entries } => {
                 let mut items = Vec::with_capacity(entries.len());
+                // A key of a type maps do not take (`{null: 1}`) is an
+                // evaluation error, as in cel-go, not a compile error.
                 for en in entries {
-                    if let ExprKind::Literal(l) = &en.key.kind {
-                        if matches!(l, Literal::Double(_) | Literal::Null | Literal::Bytes(_)) {
-                            return Err(self.err(en.key.pos, "unsupported map key type"));
-                        }
-                    }
                     let key = self.compile(&en.key)?;
                     let value = self.compile(&en.value)?;
                     items.push((key, value, en.optional));

@@ -88,6 +88,10 @@ impl<'s> Parser<'s> {
     fn peek(&self) -> &Tok {
         &self.toks[self.i].tok
     }
+    fn peek_at(&self, ahead: usize) -> &Tok {
+        let i = (self.i + ahead).min(self.toks.len() - 1);
+        &self.toks[i].tok
+    }
     fn pos(&self) -> Pos {
         self.toks[self.i].pos
     }
@@ -250,11 +254,12 @@ impl<'s> Parser<'s> {
 
     fn unary_inner(&mut self) -> PResult<Expr> {
         if self.is_punct("!") {
-            let pos = self.bump().pos;
-            let operand = self.unary()?;
-            return Ok(call(pos, "!_", None, vec![operand]));
+            return self.unary_run("!", "!_");
         }
         if self.is_punct("-") {
+            if !matches!(self.peek_at(1), Tok::Int(_) | Tok::BigInt(_) | Tok::Double(_)) {
+                return self.unary_run("-", "-_");
+            }
             let pos = self.bump().pos;
             // A minus directly on a number literal is part of the literal, so
             // that -9223372036854775808 is representable.
@@ -277,6 +282,24 @@ impl<'s> Parser<'s> {
         self.member_suffix(primary)
     }
 
+    /// A run of the same prefix operator, as cel-go's parser reads it: an
+    /// even number cancels out (`!!x` is `x`, `--1` is `1`), an odd number
+    /// is one operator at the first.
+    fn unary_run(&mut self, op: &str, function: &str) -> PResult<Expr> {
+        let pos = self.bump().pos;
+        let mut n = 1;
+        while self.is_punct(op) {
+            self.bump();
+            n += 1;
+        }
+        let operand = self.unary()?;
+        Ok(if n % 2 == 0 {
+            operand
+        } else {
+            call(pos, function, None, vec![operand])
+        })
+    }
+
     fn member_suffix(&mut self, mut e: Expr) -> PResult<Expr> {
         let mut n = 0;
         loop {
@@ -289,9 +312,9 @@ impl<'s> Parser<'s> {
                 let pos = self.bump().pos;
                 let field = self.field_name()?;
                 if !optional && self.is_punct("(") {
-                    self.bump();
+                    let paren = self.bump().pos;
                     let args = self.args(")")?;
-                    e = self.expand_call(pos, &field, Some(e), args)?;
+                    e = self.expand_call(pos, paren, &field, Some(e), args)?;
                 } else {
                     e = Expr::new(
                         pos,
@@ -413,9 +436,9 @@ impl<'s> Parser<'s> {
             return Err(self.err(pos, format!("reserved identifier: {name}")));
         }
         if self.is_punct("(") {
-            self.bump();
+            let paren = self.bump().pos;
             let args = self.args(")")?;
-            return self.expand_call(pos, &name, None, args);
+            return self.expand_call(pos, paren, &name, None, args);
         }
         Ok(Expr::new(pos, ExprKind::Ident(name)))
     }
@@ -472,15 +495,20 @@ impl<'s> Parser<'s> {
         Ok(Expr::new(pos, ExprKind::Struct { name, fields }))
     }
 
-    /// Expands macros; everything else stays a call.
+    /// Expands macros; everything else stays a call (at `pos`, its name or
+    /// the dot before it). cel-go places a macro's expansion at the call's
+    /// parenthesis, `paren`.
     fn expand_call(
         &mut self,
         pos: Pos,
+        paren: Pos,
         name: &str,
         target: Option<Expr>,
         args: Vec<Expr>,
     ) -> PResult<Expr> {
         let n = args.len();
+        let call_pos = pos;
+        let pos = paren;
         match (target, name, n) {
             (None, "has", 1) => self.expand_has(pos, args),
             (Some(t), "bind", 3) if is_ident(&t, "cel") => self.expand_bind(pos, args),
@@ -502,7 +530,7 @@ impl<'s> Parser<'s> {
             (Some(t), "optMap", 2) => self.expand_opt_map(pos, t, args, false),
             (Some(t), "optFlatMap", 2) => self.expand_opt_map(pos, t, args, true),
             (Some(t), "sortBy", 2) => self.expand_sort_by(pos, t, args),
-            (target, _, _) => Ok(call(pos, name, target, args)),
+            (target, _, _) => Ok(call(call_pos, name, target, args)),
         }
     }
 
@@ -704,6 +732,17 @@ impl<'s> Parser<'s> {
 
     /// `l.sortBy(e, key)` sorts `l` by the keys `l.map(e, key)`.
     fn expand_sort_by(&self, pos: Pos, target: Expr, args: Vec<Expr>) -> PResult<Expr> {
+        // cel-go's lists extension refuses a target that is a literal
+        // other than a list (in parentheses or not) when it expands.
+        if matches!(
+            target.kind,
+            ExprKind::Literal(_) | ExprKind::Map { .. } | ExprKind::Struct { .. }
+        ) {
+            return Err(self.err(
+                target.pos,
+                "sortBy can only be applied to a list, identifier, comprehension, call or select expression",
+            ));
+        }
         let tmp: Arc<str> = "@sortBy".into();
         let keys = self.fold(pos, ident(pos, &tmp), args, Fold::Map)?;
         let sorted = call(

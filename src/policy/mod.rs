@@ -803,7 +803,7 @@ fn compile_policy(
                 expression: Some((format!("/spec/{field}"), e)),
             })?;
             match program.static_type() {
-                Some(t) if vap && !want.is_empty() && *t != Ty::Error && !want.contains(t) => {
+                Some(t) if vap && !want.is_empty() && *t != Ty::Unknown && !want.contains(t) => {
                     Err(format!("{}: {}", field_name(&field), must_evaluate_to(want, t)).into())
                 }
                 _ => Ok(program),

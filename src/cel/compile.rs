@@ -364,8 +364,10 @@ fn static_type_of(t: &Type) -> Ty {
         Type::Double => Ty::Double,
         Type::String => Ty::String,
         Type::Bytes => Ty::Bytes,
-        Type::List => Ty::list(Ty::Dyn),
-        Type::Map => Ty::map(Ty::Dyn, Ty::Dyn),
+        // cel-go declares the type names `list` and `map` with its
+        // standard library's type parameters.
+        Type::List => Ty::list(Ty::Param("A".into())),
+        Type::Map => Ty::map(Ty::Param("A".into()), Ty::Param("B".into())),
         Type::Type => Ty::Type(None),
         Type::Duration => Ty::Duration,
         Type::Timestamp => Ty::Timestamp,

@@ -144,3 +144,21 @@ fn a_map_key_of_an_unsupported_type_is_an_evaluation_error() {
     assert_eq!(super::tests::type_of("size({null: '%s-%d'}) < 1"), Ty::Bool);
     assert_eq!(super::tests::type_of("size({b'a': 1}) < 1"), Ty::Bool);
 }
+
+#[test]
+fn a_member_call_checks_its_arguments_before_its_target() {
+    // `indexOf`'s argument binds the element type to int before `split`
+    // would bind it to string.
+    assert_refusals(&[(
+        "sets.intersects(quantity('1e3'), [].sortBy(v7, ('  pad  ').split(v7)[9223372036854775807].indexOf(([v7, v7])[v7])))",
+        "ERROR: <input>:1:16: found no matching overload for 'sets.intersects' applied to '(kubernetes.Quantity, list(int))'",
+    )]);
+}
+
+#[test]
+fn the_type_names_list_and_map_carry_type_parameters() {
+    assert_refusals(&[(
+        "map.exists(v20, true)",
+        "ERROR: <input>:1:1: expression of type 'type(map(A, B))' cannot be range of a comprehension (must be list, map, or dynamic)",
+    )]);
+}

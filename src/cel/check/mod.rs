@@ -428,8 +428,9 @@ impl Checker<'_, '_> {
             Some(t) => {
                 let exempt = usize::from(name == "format");
                 self.exempt += exempt;
-                let mut types = vec![self.check(t)];
-                types.extend(args.iter().map(|a| self.check(a)));
+                // cel-go checks a member call's arguments before its target.
+                let mut types: Vec<Ty> = args.iter().map(|a| self.check(a)).collect();
+                types.insert(0, self.check(t));
                 self.exempt -= exempt;
                 if !table().contains_key(name) {
                     if !(self.scope.is_member_function)(name) {

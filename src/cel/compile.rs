@@ -449,9 +449,13 @@ impl<'e> Compiler<'e> {
             }
             ExprKind::Map { entries } => {
                 let mut items = Vec::with_capacity(entries.len());
-                // A key of a type maps do not take (`{null: 1}`) is an
-                // evaluation error, as in cel-go, not a compile error.
+                // cel-go builds a map literal as a Go map at evaluation:
+                // bytes keys fail there (see `Evaluator::map`), null and
+                // double keys work, which Interlock's maps cannot hold.
                 for en in entries {
+                    if let ExprKind::Literal(Literal::Double(_) | Literal::Null) = &en.key.kind {
+                        return Err(self.err(en.key.pos, "unsupported map key type"));
+                    }
                     let key = self.compile(&en.key)?;
                     let value = self.compile(&en.value)?;
                     items.push((key, value, en.optional));

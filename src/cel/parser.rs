@@ -264,19 +264,13 @@ impl<'s> Parser<'s> {
             // A minus directly on a number literal is part of the literal, so
             // that -9223372036854775808 is representable.
             let negated = match self.peek().clone() {
-                Tok::Int(v) => Some(lit(pos, Literal::Int(-v))),
-                Tok::BigInt(v) if v == i64::MIN.unsigned_abs() => {
-                    Some(lit(pos, Literal::Int(i64::MIN)))
-                }
-                Tok::Double(v) => Some(lit(pos, Literal::Double(-v))),
-                _ => None,
+                Tok::Int(v) => lit(pos, Literal::Int(-v)),
+                Tok::BigInt(v) if v == i64::MIN.unsigned_abs() => lit(pos, Literal::Int(i64::MIN)),
+                Tok::Double(v) => lit(pos, Literal::Double(-v)),
+                _ => return Err(self.err(pos, "invalid int literal")),
             };
-            if let Some(l) = negated {
-                self.bump();
-                return self.member_suffix(l);
-            }
-            let operand = self.unary()?;
-            return Ok(call(pos, "-_", None, vec![operand]));
+            self.bump();
+            return self.member_suffix(negated);
         }
         let primary = self.primary()?;
         self.member_suffix(primary)
@@ -399,7 +393,7 @@ impl<'s> Parser<'s> {
         let pos = t.pos;
         Ok(match t.tok {
             Tok::Int(v) => lit(pos, Literal::Int(v)),
-            Tok::BigInt(_) => return Err(self.err(pos, "integer literal out of range")),
+            Tok::BigInt(_) => return Err(self.err(pos, "invalid int literal")),
             Tok::Uint(v) => lit(pos, Literal::Uint(v)),
             Tok::Double(v) => lit(pos, Literal::Double(v)),
             Tok::Str(s) => lit(pos, Literal::String(s)),

@@ -257,7 +257,10 @@ impl<'s> Parser<'s> {
             return self.unary_run("!", "!_");
         }
         if self.is_punct("-") {
-            if !matches!(self.peek_at(1), Tok::Int(_) | Tok::BigInt(_) | Tok::Double(_)) {
+            if !matches!(
+                self.peek_at(1),
+                Tok::Int(_) | Tok::BigInt(_) | Tok::Double(_)
+            ) {
                 return self.unary_run("-", "-_");
             }
             let pos = self.bump().pos;

@@ -154,7 +154,11 @@ fn a_bytes_map_key_is_an_evaluation_error() {
     let env = env();
     let program = env.compile("size({b'a': 1}) < 1").expect("compiles");
     assert_eq!(
-        program.eval(&Activation::new(&env)).map(|_| ()).unwrap_err().to_string(),
+        program
+            .eval(&Activation::new(&env))
+            .map(|_| ())
+            .unwrap_err()
+            .to_string(),
         "internal error: runtime error: hash of unhashable type types.Bytes"
     );
 }

@@ -8,9 +8,12 @@ mod group;
 pub mod serve;
 
 use crate::cluster::{Cluster, ClusterOptions, State};
+use crate::inventory::view::Nothing;
 use crate::inventory::Inventory;
 use crate::k8s::kinds::group_of;
-use crate::policy::{Action, FailurePolicy, OldObject, Outcome, PolicySet, Request, Verdict};
+use crate::policy::{
+    Action, FailurePolicy, OldObject, Outcome, Part, Partial, PolicySet, Request, Verdict,
+};
 use crate::server::{ParsedReview, Reviewer};
 use kube::core::admission::{AdmissionRequest, AdmissionResponse, Operation};
 use kube::core::DynamicObject;
@@ -138,17 +141,32 @@ impl Engine {
         }
         let r = request(req, object.as_ref(), old_object.as_ref());
         let writes = !req.dry_run && matches!(req.operation, Operation::Create | Operation::Update);
-        // Evaluate under the read lock, in parallel with other requests.
-        // The readiness flag is read under the lock: a reload that needs a
-        // re-list clears it in the same update that installs the policies.
-        let (readers, records, first, seen, due) = self.read(|st| {
-            // Only kinds that policies look up are worth a record: the
-            // inventory holds no others (a Pod, or the Scale of a
-            // deployments/scale request, would only wait there to expire).
-            let records = writes && object.as_ref().is_some_and(|o| read_kind(&st.policies, o));
-            let (readers, out) = self.decide_now(st, &r);
-            (readers, records, out, st.seen(), st.pending.has_due())
-        });
+        // Policies that never read the inventory are evaluated on the
+        // published snapshot, without the lock: however long they run, no
+        // writer waits for them, and so no reader waits behind a writer.
+        // The rest are evaluated under the read lock, in parallel with other
+        // requests. The readiness flag is read under the lock: a reload that
+        // needs a re-list clears it in the same update that installs the
+        // policies.
+        let published = self.cluster.published();
+        let policies = &published.policies;
+        // Only kinds that policies look up are worth a record: the
+        // inventory holds no others (a Pod, or the Scale of a
+        // deployments/scale request, would only wait there to expire).
+        let records = writes && object.as_ref().is_some_and(|o| read_kind(policies, o));
+        let detached = Detached {
+            partial: policies.evaluate_part(&r, &Nothing, Part::Detached),
+            generation: published.generation,
+        };
+        let (readers, first, seen, due) =
+            if records || group::is_group_write(&r) || policies.may_need_inventory(&r) {
+                self.read(|st| {
+                    let (readers, out) = self.decide_now(st, &r, &detached);
+                    (readers, out, Some(st.seen()), st.pending.has_due())
+                })
+            } else {
+                (false, policies.conclude(&r, detached.partial.clone()), None, false)
+            };
         if writes && !first.denied() {
             if let Some(refused) = self.claim(&r, object.as_ref()) {
                 return boundary.warn(self.answer(resp, &r, refused, vec![]));
@@ -164,11 +182,11 @@ impl Engine {
             let mut st = self.cluster.write();
             let st = &mut *st;
             st.pending.expire(&mut st.inventory);
-            let out = if st.still_holds(seen, &first) {
+            let out = if seen.is_some_and(|seen| st.still_holds(seen, &first)) {
                 first
             } else {
                 self.metrics.reevaluations.inc();
-                self.decide_now(st, &r).1
+                self.decide_now(st, &r, &detached).1
             };
             // A decision whose deadline passed is answered 503 and the
             // apiserver applies the webhook's failurePolicy: recording the
@@ -190,8 +208,8 @@ impl Engine {
     /// The outcome of `r` on the state `st`, and whether a policy that reads
     /// the inventory matched it. While the inventory is not synced, such
     /// policies answer by their failurePolicy instead.
-    fn decide_now(&self, st: &State, r: &Request) -> (bool, Outcome) {
-        let mut outcome = evaluate(st, r);
+    fn decide_now(&self, st: &State, r: &Request, detached: &Detached) -> (bool, Outcome) {
+        let mut outcome = evaluate(st, r, detached);
         let readers = st.policies.inventory_readers(&outcome).next().is_some();
         if readers && !self.cluster.is_ready() {
             outcome.verdicts = Self::unready(st, &outcome);
@@ -349,7 +367,14 @@ impl Engine {
             return resp;
         };
         let r = request(req, Some(obj), old.as_ref());
-        let ops = match self.read(|st| st.policies.mutate(&r, &st.inventory)) {
+        // As in validation: mutations that read no inventory need no lock.
+        let published = self.cluster.published();
+        let mutated = if published.policies.may_need_inventory(&r) {
+            self.read(|st| st.policies.mutate(&r, &st.inventory))
+        } else {
+            published.policies.mutate(&r, &Nothing)
+        };
+        let ops = match mutated {
             Ok(ops) if ops.is_empty() => return resp,
             Ok(ops) => ops,
             Err(e) => return resp.deny(e.to_string()),
@@ -369,8 +394,23 @@ impl Engine {
 
 /// Every matching policy's verdicts, and for a ResourceGroup those of its
 /// members too.
-fn evaluate(st: &State, r: &Request) -> Outcome {
-    let mut outcome = st.policies.evaluate(r, &st.inventory);
+/// The verdicts of the policies that never read the inventory, made on the
+/// policies of `generation` outside the lock.
+struct Detached {
+    partial: Partial,
+    generation: u64,
+}
+
+/// The outcome of `r` on `st`: `detached` completed by the policies that
+/// read the inventory, or everything again if the policies changed since.
+fn evaluate(st: &State, r: &Request, detached: &Detached) -> Outcome {
+    let mut outcome = if st.generation() == detached.generation {
+        let attached = st.policies.evaluate_part(r, &st.inventory, Part::Attached);
+        st.policies
+            .conclude(r, detached.partial.clone().merge(attached))
+    } else {
+        st.policies.evaluate(r, &st.inventory)
+    };
     if group::is_group_write(r) {
         outcome.verdicts.extend(group::verdicts(st, r));
     }
@@ -919,6 +959,80 @@ spec:
         assert_eq!(pending(), (1, 1));
         assert!(create("Pod", "pods", pod), "the pending ConfigMap is seen");
         assert_eq!(pending(), (1, 1), "no policy looks Pods up: not recorded");
+    }
+
+    /// A policy that never reads the inventory is evaluated without the
+    /// state's lock: while a writer holds it (or waits for it behind a long
+    /// reader), requests that only such policies match are still decided.
+    /// A policy that reads the inventory waits for the writer.
+    #[test]
+    fn only_policies_that_read_the_inventory_wait_for_the_lock() {
+        const POLICIES: &str = r#"
+apiVersion: interlock.dev/v1alpha1
+kind: InterlockPolicy
+metadata: {name: config-exists}
+spec:
+  validationActions: [Deny]
+  matchConstraints:
+    resourceRules:
+      - {apiGroups: [""], apiVersions: ["v1"], resources: ["pods"], operations: ["CREATE"]}
+  validations:
+    - expression: "inventory.get('v1', 'ConfigMap', object.metadata.namespace, object.spec.config).hasValue()"
+      message: no such ConfigMap
+---
+apiVersion: interlock.dev/v1alpha1
+kind: InterlockPolicy
+metadata: {name: secret-has-data}
+spec:
+  validationActions: [Deny]
+  matchConstraints:
+    resourceRules:
+      - {apiGroups: [""], apiVersions: ["v1"], resources: ["secrets"], operations: ["CREATE"]}
+  validations:
+    - expression: "object.?data.orValue({}).size() > 0"
+      message: an empty Secret
+"#;
+        let e = Arc::new(engine_of(POLICIES, true, EngineOptions::default()));
+        let decide = |kind: &'static str, resource: &'static str, object: Json| {
+            let e = Arc::clone(&e);
+            let (tx, rx) = std::sync::mpsc::channel();
+            std::thread::spawn(move || {
+                let r: AdmissionReview<DynamicObject> = serde_json::from_value(json!({
+                    "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+                    "request": {"uid": "u", "kind": {"group": "", "version": "v1", "kind": kind},
+                        "resource": {"group": "", "version": "v1", "resource": resource},
+                        "name": object["metadata"]["name"], "namespace": "n", "operation": "CREATE",
+                        "userInfo": {"username": "alice"}, "object": object}
+                }))
+                .unwrap();
+                let _ = tx.send(e.validate(&r.try_into().unwrap()));
+            });
+            rx
+        };
+        let writer = e.cluster().write();
+        let secret = decide(
+            "Secret",
+            "secrets",
+            json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s", "namespace": "n"}}),
+        );
+        let answer = secret
+            .recv_timeout(Duration::from_secs(60))
+            .expect("decided while a writer holds the state");
+        assert!(!answer.allowed);
+        assert!(format!("{:?}", answer.result).contains("an empty Secret"));
+        let pod = decide(
+            "Pod",
+            "pods",
+            json!({"apiVersion": "v1", "kind": "Pod",
+                   "metadata": {"name": "p", "namespace": "n"}, "spec": {"config": "c"}}),
+        );
+        assert!(
+            pod.recv_timeout(Duration::from_millis(300)).is_err(),
+            "an inventory lookup must wait for the writer"
+        );
+        drop(writer);
+        let answer = pod.recv_timeout(Duration::from_secs(60)).expect("decided");
+        assert!(!answer.allowed, "no ConfigMap c");
     }
 
     /// A decision whose deadline passed (its interrupt set) records no

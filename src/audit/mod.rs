@@ -116,7 +116,7 @@ pub fn run(opts: &AuditOptions) -> Report {
     let mut policies = loaded.policies;
     match exceptions {
         Ok((list, ignored)) => {
-            policies.cluster_exceptions = list;
+            policies.cluster_exceptions = list.into();
             snapshot
                 .notices
                 .extend(ignored.into_iter().map(cluster_error));

@@ -134,7 +134,7 @@ pub fn compile_policies(
             message: format!("policy {}: {}", e.policy, e.message),
         });
     }
-    for p in &set.policies {
+    for p in set.policies.iter() {
         for w in &p.warnings {
             report.notices.push(InputError {
                 file: p.source.file.clone(),

@@ -131,7 +131,7 @@ fn install(cluster: &Cluster, sync: &ExceptionSync) -> Option<DateTime<Utc>> {
                     }
                 }
             }
-            st.policies.cluster_exceptions = list;
+            st.policies.cluster_exceptions = list.into();
         })
     });
     tracing::info!(exceptions = count, "cluster exceptions in force");

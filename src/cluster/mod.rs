@@ -7,6 +7,12 @@
 //! Decisions:
 //! - One `RwLock` over policies, inventory and pending writes, so that a
 //!   uniqueness check and the record of the write it admitted are one step.
+//! - The serving policies are also published lock-free ([`Published`]):
+//!   policies that never read the inventory are evaluated on that snapshot
+//!   without the lock, so a long evaluation of one (an expensive
+//!   expression on a large body) never holds up a writer, and through the
+//!   writer every other reader. Only policies that read the inventory are
+//!   evaluated under the read lock.
 //! - A policy reload is compiled outside the lock against an empty
 //!   [`Inventory::shell`] and swapped in inside it; the indexes are then
 //!   reconciled to exactly the new declarations ([`Inventory::set_indexes`]).
@@ -22,6 +28,7 @@ pub mod watch;
 
 use crate::inventory::Inventory;
 use crate::policy::{Outcome, PolicySet};
+use arc_swap::ArcSwap;
 use pending::Pending;
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -104,8 +111,16 @@ pub trait Companion: Send + Sync {
     ) -> tokio::task::JoinHandle<()>;
 }
 
+/// The serving policies and their generation, as [`Cluster::update`] last
+/// left them.
+pub struct Published {
+    pub policies: PolicySet,
+    pub generation: u64,
+}
+
 pub struct Cluster {
     state: RwLock<State>,
+    published: ArcSwap<Published>,
     ready: AtomicBool,
     pub options: ClusterOptions,
     /// Bumped when stored objects must be listed again (the policies now
@@ -126,6 +141,10 @@ impl Cluster {
         let reloads = reload::ReloadMetrics::default();
         reloads.loaded(policies.len());
         Cluster {
+            published: ArcSwap::from_pointee(Published {
+                policies: policies.clone(),
+                generation: 0,
+            }),
             state: RwLock::new(State {
                 policies,
                 inventory,
@@ -159,7 +178,17 @@ impl Cluster {
     pub fn update<R>(&self, f: impl FnOnce(&mut State) -> R) -> R {
         let mut st = self.write();
         st.generation += 1;
-        f(&mut st)
+        let out = f(&mut st);
+        self.published.store(std::sync::Arc::new(Published {
+            policies: st.policies.clone(),
+            generation: st.generation,
+        }));
+        out
+    }
+
+    /// The serving policies, without waiting for the lock.
+    pub fn published(&self) -> std::sync::Arc<Published> {
+        self.published.load_full()
     }
 
     /// Runs `f` on the inventory and the record of pending writes (watch

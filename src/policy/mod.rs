@@ -25,6 +25,7 @@ use model::{BindingSpec, MatchResources, ParamRef, PolicySpec};
 use serde_json::Value as Json;
 use std::cell::OnceCell;
 use std::collections::HashMap;
+use std::sync::Arc;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FailurePolicy {
@@ -141,6 +142,9 @@ pub struct CompiledPolicy {
     /// Whether any expression reads `authorizer` or
     /// `authorizer.requestResource`.
     reads_authorizer: bool,
+    /// Whether any expression looks objects up in the inventory or reads
+    /// `namespaceObject` (see [`CompiledPolicy::needs_inventory`]).
+    expressions_read_inventory: bool,
     /// What the policy's expressions were compiled in (`interlock eval
     /// --policy` compiles more in it).
     env: Env,
@@ -482,14 +486,61 @@ impl Outcome {
     }
 }
 
-#[derive(Default)]
+/// Compiled policies and exceptions. Immutable once compiled and cheap to
+/// clone (shared slices), so that evaluations can work on a snapshot of
+/// the serving set without holding the cluster state's lock.
+/// Which policies one pass of [`PolicySet::evaluate_part`] evaluates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Part {
+    All,
+    /// Those that never read the inventory ([`CompiledPolicy::needs_inventory`]).
+    Detached,
+    /// Those that may.
+    Attached,
+}
+
+impl Part {
+    fn selects(self, p: &CompiledPolicy) -> bool {
+        match self {
+            Part::All => true,
+            Part::Detached => !p.needs_inventory(),
+            Part::Attached => p.needs_inventory(),
+        }
+    }
+}
+
+/// What some policies found for one request, each verdict and annotation
+/// with the index of the policy that made it.
+#[derive(Debug, Default, Clone)]
+pub struct Partial {
+    matched: Vec<usize>,
+    verdicts: Vec<(usize, Verdict)>,
+    annotations: Vec<(usize, (String, String))>,
+}
+
+impl Partial {
+    /// Both passes' findings in policy order, as one pass over all the
+    /// policies would have made them.
+    pub fn merge(mut self, other: Partial) -> Partial {
+        self.matched.extend(other.matched);
+        self.matched.sort_unstable();
+        self.verdicts.extend(other.verdicts);
+        // Stable: a policy's own verdicts keep their order.
+        self.verdicts.sort_by_key(|(i, _)| *i);
+        self.annotations.extend(other.annotations);
+        self.annotations.sort_by_key(|(i, _)| *i);
+        self
+    }
+}
+
+#[derive(Default, Clone)]
 pub struct PolicySet {
-    pub policies: Vec<CompiledPolicy>,
+    pub policies: Arc<[CompiledPolicy]>,
     /// PolicyException documents loaded with the policies.
-    pub exceptions: Vec<exceptions::Exception>,
+    pub exceptions: Arc<[exceptions::Exception]>,
     /// InterlockException objects of the cluster (set by its watcher or
     /// an audit's list; kept across policy reloads).
-    pub cluster_exceptions: Vec<exceptions::Exception>,
+    pub cluster_exceptions: Arc<[exceptions::Exception]>,
 }
 
 const VAP_GROUP: &str = "admissionregistration.k8s.io";
@@ -544,7 +595,8 @@ impl PolicySet {
         docs: &[(Json, Source)],
         inventory: &mut Inventory,
     ) -> (PolicySet, Vec<PolicyError>) {
-        let mut set = PolicySet::default();
+        let mut policies: Vec<CompiledPolicy> = Vec::new();
+        let mut exception_list = Vec::new();
         let mut errors = Vec::new();
         let mut bindings = Vec::new();
         let mut exception_sources = Vec::new();
@@ -565,7 +617,7 @@ impl PolicySet {
                 Some(k) if exceptions::is_exception_kind(k) => {
                     match exceptions::Exception::parse(&name, doc) {
                         Ok(e) => {
-                            set.exceptions.push(e);
+                            exception_list.push(e);
                             exception_sources.push(source.clone());
                         }
                         Err(e) => errors.push(err(e.0)),
@@ -594,7 +646,7 @@ impl PolicySet {
             {
                 Ok(mut p) => {
                     p.source = source.clone();
-                    set.policies.push(p);
+                    policies.push(p);
                 }
                 Err(f) => errors.push(PolicyError {
                     expression: f.expression,
@@ -621,8 +673,7 @@ impl PolicySet {
                 other => other,
             };
             let result = actions.and_then(|actions| {
-                let policy = set
-                    .policies
+                let policy = policies
                     .iter_mut()
                     .find(|p| p.kind == PolicyKind::Vap && p.name == b.policy_name)
                     .ok_or_else(|| {
@@ -654,9 +705,9 @@ impl PolicySet {
         }
         // An exception for a policy that is not loaded (a typo) excepts
         // nothing: say so rather than let the policy deny unexpectedly.
-        for (e, source) in set.exceptions.iter().zip(exception_sources) {
+        for (e, source) in exception_list.iter().zip(exception_sources) {
             for p in e.policies() {
-                if !set.policies.iter().any(|c| &c.name == p) {
+                if !policies.iter().any(|c| &c.name == p) {
                     errors.push(PolicyError {
                         location: source.clone(),
                         column: None,
@@ -667,6 +718,11 @@ impl PolicySet {
                 }
             }
         }
+        let set = PolicySet {
+            policies: policies.into(),
+            exceptions: exception_list.into(),
+            cluster_exceptions: Arc::default(),
+        };
         (set, errors)
     }
 
@@ -674,27 +730,50 @@ impl PolicySet {
     /// policies matched: the one question admission, check, audit and the
     /// controller ask the policy set per object.
     pub fn evaluate(&self, req: &Request, inventory: &dyn Lookup) -> Outcome {
-        let mut outcome = Outcome::default();
+        self.conclude(req, self.evaluate_part(req, inventory, Part::All))
+    }
+
+    /// The verdicts of the policies `part` selects, before exceptions:
+    /// [`PolicySet::conclude`] finishes one pass or the merge of several.
+    pub fn evaluate_part(&self, req: &Request, inventory: &dyn Lookup, part: Part) -> Partial {
+        let mut partial = Partial::default();
         let shared = Shared::default();
+        let mut verdicts = Vec::new();
+        let mut annotations = Vec::new();
         for (i, p) in self.policies.iter().enumerate() {
-            if !matching::matches(&p.matcher, req, inventory, false) {
+            if !part.selects(p) || !matching::matches(&p.matcher, req, inventory, false) {
                 continue;
             }
-            outcome.matched.push(i);
-            p.evaluate(
-                req,
-                &shared,
-                inventory,
-                &mut outcome.verdicts,
-                &mut outcome.annotations,
-            );
+            partial.matched.push(i);
+            p.evaluate(req, &shared, inventory, &mut verdicts, &mut annotations);
+            partial.verdicts.extend(verdicts.drain(..).map(|v| (i, v)));
+            partial.annotations.extend(annotations.drain(..).map(|a| (i, a)));
         }
+        partial
+    }
+
+    /// The outcome of the policies evaluated in `partial`, in policy order,
+    /// with the exceptions applied.
+    pub fn conclude(&self, req: &Request, partial: Partial) -> Outcome {
+        let mut outcome = Outcome {
+            verdicts: partial.verdicts.into_iter().map(|(_, v)| v).collect(),
+            annotations: partial.annotations.into_iter().map(|(_, a)| a).collect(),
+            matched: partial.matched,
+        };
         exceptions::apply(
             &[&self.exceptions, &self.cluster_exceptions],
             req,
             &mut outcome.verdicts,
         );
         outcome
+    }
+
+    /// Whether a policy that reads the inventory may match `req` (its
+    /// resource rules do; selectors are not looked at).
+    pub fn may_need_inventory(&self, req: &Request) -> bool {
+        self.policies
+            .iter()
+            .any(|p| p.needs_inventory() && matching::rules_match(&p.matcher, req))
     }
 
     pub fn len(&self) -> usize {
@@ -963,6 +1042,12 @@ fn compile_policy(
     let reads_authorizer = programs
         .iter()
         .any(|p| p.uses_global(slots.authorizer) || p.uses_global(slots.request_resource));
+    let expressions_read_inventory = programs.iter().any(|p| {
+        p.uses_global(slots.namespace_object)
+            || p.host_calls()
+                .iter()
+                .any(|(id, _)| *id != host::SELECTOR_MATCHES)
+    });
     let mut computed_lookup = false;
     let mut warnings = Vec::new();
     for p in programs {
@@ -994,6 +1079,7 @@ fn compile_policy(
         reads_request,
         reads_old_object,
         reads_authorizer,
+        expressions_read_inventory,
         name: name.to_string(),
         kind,
         source: Source {
@@ -1056,6 +1142,24 @@ enum Params<'a> {
 impl CompiledPolicy {
     pub fn reads_inventory(&self) -> bool {
         self.kind == PolicyKind::Interlock
+    }
+
+    /// Whether evaluating the policy may read the inventory at all: its
+    /// expressions look objects up or read `namespaceObject`, it has a
+    /// paramKind, or a namespaceSelector (its own or a binding's) reads the
+    /// request's Namespace. A policy that does not is evaluated without the
+    /// cluster state's lock, however long it runs.
+    pub fn needs_inventory(&self) -> bool {
+        self.expressions_read_inventory
+            || self.param_kind.is_some()
+            || !self.kinds_read.is_empty()
+            || self.computed_lookup
+            || self.matcher.namespace_selector.is_some()
+            || self.bindings.iter().any(|b| {
+                b.matcher
+                    .as_ref()
+                    .is_some_and(|m| m.namespace_selector.is_some())
+            })
     }
 
     /// The verdicts of a policy whose matchConstraints matched `req`.
@@ -1594,7 +1698,8 @@ impl PolicySet {
         &'s self,
         outcome: &'s Outcome,
     ) -> impl Iterator<Item = &'s CompiledPolicy> + 's {
-        self.matched(outcome).filter(|p| p.reads_inventory())
+        self.matched(outcome)
+            .filter(|p| p.reads_inventory() && p.needs_inventory())
     }
 
     /// The (group, kind) pairs that the evaluation behind `outcome` may have
@@ -1650,7 +1755,7 @@ impl PolicySet {
     /// the calls name them with constants; Namespaces always.
     pub fn kinds_read(&self) -> Vec<(String, String)> {
         let mut kinds = vec![("v1".to_string(), "Namespace".to_string())];
-        for p in &self.policies {
+        for p in self.policies.iter() {
             kinds.extend(p.kinds_read.iter().cloned());
         }
         kinds.sort();

@@ -46,7 +46,7 @@ impl PolicySet {
         let kinds = RefCell::new(Kinds::default());
         let mut sets: HashMap<Tag, FieldSet> = HashMap::new();
         let mut whole_kinds = vec![(String::new(), "Namespace".to_string())];
-        for p in &self.policies {
+        for p in self.policies.iter() {
             add_reads(&mut sets, policy_reads(p, inventory, &kinds));
             if let Some((group, kind)) = &p.param_kind {
                 whole_kinds.push((group.clone(), kind.clone()));

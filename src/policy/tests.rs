@@ -88,7 +88,10 @@ fn a_namespaced_scope_rule_does_not_match_namespaces() {
         &["Deny"],
         None,
     ));
-    set.policies[0].matcher.resource_rules[0].scope = Some("Namespaced".into());
+    std::sync::Arc::get_mut(&mut set.policies).expect("not shared")[0]
+        .matcher
+        .resource_rules[0]
+        .scope = Some("Namespaced".into());
     let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-a"}});
     assert!(evaluate(&set, &inv, &ns).0.is_empty());
     assert_eq!(evaluate(&set, &inv, &configmap(json!({}))).0.len(), 1);

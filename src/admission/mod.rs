@@ -165,7 +165,12 @@ impl Engine {
                     (readers, out, Some(st.seen()), st.pending.has_due())
                 })
             } else {
-                (false, policies.conclude(&r, detached.partial.clone()), None, false)
+                (
+                    false,
+                    policies.conclude(&r, detached.partial.clone()),
+                    None,
+                    false,
+                )
             };
         if writes && !first.denied() {
             if let Some(refused) = self.claim(&r, object.as_ref()) {

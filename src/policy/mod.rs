@@ -747,7 +747,9 @@ impl PolicySet {
             partial.matched.push(i);
             p.evaluate(req, &shared, inventory, &mut verdicts, &mut annotations);
             partial.verdicts.extend(verdicts.drain(..).map(|v| (i, v)));
-            partial.annotations.extend(annotations.drain(..).map(|a| (i, a)));
+            partial
+                .annotations
+                .extend(annotations.drain(..).map(|a| (i, a)));
         }
         partial
     }

@@ -252,8 +252,10 @@ fn static_type_of(t: &Type) -> Ty {
         Type::Double => Ty::Double,
         Type::String => Ty::String,
         Type::Bytes => Ty::Bytes,
-        Type::List => Ty::list(Ty::Dyn),
-        Type::Map => Ty::map(Ty::Dyn, Ty::Dyn),
+        // cel-go declares the type names `list` and `map` with its
+        // standard library's type parameters.
+        Type::List => Ty::list(Ty::Param("A".into())),
+        Type::Map => Ty::map(Ty::Param("A".into()), Ty::Param("B".into())),
         Type::Type => Ty::Type(None),
         Type::Duration => Ty::Duration,
         Type::Timestamp => Ty::Timestamp,
@@ -338,11 +340,12 @@ impl<'e> Compiler<'e> {
             }
             ExprKind::Map { entries } => {
                 let mut items = Vec::with_capacity(entries.len());
+                // cel-go builds a map literal as a Go map at evaluation:
+                // bytes keys fail there (see `Evaluator::map`), null and
+                // double keys work, which Interlock's maps cannot hold.
                 for en in entries {
-                    if let ExprKind::Literal(l) = &en.key.kind {
-                        if matches!(l, Literal::Double(_) | Literal::Null | Literal::Bytes(_)) {
-                            return Err(self.err(en.key.pos, "unsupported map key type"));
-                        }
+                    if let ExprKind::Literal(Literal::Double(_) | Literal::Null) = &en.key.kind {
+                        return Err(self.err(en.key.pos, "unsupported map key type"));
                     }
                     let key = self.compile(&en.key)?;
                     let value = self.compile(&en.value)?;

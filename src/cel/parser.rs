@@ -342,9 +342,9 @@ impl<'s> Parser<'s> {
                 let pos = self.bump().pos;
                 let field = self.field_name()?;
                 if !optional && self.is_punct("(") {
-                    self.bump();
+                    let paren = self.bump().pos;
                     let args = self.args(")")?;
-                    e = self.expand_call(pos, &field, Some(e), args)?;
+                    e = self.expand_call(pos, paren, &field, Some(e), args)?;
                 } else {
                     e = Expr::new(
                         pos,
@@ -466,9 +466,9 @@ impl<'s> Parser<'s> {
             return Err(self.err(pos, format!("reserved identifier: {name}")));
         }
         if self.is_punct("(") {
-            self.bump();
+            let paren = self.bump().pos;
             let args = self.args(")")?;
-            return self.expand_call(pos, &name, None, args);
+            return self.expand_call(pos, paren, &name, None, args);
         }
         Ok(Expr::new(pos, ExprKind::Ident(name)))
     }
@@ -525,15 +525,20 @@ impl<'s> Parser<'s> {
         Ok(Expr::new(pos, ExprKind::Struct { name, fields }))
     }
 
-    /// Expands macros; everything else stays a call.
+    /// Expands macros; everything else stays a call (at `pos`, its name or
+    /// the dot before it). cel-go places a macro's expansion at the call's
+    /// parenthesis, `paren`.
     fn expand_call(
         &mut self,
         pos: Pos,
+        paren: Pos,
         name: &str,
         target: Option<Expr>,
         args: Vec<Expr>,
     ) -> PResult<Expr> {
         let n = args.len();
+        let call_pos = pos;
+        let pos = paren;
         match (target, name, n) {
             (None, "has", 1) => self.expand_has(pos, args),
             (Some(t), "bind", 3) if is_ident(&t, "cel") => self.expand_bind(pos, args),
@@ -555,7 +560,7 @@ impl<'s> Parser<'s> {
             (Some(t), "optMap", 2) => self.expand_opt_map(pos, t, args, false),
             (Some(t), "optFlatMap", 2) => self.expand_opt_map(pos, t, args, true),
             (Some(t), "sortBy", 2) => self.expand_sort_by(pos, t, args),
-            (target, _, _) => Ok(call(pos, name, target, args)),
+            (target, _, _) => Ok(call(call_pos, name, target, args)),
         }
     }
 
@@ -757,6 +762,17 @@ impl<'s> Parser<'s> {
 
     /// `l.sortBy(e, key)` sorts `l` by the keys `l.map(e, key)`.
     fn expand_sort_by(&self, pos: Pos, target: Expr, args: Vec<Expr>) -> PResult<Expr> {
+        // cel-go's lists extension refuses a target that is a literal
+        // other than a list (in parentheses or not) when it expands.
+        if matches!(
+            target.kind,
+            ExprKind::Literal(_) | ExprKind::Map { .. } | ExprKind::Struct { .. }
+        ) {
+            return Err(self.err(
+                target.pos,
+                "sortBy can only be applied to a list, identifier, comprehension, call or select expression",
+            ));
+        }
         let tmp: Arc<str> = "@sortBy".into();
         let keys = self.fold(pos, ident(pos, &tmp), args, Fold::Map)?;
         let sorted = call(

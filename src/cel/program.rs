@@ -705,7 +705,7 @@ impl<'a, 'e> Ctx<'a, 'e> {
         self.alloc_values(items.len().saturating_mul(2))?;
         let mut out = OwnedMap::with_capacity_and_hasher(items.len(), Default::default());
         for (k, v, optional) in items {
-            let key = Key::from_value(&self.eval(k)?)?;
+            let key = literal_key(&self.eval(k)?)?;
             let mut value = self.eval(v)?;
             if *optional {
                 match value {
@@ -930,6 +930,17 @@ impl<'a, 'e> Ctx<'a, 'e> {
 }
 
 /// The other spelling of a numeric key (`1` and `1u` are the same key).
+/// The key of a map literal entry. cel-go builds the literal as a Go map,
+/// and a bytes key panics there (recovered as an internal error).
+fn literal_key<'a>(v: &Value<'a>) -> EvalResult<Key<'a>> {
+    if let Value::Bytes(_) = v {
+        return Err(EvalError::new(
+            "internal error: runtime error: hash of unhashable type types.Bytes",
+        ));
+    }
+    Key::from_value(v)
+}
+
 fn numeric_twin<'a>(k: &Key<'a>) -> Option<Key<'a>> {
     match k {
         Key::Int(i) if *i >= 0 => Some(Key::Uint(*i as u64)),

@@ -16,8 +16,12 @@ pub enum Ty {
     Bytes,
     Null,
     Dyn,
-    /// The type of an expression that already failed to check.
+    /// The type of an expression that already failed to check (cel-go's
+    /// `!error!`): assignable to everything, and checking goes on.
     Error,
+    /// The result of a function the checker does not declare (Interlock's
+    /// own host functions): assignable to everything, never refused.
+    Unknown,
     Duration,
     Timestamp,
     List(Box<Ty>),
@@ -61,7 +65,7 @@ impl Ty {
     }
 
     pub fn is_dyn_or_error(&self) -> bool {
-        matches!(self, Ty::Dyn | Ty::Error)
+        matches!(self, Ty::Dyn | Ty::Error | Ty::Unknown)
     }
 
     fn params(&self) -> Vec<&Ty> {
@@ -121,7 +125,7 @@ impl fmt::Display for Ty {
             Ty::String => "string",
             Ty::Bytes => "bytes",
             Ty::Null => "null",
-            Ty::Dyn => "dyn",
+            Ty::Dyn | Ty::Unknown => "dyn",
             Ty::Error => "!error!",
             Ty::Duration => "duration",
             Ty::Timestamp => "timestamp",

@@ -914,7 +914,7 @@ fn compile_policy(
             // program.
             let checked = env.check_expression(src).map_err(failure)?;
             match checked.static_type() {
-                Some(t) if vap && !want.is_empty() && *t != Ty::Error && !want.contains(t) => {
+                Some(t) if vap && !want.is_empty() && *t != Ty::Unknown && !want.contains(t) => {
                     Err(format!("{}: {}", field_name(&field), must_evaluate_to(want, t)).into())
                 }
                 _ => checked.plan().map_err(failure),

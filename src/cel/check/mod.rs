@@ -6,8 +6,11 @@
 //! The checker only refuses what it knows: a function missing from
 //! `decls.txt` (host functions, most Kubernetes library functions) is
 //! left to the compiler and its result has the unknown type
-//! ([`Ty::Error`]), which is assignable to everything, exempt from the
-//! literal validation and from the policy's result-type check.
+//! ([`Ty::Unknown`]), which is assignable to everything, exempt from the
+//! literal validation and from the policy's result-type check. An
+//! expression that failed to check has cel-go's error type
+//! ([`Ty::Error`]): checking goes on around it as cel-go's does, so the
+//! error reported first is the one cel-go reports first.
 
 use super::ast::{Expr, ExprKind, Literal, Pos};
 use super::error::CompileError;
@@ -133,6 +136,7 @@ pub fn check(src: &str, ast: &Expr, scope: &Scope) -> Result<Checked, CompileErr
         formats: 0,
         format_types: HashMap::new(),
         local_refs: Vec::new(),
+        optional_targets: Vec::new(),
     };
     let t = c.check(ast);
     if let Some((pos, msg)) = c.errors.iter().min_by_key(|(pos, _)| *pos) {
@@ -176,7 +180,12 @@ struct Checker<'s, 'e> {
     format_types: HashMap<*const Expr, Ty>,
     /// Each reference to a local, its name and its type.
     local_refs: Vec<(Pos, Arc<str>, Ty)>,
+    /// The targets of the `optMap`/`optFlatMap` expansions being checked.
+    optional_targets: Vec<Expr>,
 }
+
+/// The binding the parser's `optMap` expansion gives its target.
+const OPTIONAL_TARGET: &str = "@optional";
 
 impl Checker<'_, '_> {
     fn validate_literals(&mut self) {
@@ -312,12 +321,16 @@ impl Checker<'_, '_> {
                 Ty::Dyn
             }
             ExprKind::And(a, b) | ExprKind::Or(a, b) => {
+                let mut result = Ty::Bool;
                 for x in [a, b] {
                     let t = self.check(x);
                     let pos = self.node_pos(x);
-                    self.assert_type(pos, &Ty::Bool, &t);
+                    if !self.assert_type(pos, &Ty::Bool, &t) {
+                        // cel-go's logical operators fail to resolve then.
+                        result = Ty::Error;
+                    }
                 }
-                Ty::Bool
+                result
             }
             ExprKind::Conditional(c, t, f) => {
                 let args = [self.check(c), self.check(t), self.check(f)];
@@ -344,19 +357,50 @@ impl Checker<'_, '_> {
             ExprKind::Bind {
                 name, init, body, ..
             } => {
-                let t = self.check(init);
+                let optional_target = &**name == OPTIONAL_TARGET;
+                let t = if optional_target {
+                    self.optional_targets.push((**init).clone());
+                    self.check(init)
+                } else {
+                    self.bound_init(init)
+                };
                 let t = self.sub(&t);
                 self.locals.push((name.clone(), t));
                 let r = self.check(body);
                 self.locals.pop();
+                if optional_target {
+                    self.optional_targets.pop();
+                }
                 r
             }
         }
     }
 
+    /// The value a binding introduces. cel-go expands `cel.bind`, `sortBy`
+    /// and the inner binding of `optMap` to a comprehension over an empty
+    /// list (a fresh type variable), and `optMap` reads its target a
+    /// second time for `value()`: the same steps in the same order give
+    /// the same type variables in messages (`_var24`).
+    fn bound_init(&mut self, init: &Expr) -> Ty {
+        self.fresh_var();
+        let reads_optional = matches!(
+            &init.kind,
+            ExprKind::Call { function, target: Some(t), .. }
+                if &**function == "value" && matches!(&t.kind, ExprKind::Ident(n) if &**n == OPTIONAL_TARGET)
+        );
+        match self.optional_targets.last().cloned() {
+            Some(target) if reads_optional => {
+                let t = self.check(&target);
+                let pos = self.node_pos(init);
+                self.resolve(pos, "value", &[t], true)
+            }
+            _ => self.check(init),
+        }
+    }
+
     fn ident(&mut self, pos: Pos, name: &str) -> Ty {
         if let Some(rooted) = name.strip_prefix('.') {
-            return self.global(rooted).unwrap_or(Ty::Error);
+            return self.global(rooted).unwrap_or(Ty::Unknown);
         }
         if let Some(t) = self.local(name) {
             self.local_refs.push((pos, name.into(), t.clone()));
@@ -402,7 +446,7 @@ impl Checker<'_, '_> {
         Some(
             lazy.iter()
                 .find(|(n, _)| &**n == field)
-                .map_or(Ty::Error, |(_, t)| t.clone()),
+                .map_or(Ty::Unknown, |(_, t)| t.clone()),
         )
     }
 
@@ -423,8 +467,9 @@ impl Checker<'_, '_> {
                 types::is_assignable(&mut self.mapping, &Ty::Dyn, &target);
                 Ty::Dyn
             }
-            Ty::Error | Ty::Named(_) => Ty::Error,
-            Ty::Dyn => Ty::Dyn,
+            Ty::Unknown | Ty::Named(_) => Ty::Unknown,
+            // cel-go selects on an expression that failed to check as on `dyn`.
+            Ty::Dyn | Ty::Error => Ty::Dyn,
             other => {
                 let msg = format!("type '{other}' does not support field selection");
                 self.error(pos, msg);
@@ -461,8 +506,9 @@ impl Checker<'_, '_> {
                 let validated = usize::from(format::candidate(name, target, args).is_some());
                 self.exempt += exempt;
                 self.formats += validated;
-                let mut types = vec![self.check(t)];
-                types.extend(args.iter().map(|a| self.check(a)));
+                // cel-go checks a member call's arguments before its target.
+                let mut types: Vec<Ty> = args.iter().map(|a| self.check(a)).collect();
+                types.insert(0, self.check(t));
                 self.exempt -= exempt;
                 if name == "sort" && args.is_empty() {
                     self.note_sort(at, &types[0]);
@@ -472,7 +518,7 @@ impl Checker<'_, '_> {
                     if !(self.scope.is_member_function)(name) {
                         return self.undeclared(pos, name);
                     }
-                    return Ty::Error;
+                    return Ty::Unknown;
                 }
                 self.resolve(pos, name, &types, true)
             }
@@ -522,14 +568,18 @@ impl Checker<'_, '_> {
             return self.resolve(pos, "_+_", &types, false);
         }
         let types: Vec<Ty> = args.iter().map(|a| self.check(a)).collect();
-        if let ("@sortByAssociatedKeys", [_, keys]) = (name, types.as_slice()) {
-            self.note_sort(pos, keys);
+        if name == "@sortByAssociatedKeys" {
+            if let [_, keys] = types.as_slice() {
+                self.note_sort(pos, keys);
+            }
+            // A member call in cel-go's expansion of sortBy.
+            return self.resolve(pos, name, &types, true);
         }
         if !table().contains_key(name) {
             if !(self.scope.is_global_function)(name) && !name.starts_with('@') {
                 return self.undeclared(pos, name);
             }
-            return Ty::Error;
+            return Ty::Unknown;
         }
         self.resolve(pos, name, &types, false)
     }
@@ -586,7 +636,7 @@ impl Checker<'_, '_> {
             // narrow (a type parameter, several overloads) stays unknown.
             let unknown_arg = args.iter().any(|t| contains_unknown(&self.sub(t)));
             if unknown_arg && (r == Ty::Dyn || has_param(&r)) {
-                return Ty::Error;
+                return Ty::Unknown;
             }
             return r;
         }
@@ -611,7 +661,7 @@ impl Checker<'_, '_> {
         for (i, e) in elements.iter().enumerate() {
             let mut t = self.check(e);
             if optional.contains(&i) {
-                t = self.unwrap_optional(e.pos, t);
+                t = self.unwrap_optional(self.node_pos(e), t);
             }
             group.push((self.node_pos(e), t.clone()));
             elem = Some(self.join(elem, t));
@@ -630,7 +680,7 @@ impl Checker<'_, '_> {
             kt = Some(self.join(kt, k));
             let mut v = self.check(&en.value);
             if en.optional {
-                v = self.unwrap_optional(en.value.pos, v);
+                v = self.unwrap_optional(self.node_pos(&en.value), v);
             }
             values.push((self.node_pos(&en.value), v.clone()));
             vt = Some(self.join(vt, v));
@@ -646,7 +696,7 @@ impl Checker<'_, '_> {
     fn unwrap_optional(&mut self, pos: Pos, t: Ty) -> Ty {
         match t {
             Ty::Optional(inner) => *inner,
-            Ty::Dyn | Ty::Error => t,
+            Ty::Dyn | Ty::Unknown => t,
             other => {
                 let msg = format!(
                     "expected type '{}' but found '{other}'",
@@ -667,13 +717,15 @@ impl Checker<'_, '_> {
         types::join(&mut self.mapping, &previous, &current).unwrap_or(Ty::Dyn)
     }
 
-    fn assert_type(&mut self, pos: Pos, expected: &Ty, actual: &Ty) {
-        if !types::is_assignable(&mut self.mapping, expected, actual) {
-            self.error(
-                pos,
-                format!("expected type '{expected}' but found '{actual}'"),
-            );
+    fn assert_type(&mut self, pos: Pos, expected: &Ty, actual: &Ty) -> bool {
+        if types::is_assignable(&mut self.mapping, expected, actual) {
+            return true;
         }
+        self.error(
+            pos,
+            format!("expected type '{expected}' but found '{actual}'"),
+        );
+        false
     }
 
     fn comprehension(&mut self, c: &super::ast::Comprehension) -> Ty {
@@ -685,8 +737,8 @@ impl Checker<'_, '_> {
             Ty::List(e) if two => (Ty::Int, (**e).clone()),
             Ty::List(e) => ((**e).clone(), Ty::Dyn),
             Ty::Map(k, v) => ((**k).clone(), (**v).clone()),
-            Ty::Error => (Ty::Error, Ty::Error),
-            Ty::Dyn | Ty::Param(_) => {
+            Ty::Unknown => (Ty::Unknown, Ty::Unknown),
+            Ty::Dyn | Ty::Error | Ty::Param(_) => {
                 types::is_assignable(&mut self.mapping, &Ty::Dyn, &range);
                 (Ty::Dyn, Ty::Dyn)
             }
@@ -729,7 +781,7 @@ impl format::Types for Checker<'_, '_> {
 
 fn contains_unknown(t: &Ty) -> bool {
     match t {
-        Ty::Error => true,
+        Ty::Unknown => true,
         Ty::List(e) | Ty::Optional(e) => contains_unknown(e),
         Ty::Map(k, v) => contains_unknown(k) || contains_unknown(v),
         Ty::Type(Some(e)) => contains_unknown(e),
@@ -847,5 +899,7 @@ pub fn namespace_type() -> Ty {
     }))
 }
 
+#[cfg(test)]
+mod fuzz_found_tests;
 #[cfg(test)]
 mod tests;

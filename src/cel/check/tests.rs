@@ -1,6 +1,6 @@
 use crate::cel::{CompileError, Env, Ty};
 
-fn env() -> Env {
+pub(super) fn env() -> Env {
     let mut env = Env::kubernetes();
     env.add_variable("object");
     env.add_typed_variable("request", super::request_type());
@@ -13,7 +13,7 @@ fn env() -> Env {
     env
 }
 
-fn type_of(src: &str) -> Ty {
+pub(super) fn type_of(src: &str) -> Ty {
     let p = env().compile(src).unwrap_or_else(|e| panic!("{src}: {e}"));
     p.static_type().expect("checked").clone()
 }

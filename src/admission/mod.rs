@@ -956,9 +956,8 @@ spec:
     /// whether or not a policy that reads the inventory matched it; the
     /// inventory holds no other kinds, so a record of those would only wait
     /// to expire.
-    #[test]
-    fn only_kinds_that_policies_look_up_are_recorded() {
-        const POLICIES: &str = r#"
+    /// A Pod must name an existing ConfigMap in `spec.config`.
+    const CONFIG_EXISTS: &str = r#"
 apiVersion: interlock.dev/v1alpha1
 kind: InterlockPolicy
 metadata: {name: config-exists}
@@ -971,17 +970,25 @@ spec:
     - expression: "inventory.get('v1', 'ConfigMap', object.metadata.namespace, object.spec.config).hasValue()"
       message: no such ConfigMap
 "#;
-        let e = engine_of(POLICIES, true, EngineOptions::default());
+
+    /// A CREATE of a core `kind` in namespace `n`.
+    fn core_create(kind: &str, resource: &str, object: Json) -> AdmissionRequest<DynamicObject> {
+        let r: AdmissionReview<DynamicObject> = serde_json::from_value(json!({
+            "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+            "request": {"uid": "u", "kind": {"group": "", "version": "v1", "kind": kind},
+                "resource": {"group": "", "version": "v1", "resource": resource},
+                "name": object["metadata"]["name"], "namespace": "n", "operation": "CREATE",
+                "userInfo": {"username": "alice"}, "object": object}
+        }))
+        .unwrap();
+        r.try_into().unwrap()
+    }
+
+    #[test]
+    fn only_kinds_that_policies_look_up_are_recorded() {
+        let e = engine_of(CONFIG_EXISTS, true, EngineOptions::default());
         let create = |kind: &str, resource: &str, object: Json| {
-            let r: AdmissionReview<DynamicObject> = serde_json::from_value(json!({
-                "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
-                "request": {"uid": "u", "kind": {"group": "", "version": "v1", "kind": kind},
-                    "resource": {"group": "", "version": "v1", "resource": resource},
-                    "name": object["metadata"]["name"], "namespace": "n", "operation": "CREATE",
-                    "userInfo": {"username": "alice"}, "object": object}
-            }))
-            .unwrap();
-            e.validate(&r.try_into().unwrap()).allowed
+            e.validate(&core_create(kind, resource, object)).allowed
         };
         let pod = json!({"apiVersion": "v1", "kind": "Pod",
                          "metadata": {"name": "p", "namespace": "n"}, "spec": {"config": "c"}});
@@ -1002,19 +1009,7 @@ spec:
     /// A policy that reads the inventory waits for the writer.
     #[test]
     fn only_policies_that_read_the_inventory_wait_for_the_lock() {
-        const POLICIES: &str = r#"
-apiVersion: interlock.dev/v1alpha1
-kind: InterlockPolicy
-metadata: {name: config-exists}
-spec:
-  validationActions: [Deny]
-  matchConstraints:
-    resourceRules:
-      - {apiGroups: [""], apiVersions: ["v1"], resources: ["pods"], operations: ["CREATE"]}
-  validations:
-    - expression: "inventory.get('v1', 'ConfigMap', object.metadata.namespace, object.spec.config).hasValue()"
-      message: no such ConfigMap
----
+        const SECRET_HAS_DATA: &str = r#"
 apiVersion: interlock.dev/v1alpha1
 kind: InterlockPolicy
 metadata: {name: secret-has-data}
@@ -1027,20 +1022,13 @@ spec:
     - expression: "object.?data.orValue({}).size() > 0"
       message: an empty Secret
 "#;
-        let e = Arc::new(engine_of(POLICIES, true, EngineOptions::default()));
+        let policies = format!("{CONFIG_EXISTS}---\n{SECRET_HAS_DATA}");
+        let e = Arc::new(engine_of(&policies, true, EngineOptions::default()));
         let decide = |kind: &'static str, resource: &'static str, object: Json| {
             let e = Arc::clone(&e);
             let (tx, rx) = std::sync::mpsc::channel();
             std::thread::spawn(move || {
-                let r: AdmissionReview<DynamicObject> = serde_json::from_value(json!({
-                    "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
-                    "request": {"uid": "u", "kind": {"group": "", "version": "v1", "kind": kind},
-                        "resource": {"group": "", "version": "v1", "resource": resource},
-                        "name": object["metadata"]["name"], "namespace": "n", "operation": "CREATE",
-                        "userInfo": {"username": "alice"}, "object": object}
-                }))
-                .unwrap();
-                let _ = tx.send(e.validate(&r.try_into().unwrap()));
+                let _ = tx.send(e.validate(&core_create(kind, resource, object)));
             });
             rx
         };

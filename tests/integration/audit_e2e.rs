@@ -118,21 +118,6 @@ fn serve_with_audit(c: &TestCluster, dir: &Path) -> Process {
     Process::start(c.kubeconfig(), dir, &args)
 }
 
-/// The admin kubeconfig, acting as `user` (kube-apiserver adds a
-/// ServiceAccount's groups itself).
-fn impersonating(c: &TestCluster, dir: &Path, user: &str) -> PathBuf {
-    let admin = std::fs::read_to_string(c.kubeconfig()).expect("kubeconfig");
-    let key_line = admin
-        .lines()
-        .find(|l| l.trim_start().starts_with("client-key-data:"))
-        .expect("client-key-data");
-    let indent = &key_line[..key_line.len() - key_line.trim_start().len()];
-    let acting = admin.replace(key_line, &format!("{key_line}\n{indent}as: {user}"));
-    let path = dir.join("kubeconfig-as");
-    std::fs::write(&path, acting).expect("kubeconfig");
-    path
-}
-
 /// The shipped controller: its Namespace, ServiceAccount, roles and
 /// bindings (its Deployment too, inert here: no kubelet).
 fn install_controller_manifests(c: &TestCluster) {
@@ -200,7 +185,7 @@ fn controller_with_audit_as_its_shipped_service_account_reports_and_clears() {
     let ns = c.create_namespace("e2e-controller");
     // Stored before the audit starts, and one made while it runs.
     apply(c, &ns, &deployment("before", "absent"));
-    let kubeconfig = impersonating(c, dir.path(), CONTROLLER_SA);
+    let kubeconfig = support::webhook::kubeconfig_as(c, dir.path(), CONTROLLER_SA);
     let ctl = start_controller(&kubeconfig, dir.path(), &[]);
     results_become(c, &ns, &["pod-references-exist Deployment/before"]);
     apply(c, &ns, &deployment("after", "absent"));
@@ -281,7 +266,7 @@ fn the_audit_role_is_what_the_audit_needs_and_without_it_the_audit_says_so() {
     let dir = tempfile::tempdir().expect("dir");
     let ns = c.create_namespace("e2e-rbac");
     apply(c, &ns, &deployment("broken", "absent"));
-    let kubeconfig = impersonating(c, dir.path(), CONTROLLER_SA);
+    let kubeconfig = support::webhook::kubeconfig_as(c, dir.path(), CONTROLLER_SA);
 
     // Without the audit's binding, the controller's own role does not let
     // it list the kinds only the audit reads (PodTemplates,

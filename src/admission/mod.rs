@@ -9,9 +9,10 @@ mod group;
 pub mod serve;
 
 use crate::cel::k8s_authz::Authorizer;
+use crate::cluster::live::Live;
 use crate::cluster::{Cluster, ClusterOptions, State};
 use crate::inventory::view::Nothing;
-use crate::inventory::Inventory;
+use crate::inventory::{Inventory, Lookup};
 use crate::k8s::kinds::group_of;
 use crate::policy::{
     Action, FailurePolicy, OldObject, Outcome, Part, Partial, PolicySet, Request,
@@ -164,11 +165,9 @@ impl Engine {
         let writes = !req.dry_run && matches!(req.operation, Operation::Create | Operation::Update);
         // Policies that never read the inventory are evaluated on the
         // published snapshot, without the lock: however long they run, no
-        // writer waits for them, and so no reader waits behind a writer.
-        // The rest are evaluated under the read lock, in parallel with other
-        // requests. The readiness flag is read under the lock: a reload that
-        // needs a re-list clears it in the same update that installs the
-        // policies.
+        // writer waits for them. The rest read the inventory one lookup at a
+        // time ([`Live`]), so no writer waits long for them either, and so
+        // no reader waits behind a writer.
         let published = self.cluster.published();
         let policies = &published.policies;
         // Only kinds that policies look up are worth a record: the
@@ -179,20 +178,36 @@ impl Engine {
             partial: policies.evaluate_part(&r, &Nothing, Part::Detached),
             generation: published.generation,
         };
-        let (readers, first, seen, due) =
-            if records || group::is_group_write(&r) || policies.may_need_inventory(&r) {
-                self.read(|st| {
-                    let (readers, out) = self.decide_now(st, &r, &detached);
-                    (readers, out, Some(st.seen()), st.pending.has_due())
-                })
-            } else {
-                (
-                    false,
-                    policies.conclude(&r, detached.partial.clone()),
-                    None,
-                    false,
-                )
+        let (readers, first, seen, due) = if group::is_group_write(&r) {
+            // A group's verdicts read the state as a whole.
+            self.read(|st| {
+                let (readers, out) = self.decide_now(View::locked(st, &r), &r, &detached);
+                (readers, out, Some(st.seen()), st.pending.has_due())
+            })
+        } else if records || policies.may_need_inventory(&r) {
+            // What the state was before the first lookup, and the policies
+            // of that moment (a reload publishes under the write lock). The
+            // readiness flag is read after: a reload that needs a re-list
+            // clears it in the same update that installs the policies.
+            let (published, seen, due) =
+                self.read(|st| (self.cluster.published(), st.seen(), st.pending.has_due()));
+            let live = Live::new(&self.cluster);
+            let view = View {
+                policies: &published.policies,
+                generation: published.generation,
+                inventory: &live,
+                group: None,
             };
+            let (readers, out) = self.decide_now(view, &r, &detached);
+            (readers, out, Some(seen), due)
+        } else {
+            (
+                false,
+                policies.conclude(&r, detached.partial.clone()),
+                None,
+                false,
+            )
+        };
         if writes && !first.denied() {
             if let Some(refused) = self.claim(&r, object.as_ref()) {
                 return boundary.warn(self.answer(resp, &r, refused, vec![]));
@@ -202,9 +217,9 @@ impl Engine {
             // An admitted write of a kind that policies look up is recorded
             // under the write lock, in the same section as the decision on
             // the state it records into: the one above if the policies are
-            // the same and no write since touched a kind they read, else a
-            // new one. So two requests never both pass a uniqueness rule.
-            // Expired records go first.
+            // the same and no write since its first lookup touched a kind
+            // they read, else a new one. So two requests never both pass a
+            // uniqueness rule. Expired records go first.
             let mut st = self.cluster.write();
             let st = &mut *st;
             st.pending.expire(&mut st.inventory);
@@ -212,7 +227,7 @@ impl Engine {
                 first
             } else {
                 self.metrics.reevaluations.inc();
-                self.decide_now(st, &r, &detached).1
+                self.decide_now(View::locked(st, &r), &r, &detached).1
             };
             // A decision whose deadline passed is answered 503 and the
             // apiserver applies the webhook's failurePolicy: recording the
@@ -234,11 +249,11 @@ impl Engine {
     /// The outcome of `r` on the state `st`, and whether a policy that reads
     /// the inventory matched it. While the inventory is not synced, such
     /// policies answer by their failurePolicy instead.
-    fn decide_now(&self, st: &State, r: &Request, detached: &Detached) -> (bool, Outcome) {
-        let mut outcome = evaluate(st, r, detached);
-        let readers = st.policies.inventory_readers(&outcome).next().is_some();
+    fn decide_now(&self, view: View, r: &Request, detached: &Detached) -> (bool, Outcome) {
+        let mut outcome = evaluate(&view, r, detached);
+        let readers = view.policies.inventory_readers(&outcome).next().is_some();
         if readers && !self.cluster.is_ready() {
-            outcome.verdicts = Self::unready(st, &outcome);
+            outcome.verdicts = Self::unready(view.policies, &outcome);
             outcome.annotations.clear();
         }
         (readers, outcome)
@@ -283,8 +298,8 @@ impl Engine {
 
     /// The verdicts of inventory-reading policies while the inventory is
     /// not synced: Deny where their failurePolicy is Fail.
-    fn unready(st: &State, outcome: &Outcome) -> Vec<Verdict> {
-        st.policies
+    fn unready(policies: &PolicySet, outcome: &Outcome) -> Vec<Verdict> {
+        policies
             .inventory_readers(outcome)
             .filter(|p| p.failure_policy() == FailurePolicy::Fail)
             .map(|p| Verdict {
@@ -393,10 +408,11 @@ impl Engine {
             return resp;
         };
         let r = request(req, Some(obj), old.as_ref(), self.authorizer());
-        // As in validation: mutations that read no inventory need no lock.
+        // As in validation: mutations read the inventory one lookup at a
+        // time, and only when they may need it.
         let published = self.cluster.published();
         let mutated = if published.policies.may_need_inventory(&r) {
-            self.read(|st| st.policies.mutate(&r, &st.inventory))
+            published.policies.mutate(&r, &Live::new(&self.cluster))
         } else {
             published.policies.mutate(&r, &Nothing)
         };
@@ -427,17 +443,38 @@ struct Detached {
     generation: u64,
 }
 
-/// The outcome of `r` on `st`: `detached` completed by the policies that
+/// What a decision reads: policies of one generation and an inventory,
+/// and the whole state when the request writes a ResourceGroup.
+struct View<'a> {
+    policies: &'a PolicySet,
+    generation: u64,
+    inventory: &'a dyn Lookup,
+    group: Option<&'a State>,
+}
+
+impl<'a> View<'a> {
+    /// The state as this thread holds it under the lock.
+    fn locked(st: &'a State, r: &Request) -> Self {
+        View {
+            policies: &st.policies,
+            generation: st.generation(),
+            inventory: &st.inventory,
+            group: group::is_group_write(r).then_some(st),
+        }
+    }
+}
+
+/// The outcome of `r` on `view`: `detached` completed by the policies that
 /// read the inventory, or everything again if the policies changed since.
-fn evaluate(st: &State, r: &Request, detached: &Detached) -> Outcome {
-    let mut outcome = if st.generation() == detached.generation {
-        let attached = st.policies.evaluate_part(r, &st.inventory, Part::Attached);
-        st.policies
-            .conclude(r, detached.partial.clone().merge(attached))
+fn evaluate(view: &View, r: &Request, detached: &Detached) -> Outcome {
+    let policies = view.policies;
+    let mut outcome = if view.generation == detached.generation {
+        let attached = policies.evaluate_part(r, view.inventory, Part::Attached);
+        policies.conclude(r, detached.partial.clone().merge(attached))
     } else {
-        st.policies.evaluate(r, &st.inventory)
+        policies.evaluate(r, view.inventory)
     };
-    if group::is_group_write(r) {
+    if let Some(st) = view.group {
         outcome.verdicts.extend(group::verdicts(st, r));
     }
     outcome

@@ -11,8 +11,11 @@
 //!   policies that never read the inventory are evaluated on that snapshot
 //!   without the lock, so a long evaluation of one (an expensive
 //!   expression on a large body) never holds up a writer, and through the
-//!   writer every other reader. Only policies that read the inventory are
-//!   evaluated under the read lock.
+//!   writer every other reader. Policies that read the inventory take the
+//!   read lock once per lookup ([`live::Live`]): a writer waits for one
+//!   lookup, not for a whole evaluation; a decision that records a write is
+//!   checked again under the write lock against the inventory version it
+//!   started from.
 //! - A policy reload is compiled outside the lock against an empty
 //!   [`Inventory::shell`] and swapped in inside it; the indexes are then
 //!   reconciled to exactly the new declarations ([`Inventory::set_indexes`]).
@@ -22,6 +25,7 @@
 //!   with backoff; it never wedges readiness for good.
 
 pub mod exceptions;
+pub mod live;
 pub mod pending;
 pub mod reload;
 pub mod watch;

@@ -2,7 +2,6 @@
 //! out, over the shared policy engine and a live (or file) inventory.
 //! It implements [`crate::server::Reviewer`].
 
-pub mod authz;
 pub mod boundary;
 pub mod claims;
 mod group;
@@ -71,7 +70,7 @@ pub struct Engine {
     /// A task beside admission whose metrics /metrics serves too.
     companion: Option<Arc<dyn crate::cluster::Companion>>,
     /// Answers `authorizer...check()` (serve against a cluster).
-    authorizer: Option<(Arc<dyn Authorizer>, authz::Metrics)>,
+    authorizer: Option<(Arc<dyn Authorizer>, crate::cluster::authz::Metrics)>,
 }
 
 impl Engine {
@@ -98,7 +97,7 @@ impl Engine {
     pub fn with_authorizer(
         mut self,
         authorizer: Arc<dyn Authorizer>,
-        metrics: authz::Metrics,
+        metrics: crate::cluster::authz::Metrics,
     ) -> Engine {
         self.authorizer = Some((authorizer, metrics));
         self
@@ -1139,7 +1138,7 @@ spec: {policyName: readers, validationActions: [Deny]}
 "#;
         let recorder = Arc::new(Recorder::default());
         let with = engine_of(POLICY, true, EngineOptions::default())
-            .with_authorizer(recorder.clone(), authz::Metrics::default());
+            .with_authorizer(recorder.clone(), crate::cluster::authz::Metrics::default());
         let without = engine_of(POLICY, true, EngineOptions::default());
         let answer = |e: &Engine, user: &str| {
             let body = json!({

@@ -1184,5 +1184,43 @@ spec: {policyName: readers, validationActions: [Deny]}
             !allowed && message.contains("authorizer unavailable"),
             "{message}"
         );
+
+        // A ResourceGroup's members are asked about as the controller will
+        // write them: by the group's ServiceAccount, not by who writes the
+        // group.
+        let group = json!({
+            "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+            "request": {
+                "uid": "g", "operation": "CREATE", "name": "g", "namespace": "n",
+                "kind": {"group": "interlock.dev", "version": "v1alpha1", "kind": "ResourceGroup"},
+                "resource": {"group": "interlock.dev", "version": "v1alpha1", "resource": "resourcegroups"},
+                "userInfo": {"username": "alice", "groups": ["devs"]},
+                "object": {"apiVersion": "interlock.dev/v1alpha1", "kind": "ResourceGroup",
+                           "metadata": {"name": "g", "namespace": "n"},
+                           "spec": {"serviceAccountName": "deployer", "resources": [
+                               {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}}]}},
+            }
+        });
+        let (_, out) =
+            crate::server::answer_body(&with, false, &serde_json::to_vec(&group).unwrap());
+        let out: Json = serde_json::from_slice(&out).unwrap();
+        assert_eq!(out["response"]["allowed"], false, "{out}");
+        assert!(
+            out["response"]["status"]["message"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("member ConfigMap c: readers: may not read secrets"),
+            "{out}"
+        );
+        let asked = recorder.0.lock().unwrap().clone();
+        assert_eq!(asked.len(), 3);
+        assert_eq!(
+            asked[2],
+            crate::group::validate::Writer {
+                namespace: "n",
+                service_account: "deployer"
+            }
+            .user()
+        );
     }
 }

@@ -5,13 +5,14 @@
 //!
 //! The builders are evaluated as kube-apiserver does (with its argument
 //! validation). `check` asks the [`Authorizer`] the `authorizer` value
-//! carries (`serve` binds one that asks kube-apiserver, see
-//! `crate::cluster::authz`), for the request's user or a service
-//! account, and charges what cel-go charges for it (350,000: two checks
-//! fit in one expression's budget). Without one (offline: `check`, `test`,
-//! `eval`) it is an evaluation error that names the question, so a policy
-//! that relies on it fails (or is ignored, under `failurePolicy: Ignore`)
-//! visibly rather than answering on a guess.
+//! carries (`serve` and the controller bind one that asks kube-apiserver,
+//! see `crate::cluster::authz`), for the request's user (the controller's:
+//! a group's ServiceAccount) or a service account, and charges what cel-go
+//! charges for it (350,000: two checks fit in one expression's budget).
+//! Without one (offline: `check`, `test`, `eval`; audits) it is an
+//! evaluation error that names the question, so a policy that relies on it
+//! fails (or is ignored, under `failurePolicy: Ignore`) visibly rather than
+//! answering on a guess.
 
 use super::error::{EvalError, EvalResult};
 use super::functions::{no_overload, str_arg, FnDecl, Imp, Lib};

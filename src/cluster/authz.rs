@@ -1,11 +1,13 @@
-//! `authorizer...check(verb)` under `serve`: kube-apiserver's own
-//! authorizer, asked with a SubjectAccessReview (authorization.k8s.io/v1)
-//! for the admission request's user (username, uid, groups, extra) or for
-//! a service account, as kube-apiserver asks its authorizer for a
+//! `authorizer...check(verb)` under `serve` and the controller:
+//! kube-apiserver's own authorizer, asked with a SubjectAccessReview
+//! (authorization.k8s.io/v1) for the admission request's user (username,
+//! uid, groups, extra), a ResourceGroup's ServiceAccount, or a service
+//! account, as kube-apiserver asks its authorizer for a
 //! ValidatingAdmissionPolicy (`apiserver/pkg/cel/library/authz.go`).
 //!
-//! - **Where it waits.** `check` runs on an evaluation thread, never a
-//!   tokio worker: the call is driven with `Handle::block_on` there, and
+//! - **Where it waits.** `check` runs on a thread outside the runtime
+//!   (serve's evaluation threads, the controller's validation thread),
+//!   never a tokio worker: the call is driven with `Handle::block_on` there, and
 //!   stops as soon as the request's interrupt is set (polled every
 //!   [`POLL`]), or after [`CALL_TIMEOUT`] when nothing interrupts it.
 //!   Asked on a runtime thread, it answers an errored decision instead of

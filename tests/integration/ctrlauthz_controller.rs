@@ -234,7 +234,7 @@ fn members_are_judged_by_what_the_groups_service_account_may_do() {
         changed["spec"]["resources"][0]["data"]["owner"] = owner.clone().into();
         apply(&c, &changed);
         let rg = wait_group(&c, &ctl, &ns, "refused", |rg| {
-            condition(rg, "Valid").0 != ""
+            !condition(rg, "Valid").0.is_empty()
         });
         if condition(&rg, "Applied").0 == "True" || condition(&rg, "Valid").0 == "True" {
             break owner;

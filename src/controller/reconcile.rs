@@ -276,37 +276,19 @@ fn findings(
         .filter_map(ObjectKey::of)
         .collect();
     let deadline = Interrupt::new();
-    let timer = {
-        let deadline = deadline.clone();
-        tokio::spawn(async move {
-            tokio::time::sleep(VALIDATION_DEADLINE).await;
-            deadline.cancel();
-        })
-    };
-    // Evaluation and the state's blocking lock stay off the async workers,
-    // on a thread outside the runtime: the authorizer's reviews block
-    // there, which it refuses on a thread that belongs to the runtime
-    // (workers, blocking pool).
-    let found = tokio::task::block_in_place(|| {
-        std::thread::scope(|s| {
-            s.spawn(|| {
-                interrupt::scope(&deadline, || {
-                    ctx.cluster.read(|st| {
-                        spec_findings(
-                            &st.policies,
-                            &st.inventory,
-                            &g.namespace,
-                            &rg.spec,
-                            ctx.authorizer.as_ref(),
-                            &current,
-                            &oracle,
-                            false,
-                        )
-                    })
-                })
-            })
-            .join()
-            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    let timer = cancel_after(&deadline, VALIDATION_DEADLINE);
+    let found = off_runtime(&deadline, || {
+        ctx.cluster.read(|st| {
+            spec_findings(
+                &st.policies,
+                &st.inventory,
+                &g.namespace,
+                &rg.spec,
+                ctx.authorizer.as_ref(),
+                &current,
+                &oracle,
+                false,
+            )
         })
     });
     timer.abort();
@@ -316,6 +298,34 @@ fn findings(
         return Err(Error::ValidationDeadline(VALIDATION_DEADLINE));
     }
     Ok(found)
+}
+
+/// Sets `interrupt` once `after` has passed (unless the task is aborted).
+fn cancel_after(interrupt: &Arc<Interrupt>, after: Duration) -> tokio::task::JoinHandle<()> {
+    let interrupt = interrupt.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(after).await;
+        interrupt.cancel();
+    })
+}
+
+/// Runs `f` under `deadline` on a thread outside the runtime, with the
+/// caller's span (the group) on its logs. Evaluation and the state's
+/// blocking lock stay off the async workers, and the authorizer's reviews
+/// may block there: it refuses to on a thread of the runtime (workers and
+/// blocking pool alike).
+fn off_runtime<T: Send>(deadline: &Arc<Interrupt>, f: impl FnOnce() -> T + Send) -> T {
+    let span = tracing::Span::current();
+    tokio::task::block_in_place(|| {
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let _group = span.enter();
+                interrupt::scope(deadline, f)
+            })
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+        })
+    })
 }
 
 fn owned_by(o: &Value, uid: &str) -> bool {

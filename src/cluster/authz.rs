@@ -167,12 +167,21 @@ impl SarAuthorizer {
             tokio::select! {
                 r = call => Some(match r {
                     Ok(Ok(sar)) => sar.status.ok_or_else(|| "the SubjectAccessReview has no status".to_string()),
-                    Ok(Err(e)) => Err(format!("SubjectAccessReview: {e}")),
+                    Ok(Err(e)) => Err(call_error(e)),
                     Err(_) => Err(format!("SubjectAccessReview: no answer within {CALL_TIMEOUT:?}")),
                 }),
                 () = stopped(interrupt) => None,
             }
         })
+    }
+}
+
+/// A failed call in words: the API server's status code and message (a
+/// 403 names the missing permission), without the status's debug dump.
+fn call_error(e: kube::Error) -> String {
+    match e {
+        kube::Error::Api(s) => format!("SubjectAccessReview refused ({}): {}", s.code, s.message),
+        other => format!("SubjectAccessReview: {other}"),
     }
 }
 

@@ -190,7 +190,7 @@ fn members_are_judged_by_what_the_groups_service_account_may_do() {
     assert!(
         message.contains(&format!(
             "ConfigMap granted-config: authorizer: no answer from kube-apiserver's authorizer whether system:serviceaccount:{ns}:reader may 'get' on resource 'secrets' of group '', namespace '{ns}'"
-        )) && message.contains("forbidden"),
+        )) && message.contains("SubjectAccessReview refused (403): subjectaccessreviews.authorization.k8s.io is forbidden"),
         "{message}"
     );
     assert_eq!(get(&c, &ns, "configmap/granted-config"), None);

@@ -2,7 +2,6 @@
 //! out, over the shared policy engine and a live (or file) inventory.
 //! It implements [`crate::server::Reviewer`].
 
-pub mod authz;
 pub mod boundary;
 pub mod claims;
 mod group;
@@ -72,7 +71,7 @@ pub struct Engine {
     /// A task beside admission whose metrics /metrics serves too.
     companion: Option<Arc<dyn crate::cluster::Companion>>,
     /// Answers `authorizer...check()` (serve against a cluster).
-    authorizer: Option<(Arc<dyn Authorizer>, authz::Metrics)>,
+    authorizer: Option<(Arc<dyn Authorizer>, crate::cluster::authz::Metrics)>,
 }
 
 impl Engine {
@@ -99,7 +98,7 @@ impl Engine {
     pub fn with_authorizer(
         mut self,
         authorizer: Arc<dyn Authorizer>,
-        metrics: authz::Metrics,
+        metrics: crate::cluster::authz::Metrics,
     ) -> Engine {
         self.authorizer = Some((authorizer, metrics));
         self
@@ -1176,7 +1175,7 @@ spec: {policyName: readers, validationActions: [Deny]}
 "#;
         let recorder = Arc::new(Recorder::default());
         let with = engine_of(POLICY, true, EngineOptions::default())
-            .with_authorizer(recorder.clone(), authz::Metrics::default());
+            .with_authorizer(recorder.clone(), crate::cluster::authz::Metrics::default());
         let without = engine_of(POLICY, true, EngineOptions::default());
         let answer = |e: &Engine, user: &str| {
             let body = json!({
@@ -1221,6 +1220,44 @@ spec: {policyName: readers, validationActions: [Deny]}
         assert!(
             !allowed && message.contains("authorizer unavailable"),
             "{message}"
+        );
+
+        // A ResourceGroup's members are asked about as the controller will
+        // write them: by the group's ServiceAccount, not by who writes the
+        // group.
+        let group = json!({
+            "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+            "request": {
+                "uid": "g", "operation": "CREATE", "name": "g", "namespace": "n",
+                "kind": {"group": "interlock.dev", "version": "v1alpha1", "kind": "ResourceGroup"},
+                "resource": {"group": "interlock.dev", "version": "v1alpha1", "resource": "resourcegroups"},
+                "userInfo": {"username": "alice", "groups": ["devs"]},
+                "object": {"apiVersion": "interlock.dev/v1alpha1", "kind": "ResourceGroup",
+                           "metadata": {"name": "g", "namespace": "n"},
+                           "spec": {"serviceAccountName": "deployer", "resources": [
+                               {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}}]}},
+            }
+        });
+        let (_, out) =
+            crate::server::answer_body(&with, false, &serde_json::to_vec(&group).unwrap());
+        let out: Json = serde_json::from_slice(&out).unwrap();
+        assert_eq!(out["response"]["allowed"], false, "{out}");
+        assert!(
+            out["response"]["status"]["message"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("member ConfigMap c: readers: may not read secrets"),
+            "{out}"
+        );
+        let asked = recorder.0.lock().unwrap().clone();
+        assert_eq!(asked.len(), 3);
+        assert_eq!(
+            asked[2],
+            crate::group::validate::Writer {
+                namespace: "n",
+                service_account: "deployer"
+            }
+            .user()
         );
     }
 }

@@ -24,6 +24,7 @@ mod cel_robustness;
 mod control_plane;
 mod controller;
 mod controller_replicas;
+mod ctrlauthz_controller;
 mod defaults_apiserver;
 mod policies;
 mod projection;

@@ -177,19 +177,18 @@ impl Engine {
             partial: policies.evaluate_part(&r, &Nothing, Part::Detached),
             generation: published.generation,
         };
-        let (readers, first, seen, due) = if group::is_group_write(&r) {
+        let (first, seen) = if group::is_group_write(&r) {
             // A group's verdicts read the state as a whole.
+            self.cluster.expire_pending();
             self.read(|st| {
-                let (readers, out) = self.decide_now(View::locked(st, &r), &r, &detached);
-                (readers, out, Some(st.seen()), st.pending.has_due())
+                let out = self.decide_now(View::locked(st, &r), &r, &detached);
+                (out, Some(st.seen()))
             })
         } else if records || policies.may_need_inventory(&r) {
-            // What the state was before the first lookup, and the policies
-            // of that moment (a reload publishes under the write lock). The
-            // readiness flag is read after: a reload that needs a re-list
-            // clears it in the same update that installs the policies.
-            let (published, seen, due) =
-                self.read(|st| (self.cluster.published(), st.seen(), st.pending.has_due()));
+            // The readiness flag is read after the start: a reload that
+            // needs a re-list clears it in the same update that installs
+            // the policies.
+            let (published, seen) = self.cluster.start_reading();
             let live = Live::new(&self.cluster);
             let view = View {
                 policies: &published.policies,
@@ -197,28 +196,22 @@ impl Engine {
                 inventory: &live,
                 group: None,
             };
-            let (readers, out) = self.decide_now(view, &r, &detached);
-            (readers, out, Some(seen), due)
+            (self.decide_now(view, &r, &detached), Some(seen))
         } else {
-            (
-                false,
-                policies.conclude(&r, detached.partial.clone()),
-                None,
-                false,
-            )
+            (policies.conclude(&r, detached.partial.clone()), None)
         };
         if writes && !first.denied() {
             if let Some(refused) = self.claim(&r, object.as_ref()) {
                 return boundary.warn(self.answer(resp, &r, refused, vec![]));
             }
         }
-        let outcome = if (readers && due) || (records && !first.denied()) {
+        let outcome = if records && !first.denied() {
             // An admitted write of a kind that policies look up is recorded
             // under the write lock, in the same section as the decision on
             // the state it records into: the one above if the policies are
             // the same and no write since its first lookup touched a kind
             // they read, else a new one. So two requests never both pass a
-            // uniqueness rule. Expired records go first.
+            // uniqueness rule.
             let mut st = self.cluster.write();
             let st = &mut *st;
             st.pending.expire(&mut st.inventory);
@@ -226,12 +219,12 @@ impl Engine {
                 first
             } else {
                 self.metrics.reevaluations.inc();
-                self.decide_now(View::locked(st, &r), &r, &detached).1
+                self.decide_now(View::locked(st, &r), &r, &detached)
             };
             // A decision whose deadline passed is answered 503 and the
             // apiserver applies the webhook's failurePolicy: recording the
             // write would only make it block others until it expires.
-            if records && !out.denied() && !crate::cel::interrupt::cancelled() {
+            if !out.denied() && !crate::cel::interrupt::cancelled() {
                 if let Some(o) = &object {
                     st.pending
                         .record(&mut st.inventory, o, self.options.pending_ttl);
@@ -245,17 +238,16 @@ impl Engine {
         boundary.warn(self.answer(resp, &r, outcome.verdicts, outcome.annotations))
     }
 
-    /// The outcome of `r` on the state `st`, and whether a policy that reads
-    /// the inventory matched it. While the inventory is not synced, such
-    /// policies answer by their failurePolicy instead.
-    fn decide_now(&self, view: View, r: &Request, detached: &Detached) -> (bool, Outcome) {
+    /// The outcome of `r` on `view`. While the inventory is not synced,
+    /// the policies that read it answer by their failurePolicy instead.
+    fn decide_now(&self, view: View, r: &Request, detached: &Detached) -> Outcome {
         let mut outcome = evaluate(&view, r, detached);
         let readers = view.policies.inventory_readers(&outcome).next().is_some();
         if readers && !self.cluster.is_ready() {
             outcome.verdicts = Self::unready(view.policies, &outcome);
             outcome.annotations.clear();
         }
-        (readers, outcome)
+        outcome
     }
 
     /// Claims the unique keys an admitted write holds (see [`claims`]);
@@ -770,6 +762,10 @@ spec:
         std::thread::sleep(Duration::from_millis(400));
         // A dry run records nothing, yet it must not see the expired record.
         assert!(e.validate(&review("b", "two", "x.example", true)).allowed);
+        // Expired before the decision, not after it: a decision made again
+        // under the write lock would stall every request for as long as
+        // its lookups take.
+        assert_eq!(e.metrics.reevaluations.get(), 0);
     }
 
     fn review(ns: &str, name: &str, host: &str, dry_run: bool) -> AdmissionRequest<DynamicObject> {

@@ -191,6 +191,30 @@ impl Cluster {
         out
     }
 
+    /// Where an evaluation that reads the inventory one lookup at a time
+    /// ([`live::Live`]) starts: the serving policies and the state they go
+    /// with, expired pending records gone (no decision sees one).
+    pub fn start_reading(&self) -> (std::sync::Arc<Published>, Seen) {
+        let (published, seen, due) =
+            self.read(|st| (self.published(), st.seen(), st.pending.has_due()));
+        if !due {
+            return (published, seen);
+        }
+        let mut st = self.write();
+        let st = &mut *st;
+        st.pending.expire(&mut st.inventory);
+        (self.published(), st.seen())
+    }
+
+    /// Removes the pending records that reached their expiry.
+    pub fn expire_pending(&self) {
+        if self.read(|st| st.pending.has_due()) {
+            let mut st = self.write();
+            let st = &mut *st;
+            st.pending.expire(&mut st.inventory);
+        }
+    }
+
     /// The serving policies, without waiting for the lock.
     pub fn published(&self) -> std::sync::Arc<Published> {
         self.published.load_full()

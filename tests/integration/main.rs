@@ -18,6 +18,7 @@ mod author_test_against_cluster;
 mod authoring;
 mod authoring_exceptions;
 mod authz_serve;
+mod celwarn_differential;
 mod celwarn_schemas;
 mod cel_creation_e2e;
 mod cel_fuzz_differential;

@@ -509,12 +509,12 @@ fn type_check_warnings(
 /// kube-controller-manager running only the controller that type-checks
 /// ValidatingAdmissionPolicies and writes `status.typeChecking`; stopped on
 /// drop, and with the test process.
-struct StatusController {
+pub(crate) struct StatusController {
     child: Child,
 }
 
 impl StatusController {
-    fn start(cluster: &TestCluster, dir: &Path) -> StatusController {
+    pub(crate) fn start(cluster: &TestCluster, dir: &Path) -> StatusController {
         let log_path = dir.join("kube-controller-manager.log");
         let log = File::create(&log_path).expect("create the controller-manager log");
         let err = log.try_clone().expect("clone the log file");

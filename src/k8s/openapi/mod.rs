@@ -81,14 +81,18 @@ const OBJECT_META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta";
 
 impl Schemas {
     /// The kinds a resource rule's group, version and resource name map
-    /// to (kube's `RESTMapper.KindsFor` with a full group/version).
+    /// to, as kube's `RESTMapper.KindsFor`: the empty (core) group matches
+    /// every group (`""`, `v1`, `events` is core's Event and
+    /// events.k8s.io's), core first.
     pub fn kinds_for(&self, group: &str, version: &str, resource: &str) -> Vec<Gvk> {
         let resource = resource.to_ascii_lowercase();
-        self.resources
+        let mut kinds: Vec<&Resource> = self
+            .resources
             .iter()
-            .filter(|r| r.0 == group && r.1 == version && r.2 == resource)
-            .map(Resource::gvk)
-            .collect()
+            .filter(|r| (group.is_empty() || r.0 == group) && r.1 == version && r.2 == resource)
+            .collect();
+        kinds.sort_by_key(|r| !r.0.is_empty());
+        kinds.into_iter().map(Resource::gvk).collect()
     }
 
     /// `gvk`'s schema as a CEL type whose object types are named after

@@ -17,6 +17,11 @@ fn resolves_resources_to_kinds_as_the_rest_mapper() {
     );
     assert_eq!(s.kinds_for("", "v1", "Pods"), vec![gvk("", "v1", "Pod")]);
     assert!(s.kinds_for("apps", "v1beta1", "deployments").is_empty());
+    // The empty group matches every group.
+    assert_eq!(
+        s.kinds_for("", "v1", "events"),
+        vec![gvk("", "v1", "Event"), gvk("events.k8s.io", "v1", "Event")]
+    );
     assert_eq!(gvk("", "v1", "Pod").to_string(), "/v1, Kind=Pod");
 }
 

@@ -229,11 +229,7 @@ impl Env {
             .map_err(|mut errors| errors.swap_remove(0))
     }
 
-    fn check_all(
-        &self,
-        src: &str,
-        ast: &Expr,
-    ) -> Result<super::check::Checked, Vec<CompileError>> {
+    fn check_all(&self, src: &str, ast: &Expr) -> Result<super::check::Checked, Vec<CompileError>> {
         let variables: Vec<(Arc<str>, Ty)> = self
             .variables
             .iter()

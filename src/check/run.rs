@@ -161,7 +161,10 @@ impl CrdSchemas {
         if d.value["apiVersion"] == "apiextensions.k8s.io/v1"
             && d.value["kind"] == "CustomResourceDefinition"
         {
-            self.0.lock().unwrap_or_else(|e| e.into_inner()).push(d.clone());
+            self.0
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(d.clone());
         }
     }
 
@@ -175,10 +178,7 @@ impl CrdSchemas {
                     file: d.source.to_string(),
                     line: Some(d.line),
                     column: None,
-                    message: format!(
-                        "{}: its schema cannot type policies: {e}",
-                        d.display_name()
-                    ),
+                    message: format!("{}: its schema cannot type policies: {e}", d.display_name()),
                 });
             }
         }

@@ -936,7 +936,11 @@ fn compile_policy(
         )?;
         let ty = program.static_type().cloned().unwrap_or(Ty::Dyn);
         // kube-apiserver declares a variable of an object type as `dyn`.
-        let ty = if vap { typecheck::variable_type(&ty) } else { ty };
+        let ty = if vap {
+            typecheck::variable_type(&ty)
+        } else {
+            ty
+        };
         variables.push(program);
         env.add_typed_lazy_variable(&v.name, ty);
     }

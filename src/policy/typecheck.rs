@@ -46,8 +46,11 @@ impl CompiledPolicy {
             .collect();
         let mut out = Vec::new();
         for (i, v) in self.validations.iter().enumerate() {
-            let sources = std::iter::once(("expression", &v.expression))
-                .chain(v.message_expression.iter().map(|m| ("messageExpression", m)));
+            let sources = std::iter::once(("expression", &v.expression)).chain(
+                v.message_expression
+                    .iter()
+                    .map(|m| ("messageExpression", m)),
+            );
             for (field, program) in sources {
                 let warning = check_expression(&envs, program.source());
                 if !warning.is_empty() {

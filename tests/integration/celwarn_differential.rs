@@ -11,10 +11,10 @@
 use crate::support;
 use crate::vap_differential::StatusController;
 use interlock::check::run::compile_policies;
+use interlock::check::Report;
 use interlock::inventory::Inventory;
 use interlock::k8s::openapi;
 use interlock::manifest::{load_str, Document, Format, LoadOptions, Source};
-use interlock::check::Report;
 use serde_json::Value as Json;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -60,7 +60,13 @@ fn create_crds(cluster: &TestCluster) {
     kubectl_ok(cluster, &["apply", "-f", &path]);
     kubectl_ok(
         cluster,
-        &["wait", "--for=condition=Established", "--timeout=60s", "-f", &path],
+        &[
+            "wait",
+            "--for=condition=Established",
+            "--timeout=60s",
+            "-f",
+            &path,
+        ],
     );
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
@@ -69,7 +75,10 @@ fn create_crds(cluster: &TestCluster) {
         if out.status.success() && doc.contains("\"Widget\"") && doc.contains("\"Limit\"") {
             return;
         }
-        assert!(Instant::now() < deadline, "the CRDs' schemas were not published");
+        assert!(
+            Instant::now() < deadline,
+            "the CRDs' schemas were not published"
+        );
         std::thread::sleep(Duration::from_millis(250));
     }
 }
@@ -96,10 +105,19 @@ fn kube_warnings(cluster: &TestCluster, count: usize) -> BTreeMap<String, Warnin
                 .flatten()
                 .map(|w| {
                     let text = w["warning"].as_str().unwrap_or_default();
-                    (w["fieldRef"].as_str().unwrap_or_default().to_string(), without_type_numbers(text))
+                    (
+                        w["fieldRef"].as_str().unwrap_or_default().to_string(),
+                        without_type_numbers(text),
+                    )
                 })
                 .collect();
-            out.insert(p["metadata"]["name"].as_str().unwrap_or_default().to_string(), warnings);
+            out.insert(
+                p["metadata"]["name"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
+                warnings,
+            );
         }
         if out.len() == count {
             return out;
@@ -115,7 +133,7 @@ fn kube_warnings(cluster: &TestCluster, count: usize) -> BTreeMap<String, Warnin
 
 /// kube names a kind's types `KIND` + the nanoseconds of the clock
 /// (`Deployment123456789.spec`); Interlock names them `KIND`.
-fn without_type_numbers(text: &str) -> String {
+pub(crate) fn without_type_numbers(text: &str) -> String {
     let kinds: Vec<&str> = text
         .split("Kind=")
         .skip(1)
@@ -168,7 +186,11 @@ fn type_check_warnings_agree_with_kube_apiserver() {
     let policies = documents("policies.yaml");
     kubectl_ok(
         &cluster,
-        &["apply", "-f", &corpus("policies.yaml").display().to_string()],
+        &[
+            "apply",
+            "-f",
+            &corpus("policies.yaml").display().to_string(),
+        ],
     );
     let kube = kube_warnings(&cluster, policies.len());
     let ours = interlock_warnings(&policies, &documents("crds.yaml"));

@@ -13,12 +13,12 @@
 //! tests.
 
 use crate::support;
-use support::cluster::TestCluster;
 use interlock::cel::schema::Schema;
 use interlock::k8s::openapi::{Resource, Schemas};
 use serde_json::Value as Json;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
+use support::cluster::TestCluster;
 
 fn get_raw(cluster: &TestCluster, path: &str) -> Json {
     let out = cluster.kubectl(&["get", "--raw", path]);
@@ -85,7 +85,8 @@ fn live_schemas(cluster: &TestCluster) -> Schemas {
             all.entry(name.clone()).or_insert(schema);
         }
     }
-    out.resources.sort_by(|a, b| (&a.0, &a.1, &a.2).cmp(&(&b.0, &b.1, &b.2)));
+    out.resources
+        .sort_by(|a, b| (&a.0, &a.1, &a.2).cmp(&(&b.0, &b.1, &b.2)));
     out.definitions = reachable(&out.resources, &all);
     out
 }
@@ -98,7 +99,9 @@ fn reachable(resources: &[Resource], all: &BTreeMap<String, Schema>) -> BTreeMap
         if out.contains_key(&name) {
             continue;
         }
-        let s = all.get(&name).unwrap_or_else(|| panic!("no definition {name}"));
+        let s = all
+            .get(&name)
+            .unwrap_or_else(|| panic!("no definition {name}"));
         refs(s, &mut todo);
         out.insert(name, s.clone());
     }

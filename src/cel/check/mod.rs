@@ -899,10 +899,7 @@ pub fn namespace_type() -> Ty {
             ("finalizers", strings()),
         ],
     );
-    let spec = StructTy::new(
-        "kubernetes.NamespaceSpec",
-        vec![("finalizers", strings())],
-    );
+    let spec = StructTy::new("kubernetes.NamespaceSpec", vec![("finalizers", strings())]);
     let status = StructTy::new(
         "kubernetes.NamespaceStatus",
         vec![("conditions", Ty::list(Ty::Struct(condition))), s("phase")],

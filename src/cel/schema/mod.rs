@@ -20,17 +20,42 @@ use std::sync::Arc;
 /// form it serializes to (one-letter keys).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Schema {
-    #[serde(rename = "t", alias = "type", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "t",
+        alias = "type",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub ty: Option<String>,
-    #[serde(rename = "f", alias = "format", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "f",
+        alias = "format",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub format: Option<String>,
     /// A definition's name (`io.k8s.api.core.v1.PodSpec`), the
     /// `#/components/schemas/` prefix removed.
-    #[serde(rename = "r", alias = "$ref", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "r",
+        alias = "$ref",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub reference: Option<String>,
-    #[serde(rename = "p", alias = "properties", default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[serde(
+        rename = "p",
+        alias = "properties",
+        default,
+        skip_serializing_if = "BTreeMap::is_empty"
+    )]
     pub properties: BTreeMap<String, Schema>,
-    #[serde(rename = "i", alias = "items", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "i",
+        alias = "items",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub items: Option<Box<Schema>>,
     /// `additionalProperties` when it is a schema (`true`/`false` type
     /// nothing, as in kube).
@@ -42,9 +67,19 @@ pub struct Schema {
         skip_serializing_if = "Option::is_none"
     )]
     pub additional_properties: Option<Box<Schema>>,
-    #[serde(rename = "is", alias = "x-kubernetes-int-or-string", default, skip_serializing_if = "is_false")]
+    #[serde(
+        rename = "is",
+        alias = "x-kubernetes-int-or-string",
+        default,
+        skip_serializing_if = "is_false"
+    )]
     pub int_or_string: bool,
-    #[serde(rename = "er", alias = "x-kubernetes-embedded-resource", default, skip_serializing_if = "is_false")]
+    #[serde(
+        rename = "er",
+        alias = "x-kubernetes-embedded-resource",
+        default,
+        skip_serializing_if = "is_false"
+    )]
     pub embedded_resource: bool,
     /// kube-openapi wraps a `$ref` in `allOf` to keep its description;
     /// [`Schema::normalize`] turns it into the `$ref`.
@@ -143,9 +178,13 @@ impl Schema {
         if !complete {
             let mut metadata = Schema::object();
             metadata.properties.insert("name".into(), Schema::string());
-            metadata.properties.insert("generateName".into(), Schema::string());
+            metadata
+                .properties
+                .insert("generateName".into(), Schema::string());
             result.properties.insert("kind".into(), Schema::string());
-            result.properties.insert("apiVersion".into(), Schema::string());
+            result
+                .properties
+                .insert("apiVersion".into(), Schema::string());
             result.properties.insert("metadata".into(), metadata);
         }
         result
@@ -258,8 +297,27 @@ impl Decl<'_> {
 /// The CEL lexer's reserved words: a field of that name is `__word__`
 /// (and `object.metadata.namespace` still finds it).
 pub const RESERVED: &[&str] = &[
-    "true", "false", "null", "in", "as", "break", "const", "continue", "else", "for", "function",
-    "if", "import", "let", "loop", "package", "namespace", "return", "var", "void", "while",
+    "true",
+    "false",
+    "null",
+    "in",
+    "as",
+    "break",
+    "const",
+    "continue",
+    "else",
+    "for",
+    "function",
+    "if",
+    "import",
+    "let",
+    "loop",
+    "package",
+    "namespace",
+    "return",
+    "var",
+    "void",
+    "while",
 ];
 
 /// kube's `cel.Escape`: a property name as a CEL field name, or `None`

@@ -24,7 +24,10 @@ fn field<'t>(t: &'t Ty, path: &[&str]) -> &'t Ty {
 #[test]
 fn escapes_property_names_as_kube() {
     assert_eq!(escape("namespace").as_deref(), Some("__namespace__"));
-    assert_eq!(escape("x-y.z/w").as_deref(), Some("x__dash__y__dot__z__slash__w"));
+    assert_eq!(
+        escape("x-y.z/w").as_deref(),
+        Some("x__dash__y__dot__z__slash__w")
+    );
     assert_eq!(escape("a___b").as_deref(), Some("a__underscores___b"));
     assert_eq!(escape("plain_name1").as_deref(), Some("plain_name1"));
     assert_eq!(escape("1abc"), None);
@@ -50,8 +53,14 @@ fn types_scalars_formats_lists_and_maps() {
             "items":{"type":"array","items":{"allOf":[{"$ref":"#/components/schemas/Item"}],"default":{}}}
         }}"##,
         &[
-            ("Quantity", r#"{"format":"quantity","oneOf":[{"type":"integer"},{"type":"string"}]}"#),
-            ("Item", r#"{"type":"object","properties":{"name":{"type":"string"}}}"#),
+            (
+                "Quantity",
+                r#"{"format":"quantity","oneOf":[{"type":"integer"},{"type":"string"}]}"#,
+            ),
+            (
+                "Item",
+                r#"{"type":"object","properties":{"name":{"type":"string"}}}"#,
+            ),
         ],
     );
     assert_eq!(field(&t, &["n"]), &Ty::Int);

@@ -18,13 +18,7 @@ use std::sync::OnceLock;
 
 /// One served resource: `[group, version, resource, kind, definition]`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Resource(
-    pub String,
-    pub String,
-    pub String,
-    pub String,
-    pub String,
-);
+pub struct Resource(pub String, pub String, pub String, pub String, pub String);
 
 impl Resource {
     fn gvk(&self) -> Gvk {
@@ -116,7 +110,9 @@ impl Schemas {
         let kind = spec["names"]["kind"]
             .as_str()
             .ok_or("spec.names.kind is missing")?;
-        let versions = spec["versions"].as_array().ok_or("spec.versions is missing")?;
+        let versions = spec["versions"]
+            .as_array()
+            .ok_or("spec.versions is missing")?;
         for (i, v) in versions.iter().enumerate() {
             let version = v["name"]
                 .as_str()
@@ -132,7 +128,8 @@ impl Schemas {
             root.normalize();
             publish(&mut root, true);
             let name = crd_definition(group, version, kind);
-            self.resources.retain(|r| !(r.0 == group && r.1 == version && r.2 == plural));
+            self.resources
+                .retain(|r| !(r.0 == group && r.1 == version && r.2 == plural));
             self.resources.push(Resource(
                 group.into(),
                 version.into(),

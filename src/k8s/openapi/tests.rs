@@ -40,7 +40,9 @@ fn types_built_in_kinds_from_the_bundle() {
     let secret = s
         .resource_type(&gvk("", "v1", "Secret"), "Secret")
         .expect("a Secret type");
-    let Ty::Struct(secret) = &secret else { panic!() };
+    let Ty::Struct(secret) = &secret else {
+        panic!()
+    };
     assert_eq!(secret.field("data"), Some(&Ty::map(Ty::String, Ty::Bytes)));
 }
 

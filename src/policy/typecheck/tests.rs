@@ -67,7 +67,10 @@ fn wrong_types_every_error_and_every_kind() {
         )
     };
     assert_eq!(w.len(), 1);
-    assert_eq!(w[0].1, format!("{}\n{}", block("Deployment"), block("StatefulSet")));
+    assert_eq!(
+        w[0].1,
+        format!("{}\n{}", block("Deployment"), block("StatefulSet"))
+    );
 }
 
 #[test]
@@ -84,9 +87,13 @@ fn secret_data_is_bytes_and_int_or_string_is_dyn() {
     assert_eq!(w.len(), 2, "{w:?}");
     assert!(w[0].1.contains("/v1, Kind=Secret: ERROR: <input>:1:45: found no matching overload for 'startsWith' applied to 'bytes.(string)'"), "{}", w[0].1);
     // Services have no data, Secrets no spec.
-    assert!(w[0].1.contains("/v1, Kind=Service: ERROR: <input>:1:7: undefined field 'data'"));
+    assert!(w[0]
+        .1
+        .contains("/v1, Kind=Service: ERROR: <input>:1:7: undefined field 'data'"));
     assert!(!w[1].1.contains("Kind=Service"), "{}", w[1].1);
-    assert!(w[1].1.contains("/v1, Kind=Secret: ERROR: <input>:1:7: undefined field 'spec'"));
+    assert!(w[1]
+        .1
+        .contains("/v1, Kind=Secret: ERROR: <input>:1:7: undefined field 'spec'"));
 }
 
 #[test]
@@ -120,8 +127,17 @@ fn wildcards_unknown_kinds_and_the_limit_of_ten_a_rule() {
     );
     assert!(warnings_of(unknown).is_empty());
     let many: Vec<&str> = vec![
-        "configmaps", "endpoints", "events", "limitranges", "namespaces", "nodes",
-        "persistentvolumeclaims", "persistentvolumes", "pods", "podtemplates", "secrets",
+        "configmaps",
+        "endpoints",
+        "events",
+        "limitranges",
+        "namespaces",
+        "nodes",
+        "persistentvolumeclaims",
+        "persistentvolumes",
+        "pods",
+        "podtemplates",
+        "secrets",
         "services",
     ];
     let spec = rules(

@@ -6,12 +6,13 @@ use crate::inventory::{Inventory, ObjectKey, Prepared, Source};
 use crate::k8s::openapi::{self, Schemas};
 use crate::k8s::pod_template;
 use crate::manifest::{self, Document, LoadOptions};
-use crate::policy::{self, PolicySet, Request, RequestShape};
+use crate::policy::{self, PolicyKind, PolicySet, Request, RequestShape};
 use crate::report::{
     Evaluated, Finding, InputError, ObjectRef, RelatedObject, Report, SourceLocation,
 };
 use rayon::prelude::*;
 use serde_json::Value as Json;
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Mutex;
@@ -170,9 +171,13 @@ impl CrdSchemas {
 
     /// The built-in schemas plus these CRDs' (a CRD that cannot be read
     /// is a notice: it only costs its warnings).
-    fn schemas(self, report: &mut Report) -> Schemas {
+    fn schemas(self, report: &mut Report) -> Cow<'static, Schemas> {
+        let crds = self.0.into_inner().unwrap_or_else(|e| e.into_inner());
+        if crds.is_empty() {
+            return Cow::Borrowed(openapi::builtin());
+        }
         let mut schemas = openapi::builtin().clone();
-        for d in self.0.into_inner().unwrap_or_else(|e| e.into_inner()) {
+        for d in crds {
             if let Err(e) = schemas.add_crd(&d.value) {
                 report.notices.push(InputError {
                     file: d.source.to_string(),
@@ -182,14 +187,19 @@ impl CrdSchemas {
                 });
             }
         }
-        schemas
+        Cow::Owned(schemas)
     }
 }
 
 /// kube-apiserver's type-check warnings (what its controller writes into
 /// a ValidatingAdmissionPolicy's `status.typeChecking`), as notices: they
-/// change no finding and no exit code.
-fn type_check_notices(policies: &PolicySet, schemas: Schemas, report: &mut Report) {
+/// change no finding and no exit code. Without such a policy the schemas
+/// are not even read.
+fn type_check_notices(policies: &PolicySet, crds: CrdSchemas, report: &mut Report) {
+    if !policies.policies.iter().any(|p| p.kind == PolicyKind::Vap) {
+        return;
+    }
+    let schemas = crds.schemas(report);
     for p in policies.policies.iter() {
         for w in p.type_check_warnings(&schemas) {
             report.notices.push(InputError {
@@ -317,7 +327,7 @@ pub fn run(opts: &CheckOptions) -> Report {
         }
     }
     skipped_notice(&skipped, &mut report);
-    type_check_notices(&policies, crds.schemas(&mut report), &mut report);
+    type_check_notices(&policies, crds, &mut report);
     let files = loaded.files;
     let skipped_files = skipped.len();
     let items = flatten_items(loaded.items, &mut report);

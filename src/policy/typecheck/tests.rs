@@ -183,4 +183,3 @@ fn a_variable_of_an_object_type_is_dyn_at_creation_too() {
     let (_, errors) = PolicySet::compile(&[(doc, source)], &mut Inventory::new());
     assert!(errors.is_empty(), "{errors:?}");
 }
-

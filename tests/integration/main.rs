@@ -22,6 +22,7 @@ mod cel_creation_e2e;
 mod cel_fuzz_differential;
 mod cel_robustness;
 mod celwarn_differential;
+mod celwarn_fuzz;
 mod celwarn_schemas;
 mod control_plane;
 mod controller;

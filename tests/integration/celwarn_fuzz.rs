@@ -31,13 +31,34 @@ const KINDS: &[(&str, &str, &str, &str)] = &[
     ("", "v1", "configmaps", "ConfigMap"),
     ("batch", "v1", "cronjobs", "CronJob"),
     ("networking.k8s.io", "v1", "ingresses", "Ingress"),
-    ("autoscaling", "v2", "horizontalpodautoscalers", "HorizontalPodAutoscaler"),
-    ("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget"),
+    (
+        "autoscaling",
+        "v2",
+        "horizontalpodautoscalers",
+        "HorizontalPodAutoscaler",
+    ),
+    (
+        "policy",
+        "v1",
+        "poddisruptionbudgets",
+        "PodDisruptionBudget",
+    ),
 ];
 
 const LITERALS: &[&str] = &[
-    "1", "'a'", "true", "1.5", "2u", "b'x'", "null", "[]", "{}", "duration('1s')",
-    "timestamp('2024-01-01T00:00:00Z')", "['a']", "{'a': 1}",
+    "1",
+    "'a'",
+    "true",
+    "1.5",
+    "2u",
+    "b'x'",
+    "null",
+    "[]",
+    "{}",
+    "duration('1s')",
+    "timestamp('2024-01-01T00:00:00Z')",
+    "['a']",
+    "{'a': 1}",
 ];
 
 fn env_number(name: &str, default: u64) -> u64 {
@@ -49,7 +70,11 @@ fn env_number(name: &str, default: u64) -> u64 {
 
 /// A random path from `object` down `t`, and the type it ends at.
 fn path(rng: &mut Rng, root: &Ty) -> (String, Ty) {
-    let mut expr = String::from(if rng.below(5) == 0 { "oldObject" } else { "object" });
+    let mut expr = String::from(if rng.below(5) == 0 {
+        "oldObject"
+    } else {
+        "object"
+    });
     let mut t = root.clone();
     for _ in 0..(2 + rng.below(6)) {
         t = match t {
@@ -79,8 +104,26 @@ fn path(rng: &mut Rng, root: &Ty) -> (String, Ty) {
 fn expression(rng: &mut Rng, root: &Ty) -> String {
     let (p, t) = path(rng, root);
     let lit = LITERALS[rng.below(LITERALS.len())];
-    match rng.below(9) {
+    match rng.below(12) {
         0 | 1 | 2 => format!("{p} == {lit}"),
+        9 => {
+            let (q, _) = path(rng, root);
+            format!("[{p}, {q}].size() > 0")
+        }
+        10 => {
+            let clause = ["%d", "%s", "%f", "%x", "%o", "%b", "%e"][rng.below(7)];
+            format!("'{clause}'.format([{p}]) != ''")
+        }
+        11 => match &t {
+            Ty::List(e) => match &**e {
+                Ty::Struct(s) if !s.fields.is_empty() => {
+                    let (f, _) = &s.fields[rng.below(s.fields.len())];
+                    format!("{p}.all(x, x.{f} == {lit})")
+                }
+                _ => format!("{p}.all(x, x == {lit})"),
+            },
+            _ => format!("{p} != {lit}"),
+        },
         3 => format!("{p} < {lit}"),
         4 => format!("{p}.size() > 0"),
         5 if matches!(t, Ty::List(_) | Ty::Map(..)) => {
@@ -112,7 +155,10 @@ fn loads(doc: &Json) -> Option<PolicySet> {
     errors.is_empty().then_some(set)
 }
 
-fn kube_warnings(cluster: &TestCluster, names: &[String]) -> BTreeMap<String, Vec<(String, String)>> {
+fn kube_warnings(
+    cluster: &TestCluster,
+    names: &[String],
+) -> BTreeMap<String, Vec<(String, String)>> {
     let deadline = Instant::now() + Duration::from_secs(180);
     loop {
         let out = cluster.kubectl(&["get", "validatingadmissionpolicies", "-o", "json"]);
@@ -135,12 +181,21 @@ fn kube_warnings(cluster: &TestCluster, names: &[String]) -> BTreeMap<String, Ve
                     )
                 })
                 .collect();
-            found.insert(p["metadata"]["name"].as_str().unwrap_or_default().to_string(), w);
+            found.insert(
+                p["metadata"]["name"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
+                w,
+            );
         }
         if names.iter().all(|n| found.contains_key(n)) {
             return found;
         }
-        assert!(Instant::now() < deadline, "the status controller did not check every policy");
+        assert!(
+            Instant::now() < deadline,
+            "the status controller did not check every policy"
+        );
         std::thread::sleep(Duration::from_millis(500));
     }
 }
@@ -159,7 +214,9 @@ fn generated_policies_warn_as_kube_apiserver() {
             version: kind.1.into(),
             kind: kind.3.into(),
         };
-        let root = schemas.resource_type(&gvk, kind.3).expect("a built-in kind");
+        let root = schemas
+            .resource_type(&gvk, kind.3)
+            .expect("a built-in kind");
         let expr = expression(&mut rng, &root);
         let name = format!("vap-fuzz-{:04}", docs.len());
         let doc = policy(&name, kind, &expr);
@@ -177,10 +234,7 @@ fn generated_policies_warn_as_kube_apiserver() {
     let cluster = TestCluster::start_with(Options::default());
     let _logs = cluster.logs_on_panic();
     let _controller = StatusController::start(&cluster, dir.path());
-    let stream: String = docs
-        .iter()
-        .map(|d| format!("---\n{d}\n"))
-        .collect();
+    let stream: String = docs.iter().map(|d| format!("---\n{d}\n")).collect();
     let out = cluster.kubectl_stdin(&["create", "-f", "-"], &stream);
     let refused = String::from_utf8_lossy(&out.stderr).into_owned();
     let names: Vec<String> = ours
@@ -200,7 +254,10 @@ fn generated_policies_warn_as_kube_apiserver() {
             agree += 1;
             continue;
         }
-        let _ = writeln!(report, "\n{name}: {expr}\n  kube-apiserver: {theirs:?}\n  interlock:      {mine:?}");
+        let _ = writeln!(
+            report,
+            "\n{name}: {expr}\n  kube-apiserver: {theirs:?}\n  interlock:      {mine:?}"
+        );
     }
     let figure = format!(
         "generated type-check policies: {agree}/{} agree ({warned} with warnings; {} refused at creation by kube-apiserver)",
@@ -212,5 +269,8 @@ fn generated_policies_warn_as_kube_apiserver() {
         eprintln!("kube-apiserver refused: {refused}");
     }
     println!("{figure}");
-    assert!(agree == names.len() && names.len() == ours.len(), "{figure}");
+    assert!(
+        agree == names.len() && names.len() == ours.len(),
+        "{figure}"
+    );
 }

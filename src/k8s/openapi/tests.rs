@@ -82,3 +82,19 @@ fn a_crd_manifest_adds_its_served_versions() {
     };
     assert!(template.field("metadata").is_some() && template.field("kind").is_some());
 }
+
+#[test]
+fn a_crd_that_cannot_be_read_names_the_field() {
+    let mut s = Schemas::default();
+    let no_group =
+        serde_json::json!({"spec": {"names": {"plural": "a", "kind": "A"}, "versions": []}});
+    assert_eq!(s.add_crd(&no_group), Err("spec.group is missing".into()));
+    let bad_schema = serde_json::json!({"spec": {"group": "g", "names": {"plural": "a", "kind": "A"},
+        "versions": [{"name": "v1", "schema": {"openAPIV3Schema": {"type": 5}}}]}});
+    let e = s.add_crd(&bad_schema).expect_err("a bad schema");
+    assert!(
+        e.starts_with("spec.versions[0].schema.openAPIV3Schema: invalid type"),
+        "{e}"
+    );
+    assert!(s.resources.is_empty());
+}

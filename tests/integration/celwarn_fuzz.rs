@@ -105,7 +105,7 @@ fn expression(rng: &mut Rng, root: &Ty) -> String {
     let (p, t) = path(rng, root);
     let lit = LITERALS[rng.below(LITERALS.len())];
     match rng.below(12) {
-        0 | 1 | 2 => format!("{p} == {lit}"),
+        0..=2 => format!("{p} == {lit}"),
         9 => {
             let (q, _) = path(rng, root);
             format!("[{p}, {q}].size() > 0")

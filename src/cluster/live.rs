@@ -57,18 +57,16 @@ impl Lookup for Live<'_> {
     }
 
     fn list(&self, group: &str, kind: &str, namespace: Option<&str>) -> Vec<&Entry> {
-        let listed = self.cluster.read(|st| {
-            let listed = st.inventory.list_shared(group, kind, namespace);
-            listed.into_iter().cloned().collect()
-        });
+        let listed = self
+            .cluster
+            .read(|st| st.inventory.list_shared(group, kind, namespace));
         self.keep(listed)
     }
 
     fn lookup_index(&self, id: IndexId, key: &str) -> Vec<&Entry> {
-        let found = self.cluster.read(|st| {
-            let found = st.inventory.lookup_index_shared(id, key);
-            found.into_iter().cloned().collect()
-        });
+        let found = self
+            .cluster
+            .read(|st| st.inventory.lookup_index_shared(id, key));
         self.keep(found)
     }
 }

@@ -644,17 +644,21 @@ impl Inventory {
 
     /// Objects of a kind in a namespace (`None`: every namespace), in name order.
     pub fn list<'s>(&'s self, group: &str, kind: &str, namespace: Option<&str>) -> Vec<&'s Entry> {
-        let shared = self.list_shared(group, kind, namespace);
-        shared.into_iter().map(|e| &**e).collect()
+        self.list_map(group, kind, namespace, |e| &**e)
     }
 
     /// [`Inventory::list`], as the entries themselves.
-    pub fn list_shared<'s>(
+    pub fn list_shared(&self, group: &str, kind: &str, namespace: Option<&str>) -> Vec<Arc<Entry>> {
+        self.list_map(group, kind, namespace, Arc::clone)
+    }
+
+    fn list_map<'s, T>(
         &'s self,
         group: &str,
         kind: &str,
         namespace: Option<&str>,
-    ) -> Vec<&'s Arc<Entry>> {
+        f: impl Fn(&'s Arc<Entry>) -> T,
+    ) -> Vec<T> {
         let Some(by_ns) = self.by_kind.get(&(Arc::from(group), Arc::from(kind))) else {
             return Vec::new();
         };
@@ -668,7 +672,7 @@ impl Inventory {
                     name: n,
                 };
                 if let Some(e) = self.find_shared(key) {
-                    out.push(e);
+                    out.push(f(e));
                 }
             }
         };
@@ -694,16 +698,29 @@ impl Inventory {
 
     /// Objects whose index `id` yields `key`.
     pub fn lookup_index<'s>(&'s self, id: IndexId, key: &str) -> Vec<&'s Entry> {
-        let shared = self.lookup_index_shared(id, key);
-        shared.into_iter().map(|e| &**e).collect()
+        self.lookup_index_map(id, key, |e| &**e)
     }
 
     /// [`Inventory::lookup_index`], as the entries themselves.
-    pub fn lookup_index_shared<'s>(&'s self, id: IndexId, key: &str) -> Vec<&'s Arc<Entry>> {
+    pub fn lookup_index_shared(&self, id: IndexId, key: &str) -> Vec<Arc<Entry>> {
+        self.lookup_index_map(id, key, Arc::clone)
+    }
+
+    fn lookup_index_map<'s, T>(
+        &'s self,
+        id: IndexId,
+        key: &str,
+        f: impl Fn(&'s Arc<Entry>) -> T,
+    ) -> Vec<T> {
         self.indexes
             .get(id)
             .and_then(|i| i.keys.get(key))
-            .map(|set| set.iter().filter_map(|k| self.objects.get(k)).collect())
+            .map(|set| {
+                set.iter()
+                    .filter_map(|k| self.objects.get(k))
+                    .map(f)
+                    .collect()
+            })
             .unwrap_or_default()
     }
 }

@@ -340,18 +340,23 @@ impl<'e> Compiler<'e> {
             }
             ExprKind::Map { entries } => {
                 let mut items = Vec::with_capacity(entries.len());
-                // cel-go builds a map literal as a Go map at evaluation:
-                // bytes keys fail there (see `Evaluator::map`), null and
-                // double keys work, which Interlock's maps cannot hold.
+                // cel-go builds a map literal as a Go map at evaluation,
+                // keyed by any value Go can hash (see `Evaluator::map`);
+                // the CEL specification allows four key types only.
+                let spec = self.env.libs.has(Lib::Spec);
                 for en in entries {
-                    if let ExprKind::Literal(Literal::Double(_) | Literal::Null) = &en.key.kind {
+                    let refused = matches!(
+                        &en.key.kind,
+                        ExprKind::Literal(Literal::Double(_) | Literal::Null)
+                    );
+                    if spec && refused {
                         return Err(self.err(en.key.pos, "unsupported map key type"));
                     }
                     let key = self.compile(&en.key)?;
                     let value = self.compile(&en.value)?;
                     items.push((key, value, en.optional));
                 }
-                Node::Map(items)
+                Node::Map(items, spec)
             }
             ExprKind::Struct { name, fields } => self.structure(e.pos, name, fields)?,
             ExprKind::And(a, b) => {

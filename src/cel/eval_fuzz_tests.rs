@@ -334,3 +334,79 @@ fn map_keeps_its_first_error_and_both_operands_are_evaluated() {
         ),
     ]);
 }
+
+fn assert_true(cases: &[&str]) {
+    for src in cases {
+        assert_eq!(kube(src), Ok("true".to_string()), "{src}");
+    }
+}
+
+/// cel-go builds a map literal as a Go map keyed by the CEL value: any
+/// value Go can hash is a key, compared with Go's `==` (by value, or by
+/// identity for the values cel-go holds by pointer); a repeated key
+/// replaces the value; an unhashable key panics.
+#[test]
+fn map_literal_keys_of_any_type_are_go_map_keys() {
+    assert_true(&[
+        "size({null: '%s-%d'}) < 2",
+        "{1.5: 'a'}[1.5] == 'a'",
+        "{1.5: 'a'}[?1.5] == optional.of('a')",
+        "{0.0: 'a'}[-0.0] == 'a'",
+        "size({double('NaN'): 'a', double('NaN'): 'b'}) == 2",
+        "size({1.0: 'a', 1.0: 'b'}) == 1",
+        "size({1: 'a', 1: 'b'}) == 1",
+        "{'a': 1, 'a': 2}['a'] == 2",
+        "size({dyn(1): 'a', dyn(1u): 'b'}) == 2",
+        "{dyn(1): 'a', dyn(1u): 'b'}[1u] == 'b'",
+        "ip('10.0.0.1') in {ip('10.0.0.1'): 1}",
+        "size({ip('10.0.0.1'): 1, ip('10.0.0.1'): 2}) == 1",
+        "cidr('10.0.0.0/8') in {cidr('10.0.0.0/8'): 1}",
+        "size({cidr('10.0.0.0/8'): 1, cidr('10.0.0.1/8'): 1}) == 2",
+        "optional.none() in {optional.none(): 1}",
+        "size({optional.none(): 1, optional.none(): 2}) == 1",
+        "!(optional.of(1) in {optional.of(1): 1})",
+        "size({optional.of(1): 1, optional.of(1): 2}) == 2",
+        "!([1] in {[1]: 2})",
+        "size({[1]: 1, [1]: 2}) == 2",
+        "size({{}: 1}) == 1",
+        "size({quantity('1'): 1, quantity('1'): 2}) == 2",
+        "!(quantity('1') in {quantity('1'): 1})",
+        "size({url('https://x'): 1, url('https://x'): 2}) == 2",
+        "timestamp('2024-01-01T01:00:00+01:00') in {timestamp('2024-01-01T01:00:00+01:00'): 1}",
+        "size({timestamp('2024-01-01T00:00:00Z'): 1, timestamp('2024-01-01T01:00:00+01:00'): 2}) == 2",
+        "size({duration('1s'): 1, duration('1000ms'): 2}) == 1",
+        "int in {int: 1}",
+        "size({int: 1, type(1): 2}) == 1",
+        "{null: 1} == {null: 1}",
+        "{ip('10.0.0.1'): 1} == {ip('10.0.0.1'): 1}",
+        "{optional.of(1): 1} != {optional.of(1): 1}",
+        "{1.5: 1}.exists(k, k == 1.5)",
+        "{null: 1}.all(k, k == null)",
+        "{null: 1}.exists_one(k, true)",
+        "({optional.of(1): 1}).exists(k, k.value() == 1)",
+        "!(b'a' in {})",
+        "size({'a': 1, ?'a': optional.none()}) == 0",
+    ]);
+    assert_errors(&[
+        ("{double('NaN'): 'a'}[double('NaN')] == 'a'", "no such key: NaN"),
+        ("{1.5: 'x'}[2.5] == 'x'", "no such key: 2.5"),
+        ("{ip('10.0.0.1'): 1}[ip('10.0.0.1')] == 1", "invalid qualifier type: cel.IP"),
+        (
+            "size({semver('1.0.0'): 1}) == 1",
+            "internal error: runtime error: hash of unhashable type cel.Semver",
+        ),
+        (
+            "size({b'a': 1}) == 1 || true",
+            "internal error: runtime error: hash of unhashable type types.Bytes",
+        ),
+        (
+            "dyn(b'a') in {'a': 1} || true",
+            "internal error: runtime error: hash of unhashable type types.Bytes",
+        ),
+        // The value is evaluated before the key is hashed.
+        (
+            "size({b'a': 1 / 0}) == 1",
+            "division by zero",
+        ),
+    ]);
+}

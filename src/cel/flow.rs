@@ -216,7 +216,7 @@ impl<'c> Flow<'c> {
                 }
                 out
             }
-            Node::Map(items) => {
+            Node::Map(items, _) => {
                 for (k, v, _) in items {
                     self.eval_marked(k);
                     self.eval_marked(v);

@@ -3,7 +3,7 @@
 use super::error::{EvalError, EvalResult};
 use super::functions::{FnDecl, Lib};
 use super::interrupt::{self, Halt, Interrupt};
-use super::value::{Key, List, Map, OwnedMap, Str, Value};
+use super::value::{Key, List, Map, OwnedMap, Str, Unhashable, Value};
 use smallvec::SmallVec;
 use std::any::Any;
 use std::cell::RefCell;
@@ -55,7 +55,9 @@ pub enum Node {
         end: OptionalEnd,
     },
     List(Vec<(Node, bool)>),
-    Map(Vec<(Node, Node, bool)>),
+    /// A map literal's entries (key, value, optional), and whether the
+    /// CEL specification's key rules apply.
+    Map(Vec<(Node, Node, bool)>, bool),
     Struct(Vec<(Str<'static>, Node, bool)>),
     And(Box<Node>, Box<Node>),
     Or(Box<Node>, Box<Node>),
@@ -82,7 +84,7 @@ impl Node {
                 args.iter().for_each(|a| a.visit(f))
             }
             Node::List(items) => items.iter().for_each(|(n, _)| n.visit(f)),
-            Node::Map(items) => items.iter().for_each(|(k, v, _)| {
+            Node::Map(items, _) => items.iter().for_each(|(k, v, _)| {
                 k.visit(f);
                 v.visit(f);
             }),
@@ -254,6 +256,7 @@ fn halt_error(halt: Halt) -> EvalError {
         Halt::Budget => EvalError::cost_exceeded(),
         Halt::Interrupted => EvalError::interrupted(),
         Halt::Internal(m) => EvalError::new(format!("internal error: interface conversion: {m}")),
+        Halt::Unhashable(t) => EvalError::new(Unhashable(t).message()),
     }
 }
 
@@ -417,6 +420,18 @@ impl<'a, 'e> Ctx<'a, 'e> {
         self.alloc(n.saturating_mul(std::mem::size_of::<Value>()))
     }
 
+    /// cel-go panicked hashing a key: the evaluation ends with Go's
+    /// message, whatever the expression around would have made of an
+    /// error.
+    pub(crate) fn panic(&mut self, u: Unhashable) -> EvalError {
+        self.halt(Halt::Unhashable(u.0))
+    }
+
+    /// The key of `v` as cel-go's Go map holds it.
+    fn key(&mut self, v: &Value<'a>) -> EvalResult<Key<'a>> {
+        Key::from_value(v).map_err(|u| self.panic(u))
+    }
+
     fn halt(&mut self, halt: Halt) -> EvalError {
         self.halted.get_or_insert(halt);
         halt_error(halt)
@@ -500,7 +515,7 @@ impl<'a, 'e> Ctx<'a, 'e> {
                 end,
             } => self.optional_selects(operand, fields, end),
             Node::List(items) => self.list(items),
-            Node::Map(items) => self.map(items),
+            Node::Map(items, spec) => self.map(items, *spec),
             Node::Struct(fields) => self.structure(fields),
             Node::And(a, b) => self.and(a, b),
             Node::Or(a, b) => self.or(a, b),
@@ -700,17 +715,27 @@ impl<'a, 'e> Ctx<'a, 'e> {
         Ok(Value::list(out))
     }
 
-    fn map(&mut self, items: &[(Node, Node, bool)]) -> EvalResult<Value<'a>> {
+    /// A map literal, as cel-go builds it: each key, then its value, is
+    /// evaluated (the first error ends it), then the entry goes into a Go
+    /// map: a repeated key replaces the value, an empty optional entry
+    /// deletes the key. Under the CEL specification's rules (`spec`), keys
+    /// are ints, uints, bools and strings, and a repeated one is an error.
+    fn map(&mut self, items: &[(Node, Node, bool)], spec: bool) -> EvalResult<Value<'a>> {
         // A key and a value per entry.
         self.alloc_values(items.len().saturating_mul(2))?;
         let mut out = OwnedMap::with_capacity_and_hasher(items.len(), Default::default());
         for (k, v, optional) in items {
-            let key = literal_key(&self.eval(k)?)?;
+            let key = self.eval(k)?;
             let mut value = self.eval(v)?;
             if *optional {
                 match value {
                     Value::Optional(Some(inner)) => value = (*inner).clone(),
-                    Value::Optional(None) => continue,
+                    Value::Optional(None) if spec => continue,
+                    Value::Optional(None) => {
+                        let key = self.key(&key)?;
+                        out.shift_remove(&key);
+                        continue;
+                    }
                     other => {
                         return Err(EvalError::new(format!(
                             "optional map entry is not an optional: {}",
@@ -719,18 +744,17 @@ impl<'a, 'e> Ctx<'a, 'e> {
                     }
                 }
             }
-            if numeric_twin(&key).is_some_and(|k| out.contains_key(&k)) {
+            if !spec {
+                let key = self.key(&key)?;
+                out.insert(key, value);
+                continue;
+            }
+            let key = Key::spec_key(&key)?;
+            let repeated = out.contains_key(&key) || numeric_twin(&key).is_some_and(|k| out.contains_key(&k));
+            if repeated {
                 return Err(EvalError::new(format!("Failed with repeated key: {key}")));
             }
-            match out.entry(key) {
-                indexmap::map::Entry::Vacant(slot) => {
-                    slot.insert(value);
-                }
-                indexmap::map::Entry::Occupied(slot) => {
-                    let key = slot.key();
-                    return Err(EvalError::new(format!("Failed with repeated key: {key}")));
-                }
-            }
+            out.insert(key, value);
         }
         self.charge(out.len() as u64)?;
         Ok(Value::map(out))
@@ -871,7 +895,8 @@ impl<'a, 'e> Ctx<'a, 'e> {
     }
 
     fn accu_insert(&mut self, slot: usize, k: &Node, v: &Node) -> EvalResult<Value<'a>> {
-        let key = Key::from_value(&self.eval(k)?)?;
+        let key = self.eval(k)?;
+        let key = self.key(&key)?;
         let value = self.eval(v)?;
         self.charge(1)?;
         self.alloc_values(2)?;
@@ -901,7 +926,7 @@ impl<'a, 'e> Ctx<'a, 'e> {
         self.alloc_values(add.len().saturating_mul(2))?;
         let mut entries = self.owned_accu_map(slot)?;
         for (k, v) in add.entries() {
-            let key = Key::from_value(&k)?;
+            let key = self.key(&k)?;
             if Arc::make_mut(&mut entries).insert(key.clone(), v).is_some() {
                 return Err(EvalError::new(format!(
                     "insert failed: key {key} already exists"
@@ -919,7 +944,8 @@ impl<'a, 'e> Ctx<'a, 'e> {
                 m.entries()
                     .into_iter()
                     .map(|(k, v)| Ok((Key::from_value(&k)?, v)))
-                    .collect::<EvalResult<OwnedMap>>()?,
+                    .collect::<Result<OwnedMap, Unhashable>>()
+                    .map_err(|u| self.panic(u))?,
             )),
             other => Err(EvalError::new(format!(
                 "internal: accumulator is a {}",
@@ -929,18 +955,8 @@ impl<'a, 'e> Ctx<'a, 'e> {
     }
 }
 
-/// The other spelling of a numeric key (`1` and `1u` are the same key).
-/// The key of a map literal entry. cel-go builds the literal as a Go map,
-/// and a bytes key panics there (recovered as an internal error).
-fn literal_key<'a>(v: &Value<'a>) -> EvalResult<Key<'a>> {
-    if let Value::Bytes(_) = v {
-        return Err(EvalError::new(
-            "internal error: runtime error: hash of unhashable type types.Bytes",
-        ));
-    }
-    Key::from_value(v)
-}
-
+/// The other spelling of a numeric key (`1` and `1u`), a repeated key
+/// under the CEL specification's rules.
 fn numeric_twin<'a>(k: &Key<'a>) -> Option<Key<'a>> {
     match k {
         Key::Int(i) if *i >= 0 => Some(Key::Uint(*i as u64)),
@@ -1113,7 +1129,7 @@ pub fn index_value<'a>(v: Value<'a>, i: &Value<'a>, optional: bool) -> EvalResul
                 ))),
             }
         }
-        Value::Map(m) => wrap(m.get(i)?),
+        Value::Map(m) => wrap(m.get(i)),
         Value::Optional(None) => Ok(Value::Optional(None)),
         Value::Optional(Some(inner)) => index_value((*inner).clone(), i, true),
         // Values that are neither maps nor lists have no keys; an

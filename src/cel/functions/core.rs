@@ -255,13 +255,9 @@ fn in_<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
             ctx.charge(l.len() as u64)?;
             Ok(Value::Bool(l.iter().any(|v| v.equals(&a[0]))))
         }
-        Value::Map(m) => match &a[0] {
-            Value::Bool(_)
-            | Value::Int(_)
-            | Value::Uint(_)
-            | Value::String(_)
-            | Value::Double(_) => Ok(Value::Bool(m.contains(&a[0])?)),
-            _ => Ok(Value::Bool(false)),
+        Value::Map(m) => match m.find(&a[0]) {
+            Ok(found) => Ok(Value::Bool(found.is_some())),
+            Err(unhashable) => Err(ctx.panic(unhashable)),
         },
         _ => Err(EvalError::no_overload("@in")),
     }

@@ -410,3 +410,53 @@ fn map_literal_keys_of_any_type_are_go_map_keys() {
         ),
     ]);
 }
+
+/// A list built with `+` from two lists that are not empty is cel-go's
+/// `*types.concatList`; with an empty one, `+` answers the other list.
+#[test]
+fn a_concatenated_list_as_index_is_named_by_its_go_type() {
+    assert_errors(&[
+        (
+            "dyn({'a': 3u})[[b'abc', b'\\xc3\\xbc'] + [b'\\x00a', b'']] == 1u",
+            "invalid qualifier type: *types.concatList",
+        ),
+        (
+            "dyn({'a': 1})[[1] + [2] + [3]] == 1",
+            "invalid qualifier type: *types.concatList",
+        ),
+        ("dyn({'a': 1})[[] + [1]] == 1", "invalid qualifier type: *types.baseList"),
+        ("dyn({'a': 1})[[1] + []] == 1", "invalid qualifier type: *types.baseList"),
+        (
+            "dyn({'a': 1})[([1] + [2]).map(x, x)] == 1",
+            "invalid qualifier type: *types.baseList",
+        ),
+    ]);
+}
+
+/// cel-go's `string.format` at run time takes the clause's argument before
+/// it reads the clause: a missing argument is reported first, then a `%`
+/// that ends the string, then the clause itself.
+#[test]
+fn format_reports_a_missing_argument_before_a_bad_clause() {
+    assert_errors(&[
+        ("('%v' + '10.0.0.0/8').format([]) == ''", "index 0 out of range"),
+        ("('%' + '').format([]) == ''", "index 0 out of range"),
+        ("('%' + '').format(['a']) == ''", "unexpected end of string"),
+        (
+            "('%v' + 'x').format(['a']) == ''",
+            "could not parse formatting clause: unrecognized formatting clause \"v\"",
+        ),
+        (
+            "('%.' + '').format([1]) == ''",
+            "could not parse formatting clause: error while parsing precision: could not find end of precision specifier",
+        ),
+        (
+            "('%.' + 's').format([1]) == ''",
+            "could not parse formatting clause: error while parsing precision: error while converting precision to integer: strconv.Atoi: parsing \"\": invalid syntax",
+        ),
+        (
+            "('%\u{e9}' + '').format([1]) == ''",
+            "could not parse formatting clause: unrecognized formatting clause \"\u{c3}\"",
+        ),
+    ]);
+}

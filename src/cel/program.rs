@@ -1037,6 +1037,7 @@ fn aggregate_qualifier(i: &Value, raw: bool) -> EvalError {
         Value::List(List::Json(_)) if raw => "[]interface {}",
         Value::Map(Map::Json(_)) if raw => "map[string]interface {}",
         Value::Map(_) => "*types.baseMap",
+        Value::List(List::Concat(_)) => "*types.concatList",
         _ => "*types.baseList",
     };
     EvalError::new(format!("invalid qualifier type: {go_type}"))

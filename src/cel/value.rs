@@ -62,13 +62,16 @@ impl Hash for Str<'_> {
 pub enum List<'a> {
     Json(&'a [Json]),
     Owned(Arc<Vec<Value<'a>>>),
+    /// Two lists joined with `+`, which cel-go keeps as a view of both
+    /// (Go type `*types.concatList`, which its messages name).
+    Concat(Arc<Vec<Value<'a>>>),
 }
 
 impl<'a> List<'a> {
     pub fn len(&self) -> usize {
         match self {
             List::Json(l) => l.len(),
-            List::Owned(l) => l.len(),
+            List::Owned(l) | List::Concat(l) => l.len(),
         }
     }
     pub fn is_empty(&self) -> bool {
@@ -77,7 +80,7 @@ impl<'a> List<'a> {
     pub fn get(&self, i: usize) -> Option<Value<'a>> {
         match self {
             List::Json(l) => l.get(i).map(Value::from_json),
-            List::Owned(l) => l.get(i).cloned(),
+            List::Owned(l) | List::Concat(l) => l.get(i).cloned(),
         }
     }
     pub fn iter(&self) -> ListIter<'a, '_> {
@@ -192,7 +195,7 @@ fn by_value(o: &dyn Opaque) -> bool {
 /// The address behind a value cel-go holds by pointer.
 fn identity(v: &Value) -> Option<(*const (), usize)> {
     Some(match v {
-        Value::List(List::Owned(l)) => (Arc::as_ptr(l).cast(), 0),
+        Value::List(List::Owned(l) | List::Concat(l)) => (Arc::as_ptr(l).cast(), 0),
         Value::List(List::Json(l)) => (l.as_ptr().cast(), l.len()),
         Value::Map(Map::Owned(m)) => (Arc::as_ptr(m).cast(), 0),
         Value::Map(Map::Json(m)) => ((*m as *const JsonMap).cast(), 0),

@@ -65,6 +65,9 @@ fn add<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
             ctx.alloc(len)?;
             Bytes(x.iter().chain(y.iter()).copied().collect())
         }
+        // cel-go answers with the other list itself when one is empty.
+        (List(x), List(_)) if x.is_empty() => a[1].clone(),
+        (List(_), List(y)) if y.is_empty() => a[0].clone(),
         (List(x), List(y)) => {
             // cel-go charges one unit (its concatenation is lazy); this one
             // copies, so it is charged by length.
@@ -73,7 +76,7 @@ fn add<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
             ctx.alloc_values(len)?;
             let mut v = x.to_vec();
             v.extend(y.iter());
-            Value::list(v)
+            Value::List(crate::cel::value::List::Concat(std::sync::Arc::new(v)))
         }
         (Duration(x), Duration(y)) => Duration(crate::cel::value::Duration(
             x.0.checked_add(y.0)

@@ -2,11 +2,12 @@
 //! to implementations once, so evaluation does no lookups by name.
 
 use super::ast::{Expr, ExprKind, Literal, Pos};
+use std::collections::HashMap;
 use super::error::CompileError;
 use super::functions::{self, FnDecl, Lib, LibSet, Style};
 use super::parser::{self, qualified_name, ParseLimits, ACCU};
 use super::plan::Checked;
-use super::program::{Node, OptionalEnd, Program};
+use super::program::{Guard, Node, OptionalEnd, Program};
 use super::types::Ty;
 use super::value::{Type, Value};
 use std::sync::Arc;
@@ -163,15 +164,16 @@ impl Env {
             .checks_types()
             .then(|| self.check(src, &ast))
             .transpose()?;
-        let tracked = checked
+        let (tracked, resolved) = checked
             .as_ref()
-            .map(|c| c.tracked.clone())
+            .map(|c| (c.tracked.clone(), c.resolved.clone()))
             .unwrap_or_default();
         let mut c = Compiler {
             env: self,
             src,
             scope: Vec::new(),
             tracked,
+            resolved,
         };
         let root = c.compile(&ast)?;
         let Some(checked) = checked else {
@@ -197,6 +199,7 @@ impl Env {
             src: "",
             scope: Vec::new(),
             tracked: Vec::new(),
+            resolved: HashMap::new(),
         };
         let node = c.compile(e).map_err(|e| e.message)?;
         Program::new(node, "", None)
@@ -273,6 +276,9 @@ struct Compiler<'e> {
     /// Where the checker resolved `sort` or `sortBy` to one overload
     /// ([`super::check::Checked::tracked`]).
     tracked: Vec<Pos>,
+    /// The calls the checker resolved to one overload
+    /// ([`super::check::Checked::resolved`]).
+    resolved: HashMap<(Pos, String), Arc<[Ty]>>,
 }
 
 type CResult = Result<Node, CompileError>;
@@ -615,7 +621,63 @@ impl<'e> Compiler<'e> {
                 Err(_) => {}
             }
         }
-        Ok(fuse_optional_selects(self.tracked_variant(pos, decl), args))
+        let decl = self.tracked_variant(pos, decl);
+        if let Some(guard) = self.guard(pos, decl, args.len()) {
+            return Ok(Node::Guarded { decl, args, guard });
+        }
+        Ok(fuse_optional_selects(decl, args))
+    }
+
+    /// The runtime guard cel-go's interpreter puts on this call: the one
+    /// overload the checker resolved it to, or else every overload of the
+    /// function with as many arguments, in a type-checked environment. Not
+    /// for the functions cel-go binds once for all their overloads (the
+    /// operators, `size`, `type`, `dyn`, `matches`, `sort`), nor those
+    /// declared without type guards (`contains`, `startsWith`,
+    /// `endsWith`, `flatten`), nor `or`/`orValue`, which cel-go
+    /// evaluates itself.
+    fn guard(&self, pos: Pos, decl: &'static FnDecl, arity: usize) -> Option<Guard> {
+        const UNGUARDED: [&str; 27] = [
+            "_==_",
+            "_!=_",
+            "_&&_",
+            "_||_",
+            "_?_:_",
+            "_[_]",
+            "_[?_]",
+            "in",
+            "_+_",
+            "_-_",
+            "_*_",
+            "_/_",
+            "_%_",
+            "-_",
+            "!_",
+            "_<_",
+            "_<=_",
+            "_>_",
+            "_>=_",
+            "size",
+            "type",
+            "dyn",
+            "matches",
+            "contains",
+            "startsWith",
+            "endsWith",
+            "flatten",
+        ];
+        let special = decl.name.starts_with('@')
+            || UNGUARDED.contains(&decl.name)
+            || matches!(decl.name, "or" | "orValue" | "sort")
+            || decl.tracked.is_some();
+        if special || !self.env.checks_types() {
+            return None;
+        }
+        if let Some(params) = self.resolved.get(&(pos, decl.name.to_string())) {
+            return Some(Guard::One(params.clone()));
+        }
+        let overloads = super::check::overloads_of(decl.name, arity)?;
+        (!overloads.is_empty()).then(|| Guard::Any(overloads.into()))
     }
 
     /// The variant of `decl` kube-apiserver plans with a cost tracker that

@@ -460,3 +460,48 @@ fn format_reports_a_missing_argument_before_a_bad_clause() {
         ),
     ]);
 }
+
+/// Where the checker resolved a call to one overload, cel-go calls that
+/// overload, and its guard refuses arguments of another runtime type even
+/// when another overload of the function would take them: a value whose
+/// static type is wrong (`orValue` on a value that is not an optional
+/// answers the value, checked as the alternative's type) meets the guard.
+#[test]
+fn a_call_checked_to_one_overload_refuses_other_runtime_types() {
+    assert_errors(&[
+        (
+            "isCIDR(string(dyn('10.0.0.0/8').orValue(18446744073709551615u)))",
+            "no such overload: string(string)",
+        ),
+        (
+            "int(dyn('7').orValue(1)) == 7",
+            "no such overload: int(string)",
+        ),
+        (
+            "[dyn(1)].join() == '1'",
+            "no such overload: join(list)",
+        ),
+    ]);
+    // Several overloads: dispatched on the runtime types. A conditional
+    // with a `dyn` branch is `dyn`.
+    assert_true(&[
+        "string(dyn('a')) == 'a'",
+        "dyn([]).join() == ''",
+        "string(false ? 1u : dyn('a')) == 'a'",
+    ]);
+}
+
+/// With several overloads left by the checker, cel-go's dispatcher calls
+/// the first whose declared types the arguments fit, and refuses
+/// arguments no overload takes.
+#[test]
+fn a_call_with_several_overloads_takes_only_declared_runtime_types() {
+    assert_errors(&[
+        (
+            "(false ? [1] : dyn(['a'])).sum() == 1",
+            "no such overload: sum(list)",
+        ),
+        ("dyn(['a']).sum() == 1", "no such overload: sum(list)"),
+    ]);
+    assert_true(&["dyn([1.5, 2.5]).sum() == 4.0", "dyn([]).sum() == 0"]);
+}

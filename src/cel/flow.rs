@@ -155,7 +155,9 @@ impl<'c> Flow<'c> {
                 index,
                 optional,
             } => self.index(operand, index, *optional),
-            Node::Call { decl, args } | Node::Prepared { decl, args, .. } => {
+            Node::Call { decl, args }
+            | Node::Guarded { decl, args, .. }
+            | Node::Prepared { decl, args, .. } => {
                 self.call(decl.name, args)
             }
             Node::Host(id, args) => {

@@ -3,6 +3,7 @@
 use super::error::{EvalError, EvalResult};
 use super::functions::{FnDecl, Lib};
 use super::interrupt::{self, Halt, Interrupt};
+use super::types::Ty;
 use super::value::{Key, List, Map, OwnedMap, Str, Unhashable, Value};
 use smallvec::SmallVec;
 use std::any::Any;
@@ -37,6 +38,13 @@ pub enum Node {
     Call {
         decl: &'static FnDecl,
         args: Vec<Node>,
+    },
+    /// A call of a type-checked expression, with the guard cel-go's
+    /// interpreter puts on it.
+    Guarded {
+        decl: &'static FnDecl,
+        args: Vec<Node>,
+        guard: Guard,
     },
     /// A call whose second argument was a constant prepared at compile time
     /// (a regular expression).
@@ -80,9 +88,10 @@ impl Node {
                 operand.visit(f);
                 index.visit(f);
             }
-            Node::Call { args, .. } | Node::Prepared { args, .. } | Node::Host(_, args) => {
-                args.iter().for_each(|a| a.visit(f))
-            }
+            Node::Call { args, .. }
+            | Node::Guarded { args, .. }
+            | Node::Prepared { args, .. }
+            | Node::Host(_, args) => args.iter().for_each(|a| a.visit(f)),
             Node::List(items) => items.iter().for_each(|(n, _)| n.visit(f)),
             Node::Map(items, _) => items.iter().for_each(|(k, v, _)| {
                 k.visit(f);
@@ -114,6 +123,30 @@ impl Node {
             }
             Node::Const(_) | Node::Error(_) | Node::Global(_) | Node::Local(_) | Node::Lazy(..) => {
             }
+        }
+    }
+}
+
+/// The argument types cel-go's dispatcher lets through to a function's
+/// implementation; other arguments are `no such overload: f(types)`.
+#[derive(Debug)]
+pub enum Guard {
+    /// The checker resolved the call to one overload, which cel-go calls
+    /// directly: its guard refuses arguments of other runtime types
+    /// (`string(x)` checked as `string(uint)` refuses a string) even where
+    /// another overload would take them.
+    One(Arc<[Ty]>),
+    /// Several overloads were left: cel-go calls the first whose declared
+    /// types the arguments fit.
+    Any(Arc<[Arc<[Ty]>]>),
+}
+
+impl Guard {
+    fn admits(&self, args: &[Value]) -> bool {
+        let fit = |params: &[Ty]| args.iter().zip(params).all(|(v, t)| fits(t, v));
+        match self {
+            Guard::One(params) => fit(params),
+            Guard::Any(overloads) => overloads.iter().any(|p| fit(p)),
         }
     }
 }
@@ -484,6 +517,14 @@ impl<'a, 'e> Ctx<'a, 'e> {
                     None => self.eval_args(args)?,
                     Some(k) => self.eval_tracked_args(args, k)?,
                 };
+                self.charge(1)?;
+                (decl.imp)(self, &vals)
+            }
+            Node::Guarded { decl, args, guard } => {
+                let vals = self.eval_args(args)?;
+                if !guard.admits(&vals) {
+                    return super::functions::no_overload(decl.name, &vals);
+                }
                 self.charge(1)?;
                 (decl.imp)(self, &vals)
             }
@@ -1006,6 +1047,31 @@ fn logic_error(v: EvalResult<Value>, op: &str) -> EvalError {
     match v {
         Err(e) => e,
         Ok(_) => EvalError::no_overload(op),
+    }
+}
+
+/// Whether `v` passes cel-go's guard for an argument declared as `t`
+/// (`Type.IsAssignableRuntimeType`): its runtime type's name, and for a
+/// list or a map also its first element or entry. Type parameters and
+/// `dyn` take anything.
+fn fits(t: &Ty, v: &Value) -> bool {
+    match (t, v) {
+        (Ty::Dyn | Ty::Param(_) | Ty::Unknown | Ty::Error | Ty::Struct(_), _) => true,
+        (Ty::List(e), Value::List(l)) => l.get(0).is_none_or(|x| fits(e, &x)),
+        (Ty::Map(k, e), Value::Map(m)) => m.first().is_none_or(|(x, y)| fits(k, &x) && fits(e, &y)),
+        (Ty::Named(n), Value::Opaque(o)) => o.type_name() == &**n,
+        (Ty::Int, Value::Int(_))
+        | (Ty::Uint, Value::Uint(_))
+        | (Ty::Double, Value::Double(_))
+        | (Ty::Bool, Value::Bool(_))
+        | (Ty::String, Value::String(_))
+        | (Ty::Bytes, Value::Bytes(_))
+        | (Ty::Null, Value::Null)
+        | (Ty::Duration, Value::Duration(_))
+        | (Ty::Timestamp, Value::Timestamp(_))
+        | (Ty::Type(_), Value::Type(_))
+        | (Ty::Optional(_), Value::Optional(_)) => true,
+        _ => false,
     }
 }
 

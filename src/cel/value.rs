@@ -334,6 +334,17 @@ impl<'a> Map<'a> {
         self.find(key).ok().flatten()
     }
 
+    /// The first entry in iteration order.
+    pub fn first(&self) -> Option<(Value<'a>, Value<'a>)> {
+        match self {
+            Map::Json(m) => m
+                .iter()
+                .next()
+                .map(|(k, v)| (Value::String(Str::Borrowed(k.as_str())), Value::from_json(v))),
+            Map::Owned(m) => m.first().map(|(k, v)| (k.to_value(), v.clone())),
+        }
+    }
+
     pub fn keys(&self) -> Vec<Value<'a>> {
         match self {
             Map::Json(m) => m

@@ -622,10 +622,14 @@ impl<'e> Compiler<'e> {
             }
         }
         let decl = self.tracked_variant(pos, decl);
-        if let Some(guard) = self.guard(pos, decl, args.len()) {
-            return Ok(Node::Guarded { decl, args, guard });
+        match fuse_optional_selects(decl, args) {
+            Node::Call { decl, args } => match self.guard(pos, decl, args.len()) {
+                Some(guard) => Ok(Node::Guarded { decl, args, guard }),
+                None => Ok(Node::Call { decl, args }),
+            },
+            // Fused optional selects always hand `hasValue` an optional.
+            fused => Ok(fused),
         }
-        Ok(fuse_optional_selects(decl, args))
     }
 
     /// The runtime guard cel-go's interpreter puts on this call: the one
@@ -673,11 +677,14 @@ impl<'e> Compiler<'e> {
         if special || !self.env.checks_types() {
             return None;
         }
+        // A guard every argument passes is left out.
+        let open = |params: &[Ty]| params.iter().all(Ty::takes_anything);
         if let Some(params) = self.resolved.get(&(pos, decl.name.to_string())) {
-            return Some(Guard::One(params.clone()));
+            return (!open(params)).then(|| Guard::One(params.clone()));
         }
         let overloads = super::check::overloads_of(decl.name, arity)?;
-        (!overloads.is_empty()).then(|| Guard::Any(overloads.into()))
+        let guarded = !overloads.is_empty() && !overloads.iter().any(|p| open(p));
+        guarded.then(|| Guard::Any(overloads.into()))
     }
 
     /// The variant of `decl` kube-apiserver plans with a cost tracker that

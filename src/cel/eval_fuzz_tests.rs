@@ -505,3 +505,66 @@ fn a_call_with_several_overloads_takes_only_declared_runtime_types() {
     ]);
     assert_true(&["dyn([1.5, 2.5]).sum() == 4.0", "dyn([]).sum() == 0"]);
 }
+
+/// kube-apiserver plans `find` and `findAll` with a constant pattern as
+/// calls of their own, without cel-go's guard; a pattern that is not a
+/// constant leaves the guarded call.
+#[test]
+fn find_with_a_constant_pattern_refuses_other_operands_in_plain_words() {
+    assert_errors(&[
+        ("dyn(1).find('x') == 'x'", "no such overload"),
+        ("dyn(1).findAll('x') == []", "no such overload"),
+        (
+            "dyn(1).find(dyn('x')) == 'x'",
+            "no such overload: find(int, string)",
+        ),
+        (
+            "'abc'.find(dyn(1)) == 'x'",
+            "no such overload: find(string, int)",
+        ),
+    ]);
+}
+
+/// A key a comprehension inserts twice is printed as Go's `%v` prints
+/// the CEL value.
+#[test]
+fn repeated_keys_are_printed_as_go_prints_them() {
+    assert_errors(&[
+        (
+            "[1, 2].transformMapEntry(i, v, {null: v}).size() == 1",
+            "insert failed: key 0 already exists",
+        ),
+        (
+            "[1, 2].transformMapEntry(i, v, {2.0: v}).size() == 1",
+            "insert failed: key 2 already exists",
+        ),
+        (
+            "[1, 2].transformMapEntry(i, v, {1.5: v}).size() == 1",
+            "insert failed: key 1.5 already exists",
+        ),
+        (
+            "[1, 2].transformMapEntry(i, v, {ip('1.2.3.4'): v}).size() == 1",
+            "insert failed: key 1.2.3.4 already exists",
+        ),
+        (
+            "[1, 2].transformMapEntry(i, v, {timestamp('2024-01-01T00:00:00Z'): v}).size() == 1",
+            "insert failed: key 2024-01-01 00:00:00 +0000 UTC already exists",
+        ),
+        (
+            "[1, 2].transformMapEntry(i, v, {duration('1s'): v}).size() == 1",
+            "insert failed: key 1s already exists",
+        ),
+        (
+            "[1, 2].transformMapEntry(i, v, {1u: v}).size() == 1",
+            "insert failed: key 1 already exists",
+        ),
+        (
+            "[1, 2].transformMapEntry(i, v, {int: v}).size() == 1",
+            "insert failed: key int already exists",
+        ),
+        (
+            "[1, 2].transformMapEntry(i, v, {optional.none(): v}).size() == 1",
+            "insert failed: key optional.none() already exists",
+        ),
+    ]);
+}

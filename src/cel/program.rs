@@ -942,14 +942,10 @@ impl<'a, 'e> Ctx<'a, 'e> {
         self.charge(1)?;
         self.alloc_values(2)?;
         let mut entries = self.owned_accu_map(slot)?;
-        if Arc::make_mut(&mut entries)
-            .insert(key.clone(), value)
-            .is_some()
-        {
-            return Err(EvalError::new(format!(
-                "insert failed: key {key} already exists"
-            )));
+        if has_key(&entries, &key) {
+            return Err(insert_failed(&key));
         }
+        Arc::make_mut(&mut entries).insert(key, value);
         Ok(Value::Map(Map::Owned(entries)))
     }
 
@@ -968,11 +964,10 @@ impl<'a, 'e> Ctx<'a, 'e> {
         let mut entries = self.owned_accu_map(slot)?;
         for (k, v) in add.entries() {
             let key = self.key(&k)?;
-            if Arc::make_mut(&mut entries).insert(key.clone(), v).is_some() {
-                return Err(EvalError::new(format!(
-                    "insert failed: key {key} already exists"
-                )));
+            if has_key(&entries, &key) {
+                return Err(insert_failed(&key));
             }
+            Arc::make_mut(&mut entries).insert(key, v);
         }
         Ok(Value::Map(Map::Owned(entries)))
     }
@@ -994,6 +989,18 @@ impl<'a, 'e> Ctx<'a, 'e> {
             ))),
         }
     }
+}
+
+/// Whether cel-go finds `key` in a map a comprehension builds: the key,
+/// or a number's other spelling (`1` and `1u`).
+fn has_key(m: &OwnedMap, key: &Key) -> bool {
+    m.contains_key(key) || numeric_twin(key).is_some_and(|k| m.contains_key(&k))
+}
+
+/// cel-go's refusal of a repeated key in a map a comprehension builds.
+fn insert_failed(key: &Key) -> EvalError {
+    let key = go_value(&key.to_value());
+    EvalError::new(format!("insert failed: key {key} already exists"))
 }
 
 /// The other spelling of a numeric key (`1` and `1u`), a repeated key
@@ -1056,7 +1063,7 @@ fn logic_error(v: EvalResult<Value>, op: &str) -> EvalError {
 /// `dyn` take anything.
 fn fits(t: &Ty, v: &Value) -> bool {
     match (t, v) {
-        (Ty::Dyn | Ty::Param(_) | Ty::Unknown | Ty::Error | Ty::Struct(_), _) => true,
+        (t, _) if t.takes_anything() => true,
         (Ty::List(e), Value::List(l)) => l.get(0).is_none_or(|x| fits(e, &x)),
         (Ty::Map(k, e), Value::Map(m)) => m.first().is_none_or(|(x, y)| fits(k, &x) && fits(e, &y)),
         (Ty::Named(n), Value::Opaque(o)) => o.type_name() == &**n,
@@ -1131,10 +1138,19 @@ fn not_a_lister(v: &EvalResult<Value>) -> Option<&'static str> {
 
 /// A key or index as cel-go prints it in its messages (Go's `%v`).
 fn go_value(i: &Value) -> String {
+    use super::functions::time::{go_duration, go_time};
     match i {
         Value::String(s) => s.as_str().to_string(),
         Value::Uint(u) => u.to_string(),
         Value::Double(d) => super::functions::core::format_double(*d),
+        // `types.Null` is a Go integer type without a `String` method.
+        Value::Null => "0".into(),
+        Value::Duration(d) => go_duration(*d),
+        Value::Timestamp(t) => go_time(*t),
+        Value::Opaque(o) => match o.to_json() {
+            super::value::Json::String(s) => s,
+            other => other.to_string(),
+        },
         other => other.to_string(),
     }
 }

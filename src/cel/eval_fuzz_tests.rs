@@ -134,7 +134,7 @@ fn library_values_refuse_equality_with_other_types() {
     assert_errors(&[
         ("semver('1.2.3') == dyn('1.2.3')", "no such overload"),
         (
-            "cidr('10.0.0.0/8') != dyn('10.0.0.0/8')",
+            "cidr('10.0.0.0/8') == dyn('10.0.0.0/8')",
             "no such overload",
         ),
         // `add` and `sub` return the quantity by pointer.
@@ -566,5 +566,23 @@ fn repeated_keys_are_printed_as_go_prints_them() {
             "[1, 2].transformMapEntry(i, v, {optional.none(): v}).size() == 1",
             "insert failed: key optional.none() already exists",
         ),
+    ]);
+}
+
+/// cel-go's `!=` is `Equal(a, b) != true`: where `==` is refused (a
+/// library value compared with another type, a quantity with the result
+/// of `sub`), `!=` is true.
+#[test]
+fn not_equal_is_true_where_equality_is_refused() {
+    assert_true(&[
+        "quantity('-1') != quantity('1.5').sub(7)",
+        "ip('1.2.3.4') != dyn(1)",
+        "cidr('10.0.0.0/8') != dyn('10.0.0.0/8')",
+        "url('https://a') != dyn('https://a')",
+        "!(quantity('-1') != quantity('1.5').sub(7)) || (type(-9223372036854775808) in ([[map, map], []]).flatten()) == false",
+    ]);
+    assert_errors(&[
+        ("quantity('-1') == quantity('1.5').sub(7)", "no such overload"),
+        ("ip('1.2.3.4') == dyn(1)", "no such overload"),
     ]);
 }

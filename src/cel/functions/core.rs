@@ -198,9 +198,11 @@ fn eq<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
     Ok(Value::Bool(equal(a)?))
 }
 
+/// cel-go's `!=` is `Equal(a, b) != true`: a value that refuses the
+/// comparison (`no such overload`) is simply not equal.
 fn ne<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
     charge_comparison(ctx, a)?;
-    Ok(Value::Bool(!equal(a)?))
+    Ok(Value::Bool(!matches!(equal(a), Ok(true))))
 }
 
 /// Orders two values for `<` and friends.

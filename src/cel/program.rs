@@ -289,7 +289,7 @@ fn halt_error(halt: Halt) -> EvalError {
         Halt::Budget => EvalError::cost_exceeded(),
         Halt::Interrupted => EvalError::interrupted(),
         Halt::Internal(m) => EvalError::new(format!("internal error: interface conversion: {m}")),
-        Halt::Unhashable(t) => EvalError::new(Unhashable(t).message()),
+        Halt::Unhashable(t) => EvalError::new(Unhashable(t).to_string()),
     }
 }
 

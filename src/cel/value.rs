@@ -130,9 +130,13 @@ pub enum Key<'a> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Unhashable(pub &'static str);
 
-impl Unhashable {
-    pub fn message(self) -> String {
-        format!("internal error: runtime error: hash of unhashable type {}", self.0)
+impl fmt::Display for Unhashable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "internal error: runtime error: hash of unhashable type {}",
+            self.0
+        )
     }
 }
 
@@ -158,7 +162,7 @@ impl<'a> Key<'a> {
     pub fn spec_key(v: &Value<'a>) -> EvalResult<Key<'a>> {
         match v {
             Value::Bool(_) | Value::Int(_) | Value::Uint(_) | Value::String(_) => {
-                Key::from_value(v).map_err(|u| EvalError::new(u.message()))
+                Key::from_value(v).map_err(|u| EvalError::new(u.to_string()))
             }
             other => Err(EvalError::new(format!(
                 "unsupported key type: {}",

@@ -2,7 +2,6 @@
 //! to implementations once, so evaluation does no lookups by name.
 
 use super::ast::{Expr, ExprKind, Literal, Pos};
-use std::collections::HashMap;
 use super::error::CompileError;
 use super::functions::{self, FnDecl, Lib, LibSet, Style};
 use super::parser::{self, qualified_name, ParseLimits, ACCU};
@@ -10,6 +9,7 @@ use super::plan::Checked;
 use super::program::{Guard, Node, OptionalEnd, Program};
 use super::types::Ty;
 use super::value::{Type, Value};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 /// A function the host provides at evaluation time (inventory lookups).

@@ -388,9 +388,15 @@ fn map_literal_keys_of_any_type_are_go_map_keys() {
         "size({'a': 1, ?'a': optional.none()}) == 0",
     ]);
     assert_errors(&[
-        ("{double('NaN'): 'a'}[double('NaN')] == 'a'", "no such key: NaN"),
+        (
+            "{double('NaN'): 'a'}[double('NaN')] == 'a'",
+            "no such key: NaN",
+        ),
         ("{1.5: 'x'}[2.5] == 'x'", "no such key: 2.5"),
-        ("{ip('10.0.0.1'): 1}[ip('10.0.0.1')] == 1", "invalid qualifier type: cel.IP"),
+        (
+            "{ip('10.0.0.1'): 1}[ip('10.0.0.1')] == 1",
+            "invalid qualifier type: cel.IP",
+        ),
         (
             "size({semver('1.0.0'): 1}) == 1",
             "internal error: runtime error: hash of unhashable type cel.Semver",
@@ -404,10 +410,7 @@ fn map_literal_keys_of_any_type_are_go_map_keys() {
             "internal error: runtime error: hash of unhashable type types.Bytes",
         ),
         // The value is evaluated before the key is hashed.
-        (
-            "size({b'a': 1 / 0}) == 1",
-            "division by zero",
-        ),
+        ("size({b'a': 1 / 0}) == 1", "division by zero"),
     ]);
 }
 
@@ -424,8 +427,14 @@ fn a_concatenated_list_as_index_is_named_by_its_go_type() {
             "dyn({'a': 1})[[1] + [2] + [3]] == 1",
             "invalid qualifier type: *types.concatList",
         ),
-        ("dyn({'a': 1})[[] + [1]] == 1", "invalid qualifier type: *types.baseList"),
-        ("dyn({'a': 1})[[1] + []] == 1", "invalid qualifier type: *types.baseList"),
+        (
+            "dyn({'a': 1})[[] + [1]] == 1",
+            "invalid qualifier type: *types.baseList",
+        ),
+        (
+            "dyn({'a': 1})[[1] + []] == 1",
+            "invalid qualifier type: *types.baseList",
+        ),
         (
             "dyn({'a': 1})[([1] + [2]).map(x, x)] == 1",
             "invalid qualifier type: *types.baseList",
@@ -477,10 +486,7 @@ fn a_call_checked_to_one_overload_refuses_other_runtime_types() {
             "int(dyn('7').orValue(1)) == 7",
             "no such overload: int(string)",
         ),
-        (
-            "[dyn(1)].join() == '1'",
-            "no such overload: join(list)",
-        ),
+        ("[dyn(1)].join() == '1'", "no such overload: join(list)"),
     ]);
     // Several overloads: dispatched on the runtime types. A conditional
     // with a `dyn` branch is `dyn`.
@@ -582,7 +588,10 @@ fn not_equal_is_true_where_equality_is_refused() {
         "!(quantity('-1') != quantity('1.5').sub(7)) || (type(-9223372036854775808) in ([[map, map], []]).flatten()) == false",
     ]);
     assert_errors(&[
-        ("quantity('-1') == quantity('1.5').sub(7)", "no such overload"),
+        (
+            "quantity('-1') == quantity('1.5').sub(7)",
+            "no such overload",
+        ),
         ("ip('1.2.3.4') == dyn(1)", "no such overload"),
     ]);
 }

@@ -157,9 +157,7 @@ impl<'c> Flow<'c> {
             } => self.index(operand, index, *optional),
             Node::Call { decl, args }
             | Node::Guarded { decl, args, .. }
-            | Node::Prepared { decl, args, .. } => {
-                self.call(decl.name, args)
-            }
+            | Node::Prepared { decl, args, .. } => self.call(decl.name, args),
             Node::Host(id, args) => {
                 let consts: Vec<Option<String>> = args
                     .iter()

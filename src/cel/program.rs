@@ -791,7 +791,8 @@ impl<'a, 'e> Ctx<'a, 'e> {
                 continue;
             }
             let key = Key::spec_key(&key)?;
-            let repeated = out.contains_key(&key) || numeric_twin(&key).is_some_and(|k| out.contains_key(&k));
+            let repeated =
+                out.contains_key(&key) || numeric_twin(&key).is_some_and(|k| out.contains_key(&k));
             if repeated {
                 return Err(EvalError::new(format!("Failed with repeated key: {key}")));
             }

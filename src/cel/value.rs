@@ -341,10 +341,12 @@ impl<'a> Map<'a> {
     /// The first entry in iteration order.
     pub fn first(&self) -> Option<(Value<'a>, Value<'a>)> {
         match self {
-            Map::Json(m) => m
-                .iter()
-                .next()
-                .map(|(k, v)| (Value::String(Str::Borrowed(k.as_str())), Value::from_json(v))),
+            Map::Json(m) => m.iter().next().map(|(k, v)| {
+                (
+                    Value::String(Str::Borrowed(k.as_str())),
+                    Value::from_json(v),
+                )
+            }),
             Map::Owned(m) => m.first().map(|(k, v)| (k.to_value(), v.clone())),
         }
     }

@@ -458,7 +458,10 @@ fn format_with<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>], locale: bool) -> Eval
     let (mut i, mut next_arg) = (0, 0usize);
     while i < b.len() {
         // '%' is ASCII, so the text between clauses is whole characters.
-        let run = b[i..].iter().position(|&c| c == b'%').map_or(b.len(), |n| i + n);
+        let run = b[i..]
+            .iter()
+            .position(|&c| c == b'%')
+            .map_or(b.len(), |n| i + n);
         out.push_str(&fmt[i..run]);
         i = run;
         if i >= b.len() {
@@ -482,11 +485,9 @@ fn format_with<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>], locale: bool) -> Eval
         // Bounded: a precision is output size, and Rust's formatter
         // refuses widths past u16::MAX.
         let precision = match spec.precision {
-            Some(p) if p > MAX_PRECISION as i64 => {
-                return Err(EvalError::new(format!(
-                    "could not parse formatting clause: precision {p} is larger than {MAX_PRECISION}"
-                )))
-            }
+            Some(p) if p > MAX_PRECISION as i64 => return Err(EvalError::new(format!(
+                "could not parse formatting clause: precision {p} is larger than {MAX_PRECISION}"
+            ))),
             p => p.map(|p| p as usize),
         };
         next_arg += 1;

@@ -232,7 +232,10 @@ pub fn format_timestamp(t: Timestamp) -> String {
 /// with as its zone's name, `2024-01-01 01:00:00.5 +0100 +0100`.
 pub fn go_time(t: Timestamp) -> String {
     let rfc = format_timestamp(t);
-    let Some(end) = rfc.find(['Z', '+']).or_else(|| rfc.rfind('-').filter(|&i| i > 10)) else {
+    let Some(end) = rfc
+        .find(['Z', '+'])
+        .or_else(|| rfc.rfind('-').filter(|&i| i > 10))
+    else {
         return rfc;
     };
     let m = t.offset.unsigned_abs() / 60;

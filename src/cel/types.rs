@@ -38,18 +38,6 @@ pub enum Ty {
     Param(Arc<str>),
 }
 
-impl Ty {
-    /// Whether cel-go's runtime guard lets any value through for an
-    /// argument of this type (`dyn`, a type parameter, or what the
-    /// checker does not know).
-    pub fn takes_anything(&self) -> bool {
-        matches!(
-            self,
-            Ty::Dyn | Ty::Param(_) | Ty::Unknown | Ty::Error | Ty::Struct(_)
-        )
-    }
-}
-
 #[derive(Debug, PartialEq)]
 pub struct StructTy {
     pub name: &'static str,
@@ -408,4 +396,16 @@ pub fn split_top(s: &str) -> Vec<&str> {
         out.push(s[start..].trim());
     }
     out
+}
+
+impl Ty {
+    /// Whether cel-go's runtime guard lets any value through for an
+    /// argument of this type (`dyn`, a type parameter, or what the
+    /// checker does not know).
+    pub fn takes_anything(&self) -> bool {
+        matches!(
+            self,
+            Ty::Dyn | Ty::Param(_) | Ty::Unknown | Ty::Error | Ty::Struct(_)
+        )
+    }
 }

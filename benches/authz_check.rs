@@ -14,8 +14,8 @@
 mod cluster;
 
 use cluster::TestCluster;
-use interlock::admission::authz::SarAuthorizer;
 use interlock::cel::k8s_authz::{Attributes, Authorizer, UserInfo};
+use interlock::cluster::authz::SarAuthorizer;
 use std::time::{Duration, Instant};
 
 fn kubectl_ok(c: &TestCluster, args: &[&str]) {

@@ -509,6 +509,12 @@ async fn background(
             break;
         }
         let (body, what) = make(i);
+        // At a low rate the server closes the connection between requests
+        // (an HTTP/1.1 connection waiting for headers is closed after the
+        // handshake timeout): that is no answer to count.
+        if sender.as_ref().is_none_or(|s| s.is_closed()) {
+            sender = connect(addr, tls.clone()).await.ok();
+        }
         let r = match sender.as_mut() {
             Some(s) => send(s, "/validate?timeout=10s", &body).await,
             None => Err("not connected".into()),

@@ -1,7 +1,8 @@
 //! A ResourceGroup at admission: its members are judged as the controller
 //! will judge them (`group::validate::spec_findings`), so `kubectl apply`
 //! of an invalid group is refused at once with the findings, before
-//! anything is stored.
+//! anything is stored. Under `serve` the members' `authorizer...check()`
+//! asks about the group's ServiceAccount, as for the controller.
 
 use crate::cluster::State;
 use crate::group::crd::{FindingAction, ResourceGroupSpec, ResourceGroupStatus, API_VERSION, KIND};
@@ -59,6 +60,7 @@ pub fn verdicts(st: &State, r: &Request) -> Vec<Verdict> {
         &st.inventory,
         &r.namespace,
         &spec,
+        r.authorizer.map(|a| a.authorizer),
         &current,
         &BuiltinScopes,
         true,

@@ -2,16 +2,16 @@
 //! out, over the shared policy engine and a live (or file) inventory.
 //! It implements [`crate::server::Reviewer`].
 
-pub mod authz;
 pub mod boundary;
 pub mod claims;
 mod group;
 pub mod serve;
 
 use crate::cel::k8s_authz::Authorizer;
+use crate::cluster::live::Live;
 use crate::cluster::{Cluster, ClusterOptions, State};
 use crate::inventory::view::Nothing;
-use crate::inventory::Inventory;
+use crate::inventory::{Inventory, Lookup};
 use crate::k8s::kinds::group_of;
 use crate::policy::{
     Action, FailurePolicy, OldObject, Outcome, Part, Partial, PolicySet, Request,
@@ -71,7 +71,7 @@ pub struct Engine {
     /// A task beside admission whose metrics /metrics serves too.
     companion: Option<Arc<dyn crate::cluster::Companion>>,
     /// Answers `authorizer...check()` (serve against a cluster).
-    authorizer: Option<(Arc<dyn Authorizer>, authz::Metrics)>,
+    authorizer: Option<(Arc<dyn Authorizer>, crate::cluster::authz::Metrics)>,
 }
 
 impl Engine {
@@ -98,7 +98,7 @@ impl Engine {
     pub fn with_authorizer(
         mut self,
         authorizer: Arc<dyn Authorizer>,
-        metrics: authz::Metrics,
+        metrics: crate::cluster::authz::Metrics,
     ) -> Engine {
         self.authorizer = Some((authorizer, metrics));
         self
@@ -164,11 +164,9 @@ impl Engine {
         let writes = !req.dry_run && matches!(req.operation, Operation::Create | Operation::Update);
         // Policies that never read the inventory are evaluated on the
         // published snapshot, without the lock: however long they run, no
-        // writer waits for them, and so no reader waits behind a writer.
-        // The rest are evaluated under the read lock, in parallel with other
-        // requests. The readiness flag is read under the lock: a reload that
-        // needs a re-list clears it in the same update that installs the
-        // policies.
+        // writer waits for them. The rest read the inventory one lookup at a
+        // time ([`Live`]), so no writer waits long for them either, and so
+        // no reader waits behind a writer.
         let published = self.cluster.published();
         let policies = &published.policies;
         // Only kinds that policies look up are worth a record: the
@@ -179,32 +177,41 @@ impl Engine {
             partial: policies.evaluate_part(&r, &Nothing, Part::Detached),
             generation: published.generation,
         };
-        let (readers, first, seen, due) =
-            if records || group::is_group_write(&r) || policies.may_need_inventory(&r) {
-                self.read(|st| {
-                    let (readers, out) = self.decide_now(st, &r, &detached);
-                    (readers, out, Some(st.seen()), st.pending.has_due())
-                })
-            } else {
-                (
-                    false,
-                    policies.conclude(&r, detached.partial.clone()),
-                    None,
-                    false,
-                )
+        let (first, seen) = if group::is_group_write(&r) {
+            // A group's verdicts read the state as a whole.
+            self.cluster.expire_pending();
+            self.read(|st| {
+                let out = self.decide_now(View::locked(st, &r), &r, &detached);
+                (out, Some(st.seen()))
+            })
+        } else if records || policies.may_need_inventory(&r) {
+            // The readiness flag is read after the start: a reload that
+            // needs a re-list clears it in the same update that installs
+            // the policies.
+            let (published, seen) = self.cluster.start_reading();
+            let live = Live::new(&self.cluster);
+            let view = View {
+                policies: &published.policies,
+                generation: published.generation,
+                inventory: &live,
+                group: None,
             };
+            (self.decide_now(view, &r, &detached), Some(seen))
+        } else {
+            (policies.conclude(&r, detached.partial.clone()), None)
+        };
         if writes && !first.denied() {
             if let Some(refused) = self.claim(&r, object.as_ref()) {
                 return boundary.warn(self.answer(resp, &r, refused, vec![]));
             }
         }
-        let outcome = if (readers && due) || (records && !first.denied()) {
+        let outcome = if records && !first.denied() {
             // An admitted write of a kind that policies look up is recorded
             // under the write lock, in the same section as the decision on
             // the state it records into: the one above if the policies are
-            // the same and no write since touched a kind they read, else a
-            // new one. So two requests never both pass a uniqueness rule.
-            // Expired records go first.
+            // the same and no write since its first lookup touched a kind
+            // they read, else a new one. So two requests never both pass a
+            // uniqueness rule.
             let mut st = self.cluster.write();
             let st = &mut *st;
             st.pending.expire(&mut st.inventory);
@@ -212,12 +219,12 @@ impl Engine {
                 first
             } else {
                 self.metrics.reevaluations.inc();
-                self.decide_now(st, &r, &detached).1
+                self.decide_now(View::locked(st, &r), &r, &detached)
             };
             // A decision whose deadline passed is answered 503 and the
             // apiserver applies the webhook's failurePolicy: recording the
             // write would only make it block others until it expires.
-            if records && !out.denied() && !crate::cel::interrupt::cancelled() {
+            if !out.denied() && !crate::cel::interrupt::cancelled() {
                 if let Some(o) = &object {
                     st.pending
                         .record(&mut st.inventory, o, self.options.pending_ttl);
@@ -231,17 +238,16 @@ impl Engine {
         boundary.warn(self.answer(resp, &r, outcome.verdicts, outcome.annotations))
     }
 
-    /// The outcome of `r` on the state `st`, and whether a policy that reads
-    /// the inventory matched it. While the inventory is not synced, such
-    /// policies answer by their failurePolicy instead.
-    fn decide_now(&self, st: &State, r: &Request, detached: &Detached) -> (bool, Outcome) {
-        let mut outcome = evaluate(st, r, detached);
-        let readers = st.policies.inventory_readers(&outcome).next().is_some();
+    /// The outcome of `r` on `view`. While the inventory is not synced,
+    /// the policies that read it answer by their failurePolicy instead.
+    fn decide_now(&self, view: View, r: &Request, detached: &Detached) -> Outcome {
+        let mut outcome = evaluate(&view, r, detached);
+        let readers = view.policies.inventory_readers(&outcome).next().is_some();
         if readers && !self.cluster.is_ready() {
-            outcome.verdicts = Self::unready(st, &outcome);
+            outcome.verdicts = Self::unready(view.policies, &outcome);
             outcome.annotations.clear();
         }
-        (readers, outcome)
+        outcome
     }
 
     /// Claims the unique keys an admitted write holds (see [`claims`]);
@@ -283,8 +289,8 @@ impl Engine {
 
     /// The verdicts of inventory-reading policies while the inventory is
     /// not synced: Deny where their failurePolicy is Fail.
-    fn unready(st: &State, outcome: &Outcome) -> Vec<Verdict> {
-        st.policies
+    fn unready(policies: &PolicySet, outcome: &Outcome) -> Vec<Verdict> {
+        policies
             .inventory_readers(outcome)
             .filter(|p| p.failure_policy() == FailurePolicy::Fail)
             .map(|p| Verdict {
@@ -393,10 +399,11 @@ impl Engine {
             return resp;
         };
         let r = request(req, Some(obj), old.as_ref(), self.authorizer());
-        // As in validation: mutations that read no inventory need no lock.
+        // As in validation: mutations read the inventory one lookup at a
+        // time, and only when they may need it.
         let published = self.cluster.published();
         let mutated = if published.policies.may_need_inventory(&r) {
-            self.read(|st| st.policies.mutate(&r, &st.inventory))
+            published.policies.mutate(&r, &Live::new(&self.cluster))
         } else {
             published.policies.mutate(&r, &Nothing)
         };
@@ -427,17 +434,38 @@ struct Detached {
     generation: u64,
 }
 
-/// The outcome of `r` on `st`: `detached` completed by the policies that
+/// What a decision reads: policies of one generation and an inventory,
+/// and the whole state when the request writes a ResourceGroup.
+struct View<'a> {
+    policies: &'a PolicySet,
+    generation: u64,
+    inventory: &'a dyn Lookup,
+    group: Option<&'a State>,
+}
+
+impl<'a> View<'a> {
+    /// The state as this thread holds it under the lock.
+    fn locked(st: &'a State, r: &Request) -> Self {
+        View {
+            policies: &st.policies,
+            generation: st.generation(),
+            inventory: &st.inventory,
+            group: group::is_group_write(r).then_some(st),
+        }
+    }
+}
+
+/// The outcome of `r` on `view`: `detached` completed by the policies that
 /// read the inventory, or everything again if the policies changed since.
-fn evaluate(st: &State, r: &Request, detached: &Detached) -> Outcome {
-    let mut outcome = if st.generation() == detached.generation {
-        let attached = st.policies.evaluate_part(r, &st.inventory, Part::Attached);
-        st.policies
-            .conclude(r, detached.partial.clone().merge(attached))
+fn evaluate(view: &View, r: &Request, detached: &Detached) -> Outcome {
+    let policies = view.policies;
+    let mut outcome = if view.generation == detached.generation {
+        let attached = policies.evaluate_part(r, view.inventory, Part::Attached);
+        policies.conclude(r, detached.partial.clone().merge(attached))
     } else {
-        st.policies.evaluate(r, &st.inventory)
+        policies.evaluate(r, view.inventory)
     };
-    if group::is_group_write(r) {
+    if let Some(st) = view.group {
         outcome.verdicts.extend(group::verdicts(st, r));
     }
     outcome
@@ -734,6 +762,10 @@ spec:
         std::thread::sleep(Duration::from_millis(400));
         // A dry run records nothing, yet it must not see the expired record.
         assert!(e.validate(&review("b", "two", "x.example", true)).allowed);
+        // Expired before the decision, not after it: a decision made again
+        // under the write lock would stall every request for as long as
+        // its lookups take.
+        assert_eq!(e.metrics.reevaluations.get(), 0);
     }
 
     fn review(ns: &str, name: &str, host: &str, dry_run: bool) -> AdmissionRequest<DynamicObject> {
@@ -1139,7 +1171,7 @@ spec: {policyName: readers, validationActions: [Deny]}
 "#;
         let recorder = Arc::new(Recorder::default());
         let with = engine_of(POLICY, true, EngineOptions::default())
-            .with_authorizer(recorder.clone(), authz::Metrics::default());
+            .with_authorizer(recorder.clone(), crate::cluster::authz::Metrics::default());
         let without = engine_of(POLICY, true, EngineOptions::default());
         let answer = |e: &Engine, user: &str| {
             let body = json!({
@@ -1184,6 +1216,44 @@ spec: {policyName: readers, validationActions: [Deny]}
         assert!(
             !allowed && message.contains("authorizer unavailable"),
             "{message}"
+        );
+
+        // A ResourceGroup's members are asked about as the controller will
+        // write them: by the group's ServiceAccount, not by who writes the
+        // group.
+        let group = json!({
+            "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+            "request": {
+                "uid": "g", "operation": "CREATE", "name": "g", "namespace": "n",
+                "kind": {"group": "interlock.dev", "version": "v1alpha1", "kind": "ResourceGroup"},
+                "resource": {"group": "interlock.dev", "version": "v1alpha1", "resource": "resourcegroups"},
+                "userInfo": {"username": "alice", "groups": ["devs"]},
+                "object": {"apiVersion": "interlock.dev/v1alpha1", "kind": "ResourceGroup",
+                           "metadata": {"name": "g", "namespace": "n"},
+                           "spec": {"serviceAccountName": "deployer", "resources": [
+                               {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}}]}},
+            }
+        });
+        let (_, out) =
+            crate::server::answer_body(&with, false, &serde_json::to_vec(&group).unwrap());
+        let out: Json = serde_json::from_slice(&out).unwrap();
+        assert_eq!(out["response"]["allowed"], false, "{out}");
+        assert!(
+            out["response"]["status"]["message"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("member ConfigMap c: readers: may not read secrets"),
+            "{out}"
+        );
+        let asked = recorder.0.lock().unwrap().clone();
+        assert_eq!(asked.len(), 3);
+        assert_eq!(
+            asked[2],
+            crate::group::validate::Writer {
+                namespace: "n",
+                service_account: "deployer"
+            }
+            .user()
         );
     }
 }

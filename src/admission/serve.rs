@@ -1,9 +1,9 @@
 //! `interlock serve`: the cluster state (policies reloaded from files,
 //! inventory from watches or files) behind the TLS webhook.
 
-use super::authz::SarAuthorizer;
 use super::claims::Claims;
 use super::{Engine, EngineOptions};
+use crate::cluster::authz::SarAuthorizer;
 use crate::cluster::reload::{self, Sources, Supervisor};
 use crate::cluster::{ClusterOptions, Companion};
 use crate::policy::overrides::Overrides;

@@ -35,7 +35,7 @@ use crate::report::{
 };
 use rayon::prelude::*;
 use serde_json::Value as Json;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::PathBuf;
 
 /// The identity the audit's requests are made as: `check`'s auditor, so a
@@ -145,6 +145,16 @@ pub fn run(opts: &AuditOptions) -> Report {
         report.sort();
     }
     report
+}
+
+/// Whether `v` is an `authorizer...check()` that nobody could answer
+/// rather than a violation: a stored object has no requesting user (its
+/// writer is gone, and the audit's own identity is not it), so what the
+/// policy asks is not a question about this object. Admission and the
+/// controller ask kube-apiserver; the audit reports such a result as not
+/// evaluable, never as a violation.
+pub(crate) fn not_evaluable(v: &crate::policy::Verdict) -> bool {
+    v.message.contains(crate::cel::k8s_authz::UNAVAILABLE)
 }
 
 /// A verdict on `object` as a result of the report; `name` gives the
@@ -367,7 +377,8 @@ pub fn evaluate(policies: &PolicySet, snapshot: Snapshot, opts: &AuditOptions) -
         file: SOURCE_FILE.into(),
         line: 0,
     };
-    let per_object: Vec<(Vec<Finding>, Vec<Evaluated>)> = snapshot
+    type PerObject = (Vec<Finding>, Vec<Evaluated>, Vec<String>);
+    let per_object: Vec<PerObject> = snapshot
         .items
         .par_iter()
         .map(|it| {
@@ -376,13 +387,18 @@ pub fn evaluate(policies: &PolicySet, snapshot: Snapshot, opts: &AuditOptions) -
                 .ok()
                 .and_then(|b| serde_json::from_slice(&b).ok());
             let Some(request) = value.as_ref().and_then(|v| Request::create(v, USER)) else {
-                return (vec![], vec![]);
+                return (vec![], vec![], vec![]);
             };
             let verdicts = policies.evaluate(&request, &snapshot.inventory).verdicts;
+            let (unevaluable, verdicts): (Vec<_>, Vec<_>) =
+                verdicts.into_iter().partition(not_evaluable);
             let findings = verdicts
                 .into_iter()
                 .map(|v| finding(v, &it.object, |k| snapshot.object_ref(k)))
                 .collect();
+            let mut unevaluable: Vec<String> = unevaluable.into_iter().map(|v| v.policy).collect();
+            unevaluable.sort();
+            unevaluable.dedup();
             // JUnit lists a test case only where a policy applies.
             let evaluated = if opts.record_evaluated {
                 policies
@@ -396,13 +412,24 @@ pub fn evaluate(policies: &PolicySet, snapshot: Snapshot, opts: &AuditOptions) -
             } else {
                 vec![]
             };
-            (findings, evaluated)
+            (findings, evaluated, unevaluable)
         })
         .collect();
-    for (findings, evaluated) in per_object {
+    let mut unevaluable: BTreeMap<String, usize> = BTreeMap::new();
+    for (findings, evaluated, policies) in per_object {
         report.results.extend(findings);
         report.evaluated.extend(evaluated);
+        for p in policies {
+            *unevaluable.entry(p).or_default() += 1;
+        }
     }
+    report
+        .notices
+        .extend(unevaluable.into_iter().map(|(policy, n)| {
+            cluster_error(format!(
+                "policy {policy}: not evaluable in audit for {n} object(s): it calls authorizer...check(), and a stored object has no requesting user to ask about (admission and the controller ask kube-apiserver); not counted as violations"
+            ))
+        }));
     if report.errors.is_empty() && policies.is_empty() {
         report.errors.push(InputError {
             file: "<policies>".into(),

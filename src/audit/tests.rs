@@ -212,3 +212,48 @@ fn policies_that_do_not_load_are_input_errors_with_their_place() {
         r.errors
     );
 }
+
+/// A check of the authorizer has no user to ask about in an audit: not a
+/// violation, a notice; the policy's other validations still count.
+#[test]
+fn an_authorizer_check_is_not_evaluable_in_audit_and_not_a_violation() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let policy = dir.path().join("authz.yaml");
+    std::fs::write(
+        &policy,
+        r#"
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: writer-reads-secrets}
+spec:
+  failurePolicy: Fail
+  matchConstraints:
+    resourceRules:
+      - {apiGroups: [""], apiVersions: [v1], resources: [configmaps], operations: [CREATE]}
+  validations:
+    - expression: "authorizer.group('').resource('secrets').namespace(object.metadata.namespace).check('get').allowed()"
+    - expression: "has(object.data)"
+      message: "no data"
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: writer-reads-secrets}
+spec: {policyName: writer-reads-secrets, validationActions: [Deny]}
+"#,
+    )
+    .expect("write");
+    let loaded = Loaded::from_paths(&[policy]).expect("loads");
+    let opts = AuditOptions::default();
+    let r = audit(
+        &loaded,
+        &opts,
+        &[config_map("a", "empty"), config_map("b", "empty")],
+    );
+    let messages: Vec<_> = r.results.iter().map(|f| f.message.as_str()).collect();
+    assert_eq!(messages, ["no data", "no data"]);
+    let notices: Vec<_> = r.notices.iter().map(|n| n.message.as_str()).collect();
+    assert_eq!(
+        notices,
+        ["policy writer-reads-secrets: not evaluable in audit for 2 object(s): it calls authorizer...check(), and a stored object has no requesting user to ask about (admission and the controller ask kube-apiserver); not counted as violations"]
+    );
+}

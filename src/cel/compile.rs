@@ -133,6 +133,11 @@ impl Env {
         self.lazy.len() - 1
     }
 
+    /// Gives the `i`th `variables.NAME` another static type.
+    pub fn retype_lazy_variable(&mut self, i: usize, ty: Ty) {
+        self.lazy_types[i] = ty;
+    }
+
     /// Makes `variables.x` resolve (or fail to compile) even before any
     /// variable is declared.
     pub fn enable_lazy_variables(&mut self) {
@@ -191,6 +196,21 @@ impl Env {
         })
     }
 
+    /// Every issue cel-go's `Env.Compile` (parse, check, validators)
+    /// reports for `src`, in its order: what kube-apiserver's
+    /// type-checking controller writes into a policy's status. Empty when
+    /// the expression compiles.
+    pub fn type_issues(&self, src: &str) -> Vec<CompileError> {
+        let ast = match parser::parse(src, self.limits) {
+            Ok(ast) => ast,
+            Err(e) => return vec![e],
+        };
+        match self.check_all(src, &ast) {
+            Err(errors) => errors,
+            Ok(checked) => self.validation_issues(src, &ast, checked.homogeneous),
+        }
+    }
+
     /// Evaluates a constant subexpression (literals, type names,
     /// conversions and aggregates of them), as cel-go's planner folds it.
     pub(super) fn fold(&self, e: &Expr) -> Result<Value<'static>, String> {
@@ -208,6 +228,11 @@ impl Env {
     }
 
     fn check(&self, src: &str, ast: &Expr) -> Result<super::check::Checked, CompileError> {
+        self.check_all(src, ast)
+            .map_err(|mut errors| errors.swap_remove(0))
+    }
+
+    fn check_all(&self, src: &str, ast: &Expr) -> Result<super::check::Checked, Vec<CompileError>> {
         let variables: Vec<(Arc<str>, Ty)> = self
             .variables
             .iter()
@@ -241,7 +266,7 @@ impl Env {
             bind_enabled: self.libs.has(Lib::Bind),
             type_name: &type_name,
         };
-        super::check::check(src, ast, &scope)
+        super::check::check_all(src, ast, &scope)
     }
 }
 

@@ -5,13 +5,14 @@
 //!
 //! The builders are evaluated as kube-apiserver does (with its argument
 //! validation). `check` asks the [`Authorizer`] the `authorizer` value
-//! carries (`serve` binds one that asks kube-apiserver, see
-//! `crate::admission::authz`), for the request's user or a service
-//! account, and charges what cel-go charges for it (350,000: two checks
-//! fit in one expression's budget). Without one (offline: `check`, `test`,
-//! `eval`) it is an evaluation error that names the question, so a policy
-//! that relies on it fails (or is ignored, under `failurePolicy: Ignore`)
-//! visibly rather than answering on a guess.
+//! carries (`serve` and the controller bind one that asks kube-apiserver,
+//! see `crate::cluster::authz`), for the request's user (the controller's:
+//! a group's ServiceAccount) or a service account, and charges what cel-go
+//! charges for it (350,000: two checks fit in one expression's budget).
+//! Without one (offline: `check`, `test`, `eval`; audits) it is an
+//! evaluation error that names the question, so a policy that relies on it
+//! fails (or is ignored, under `failurePolicy: Ignore`) visibly rather than
+//! answering on a guess.
 
 use super::error::{EvalError, EvalResult};
 use super::functions::{no_overload, str_arg, FnDecl, Imp, Lib};
@@ -382,33 +383,45 @@ impl ResourceCheck {
 
 /// The offline error: names the question nobody can answer.
 fn unavailable(attributes: &Attributes) -> EvalError {
-    let (verb, what) = match attributes {
-        Attributes::Path { path, verb } => (verb, format!("path '{path}'")),
-        Attributes::Resource {
-            group,
-            resource,
-            subresource,
-            namespace,
-            name,
-            verb,
-            ..
-        } => {
-            let mut what = format!("resource '{resource}' of group '{group}'");
-            for (label, value) in [
-                ("subresource", subresource),
-                ("namespace", namespace),
-                ("name", name),
-            ] {
-                if !value.is_empty() {
-                    what += &format!(", {label} '{value}'");
-                }
-            }
-            (verb, what)
-        }
-    };
     EvalError::new(format!(
-        "authorizer unavailable: Interlock has no authorizer to ask whether '{verb}' on {what} is allowed"
+        "{UNAVAILABLE}Interlock has no authorizer to ask whether {} is allowed",
+        attributes.describe()
     ))
+}
+
+/// How the offline error begins: what tells it from other evaluation
+/// errors (the audit reports such a result as not evaluable).
+pub const UNAVAILABLE: &str = "authorizer unavailable: ";
+
+impl Attributes {
+    /// The question in words: `'get' on resource 'pods' of group '',
+    /// namespace 'a'`, or `'get' on path '/healthz'`.
+    pub fn describe(&self) -> String {
+        match self {
+            Attributes::Path { path, verb } => format!("'{verb}' on path '{path}'"),
+            Attributes::Resource {
+                group,
+                resource,
+                subresource,
+                namespace,
+                name,
+                verb,
+                ..
+            } => {
+                let mut what = format!("'{verb}' on resource '{resource}' of group '{group}'");
+                for (label, value) in [
+                    ("subresource", subresource),
+                    ("namespace", namespace),
+                    ("name", name),
+                ] {
+                    if !value.is_empty() {
+                        what += &format!(", {label} '{value}'");
+                    }
+                }
+                what
+            }
+        }
+    }
 }
 
 fn the_decision<'v>(name: &str, args: &'v [Value]) -> EvalResult<&'v Decision> {

@@ -36,6 +36,7 @@ mod plan;
 #[cfg(test)]
 mod plan_tests;
 mod program;
+pub mod schema;
 pub mod types;
 pub mod value;
 

@@ -67,12 +67,26 @@ impl Env {
         ast: &Expr,
         homogeneous: Vec<(Pos, String)>,
     ) -> Option<CompileError> {
+        self.validation_issues(src, ast, homogeneous)
+            .into_iter()
+            .next()
+    }
+
+    /// Every issue of cel-go's validators, in its order (stable by
+    /// position).
+    pub(super) fn validation_issues(
+        &self,
+        src: &str,
+        ast: &Expr,
+        homogeneous: Vec<(Pos, String)>,
+    ) -> Vec<CompileError> {
         let mut issues: Vec<CompileError> = homogeneous
             .into_iter()
             .map(|(pos, msg)| CompileError::new(src, pos, msg))
             .collect();
         self.literal_issues(src, ast, &mut issues);
-        issues.into_iter().min_by_key(|e| (e.line, e.column))
+        issues.sort_by_key(|e| (e.line, e.column));
+        issues
     }
 
     fn literal_issues(&self, src: &str, e: &Expr, out: &mut Vec<CompileError>) {

@@ -38,15 +38,34 @@ pub enum Ty {
     Param(Arc<str>),
 }
 
-#[derive(Debug, PartialEq)]
+/// An object type. Its name identifies it: kube-apiserver names every
+/// object type of a schema by its path (`Deployment.spec.template`), so
+/// two types of one name are one type.
+#[derive(Debug)]
 pub struct StructTy {
-    pub name: &'static str,
-    pub fields: Vec<(&'static str, Ty)>,
+    pub name: Arc<str>,
+    pub fields: Vec<(Arc<str>, Ty)>,
+}
+
+impl PartialEq for StructTy {
+    fn eq(&self, other: &StructTy) -> bool {
+        self.name == other.name
+    }
 }
 
 impl StructTy {
+    pub fn new(name: &str, fields: Vec<(&str, Ty)>) -> StructTy {
+        StructTy {
+            name: name.into(),
+            fields: fields.into_iter().map(|(n, t)| (n.into(), t)).collect(),
+        }
+    }
+
     pub fn field(&self, name: &str) -> Option<&Ty> {
-        self.fields.iter().find(|(n, _)| *n == name).map(|(_, t)| t)
+        self.fields
+            .iter()
+            .find(|(n, _)| &**n == name)
+            .map(|(_, t)| t)
     }
 }
 
@@ -130,7 +149,7 @@ impl fmt::Display for Ty {
             Ty::Duration => "duration",
             Ty::Timestamp => "timestamp",
             Ty::Named(n) => n,
-            Ty::Struct(s) => s.name,
+            Ty::Struct(s) => &s.name,
             Ty::Param(p) => p,
             Ty::Type(None) => "type",
             Ty::List(e) => return write!(f, "list({e})"),

@@ -3,16 +3,19 @@
 
 use super::producers;
 use crate::inventory::{Inventory, ObjectKey, Prepared, Source};
+use crate::k8s::openapi::{self, Schemas};
 use crate::k8s::pod_template;
 use crate::manifest::{self, Document, LoadOptions};
-use crate::policy::{self, PolicySet, Request, RequestShape};
+use crate::policy::{self, PolicyKind, PolicySet, Request, RequestShape};
 use crate::report::{
     Evaluated, Finding, InputError, ObjectRef, RelatedObject, Report, SourceLocation,
 };
 use rayon::prelude::*;
 use serde_json::Value as Json;
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::path::PathBuf;
+use std::sync::Mutex;
 
 /// The identity offline checks run as (docs/architecture.md: a fixed auditor identity).
 pub const DEFAULT_USER: &str = crate::policy::OFFLINE_USER;
@@ -148,6 +151,72 @@ pub fn compile_policies(
     set
 }
 
+/// The CustomResourceDefinitions among the files checked, whose schemas
+/// type the policies that match their kinds (collected as the files load,
+/// before the inventory projects them away).
+#[derive(Default)]
+struct CrdSchemas(Mutex<Vec<Document>>);
+
+impl CrdSchemas {
+    fn note(&self, d: &Document) {
+        if d.value["apiVersion"] == "apiextensions.k8s.io/v1"
+            && d.value["kind"] == "CustomResourceDefinition"
+        {
+            self.0
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(d.clone());
+        }
+    }
+
+    /// The built-in schemas plus these CRDs' (a CRD that cannot be read
+    /// is a notice: it only costs its warnings).
+    fn schemas(self, report: &mut Report) -> Cow<'static, Schemas> {
+        let crds = self.0.into_inner().unwrap_or_else(|e| e.into_inner());
+        if crds.is_empty() {
+            return Cow::Borrowed(openapi::builtin());
+        }
+        let mut schemas = openapi::builtin().clone();
+        for d in crds {
+            if let Err(e) = schemas.add_crd(&d.value) {
+                report.notices.push(InputError {
+                    file: d.source.to_string(),
+                    line: Some(d.line),
+                    column: None,
+                    message: format!("{}: its schema cannot type policies: {e}", d.display_name()),
+                });
+            }
+        }
+        Cow::Owned(schemas)
+    }
+}
+
+/// kube-apiserver's type-check warnings (what its controller writes into
+/// a ValidatingAdmissionPolicy's `status.typeChecking`), as notices: they
+/// change no finding and no exit code. Without such a policy the schemas
+/// are not even read.
+fn type_check_notices(policies: &PolicySet, crds: CrdSchemas, report: &mut Report) {
+    if !policies.policies.iter().any(|p| p.kind == PolicyKind::Vap) {
+        return;
+    }
+    let schemas = crds.schemas(report);
+    for p in policies.policies.iter() {
+        for w in p.type_check_warnings(&schemas) {
+            report.notices.push(InputError {
+                file: p.source.file.clone(),
+                line: Some(p.source.line),
+                column: None,
+                message: format!(
+                    "policy {}: kube-apiserver's type check of {}: {}",
+                    p.name,
+                    w.field_ref,
+                    w.warning.trim_end()
+                ),
+            });
+        }
+    }
+}
+
 /// One notice for every file skipped as not holding objects.
 fn skipped_notice(skipped: &[manifest::Skipped], report: &mut Report) {
     let Some(first) = skipped.first() else { return };
@@ -199,8 +268,10 @@ pub fn run(opts: &CheckOptions) -> Report {
     // of parsed objects per thread is alive at once.
     let load = opts.load_options();
     let mut skipped = Vec::new();
+    let crds = CrdSchemas::default();
     if !opts.inventory.is_empty() {
         let loaded = manifest::load_files_map(&opts.inventory, &load, |mut d| {
+            crds.note(&d);
             opts.as_admitted(&mut d.value);
             let made: Vec<_> = producers::made_by(&d.value)
                 .iter()
@@ -234,6 +305,7 @@ pub fn run(opts: &CheckOptions) -> Report {
         }
     }
     let loaded = manifest::load_files_map(&opts.inputs, &load, |d| {
+        crds.note(&d);
         expanded_items(d, &inventory, &policies, opts)
     });
     report.add_load_errors(&loaded.errors);
@@ -255,6 +327,7 @@ pub fn run(opts: &CheckOptions) -> Report {
         }
     }
     skipped_notice(&skipped, &mut report);
+    type_check_notices(&policies, crds, &mut report);
     let files = loaded.files;
     let skipped_files = skipped.len();
     let items = flatten_items(loaded.items, &mut report);

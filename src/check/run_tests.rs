@@ -558,3 +558,73 @@ spec:
     .collect();
     assert_eq!(as_written, expected);
 }
+
+/// A policy on a CRD kind, with a typo and a wrong type in its expressions.
+const WIDGET_POLICY: &str = "apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: widget-size}
+spec:
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [example.com], apiVersions: [v1], resources: [widgets], operations: [CREATE]}
+  validations:
+  - expression: \"object.spec.size < 10 || object.spec.sise == 1\"
+    messageExpression: \"'size ' + object.spec.size\"
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: widget-size}
+spec: {policyName: widget-size, validationActions: [Deny]}
+";
+
+const WIDGET_CRD: &str = "apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.example.com}
+spec:
+  group: example.com
+  names: {plural: widgets, kind: Widget}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec: {type: object, properties: {size: {type: integer}}}
+";
+
+#[test]
+fn type_check_warnings_are_notices_typed_by_the_crds_given() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let policies = tempfile::tempdir().expect("tempdir");
+    write(policies.path(), "policy.yaml", WIDGET_POLICY);
+    write(dir.path(), "crd.yaml", WIDGET_CRD);
+    write(
+        dir.path(),
+        "widget.yaml",
+        "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w, namespace: a}\nspec: {size: 3}\n",
+    );
+    let r = run_on(dir.path(), |o| {
+        o.policies = vec![policies.path().to_path_buf()]
+    });
+    let notes: Vec<&str> = r.notices.iter().map(|n| n.message.as_str()).collect();
+    assert_eq!(notes.len(), 2, "{notes:?}");
+    assert!(notes[0].starts_with("policy widget-size: kube-apiserver's type check of spec.validations[0].expression: example.com/v1, Kind=Widget: ERROR: <input>:1:37: undefined field 'sise'"), "{notes:?}");
+    assert!(notes[1].contains("spec.validations[0].messageExpression: example.com/v1, Kind=Widget: ERROR: <input>:1:9: found no matching overload for '_+_' applied to '(string, int)'"), "{notes:?}");
+    assert_eq!(r.notices[0].line, Some(1));
+    // Warnings only: the object is admitted and the run succeeds.
+    assert!(
+        r.results.is_empty() && r.errors.is_empty(),
+        "{:?}",
+        r.results
+    );
+    assert_eq!(r.exit_code(), 0);
+    // Without the CRD the kind has no schema: no warnings, as in kube.
+    fs::remove_file(dir.path().join("crd.yaml")).expect("remove");
+    let r = run_on(dir.path(), |o| {
+        o.policies = vec![policies.path().to_path_buf()]
+    });
+    assert!(r.notices.is_empty(), "{:?}", r.notices);
+}

@@ -11,8 +11,11 @@
 //!   policies that never read the inventory are evaluated on that snapshot
 //!   without the lock, so a long evaluation of one (an expensive
 //!   expression on a large body) never holds up a writer, and through the
-//!   writer every other reader. Only policies that read the inventory are
-//!   evaluated under the read lock.
+//!   writer every other reader. Policies that read the inventory take the
+//!   read lock once per lookup ([`live::Live`]): a writer waits for one
+//!   lookup, not for a whole evaluation; a decision that records a write is
+//!   checked again under the write lock against the inventory version it
+//!   started from.
 //! - A policy reload is compiled outside the lock against an empty
 //!   [`Inventory::shell`] and swapped in inside it; the indexes are then
 //!   reconciled to exactly the new declarations ([`Inventory::set_indexes`]).
@@ -21,7 +24,9 @@
 //!   kind whose discovery fails keeps the process unready and is retried
 //!   with backoff; it never wedges readiness for good.
 
+pub mod authz;
 pub mod exceptions;
+pub mod live;
 pub mod pending;
 pub mod reload;
 pub mod watch;
@@ -184,6 +189,30 @@ impl Cluster {
             generation: st.generation,
         }));
         out
+    }
+
+    /// Where an evaluation that reads the inventory one lookup at a time
+    /// ([`live::Live`]) starts: the serving policies and the state they go
+    /// with, expired pending records gone (no decision sees one).
+    pub fn start_reading(&self) -> (std::sync::Arc<Published>, Seen) {
+        let (published, seen, due) =
+            self.read(|st| (self.published(), st.seen(), st.pending.has_due()));
+        if !due {
+            return (published, seen);
+        }
+        let mut st = self.write();
+        let st = &mut *st;
+        st.pending.expire(&mut st.inventory);
+        (self.published(), st.seen())
+    }
+
+    /// Removes the pending records that reached their expiry.
+    pub fn expire_pending(&self) {
+        if self.read(|st| st.pending.has_due()) {
+            let mut st = self.write();
+            let st = &mut *st;
+            st.pending.expire(&mut st.inventory);
+        }
     }
 
     /// The serving policies, without waiting for the lock.

@@ -6,12 +6,13 @@ use crate::inventory::{Entry, Inventory, ObjectKey};
 use serde_json::Value as Json;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 #[derive(Default)]
 pub struct Pending {
     /// Key → (expiry, the entry it replaced, to restore on expiry).
-    entries: HashMap<ObjectKey, (Instant, Option<Entry>)>,
+    entries: HashMap<ObjectKey, (Instant, Option<Arc<Entry>>)>,
     /// (expiry, key), soonest first, so that `expire` (on every recording
     /// request) looks only at what is due instead of every entry. An item
     /// whose key was recorded again or observed since is stale and skipped.

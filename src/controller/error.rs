@@ -15,6 +15,12 @@ pub enum Error {
     CacheNotSynced(String),
     #[error("impersonating {user}: {message}")]
     Impersonation { user: String, message: String },
+    #[error("the validation of the group took longer than {0:?}")]
+    ValidationDeadline(std::time::Duration),
+    /// Some `authorizer...check()` got no answer: the status says which;
+    /// validated again with backoff.
+    #[error("the authorizer did not answer: {0}")]
+    Authorizer(String),
     #[error("finalizer: {0}")]
     Finalizer(String),
     /// Members of the deleted group are still terminating: come back soon,
@@ -34,6 +40,8 @@ impl Error {
             Error::InventoryNotReady => "inventory_not_ready",
             Error::CacheNotSynced(_) => "cache_not_synced",
             Error::Impersonation { .. } => "impersonation",
+            Error::ValidationDeadline(_) => "validation_deadline",
+            Error::Authorizer(_) => "authorizer",
             Error::Finalizer(_) => "finalizer",
             Error::Waiting(_) => "waiting",
         }

@@ -27,6 +27,14 @@
 //!   cap, never in a hot loop. Reconciles are bounded (`--concurrency`).
 //! - **Leader election** on a Lease ([`lease`]): a replica reconciles only
 //!   while it holds the lease, and exits when it loses it.
+//! - **The authorizer.** Policies' `authorizer...check()` on members asks
+//!   kube-apiserver about the group's ServiceAccount (the user of the
+//!   impersonated writes). A review without an answer (failed, cut by the
+//!   validation's 10 s deadline, or an authorizer's evaluation error)
+//!   leaves the group invalid with reason `AuthorizerUnavailable` and fails
+//!   the pass, so it is retried with the backoff above: an answer may come
+//!   later, and applying on a non-answer could write what RBAC forbids
+//!   the group. A denied check is a policy verdict, like any other.
 
 pub mod error;
 pub mod lease;

@@ -6,12 +6,16 @@
 use super::error::{Error, Result};
 use super::members::{KindCache, Members};
 use super::metrics::Metrics;
+use crate::cel::interrupt::{self, Interrupt};
+use crate::cel::k8s_authz::Authorizer;
 use crate::cluster::Cluster;
 use crate::group::crd::{
     GroupFinding, ResourceGroup, ResourceGroupStatus, API_VERSION, FIELD_MANAGER, FINALIZER, KIND,
 };
 use crate::group::member::{parse_member, Scope};
-use crate::group::plan::{plan, DesiredObject, Finalize, GroupRef, ObjectRef, Plan, PlanInput};
+use crate::group::plan::{
+    plan, reason, DesiredObject, Finalize, GroupRef, ObjectRef, Plan, PlanInput, VALID,
+};
 use crate::group::validate::{spec_findings, Writer};
 use crate::inventory::ObjectKey;
 use crate::k8s::kinds::group_of;
@@ -25,6 +29,10 @@ use serde_json::{json, Value};
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+/// The longest one validation of a group may take, authorizer reviews
+/// included (each at most `cluster::authz::CALL_TIMEOUT`).
+pub const VALIDATION_DEADLINE: Duration = Duration::from_secs(10);
 
 /// What every reconcile shares.
 pub struct Context {
@@ -40,6 +48,9 @@ pub struct Context {
     /// How long an applied member stays in the inventory before a watch
     /// shows it (so the next group's validation sees it).
     pub pending_ttl: Duration,
+    /// Answers the policies' `authorizer...check()` for the group's
+    /// ServiceAccount.
+    pub authorizer: Option<Arc<dyn Authorizer>>,
     impersonating: Mutex<HashMap<String, Client>>,
 }
 
@@ -59,6 +70,7 @@ impl Context {
             metrics,
             failures: Mutex::default(),
             pending_ttl: Duration::from_secs(30),
+            authorizer: None,
             impersonating: Mutex::default(),
         }
     }
@@ -263,20 +275,57 @@ fn findings(
         .filter(|o| owned_by(o, &g.uid))
         .filter_map(ObjectKey::of)
         .collect();
-    // Evaluation and the state's blocking lock stay off the async workers.
-    Ok(tokio::task::block_in_place(|| {
+    let deadline = Interrupt::new();
+    let timer = cancel_after(&deadline, VALIDATION_DEADLINE);
+    let found = off_runtime(&deadline, || {
         ctx.cluster.read(|st| {
             spec_findings(
                 &st.policies,
                 &st.inventory,
                 &g.namespace,
                 &rg.spec,
+                ctx.authorizer.as_ref(),
                 &current,
                 &oracle,
                 false,
             )
         })
-    }))
+    });
+    timer.abort();
+    // Cut short, some evaluations stopped with an error that a policy
+    // under failurePolicy Ignore would skip: no verdict to apply on.
+    if deadline.is_cancelled() {
+        return Err(Error::ValidationDeadline(VALIDATION_DEADLINE));
+    }
+    Ok(found)
+}
+
+/// Sets `interrupt` once `after` has passed (unless the task is aborted).
+fn cancel_after(interrupt: &Arc<Interrupt>, after: Duration) -> tokio::task::JoinHandle<()> {
+    let interrupt = interrupt.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(after).await;
+        interrupt.cancel();
+    })
+}
+
+/// Runs `f` under `deadline` on a thread outside the runtime, with the
+/// caller's span (the group) on its logs. Evaluation and the state's
+/// blocking lock stay off the async workers, and the authorizer's reviews
+/// may block there: it refuses to on a thread of the runtime (workers and
+/// blocking pool alike).
+fn off_runtime<T: Send>(deadline: &Arc<Interrupt>, f: impl FnOnce() -> T + Send) -> T {
+    let span = tracing::Span::current();
+    tokio::task::block_in_place(|| {
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let _group = span.enter();
+                interrupt::scope(deadline, f)
+            })
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+        })
+    })
 }
 
 fn owned_by(o: &Value, uid: &str) -> bool {
@@ -364,6 +413,7 @@ async fn apply(rg: &ResourceGroup, ctx: &Context) -> Result<Action> {
     }
     write_parent_metadata(rg, &g, &p, ctx).await?;
     write_status(rg, &g, &p.status, ctx).await?;
+    unanswered(&p.status)?;
     let ready = p
         .status
         .conditions
@@ -373,6 +423,18 @@ async fn apply(rg: &ResourceGroup, ctx: &Context) -> Result<Action> {
     // safety net, jittered so that groups do not come back together.
     let base = if ready { 1800 } else { 300 };
     Ok(Action::requeue(jittered(Duration::from_secs(base))))
+}
+
+/// A group left invalid only because the authorizer did not answer is a
+/// transient failure: validated again with the backoff of failures. Any
+/// other invalidity waits for a change of the spec.
+fn unanswered(status: &ResourceGroupStatus) -> Result<()> {
+    match status.conditions.iter().find(|c| c.type_ == VALID) {
+        Some(c) if c.reason == reason::AUTHORIZER_UNAVAILABLE => {
+            Err(Error::Authorizer(c.message.clone()))
+        }
+        _ => Ok(()),
+    }
 }
 
 async fn cleanup(rg: &ResourceGroup, ctx: &Context) -> Result<Action> {

@@ -7,6 +7,7 @@ use super::lease::{Elector, LeaseConfig};
 use super::members::Members;
 use super::metrics::Metrics;
 use super::reconcile::{jittered, reconcile, Context};
+use crate::cluster::authz::SarAuthorizer;
 use crate::cluster::reload::{self, Sources, Supervisor};
 use crate::cluster::{Cluster, ClusterOptions};
 use crate::group::crd::ResourceGroup;
@@ -68,9 +69,16 @@ pub async fn run(
     let supervisor = Supervisor::start(cluster.clone(), Some(client.clone()), sources, kinds);
 
     let metrics = Metrics::default();
+    // The members' `authorizer...check()`: reviews for the group's
+    // ServiceAccount (create on subjectaccessreviews, manifests/base).
+    let authorizer = Arc::new(SarAuthorizer::new(
+        client.clone(),
+        tokio::runtime::Handle::current(),
+    ));
     let mut registry = Registry::default();
     let sub = registry.sub_registry_with_prefix("interlock");
     metrics.register(sub);
+    authorizer.metrics().register(sub);
     cluster.reloads.register(sub);
     if let Some(c) = &companion {
         c.register_metrics(registry.sub_registry_with_prefix("interlock"));
@@ -94,13 +102,9 @@ pub async fn run(
     let audit = companion.map(|c| c.start(cluster.clone(), client.clone()));
     let (wake, woken) = tokio::sync::mpsc::unbounded_channel();
     let members = Members::new(client.clone(), wake);
-    let ctx = Arc::new(Context::new(
-        client.clone(),
-        kube_config,
-        cluster,
-        members,
-        metrics,
-    ));
+    let mut ctx = Context::new(client.clone(), kube_config, cluster, members, metrics);
+    ctx.authorizer = Some(authorizer);
+    let ctx = Arc::new(ctx);
     let woken = futures::stream::unfold(
         woken,
         |mut rx| async move { rx.recv().await.map(|r| (r, rx)) },

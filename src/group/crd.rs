@@ -278,7 +278,6 @@ impl GroupFinding {
     /// A policy engine verdict about `member` (the object as evaluated), in
     /// the status's shape.
     pub fn from_verdict(verdict: &crate::policy::Verdict, member: &serde_json::Value) -> Self {
-        let s = |p: &str| member.pointer(p).and_then(serde_json::Value::as_str);
         GroupFinding {
             policy: verdict.policy.clone(),
             binding: verdict.binding.clone(),
@@ -287,13 +286,21 @@ impl GroupFinding {
                 crate::policy::Action::Warn => FindingAction::Warn,
                 crate::policy::Action::Audit => FindingAction::Audit,
             },
-            object: FindingObject {
-                api_version: s("/apiVersion").unwrap_or_default().to_string(),
-                kind: s("/kind").unwrap_or_default().to_string(),
-                namespace: s("/metadata/namespace").map(str::to_string),
-                name: s("/metadata/name").unwrap_or_default().to_string(),
-            },
+            object: FindingObject::of(member),
             message: verdict.message.clone(),
+        }
+    }
+}
+
+impl FindingObject {
+    /// The member as a finding names it.
+    pub fn of(member: &serde_json::Value) -> Self {
+        let s = |p: &str| member.pointer(p).and_then(serde_json::Value::as_str);
+        FindingObject {
+            api_version: s("/apiVersion").unwrap_or_default().to_string(),
+            kind: s("/kind").unwrap_or_default().to_string(),
+            namespace: s("/metadata/namespace").map(str::to_string),
+            name: s("/metadata/name").unwrap_or_default().to_string(),
         }
     }
 }

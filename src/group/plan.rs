@@ -228,6 +228,9 @@ pub const READY: &str = "Ready";
 pub mod reason {
     pub const VALID: &str = "Valid";
     pub const POLICY_VIOLATION: &str = "PolicyViolation";
+    /// A policy's `authorizer...check()` got no answer (transient: the
+    /// controller validates again with backoff).
+    pub const AUTHORIZER_UNAVAILABLE: &str = "AuthorizerUnavailable";
     pub const MEMBER_OUT_OF_SCOPE: &str = "MemberOutOfScope";
     pub const INVALID_MEMBER: &str = "InvalidMember";
     pub const DUPLICATE_MEMBER: &str = "DuplicateMember";
@@ -306,8 +309,13 @@ fn problems_of(entries: &[Entry<'_>], findings: &[GroupFinding]) -> Problems {
     }
     for f in findings.iter().filter(|f| f.action == FindingAction::Deny) {
         let o = &f.object;
+        let why = if f.policy == super::validate::AUTHORIZER {
+            reason::AUTHORIZER_UNAVAILABLE
+        } else {
+            reason::POLICY_VIOLATION
+        };
         problems.add(
-            reason::POLICY_VIOLATION,
+            why,
             format!("{} {}: {}: {}", o.kind, o.name, f.policy, f.message),
         );
     }
@@ -692,10 +700,11 @@ impl Problems {
 }
 
 /// Reasons that make the group invalid, most basic first.
-const INVALID_REASONS: [&str; 4] = [
+const INVALID_REASONS: [&str; 5] = [
     reason::INVALID_MEMBER,
     reason::DUPLICATE_MEMBER,
     reason::MEMBER_OUT_OF_SCOPE,
+    reason::AUTHORIZER_UNAVAILABLE,
     reason::POLICY_VIOLATION,
 ];
 

@@ -364,6 +364,32 @@ fn a_deny_finding_blocks_every_write_and_prune() {
     assert_eq!(old.state, MemberState::Pruning);
 }
 
+/// A review that got no answer outranks the policies' verdicts: the
+/// reason says the group waits for the authorizer (which the controller
+/// retries), the message lists both.
+#[test]
+fn an_unanswered_authorizer_check_blocks_the_group_with_its_own_reason() {
+    let mut case = Case::new(vec![cm("c")]);
+    let mut unanswered = finding(FindingAction::Deny, "ConfigMap", "c");
+    unanswered.policy = crate::group::validate::AUTHORIZER.into();
+    unanswered.message = "no answer".into();
+    case.findings = vec![finding(FindingAction::Deny, "ConfigMap", "c"), unanswered];
+    let p = case.plan();
+    assert!(p.apply.is_empty());
+    expect(
+        &p.status,
+        [
+            ("Valid", False, "AuthorizerUnavailable"),
+            ("Applied", False, "AuthorizerUnavailable"),
+            ("Ready", False, "AuthorizerUnavailable"),
+        ],
+    );
+    assert_eq!(
+        condition(&p.status, "Valid").message,
+        "ConfigMap c: authorizer: no answer; ConfigMap c: no-latest: image tag latest"
+    );
+}
+
 #[test]
 fn warnings_are_reported_but_do_not_block() {
     let mut case = Case::new(vec![cm("c")]);

@@ -3,12 +3,28 @@
 //! ServiceAccount, against an [`Overlay`] of the inventory in which the
 //! group's current members are replaced by the desired ones. Nothing is
 //! copied; the caller holds the cluster state's read lock for the call.
+//!
+//! `authorizer...check()` asks the given [`Authorizer`] about the
+//! ServiceAccount's user, the one kube-apiserver sees for the impersonated
+//! writes ([`Writer::user`]). A review that gives no answer to apply the
+//! group on (the call failed or was cut by the deadline, or
+//! kube-apiserver's authorizer answered with an evaluation error) is
+//! recorded and becomes a Deny finding of [`AUTHORIZER`] on its member,
+//! whatever the expression made of it: the group waits for an answer
+//! rather than being applied on a non-answer (the controller retries with
+//! backoff). Without an authorizer, `check` is the offline evaluation error.
 
-use super::crd::{GroupFinding, ResourceGroupSpec};
+use super::crd::{FindingAction, FindingObject, GroupFinding, ResourceGroupSpec};
 use super::member::{parse_member, ScopeOracle};
+use crate::cel::interrupt::Interrupt;
+use crate::cel::k8s_authz::{Attributes, Authorizer, Decision, UserInfo};
 use crate::inventory::{Inventory, ObjectKey, Overlay};
-use crate::policy::{OldObject, PolicySet, Request, Verdict};
+use crate::policy::{OldObject, PolicySet, Request, RequestAuthorizer, Verdict};
 use serde_json::Value as Json;
+use std::sync::{Arc, Mutex, PoisonError};
+
+/// The policy name of findings about reviews that gave no answer.
+pub const AUTHORIZER: &str = "authorizer";
 
 /// Who writes the members, and where.
 #[derive(Debug, Clone)]
@@ -34,6 +50,72 @@ impl Writer<'_> {
             "system:authenticated".into(),
         ]
     }
+
+    /// The user of the controller's writes as kube-apiserver's
+    /// impersonation filter makes it from `Impersonate-User` alone (legacy
+    /// and constrained, `endpoints/filters/impersonation`): the
+    /// ServiceAccount's username, its two fixed groups plus
+    /// `system:authenticated`, no uid, no extra.
+    pub fn user(&self) -> UserInfo {
+        UserInfo {
+            username: self.username(),
+            groups: self.groups(),
+            ..UserInfo::default()
+        }
+    }
+}
+
+/// A review that gave no answer to apply the group on.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Unanswered {
+    /// [`Attributes::describe`] of the question.
+    pub question: String,
+    pub error: String,
+}
+
+/// The authorizer of one validation, recording what got no answer.
+#[derive(Debug)]
+struct Recording {
+    inner: Arc<dyn Authorizer>,
+    unanswered: Mutex<Vec<Unanswered>>,
+}
+
+impl Recording {
+    fn record(&self, attributes: &Attributes, error: &str) {
+        self.unanswered
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(Unanswered {
+                question: attributes.describe(),
+                error: error.to_string(),
+            });
+    }
+
+    fn take(&self) -> Vec<Unanswered> {
+        std::mem::take(
+            &mut self
+                .unanswered
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner),
+        )
+    }
+}
+
+impl Authorizer for Recording {
+    fn authorize(
+        &self,
+        user: &UserInfo,
+        attributes: &Attributes,
+        interrupt: Option<&Interrupt>,
+    ) -> Option<Decision> {
+        let d = self.inner.authorize(user, attributes, interrupt);
+        match &d {
+            None => self.record(attributes, "the validation's deadline passed first"),
+            Some(Decision { error: Some(e), .. }) => self.record(attributes, e),
+            Some(_) => {}
+        }
+        d
+    }
 }
 
 /// One policy's verdict on one member.
@@ -44,17 +126,28 @@ pub struct MemberVerdict {
     pub verdict: Verdict,
 }
 
+/// What a validation found: every policy's verdicts, and the reviews that
+/// gave no answer, by member.
+#[derive(Debug, Default)]
+pub struct Validation {
+    pub verdicts: Vec<MemberVerdict>,
+    /// (member index, review).
+    pub unanswered: Vec<(usize, Unanswered)>,
+}
+
 /// Evaluates every policy on every desired member. `current` are the keys
 /// of the objects the group owns now (hidden from lookups unless desired
 /// again); `desired` are whole member manifests whose namespace is set.
 /// A member that cannot be keyed is skipped here: the plan refuses it.
+/// `authorizer` answers `authorizer...check()` for the writer's user.
 pub fn validate(
     policies: &PolicySet,
     base: &Inventory,
     writer: &Writer,
+    authorizer: Option<&Arc<dyn Authorizer>>,
     current: &[ObjectKey],
     desired: &[Json],
-) -> Vec<MemberVerdict> {
+) -> Validation {
     // Judged as kube-apiserver's admission will see them once applied:
     // defaulted (what is applied stays the manifest).
     let desired: Vec<Json> = desired
@@ -73,14 +166,25 @@ pub fn validate(
         // An object the inventory cannot key is refused by the plan.
         let _ = overlay.put(d);
     }
-    let username = writer.username();
-    let groups = writer.groups();
-    let mut out = Vec::new();
+    let recording = authorizer.map(|a| {
+        Arc::new(Recording {
+            inner: a.clone(),
+            unanswered: Mutex::default(),
+        })
+    });
+    let asker: Option<Arc<dyn Authorizer>> = recording.clone().map(|r| r as Arc<dyn Authorizer>);
+    let user = writer.user();
+    let mut out = Validation::default();
     for (i, d) in desired.iter().enumerate() {
-        let Some(mut req) = Request::create(d, &username) else {
+        let Some(mut req) = Request::create(d, &user.username) else {
             continue;
         };
-        req.groups = groups.clone();
+        req.groups = user.groups.clone();
+        req.authorizer = asker.as_ref().map(|authorizer| RequestAuthorizer {
+            authorizer,
+            uid: &user.uid,
+            extra: None,
+        });
         // An update of what the group owns now, as kube-apiserver would see
         // the apply: the stored object is the old one.
         let old = ObjectKey::of(d)
@@ -92,17 +196,21 @@ pub fn validate(
             req.old_object = OldObject::Json(old);
         }
         let verdicts = policies.evaluate(&req, &overlay).verdicts;
-        out.extend(
+        out.verdicts.extend(
             verdicts
                 .into_iter()
                 .map(|verdict| MemberVerdict { member: i, verdict }),
         );
+        if let Some(r) = &recording {
+            out.unanswered.extend(r.take().into_iter().map(|u| (i, u)));
+        }
     }
     out
 }
 
 /// The group rules ([`super::rules`]) and every policy on every usable
-/// member of a group's spec, as findings.
+/// member of a group's spec, as findings, with a Deny finding of
+/// [`AUTHORIZER`] for each review that gave no answer.
 /// Members that cannot be parsed are left to the plan (which refuses them
 /// by name). Admission and the controller both call this, so `kubectl
 /// apply` of a group and its reconcile judge it alike.
@@ -112,6 +220,7 @@ pub fn spec_findings(
     base: &Inventory,
     namespace: &str,
     spec: &ResourceGroupSpec,
+    authorizer: Option<&Arc<dyn Authorizer>>,
     current: &[ObjectKey],
     scopes: &dyn ScopeOracle,
     unknown_is_namespaced: bool,
@@ -128,16 +237,36 @@ pub fn spec_findings(
         namespace,
         service_account: &spec.service_account_name,
     };
+    let v = validate(policies, base, &writer, authorizer, current, &desired);
+    findings.extend(v.verdicts.into_iter().map(|mut v| {
+        v.verdict.message =
+            crate::policy::redact(&v.verdict.message, &v.verdict.related, namespace);
+        GroupFinding::from_verdict(&v.verdict, &desired[v.member])
+    }));
+    // Each question once per member, however many policies asked it.
+    let mut seen = std::collections::HashSet::new();
     findings.extend(
-        validate(policies, base, &writer, current, &desired)
+        v.unanswered
             .into_iter()
-            .map(|mut v| {
-                v.verdict.message =
-                    crate::policy::redact(&v.verdict.message, &v.verdict.related, namespace);
-                GroupFinding::from_verdict(&v.verdict, &desired[v.member])
-            }),
+            .filter(|(i, u)| seen.insert((*i, u.question.clone())))
+            .map(|(i, u)| unanswered_finding(&writer, &u, &desired[i])),
     );
     findings
+}
+
+fn unanswered_finding(writer: &Writer, u: &Unanswered, member: &Json) -> GroupFinding {
+    GroupFinding {
+        policy: AUTHORIZER.into(),
+        binding: None,
+        action: FindingAction::Deny,
+        object: FindingObject::of(member),
+        message: format!(
+            "no answer from kube-apiserver's authorizer whether {} may {}: {}; nothing is applied until it answers",
+            writer.username(),
+            u.question,
+            u.error
+        ),
+    }
 }
 
 #[cfg(test)]
@@ -166,19 +295,20 @@ mod tests {
         // Renaming `web` to `site` with the same host: the old member is
         // replaced, so its host is free.
         let desired = vec![ingress("t", "site", "a.example", "s")];
-        assert!(validate(&policies, &inv, &writer, &current, &desired).is_empty());
+        let no_verdict = validate(&policies, &inv, &writer, None, &current, &desired);
+        assert!(no_verdict.verdicts.is_empty());
 
         // Two members claiming one host conflict with each other.
         let desired = vec![
             ingress("t", "x", "c.example", "s"),
             ingress("t", "y", "c.example", "s"),
         ];
-        let v = validate(&policies, &inv, &writer, &current, &desired);
+        let v = validate(&policies, &inv, &writer, None, &current, &desired).verdicts;
         assert_eq!(v.iter().map(|v| v.member).collect::<Vec<_>>(), vec![0, 1]);
 
         // Another tenant's host is taken, as a write by the ServiceAccount.
         let desired = vec![ingress("t", "web", "b.example", "s")];
-        let v = validate(&policies, &inv, &writer, &current, &desired);
+        let v = validate(&policies, &inv, &writer, None, &current, &desired).verdicts;
         assert_eq!(v.len(), 1);
         assert_eq!(v[0].verdict.action, Action::Deny);
         assert_eq!(v[0].verdict.message, "host taken by u/other");
@@ -186,6 +316,164 @@ mod tests {
         assert_eq!(
             redact(&v[0].verdict.message, &v[0].verdict.related, "t"),
             "host taken by Ingress in another namespace"
+        );
+    }
+
+    /// Only a writer whose ServiceAccount may read the namespace's Secrets
+    /// may write Ingresses, and only what its apply may create.
+    const READS_SECRETS: &str = "
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: reads-secrets}
+spec:
+  matchConstraints:
+    resourceRules:
+      - {apiGroups: [networking.k8s.io], apiVersions: [v1], resources: [ingresses], operations: [CREATE, UPDATE]}
+  validations:
+    - expression: \"authorizer.group('').resource('secrets').namespace(object.metadata.namespace).check('get').allowed()\"
+      message: may not read Secrets
+    - expression: \"authorizer.requestResource.check('create').allowed()\"
+      message: may not create it
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: reads-secrets}
+spec: {policyName: reads-secrets, validationActions: [Deny]}
+";
+
+    /// Answers every question alike and records who was asked about.
+    #[derive(Debug)]
+    struct Fake {
+        answer: Option<Decision>,
+        asked: Mutex<Vec<(UserInfo, Attributes)>>,
+    }
+
+    impl Authorizer for Fake {
+        fn authorize(
+            &self,
+            user: &UserInfo,
+            attributes: &Attributes,
+            _: Option<&Interrupt>,
+        ) -> Option<Decision> {
+            self.asked
+                .lock()
+                .unwrap()
+                .push((user.clone(), attributes.clone()));
+            self.answer.clone()
+        }
+    }
+
+    fn fake(answer: Option<Decision>) -> Arc<Fake> {
+        Arc::new(Fake {
+            answer,
+            asked: Mutex::default(),
+        })
+    }
+
+    fn spec(sa: &str) -> ResourceGroupSpec {
+        serde_json::from_value(serde_json::json!({
+            "serviceAccountName": sa,
+            "resources": [ingress("t", "web", "a.example", "s")],
+        }))
+        .expect("spec")
+    }
+
+    fn findings(authorizer: &Arc<Fake>) -> Vec<GroupFinding> {
+        let mut inv = Inventory::new();
+        let policies = compile(&[READS_SECRETS], &mut inv);
+        let a: Arc<dyn Authorizer> = authorizer.clone();
+        spec_findings(
+            &policies,
+            &inv,
+            "t",
+            &spec("deployer"),
+            Some(&a),
+            &[],
+            &crate::group::BuiltinScopes,
+            false,
+        )
+    }
+
+    #[test]
+    fn checks_ask_about_the_service_account_as_kube_apiserver_impersonates_it() {
+        let allowed = Decision {
+            allowed: true,
+            ..Decision::default()
+        };
+        let a = fake(Some(allowed));
+        assert_eq!(findings(&a), vec![]);
+        let asked = a.asked.lock().unwrap().clone();
+        let user = UserInfo {
+            username: "system:serviceaccount:t:deployer".into(),
+            uid: String::new(),
+            groups: vec![
+                "system:serviceaccounts".into(),
+                "system:serviceaccounts:t".into(),
+                "system:authenticated".into(),
+            ],
+            extra: Default::default(),
+        };
+        assert_eq!(
+            Writer {
+                namespace: "t",
+                service_account: "deployer"
+            }
+            .user(),
+            user
+        );
+        let questions: Vec<String> = asked
+            .iter()
+            .map(|(u, q)| {
+                assert_eq!(u, &user);
+                q.describe()
+            })
+            .collect();
+        assert_eq!(
+            questions,
+            [
+                "'get' on resource 'secrets' of group '', namespace 't'",
+                "'create' on resource 'ingresses' of group 'networking.k8s.io', namespace 't', name 'web'",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_denied_check_is_the_policys_verdict_an_unanswered_one_refuses_the_group() {
+        let f = findings(&fake(Some(Decision::default())));
+        let messages: Vec<_> = f
+            .iter()
+            .map(|f| (f.policy.as_str(), f.message.as_str()))
+            .collect();
+        assert_eq!(
+            messages,
+            [
+                ("reads-secrets", "may not read Secrets"),
+                ("reads-secrets", "may not create it")
+            ]
+        );
+        // kube-apiserver's authorizer errored: each question once, on its
+        // member, whatever the expression made of the answer.
+        let errored = Decision {
+            error: Some("webhook authorizer down".into()),
+            ..Decision::default()
+        };
+        let f = findings(&fake(Some(errored)));
+        let unanswered: Vec<_> = f.iter().filter(|f| f.policy == AUTHORIZER).collect();
+        assert_eq!(unanswered.len(), 2, "{f:?}");
+        assert_eq!(unanswered[0].action, FindingAction::Deny);
+        assert_eq!(unanswered[0].object.name, "web");
+        assert_eq!(
+            unanswered[0].message,
+            "no answer from kube-apiserver's authorizer whether system:serviceaccount:t:deployer may 'get' on resource 'secrets' of group '', namespace 't': webhook authorizer down; nothing is applied until it answers"
+        );
+        // Stopped by the deadline before an answer came.
+        let f = findings(&fake(None));
+        assert!(
+            f.iter().any(|f| f.policy == AUTHORIZER
+                && f.message.ends_with(
+                    "the validation's deadline passed first; nothing is applied until it answers"
+                )),
+            "{f:?}"
         );
     }
 

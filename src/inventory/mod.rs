@@ -244,7 +244,9 @@ type NamesByNamespace = BTreeMap<Arc<str>, BTreeSet<Arc<str>>>;
 
 #[derive(Default)]
 pub struct Inventory {
-    objects: Table<ObjectKey, Entry>,
+    /// Shared, so that a reader can keep an entry after the lock that
+    /// guards the inventory is released (see `cluster::live`).
+    objects: Table<ObjectKey, Arc<Entry>>,
     /// (group, kind) → namespace → names.
     by_kind: Table<(Arc<str>, Arc<str>), NamesByNamespace>,
     indexes: Vec<IndexState>,
@@ -537,13 +539,14 @@ impl Inventory {
             source,
         };
         self.changes.kind(&key.group, &key.kind);
-        self.objects.insert(key, entry);
+        self.objects.insert(key, Arc::new(entry));
         errors
     }
 
     /// Puts back an entry taken out of this inventory (its index keys are
     /// computed again).
-    pub fn restore(&mut self, entry: Entry) -> Vec<IndexError> {
+    pub fn restore(&mut self, entry: Arc<Entry>) -> Vec<IndexError> {
+        let entry = Arc::unwrap_or_clone(entry);
         let json = entry.object.json();
         let index_keys = self
             .indexes
@@ -560,7 +563,7 @@ impl Inventory {
         self.insert(prepared, entry.source)
     }
 
-    pub fn remove(&mut self, key: &ObjectKey) -> Option<Entry> {
+    pub fn remove(&mut self, key: &ObjectKey) -> Option<Arc<Entry>> {
         let entry = self.objects.remove(key)?;
         self.changes.kind(&key.group, &key.kind);
         for idx in &mut self.indexes {
@@ -574,12 +577,18 @@ impl Inventory {
         Some(entry)
     }
 
-    pub fn get(&self, key: &ObjectKey) -> Option<&Entry> {
+    pub fn get(&self, key: &ObjectKey) -> Option<&Arc<Entry>> {
         self.objects.get(key)
     }
 
     /// [`Inventory::get`] by borrowed names.
     pub fn find(&self, key: ObjectKeyRef) -> Option<&Entry> {
+        self.find_shared(key).map(|e| &**e)
+    }
+
+    /// [`Inventory::find`], as the entry itself: it outlives a change to
+    /// the inventory.
+    pub fn find_shared(&self, key: ObjectKeyRef) -> Option<&Arc<Entry>> {
         self.objects.get(&key)
     }
 
@@ -630,11 +639,22 @@ impl Inventory {
     }
 
     pub fn entries(&self) -> impl Iterator<Item = &Entry> {
-        self.objects.values()
+        self.objects.values().map(|e| &**e)
     }
 
     /// Objects of a kind in a namespace (`None`: every namespace), in name order.
     pub fn list<'s>(&'s self, group: &str, kind: &str, namespace: Option<&str>) -> Vec<&'s Entry> {
+        let shared = self.list_shared(group, kind, namespace);
+        shared.into_iter().map(|e| &**e).collect()
+    }
+
+    /// [`Inventory::list`], as the entries themselves.
+    pub fn list_shared<'s>(
+        &'s self,
+        group: &str,
+        kind: &str,
+        namespace: Option<&str>,
+    ) -> Vec<&'s Arc<Entry>> {
         let Some(by_ns) = self.by_kind.get(&(Arc::from(group), Arc::from(kind))) else {
             return Vec::new();
         };
@@ -647,7 +667,7 @@ impl Inventory {
                     namespace: ns,
                     name: n,
                 };
-                if let Some(e) = self.find(key) {
+                if let Some(e) = self.find_shared(key) {
                     out.push(e);
                 }
             }
@@ -674,6 +694,12 @@ impl Inventory {
 
     /// Objects whose index `id` yields `key`.
     pub fn lookup_index<'s>(&'s self, id: IndexId, key: &str) -> Vec<&'s Entry> {
+        let shared = self.lookup_index_shared(id, key);
+        shared.into_iter().map(|e| &**e).collect()
+    }
+
+    /// [`Inventory::lookup_index`], as the entries themselves.
+    pub fn lookup_index_shared<'s>(&'s self, id: IndexId, key: &str) -> Vec<&'s Arc<Entry>> {
         self.indexes
             .get(id)
             .and_then(|i| i.keys.get(key))

@@ -4,4 +4,5 @@
 
 pub mod defaults;
 pub mod kinds;
+pub mod openapi;
 pub mod pod_template;

@@ -14,6 +14,7 @@ mod projection;
 /// The kinds table lives in [`crate::k8s::kinds`]; this name stays for callers.
 pub use crate::k8s::kinds as resources;
 pub mod selector;
+pub mod typecheck;
 
 pub use finding::Action;
 
@@ -119,6 +120,8 @@ pub struct CompiledPolicy {
     pub source: Source,
     failure_policy: FailurePolicy,
     param_kind: Option<(String, String)>,
+    /// The paramKind as written: (apiVersion, kind).
+    param_kind_version: Option<(String, String)>,
     matcher: MatchResources,
     match_conditions: Vec<(String, Program)>,
     variables: Vec<Program>,
@@ -932,6 +935,12 @@ fn compile_policy(
             &[],
         )?;
         let ty = program.static_type().cloned().unwrap_or(Ty::Dyn);
+        // kube-apiserver declares a variable of an object type as `dyn`.
+        let ty = if vap {
+            typecheck::variable_type(&ty)
+        } else {
+            ty
+        };
         variables.push(program);
         env.add_typed_lazy_variable(&v.name, ty);
     }
@@ -1015,6 +1024,10 @@ fn compile_policy(
             p.kind.clone(),
         )
     });
+    let param_kind_version = spec
+        .param_kind
+        .as_ref()
+        .map(|p| (p.api_version.clone(), p.kind.clone()));
     let mut bindings = Vec::new();
     let parse_actions = |field: &str, list: &[String]| -> Result<Vec<Action>, String> {
         list.iter()
@@ -1120,6 +1133,7 @@ fn compile_policy(
         },
         failure_policy,
         param_kind,
+        param_kind_version,
         matcher,
         match_conditions,
         variables,

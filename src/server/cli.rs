@@ -78,6 +78,8 @@ pub struct ServeArgs {
     /// (HTTP/1.1: closed; HTTP/2: GOAWAY). Longer than the 90 s after which
     /// Go clients (kube-apiserver) drop idle connections themselves, so the
     /// apiserver's own connections are normally closed by the apiserver.
+    /// An HTTP/1.1 connection waiting for the next request's head is closed
+    /// sooner, after the handshake timeout.
     #[arg(long, value_name = "DURATION", default_value = "120s", value_parser = parse_duration)]
     pub idle_timeout: Duration,
 

@@ -39,7 +39,11 @@
 //!   connection with no request in flight for `--idle-timeout` is closed
 //!   (HTTP/1.1) or sent a GOAWAY (HTTP/2), whether it never sent a request
 //!   or went quiet; the timer counts requests, not bytes, so HTTP/2 PINGs
-//!   do not keep a connection alive. The server's own PINGs (every idle
+//!   do not keep a connection alive. An HTTP/1.1 connection is closed
+//!   sooner, after the handshake timeout without a complete request head
+//!   (hyper's header read timeout runs while it waits for the next
+//!   request too): slow headers are cut at 10 s, and clients reopen idle
+//!   connections as Go's transport does. The server's own PINGs (every idle
 //!   timeout, answered within the handshake timeout) close connections to
 //!   peers that vanished. `accept` errors (file descriptors exhausted) back
 //!   off up to a second instead of spinning.

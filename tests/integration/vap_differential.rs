@@ -33,11 +33,15 @@
 //!    that policy and binding on our side); the set of policy warnings; the
 //!    set of audit entries (`Audit` failures and audit annotations).
 //!
-//! The test prints every disagreement with both answers, the type-check
-//! warnings kube-apiserver writes into the policies' status (Interlock's CEL
-//! is dynamically typed and has no equivalent), and the figure
-//! `VAP agreement: A/N cases (a/n objects) agree`. It fails on any
-//! disagreement, including a case whose policies Interlock cannot compile.
+//! 6. Each policy's type-check warnings (`status.typeChecking`, written by
+//!    kube-controller-manager's status controller) must equal Interlock's
+//!    (`CompiledPolicy::type_check_warnings`), once the number kube puts
+//!    in its type names is taken out.
+//!
+//! The test prints every disagreement with both answers and the figure
+//! `VAP agreement: A/N cases (a/n objects) agree; type-check warnings of
+//! p/q policies agree`. It fails on any disagreement, including a case
+//! whose policies Interlock cannot compile.
 //!
 //! Choices:
 //! - **Audit is compared, not assumed.** `Audit` results never reach
@@ -73,9 +77,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use crate::celwarn_differential::without_type_numbers;
 use interlock::check::run::compile_policies;
 use interlock::check::{self, check_documents, CheckOptions, ObjectRef, Report};
 use interlock::inventory::{Inventory, ObjectKey};
+use interlock::k8s::openapi;
 use interlock::manifest::{load_str, Document, Format, LoadOptions, Source};
 use interlock::policy::{self, resources, Action, Request};
 use serde_json::Value as Json;
@@ -460,13 +466,17 @@ fn wait_for_policies(cluster: &TestCluster, timeout: Duration) -> Result<Duratio
     ))
 }
 
-/// kube-apiserver's type-check warnings per policy (status.typeChecking),
-/// once the type-checking controller has looked at every policy (or the
-/// deadline passed: then the second value lists the policies not checked).
+/// A policy's type-check warnings: (fieldRef, warning).
+type TypeWarnings = Vec<(String, String)>;
+
+/// kube-apiserver's type-check warnings per policy (status.typeChecking,
+/// the number in its type names taken out), once the type-checking
+/// controller has looked at every policy (or the deadline passed: then the
+/// second value lists the policies not checked).
 fn type_check_warnings(
     cluster: &TestCluster,
     timeout: Duration,
-) -> (BTreeMap<String, Vec<String>>, Vec<String>) {
+) -> (BTreeMap<String, TypeWarnings>, Vec<String>) {
     let start = Instant::now();
     loop {
         let out = cluster.kubectl(&["get", "validatingadmissionpolicies", "-o", "json"]);
@@ -481,23 +491,21 @@ fn type_check_warnings(
             let checked = p["status"]["observedGeneration"] == p["metadata"]["generation"]
                 && p["status"].get("typeChecking").is_some();
             if !checked {
-                pending.push(name.clone());
+                pending.push(name);
+                continue;
             }
-            let list: Vec<String> = p["status"]["typeChecking"]["expressionWarnings"]
+            let list: TypeWarnings = p["status"]["typeChecking"]["expressionWarnings"]
                 .as_array()
                 .into_iter()
                 .flatten()
                 .map(|w| {
-                    format!(
-                        "{}: {}",
-                        w["fieldRef"].as_str().unwrap_or("?"),
-                        w["warning"].as_str().unwrap_or("?")
+                    (
+                        w["fieldRef"].as_str().unwrap_or("?").to_string(),
+                        without_type_numbers(w["warning"].as_str().unwrap_or("?")),
                     )
                 })
                 .collect();
-            if !list.is_empty() {
-                warnings.insert(name, list);
-            }
+            warnings.insert(name, list);
         }
         if pending.is_empty() || start.elapsed() > timeout {
             return (warnings, pending);
@@ -506,15 +514,39 @@ fn type_check_warnings(
     }
 }
 
+/// Interlock's type-check warnings for a case's policies, with the CRDs of
+/// its setup known.
+fn interlock_type_warnings(case: &Case) -> BTreeMap<String, TypeWarnings> {
+    let mut report = Report::default();
+    let set = compile_policies(&case.policy_docs, &mut Inventory::new(), &mut report);
+    let mut schemas = openapi::builtin().clone();
+    for d in &case.resource_docs {
+        if d.value["kind"] == "CustomResourceDefinition" {
+            let _ = schemas.add_crd(&d.value);
+        }
+    }
+    set.policies
+        .iter()
+        .map(|p| {
+            let w = p
+                .type_check_warnings(&schemas)
+                .into_iter()
+                .map(|w| (w.field_ref, w.warning))
+                .collect();
+            (p.name.clone(), w)
+        })
+        .collect()
+}
+
 /// kube-controller-manager running only the controller that type-checks
 /// ValidatingAdmissionPolicies and writes `status.typeChecking`; stopped on
 /// drop, and with the test process.
-struct StatusController {
+pub(crate) struct StatusController {
     child: Child,
 }
 
 impl StatusController {
-    fn start(cluster: &TestCluster, dir: &Path) -> StatusController {
+    pub(crate) fn start(cluster: &TestCluster, dir: &Path) -> StatusController {
         let log_path = dir.join("kube-controller-manager.log");
         let log = File::create(&log_path).expect("create the controller-manager log");
         let err = log.try_clone().expect("clone the log file");
@@ -1055,26 +1087,44 @@ fn vap_corpus_agrees_with_kube_apiserver() {
         }
     }
 
-    if !type_warnings.is_empty() || !unchecked.is_empty() {
-        let _ = writeln!(
-            report,
-            "\nkube-apiserver type-check warnings (status.typeChecking; Interlock's CEL is dynamically typed and reports none):"
-        );
-        for (policy, list) in &type_warnings {
-            for w in list {
-                let _ = writeln!(report, "    {policy}: {}", w.replace('\n', "\n        "));
+    // Type-check warnings, policy by policy.
+    let mut policies_checked = 0;
+    let mut policies_agreeing = 0;
+    let mut policies_warned = 0;
+    for case in &cases {
+        for (name, ours) in interlock_type_warnings(case) {
+            let Some(kube) = type_warnings.get(&name) else {
+                continue;
+            };
+            policies_checked += 1;
+            policies_warned += usize::from(!kube.is_empty());
+            if &ours == kube {
+                policies_agreeing += 1;
+                continue;
             }
-        }
-        if !unchecked.is_empty() {
             let _ = writeln!(
                 report,
-                "    not type-checked within 20s: {}",
-                unchecked.join(", ")
+                "
+{}: policy {name}: type-check warnings differ",
+                case.id
             );
+            for (side, list) in [("kube-apiserver", kube), ("interlock", &ours)] {
+                let _ = writeln!(report, "    {side}:");
+                for (f, w) in list {
+                    let _ = writeln!(report, "      {f}: {}", w.replace('\n', "\n        "));
+                }
+            }
         }
     }
+    if !unchecked.is_empty() {
+        let _ = writeln!(
+            report,
+            "\nnot type-checked by kube-controller-manager within 20s (not compared): {}",
+            unchecked.join(", ")
+        );
+    }
     let figure = format!(
-        "VAP agreement: {cases_agreeing}/{} cases ({objects_agreeing}/{objects_total} objects) agree{}",
+        "VAP agreement: {cases_agreeing}/{} cases ({objects_agreeing}/{objects_total} objects) agree; type-check warnings of {policies_agreeing}/{policies_checked} policies agree ({policies_warned} with warnings){}",
         cases.len(),
         filter
             .as_ref()
@@ -1091,7 +1141,9 @@ fn vap_corpus_agrees_with_kube_apiserver() {
     );
     println!("{figure}");
     assert!(
-        cases_agreeing == cases.len() && objects_agreeing == objects_total,
+        cases_agreeing == cases.len()
+            && objects_agreeing == objects_total
+            && policies_agreeing == policies_checked,
         "Interlock disagrees with kube-apiserver (details above)\n{figure}"
     );
 }

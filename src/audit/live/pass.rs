@@ -276,9 +276,11 @@ fn evaluate(
             .map(|(g, k)| (g.to_string(), k.to_string()))
             .collect()
     });
+    // Not evaluable in audit: no result, neither pass nor fail.
     let findings = outcome
         .verdicts
         .into_iter()
+        .filter(|v| !crate::audit::not_evaluable(v))
         .map(|v| crate::audit::finding(v, object, |r| related_ref(r, names)))
         .collect();
     (k.clone(), findings, reads)

@@ -139,10 +139,11 @@ pub struct Checked {
     pub resolved: HashMap<(Pos, String), Arc<[Ty]>>,
 }
 
-/// Checks `ast`, or returns the first checker error by position (cel-go
-/// sorts its issues by location, and runs its validators only on a checked
-/// AST).
-pub fn check(src: &str, ast: &Expr, scope: &Scope) -> Result<Checked, CompileError> {
+/// Checks `ast`, or returns every checker error in cel-go's order (it
+/// sorts its issues by location, stably, and runs its validators only on a
+/// checked AST). Policy loads report the first; kube-apiserver's
+/// type-checking controller lists them all.
+pub fn check_all(src: &str, ast: &Expr, scope: &Scope) -> Result<Checked, Vec<CompileError>> {
     let mut c = Checker {
         tracked: Vec::new(),
         resolved: HashMap::new(),
@@ -161,8 +162,13 @@ pub fn check(src: &str, ast: &Expr, scope: &Scope) -> Result<Checked, CompileErr
         optional_targets: Vec::new(),
     };
     let t = c.check(ast);
-    if let Some((pos, msg)) = c.errors.iter().min_by_key(|(pos, _)| *pos) {
-        return Err(CompileError::new(src, *pos, msg.clone()));
+    if !c.errors.is_empty() {
+        let mut errors = std::mem::take(&mut c.errors);
+        errors.sort_by_key(|(pos, _)| *pos);
+        return Err(errors
+            .into_iter()
+            .map(|(pos, msg)| CompileError::new(src, pos, msg))
+            .collect());
     }
     c.validate_literals();
     c.validate_formats(ast);
@@ -486,7 +492,7 @@ impl Checker<'_, '_> {
         };
         let result = match &target {
             Ty::Map(_, v) => (**v).clone(),
-            Ty::Struct(s) => match s.field(field) {
+            Ty::Struct(s) => match struct_field(s, field) {
                 Some(t) => t.clone(),
                 None => self.error(pos, format!("undefined field '{field}'")),
             },
@@ -822,6 +828,18 @@ impl format::Types for Checker<'_, '_> {
     }
 }
 
+/// A field of an object type; a reserved word also finds its escaped
+/// name (`metadata.namespace` is `__namespace__` in a schema's type, and
+/// kube-apiserver's type provider accepts both).
+fn struct_field<'t>(s: &'t StructTy, field: &str) -> Option<&'t Ty> {
+    s.field(field).or_else(|| {
+        super::schema::RESERVED
+            .contains(&field)
+            .then(|| s.field(&format!("__{field}__")))
+            .flatten()
+    })
+}
+
 fn contains_unknown(t: &Ty) -> bool {
     match t {
         Ty::Unknown => true,
@@ -858,26 +876,26 @@ fn literal(l: &Literal) -> Ty {
 /// `namespaceObject` (admission/plugin/cel/compile.go).
 pub fn request_type() -> Ty {
     let s = |n| (n, Ty::String);
-    let gvk = Arc::new(StructTy {
-        name: "kubernetes.GroupVersionKind",
-        fields: vec![s("group"), s("version"), s("kind")],
-    });
-    let gvr = Arc::new(StructTy {
-        name: "kubernetes.GroupVersionResource",
-        fields: vec![s("group"), s("version"), s("resource")],
-    });
-    let user = Arc::new(StructTy {
-        name: "kubernetes.UserInfo",
-        fields: vec![
+    let gvk = Arc::new(StructTy::new(
+        "kubernetes.GroupVersionKind",
+        vec![s("group"), s("version"), s("kind")],
+    ));
+    let gvr = Arc::new(StructTy::new(
+        "kubernetes.GroupVersionResource",
+        vec![s("group"), s("version"), s("resource")],
+    ));
+    let user = Arc::new(StructTy::new(
+        "kubernetes.UserInfo",
+        vec![
             s("username"),
             s("uid"),
             ("groups", Ty::list(Ty::String)),
             ("extra", Ty::map(Ty::String, Ty::list(Ty::String))),
         ],
-    });
-    Ty::Struct(Arc::new(StructTy {
-        name: "kubernetes.AdmissionRequest",
-        fields: vec![
+    ));
+    Ty::Struct(Arc::new(StructTy::new(
+        "kubernetes.AdmissionRequest",
+        vec![
             ("kind", Ty::Struct(gvk.clone())),
             ("resource", Ty::Struct(gvr.clone())),
             s("subResource"),
@@ -891,25 +909,25 @@ pub fn request_type() -> Ty {
             ("dryRun", Ty::Bool),
             ("options", Ty::Dyn),
         ],
-    }))
+    )))
 }
 
 pub fn namespace_type() -> Ty {
     let s = |n| (n, Ty::String);
     let strings = || Ty::list(Ty::String);
-    let condition = Arc::new(StructTy {
-        name: "kubernetes.NamespaceCondition",
-        fields: vec![
+    let condition = Arc::new(StructTy::new(
+        "kubernetes.NamespaceCondition",
+        vec![
             s("status"),
             s("type"),
             ("lastTransitionTime", Ty::Timestamp),
             s("message"),
             s("reason"),
         ],
-    });
-    let metadata = StructTy {
-        name: "kubernetes.NamespaceMetadata",
-        fields: vec![
+    ));
+    let metadata = StructTy::new(
+        "kubernetes.NamespaceMetadata",
+        vec![
             s("name"),
             s("generateName"),
             s("namespace"),
@@ -923,23 +941,20 @@ pub fn namespace_type() -> Ty {
             s("resourceVersion"),
             ("finalizers", strings()),
         ],
-    };
-    let spec = StructTy {
-        name: "kubernetes.NamespaceSpec",
-        fields: vec![("finalizers", strings())],
-    };
-    let status = StructTy {
-        name: "kubernetes.NamespaceStatus",
-        fields: vec![("conditions", Ty::list(Ty::Struct(condition))), s("phase")],
-    };
-    Ty::Struct(Arc::new(StructTy {
-        name: "kubernetes.Namespace",
-        fields: vec![
+    );
+    let spec = StructTy::new("kubernetes.NamespaceSpec", vec![("finalizers", strings())]);
+    let status = StructTy::new(
+        "kubernetes.NamespaceStatus",
+        vec![("conditions", Ty::list(Ty::Struct(condition))), s("phase")],
+    );
+    Ty::Struct(Arc::new(StructTy::new(
+        "kubernetes.Namespace",
+        vec![
             ("metadata", Ty::Struct(Arc::new(metadata))),
             ("spec", Ty::Struct(Arc::new(spec))),
             ("status", Ty::Struct(Arc::new(status))),
         ],
-    }))
+    )))
 }
 
 #[cfg(test)]

@@ -173,3 +173,42 @@ fn a_pass_holds_the_lock_briefly_and_many_times() {
     assert_eq!((p.evaluated, p.holds), (3, 1), "one batch, one hold");
     assert_eq!(names(&a), names(&whole), "the same results either way");
 }
+
+/// A Deployment policy that asks the authorizer: not evaluable in audit,
+/// so no result; the policy's other validation still reports.
+const READS_SECRETS: &str = "
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: writer-reads-secrets}
+spec:
+  failurePolicy: Fail
+  matchConstraints:
+    resourceRules:
+      - {apiGroups: [apps], apiVersions: [v1], resources: [deployments], operations: [CREATE]}
+  validations:
+    - expression: \"authorizer.group('').resource('secrets').namespace(object.metadata.namespace).check('get').allowed()\"
+    - expression: \"object.metadata.name != 'api'\"
+      message: no api
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: writer-reads-secrets}
+spec: {policyName: writer-reads-secrets, validationActions: [Deny]}
+";
+
+#[test]
+fn an_authorizer_check_gives_no_result_in_the_continuous_audit() {
+    let mut inv = Inventory::new();
+    let set = compile(&[READS_SECRETS], &mut inv);
+    let cluster = Cluster::new(set, inv, ClusterOptions::default());
+    let store = Shared::default();
+    store.lock().upsert(deployment("a", "web", "settings"));
+    store.lock().upsert(deployment("a", "api", "settings"));
+    let mut a = Auditor::default();
+    assert_eq!(a.pass(&cluster, &store, false).evaluated, 2);
+    let messages: Vec<String> = a
+        .findings()
+        .map(|f| format!("{} {}", f.object, f.message))
+        .collect();
+    assert_eq!(messages, ["Deployment a/api no api"]);
+}

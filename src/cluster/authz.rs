@@ -1,11 +1,13 @@
-//! `authorizer...check(verb)` under `serve`: kube-apiserver's own
-//! authorizer, asked with a SubjectAccessReview (authorization.k8s.io/v1)
-//! for the admission request's user (username, uid, groups, extra) or for
-//! a service account, as kube-apiserver asks its authorizer for a
+//! `authorizer...check(verb)` under `serve` and the controller:
+//! kube-apiserver's own authorizer, asked with a SubjectAccessReview
+//! (authorization.k8s.io/v1) for the admission request's user (username,
+//! uid, groups, extra), a ResourceGroup's ServiceAccount, or a service
+//! account, as kube-apiserver asks its authorizer for a
 //! ValidatingAdmissionPolicy (`apiserver/pkg/cel/library/authz.go`).
 //!
-//! - **Where it waits.** `check` runs on an evaluation thread, never a
-//!   tokio worker: the call is driven with `Handle::block_on` there, and
+//! - **Where it waits.** `check` runs on a thread outside the runtime
+//!   (serve's evaluation threads, the controller's validation thread),
+//!   never a tokio worker: the call is driven with `Handle::block_on` there, and
 //!   stops as soon as the request's interrupt is set (polled every
 //!   [`POLL`]), or after [`CALL_TIMEOUT`] when nothing interrupts it.
 //!   Asked on a runtime thread, it answers an errored decision instead of
@@ -165,12 +167,21 @@ impl SarAuthorizer {
             tokio::select! {
                 r = call => Some(match r {
                     Ok(Ok(sar)) => sar.status.ok_or_else(|| "the SubjectAccessReview has no status".to_string()),
-                    Ok(Err(e)) => Err(format!("SubjectAccessReview: {e}")),
+                    Ok(Err(e)) => Err(call_error(e)),
                     Err(_) => Err(format!("SubjectAccessReview: no answer within {CALL_TIMEOUT:?}")),
                 }),
                 () = stopped(interrupt) => None,
             }
         })
+    }
+}
+
+/// A failed call in words: the API server's status code and message (a
+/// 403 names the missing permission), without the status's debug dump.
+fn call_error(e: kube::Error) -> String {
+    match e {
+        kube::Error::Api(s) => format!("SubjectAccessReview refused ({}): {}", s.code, s.message),
+        other => format!("SubjectAccessReview: {other}"),
     }
 }
 

@@ -485,9 +485,11 @@ fn format_with<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>], locale: bool) -> Eval
         // Bounded: a precision is output size, and Rust's formatter
         // refuses widths past u16::MAX.
         let precision = match spec.precision {
-            Some(p) if p > MAX_PRECISION as i64 => return Err(EvalError::new(format!(
+            Some(p) if p > MAX_PRECISION as i64 => {
+                return Err(EvalError::new(format!(
                 "could not parse formatting clause: precision {p} is larger than {MAX_PRECISION}"
-            ))),
+            )))
+            }
             p => p.map(|p| p as usize),
         };
         next_arg += 1;

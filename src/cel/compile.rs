@@ -6,9 +6,10 @@ use super::error::CompileError;
 use super::functions::{self, FnDecl, Lib, LibSet, Style};
 use super::parser::{self, qualified_name, ParseLimits, ACCU};
 use super::plan::Checked;
-use super::program::{Node, OptionalEnd, Program};
+use super::program::{Guard, Node, OptionalEnd, Program};
 use super::types::Ty;
 use super::value::{Type, Value};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 /// A function the host provides at evaluation time (inventory lookups).
@@ -168,15 +169,16 @@ impl Env {
             .checks_types()
             .then(|| self.check(src, &ast))
             .transpose()?;
-        let tracked = checked
+        let (tracked, resolved) = checked
             .as_ref()
-            .map(|c| c.tracked.clone())
+            .map(|c| (c.tracked.clone(), c.resolved.clone()))
             .unwrap_or_default();
         let mut c = Compiler {
             env: self,
             src,
             scope: Vec::new(),
             tracked,
+            resolved,
         };
         let root = c.compile(&ast)?;
         let Some(checked) = checked else {
@@ -217,6 +219,7 @@ impl Env {
             src: "",
             scope: Vec::new(),
             tracked: Vec::new(),
+            resolved: HashMap::new(),
         };
         let node = c.compile(e).map_err(|e| e.message)?;
         Program::new(node, "", None)
@@ -298,6 +301,9 @@ struct Compiler<'e> {
     /// Where the checker resolved `sort` or `sortBy` to one overload
     /// ([`super::check::Checked::tracked`]).
     tracked: Vec<Pos>,
+    /// The calls the checker resolved to one overload
+    /// ([`super::check::Checked::resolved`]).
+    resolved: HashMap<(Pos, String), Arc<[Ty]>>,
 }
 
 type CResult = Result<Node, CompileError>;
@@ -365,18 +371,23 @@ impl<'e> Compiler<'e> {
             }
             ExprKind::Map { entries } => {
                 let mut items = Vec::with_capacity(entries.len());
-                // cel-go builds a map literal as a Go map at evaluation:
-                // bytes keys fail there (see `Evaluator::map`), null and
-                // double keys work, which Interlock's maps cannot hold.
+                // cel-go builds a map literal as a Go map at evaluation,
+                // keyed by any value Go can hash (see `Evaluator::map`);
+                // the CEL specification allows four key types only.
+                let spec = self.env.libs.has(Lib::Spec);
                 for en in entries {
-                    if let ExprKind::Literal(Literal::Double(_) | Literal::Null) = &en.key.kind {
+                    let refused = matches!(
+                        &en.key.kind,
+                        ExprKind::Literal(Literal::Double(_) | Literal::Null)
+                    );
+                    if spec && refused {
                         return Err(self.err(en.key.pos, "unsupported map key type"));
                     }
                     let key = self.compile(&en.key)?;
                     let value = self.compile(&en.value)?;
                     items.push((key, value, en.optional));
                 }
-                Node::Map(items)
+                Node::Map(items, spec)
             }
             ExprKind::Struct { name, fields } => self.structure(e.pos, name, fields)?,
             ExprKind::And(a, b) => {
@@ -635,7 +646,70 @@ impl<'e> Compiler<'e> {
                 Err(_) => {}
             }
         }
-        Ok(fuse_optional_selects(self.tracked_variant(pos, decl), args))
+        let decl = self.tracked_variant(pos, decl);
+        match fuse_optional_selects(decl, args) {
+            Node::Call { decl, args } => match self.guard(pos, decl, args.len()) {
+                Some(guard) => Ok(Node::Guarded { decl, args, guard }),
+                None => Ok(Node::Call { decl, args }),
+            },
+            // Fused optional selects always hand `hasValue` an optional.
+            fused => Ok(fused),
+        }
+    }
+
+    /// The runtime guard cel-go's interpreter puts on this call: the one
+    /// overload the checker resolved it to, or else every overload of the
+    /// function with as many arguments, in a type-checked environment. Not
+    /// for the functions cel-go binds once for all their overloads (the
+    /// operators, `size`, `type`, `dyn`, `matches`, `sort`), nor those
+    /// declared without type guards (`contains`, `startsWith`,
+    /// `endsWith`, `flatten`), nor `or`/`orValue`, which cel-go
+    /// evaluates itself.
+    fn guard(&self, pos: Pos, decl: &'static FnDecl, arity: usize) -> Option<Guard> {
+        const UNGUARDED: [&str; 27] = [
+            "_==_",
+            "_!=_",
+            "_&&_",
+            "_||_",
+            "_?_:_",
+            "_[_]",
+            "_[?_]",
+            "in",
+            "_+_",
+            "_-_",
+            "_*_",
+            "_/_",
+            "_%_",
+            "-_",
+            "!_",
+            "_<_",
+            "_<=_",
+            "_>_",
+            "_>=_",
+            "size",
+            "type",
+            "dyn",
+            "matches",
+            "contains",
+            "startsWith",
+            "endsWith",
+            "flatten",
+        ];
+        let special = decl.name.starts_with('@')
+            || UNGUARDED.contains(&decl.name)
+            || matches!(decl.name, "or" | "orValue" | "sort")
+            || decl.tracked.is_some();
+        if special || !self.env.checks_types() {
+            return None;
+        }
+        // A guard every argument passes is left out.
+        let open = |params: &[Ty]| params.iter().all(Ty::takes_anything);
+        if let Some(params) = self.resolved.get(&(pos, decl.name.to_string())) {
+            return (!open(params)).then(|| Guard::One(params.clone()));
+        }
+        let overloads = super::check::overloads_of(decl.name, arity)?;
+        let guarded = !overloads.is_empty() && !overloads.iter().any(|p| open(p));
+        guarded.then(|| Guard::Any(overloads.into()))
     }
 
     /// The variant of `decl` kube-apiserver plans with a cost tracker that

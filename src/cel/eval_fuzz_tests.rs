@@ -134,7 +134,7 @@ fn library_values_refuse_equality_with_other_types() {
     assert_errors(&[
         ("semver('1.2.3') == dyn('1.2.3')", "no such overload"),
         (
-            "cidr('10.0.0.0/8') != dyn('10.0.0.0/8')",
+            "cidr('10.0.0.0/8') == dyn('10.0.0.0/8')",
             "no such overload",
         ),
         // `add` and `sub` return the quantity by pointer.
@@ -332,5 +332,266 @@ fn map_keeps_its_first_error_and_both_operands_are_evaluated() {
             "1 / 0 < [1].sortBy(v, v / 0).size()",
             "internal error: interface conversion: *types.Err is not traits.Lister: missing method Add",
         ),
+    ]);
+}
+
+fn assert_true(cases: &[&str]) {
+    for src in cases {
+        assert_eq!(kube(src), Ok("true".to_string()), "{src}");
+    }
+}
+
+/// cel-go builds a map literal as a Go map keyed by the CEL value: any
+/// value Go can hash is a key, compared with Go's `==` (by value, or by
+/// identity for the values cel-go holds by pointer); a repeated key
+/// replaces the value; an unhashable key panics.
+#[test]
+fn map_literal_keys_of_any_type_are_go_map_keys() {
+    assert_true(&[
+        "size({null: '%s-%d'}) < 2",
+        "{1.5: 'a'}[1.5] == 'a'",
+        "{1.5: 'a'}[?1.5] == optional.of('a')",
+        "{0.0: 'a'}[-0.0] == 'a'",
+        "size({double('NaN'): 'a', double('NaN'): 'b'}) == 2",
+        "size({1.0: 'a', 1.0: 'b'}) == 1",
+        "size({1: 'a', 1: 'b'}) == 1",
+        "{'a': 1, 'a': 2}['a'] == 2",
+        "size({dyn(1): 'a', dyn(1u): 'b'}) == 2",
+        "{dyn(1): 'a', dyn(1u): 'b'}[1u] == 'b'",
+        "ip('10.0.0.1') in {ip('10.0.0.1'): 1}",
+        "size({ip('10.0.0.1'): 1, ip('10.0.0.1'): 2}) == 1",
+        "cidr('10.0.0.0/8') in {cidr('10.0.0.0/8'): 1}",
+        "size({cidr('10.0.0.0/8'): 1, cidr('10.0.0.1/8'): 1}) == 2",
+        "optional.none() in {optional.none(): 1}",
+        "size({optional.none(): 1, optional.none(): 2}) == 1",
+        "!(optional.of(1) in {optional.of(1): 1})",
+        "size({optional.of(1): 1, optional.of(1): 2}) == 2",
+        "!([1] in {[1]: 2})",
+        "size({[1]: 1, [1]: 2}) == 2",
+        "size({{}: 1}) == 1",
+        "size({quantity('1'): 1, quantity('1'): 2}) == 2",
+        "!(quantity('1') in {quantity('1'): 1})",
+        "size({url('https://x'): 1, url('https://x'): 2}) == 2",
+        "timestamp('2024-01-01T01:00:00+01:00') in {timestamp('2024-01-01T01:00:00+01:00'): 1}",
+        "size({timestamp('2024-01-01T00:00:00Z'): 1, timestamp('2024-01-01T01:00:00+01:00'): 2}) == 2",
+        "size({duration('1s'): 1, duration('1000ms'): 2}) == 1",
+        "int in {int: 1}",
+        "size({int: 1, type(1): 2}) == 1",
+        "{null: 1} == {null: 1}",
+        "{ip('10.0.0.1'): 1} == {ip('10.0.0.1'): 1}",
+        "{optional.of(1): 1} != {optional.of(1): 1}",
+        "{1.5: 1}.exists(k, k == 1.5)",
+        "{null: 1}.all(k, k == null)",
+        "{null: 1}.exists_one(k, true)",
+        "({optional.of(1): 1}).exists(k, k.value() == 1)",
+        "!(b'a' in {})",
+        "size({'a': 1, ?'a': optional.none()}) == 0",
+    ]);
+    assert_errors(&[
+        (
+            "{double('NaN'): 'a'}[double('NaN')] == 'a'",
+            "no such key: NaN",
+        ),
+        ("{1.5: 'x'}[2.5] == 'x'", "no such key: 2.5"),
+        (
+            "{ip('10.0.0.1'): 1}[ip('10.0.0.1')] == 1",
+            "invalid qualifier type: cel.IP",
+        ),
+        (
+            "size({semver('1.0.0'): 1}) == 1",
+            "internal error: runtime error: hash of unhashable type cel.Semver",
+        ),
+        (
+            "size({b'a': 1}) == 1 || true",
+            "internal error: runtime error: hash of unhashable type types.Bytes",
+        ),
+        (
+            "dyn(b'a') in {'a': 1} || true",
+            "internal error: runtime error: hash of unhashable type types.Bytes",
+        ),
+        // The value is evaluated before the key is hashed.
+        ("size({b'a': 1 / 0}) == 1", "division by zero"),
+    ]);
+}
+
+/// A list built with `+` from two lists that are not empty is cel-go's
+/// `*types.concatList`; with an empty one, `+` answers the other list.
+#[test]
+fn a_concatenated_list_as_index_is_named_by_its_go_type() {
+    assert_errors(&[
+        (
+            "dyn({'a': 3u})[[b'abc', b'\\xc3\\xbc'] + [b'\\x00a', b'']] == 1u",
+            "invalid qualifier type: *types.concatList",
+        ),
+        (
+            "dyn({'a': 1})[[1] + [2] + [3]] == 1",
+            "invalid qualifier type: *types.concatList",
+        ),
+        (
+            "dyn({'a': 1})[[] + [1]] == 1",
+            "invalid qualifier type: *types.baseList",
+        ),
+        (
+            "dyn({'a': 1})[[1] + []] == 1",
+            "invalid qualifier type: *types.baseList",
+        ),
+        (
+            "dyn({'a': 1})[([1] + [2]).map(x, x)] == 1",
+            "invalid qualifier type: *types.baseList",
+        ),
+    ]);
+}
+
+/// cel-go's `string.format` at run time takes the clause's argument before
+/// it reads the clause: a missing argument is reported first, then a `%`
+/// that ends the string, then the clause itself.
+#[test]
+fn format_reports_a_missing_argument_before_a_bad_clause() {
+    assert_errors(&[
+        ("('%v' + '10.0.0.0/8').format([]) == ''", "index 0 out of range"),
+        ("('%' + '').format([]) == ''", "index 0 out of range"),
+        ("('%' + '').format(['a']) == ''", "unexpected end of string"),
+        (
+            "('%v' + 'x').format(['a']) == ''",
+            "could not parse formatting clause: unrecognized formatting clause \"v\"",
+        ),
+        (
+            "('%.' + '').format([1]) == ''",
+            "could not parse formatting clause: error while parsing precision: could not find end of precision specifier",
+        ),
+        (
+            "('%.' + 's').format([1]) == ''",
+            "could not parse formatting clause: error while parsing precision: error while converting precision to integer: strconv.Atoi: parsing \"\": invalid syntax",
+        ),
+        (
+            "('%\u{e9}' + '').format([1]) == ''",
+            "could not parse formatting clause: unrecognized formatting clause \"\u{c3}\"",
+        ),
+    ]);
+}
+
+/// Where the checker resolved a call to one overload, cel-go calls that
+/// overload, and its guard refuses arguments of another runtime type even
+/// when another overload of the function would take them: a value whose
+/// static type is wrong (`orValue` on a value that is not an optional
+/// answers the value, checked as the alternative's type) meets the guard.
+#[test]
+fn a_call_checked_to_one_overload_refuses_other_runtime_types() {
+    assert_errors(&[
+        (
+            "isCIDR(string(dyn('10.0.0.0/8').orValue(18446744073709551615u)))",
+            "no such overload: string(string)",
+        ),
+        (
+            "int(dyn('7').orValue(1)) == 7",
+            "no such overload: int(string)",
+        ),
+        ("[dyn(1)].join() == '1'", "no such overload: join(list)"),
+    ]);
+    // Several overloads: dispatched on the runtime types. A conditional
+    // with a `dyn` branch is `dyn`.
+    assert_true(&[
+        "string(dyn('a')) == 'a'",
+        "dyn([]).join() == ''",
+        "string(false ? 1u : dyn('a')) == 'a'",
+    ]);
+}
+
+/// With several overloads left by the checker, cel-go's dispatcher calls
+/// the first whose declared types the arguments fit, and refuses
+/// arguments no overload takes.
+#[test]
+fn a_call_with_several_overloads_takes_only_declared_runtime_types() {
+    assert_errors(&[
+        (
+            "(false ? [1] : dyn(['a'])).sum() == 1",
+            "no such overload: sum(list)",
+        ),
+        ("dyn(['a']).sum() == 1", "no such overload: sum(list)"),
+    ]);
+    assert_true(&["dyn([1.5, 2.5]).sum() == 4.0", "dyn([]).sum() == 0"]);
+}
+
+/// kube-apiserver plans `find` and `findAll` with a constant pattern as
+/// calls of their own, without cel-go's guard; a pattern that is not a
+/// constant leaves the guarded call.
+#[test]
+fn find_with_a_constant_pattern_refuses_other_operands_in_plain_words() {
+    assert_errors(&[
+        ("dyn(1).find('x') == 'x'", "no such overload"),
+        ("dyn(1).findAll('x') == []", "no such overload"),
+        (
+            "dyn(1).find(dyn('x')) == 'x'",
+            "no such overload: find(int, string)",
+        ),
+        (
+            "'abc'.find(dyn(1)) == 'x'",
+            "no such overload: find(string, int)",
+        ),
+    ]);
+}
+
+/// A key a comprehension inserts twice is printed as Go's `%v` prints
+/// the CEL value.
+#[test]
+fn repeated_keys_are_printed_as_go_prints_them() {
+    assert_errors(&[
+        (
+            "[1, 2].transformMapEntry(i, v, {null: v}).size() == 1",
+            "insert failed: key 0 already exists",
+        ),
+        (
+            "[1, 2].transformMapEntry(i, v, {2.0: v}).size() == 1",
+            "insert failed: key 2 already exists",
+        ),
+        (
+            "[1, 2].transformMapEntry(i, v, {1.5: v}).size() == 1",
+            "insert failed: key 1.5 already exists",
+        ),
+        (
+            "[1, 2].transformMapEntry(i, v, {ip('1.2.3.4'): v}).size() == 1",
+            "insert failed: key 1.2.3.4 already exists",
+        ),
+        (
+            "[1, 2].transformMapEntry(i, v, {timestamp('2024-01-01T00:00:00Z'): v}).size() == 1",
+            "insert failed: key 2024-01-01 00:00:00 +0000 UTC already exists",
+        ),
+        (
+            "[1, 2].transformMapEntry(i, v, {duration('1s'): v}).size() == 1",
+            "insert failed: key 1s already exists",
+        ),
+        (
+            "[1, 2].transformMapEntry(i, v, {1u: v}).size() == 1",
+            "insert failed: key 1 already exists",
+        ),
+        (
+            "[1, 2].transformMapEntry(i, v, {int: v}).size() == 1",
+            "insert failed: key int already exists",
+        ),
+        (
+            "[1, 2].transformMapEntry(i, v, {optional.none(): v}).size() == 1",
+            "insert failed: key optional.none() already exists",
+        ),
+    ]);
+}
+
+/// cel-go's `!=` is `Equal(a, b) != true`: where `==` is refused (a
+/// library value compared with another type, a quantity with the result
+/// of `sub`), `!=` is true.
+#[test]
+fn not_equal_is_true_where_equality_is_refused() {
+    assert_true(&[
+        "quantity('-1') != quantity('1.5').sub(7)",
+        "ip('1.2.3.4') != dyn(1)",
+        "cidr('10.0.0.0/8') != dyn('10.0.0.0/8')",
+        "url('https://a') != dyn('https://a')",
+        "!(quantity('-1') != quantity('1.5').sub(7)) || (type(-9223372036854775808) in ([[map, map], []]).flatten()) == false",
+    ]);
+    assert_errors(&[
+        (
+            "quantity('-1') == quantity('1.5').sub(7)",
+            "no such overload",
+        ),
+        ("ip('1.2.3.4') == dyn(1)", "no such overload"),
     ]);
 }

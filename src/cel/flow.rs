@@ -155,9 +155,9 @@ impl<'c> Flow<'c> {
                 index,
                 optional,
             } => self.index(operand, index, *optional),
-            Node::Call { decl, args } | Node::Prepared { decl, args, .. } => {
-                self.call(decl.name, args)
-            }
+            Node::Call { decl, args }
+            | Node::Guarded { decl, args, .. }
+            | Node::Prepared { decl, args, .. } => self.call(decl.name, args),
             Node::Host(id, args) => {
                 let consts: Vec<Option<String>> = args
                     .iter()
@@ -216,7 +216,7 @@ impl<'c> Flow<'c> {
                 }
                 out
             }
-            Node::Map(items) => {
+            Node::Map(items, _) => {
                 for (k, v, _) in items {
                     self.eval_marked(k);
                     self.eval_marked(v);

@@ -57,6 +57,9 @@ pub(crate) enum Halt {
     /// it is an error), which fails the whole evaluation with this Go
     /// runtime message.
     Internal(&'static str),
+    /// cel-go hashed a key Go cannot hash (a map literal's, or one looked
+    /// up with `in`): its Go type. The panic fails the whole evaluation.
+    Unhashable(&'static str),
 }
 
 impl Interrupt {
@@ -94,7 +97,7 @@ impl Interrupt {
         match halt {
             Some(Halt::Budget) => self.cost_limit_exceeded.fetch_add(1, Ordering::Relaxed),
             Some(Halt::Interrupted) => self.interrupted.fetch_add(1, Ordering::Relaxed),
-            Some(Halt::Internal(_)) | None => 0,
+            Some(Halt::Internal(_) | Halt::Unhashable(_)) | None => 0,
         };
     }
 }

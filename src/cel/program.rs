@@ -3,7 +3,8 @@
 use super::error::{EvalError, EvalResult};
 use super::functions::{FnDecl, Lib};
 use super::interrupt::{self, Halt, Interrupt};
-use super::value::{Key, List, Map, OwnedMap, Str, Value};
+use super::types::Ty;
+use super::value::{Key, List, Map, OwnedMap, Str, Unhashable, Value};
 use smallvec::SmallVec;
 use std::any::Any;
 use std::cell::RefCell;
@@ -38,6 +39,13 @@ pub enum Node {
         decl: &'static FnDecl,
         args: Vec<Node>,
     },
+    /// A call of a type-checked expression, with the guard cel-go's
+    /// interpreter puts on it.
+    Guarded {
+        decl: &'static FnDecl,
+        args: Vec<Node>,
+        guard: Guard,
+    },
     /// A call whose second argument was a constant prepared at compile time
     /// (a regular expression).
     Prepared {
@@ -55,7 +63,9 @@ pub enum Node {
         end: OptionalEnd,
     },
     List(Vec<(Node, bool)>),
-    Map(Vec<(Node, Node, bool)>),
+    /// A map literal's entries (key, value, optional), and whether the
+    /// CEL specification's key rules apply.
+    Map(Vec<(Node, Node, bool)>, bool),
     Struct(Vec<(Str<'static>, Node, bool)>),
     And(Box<Node>, Box<Node>),
     Or(Box<Node>, Box<Node>),
@@ -78,11 +88,12 @@ impl Node {
                 operand.visit(f);
                 index.visit(f);
             }
-            Node::Call { args, .. } | Node::Prepared { args, .. } | Node::Host(_, args) => {
-                args.iter().for_each(|a| a.visit(f))
-            }
+            Node::Call { args, .. }
+            | Node::Guarded { args, .. }
+            | Node::Prepared { args, .. }
+            | Node::Host(_, args) => args.iter().for_each(|a| a.visit(f)),
             Node::List(items) => items.iter().for_each(|(n, _)| n.visit(f)),
-            Node::Map(items) => items.iter().for_each(|(k, v, _)| {
+            Node::Map(items, _) => items.iter().for_each(|(k, v, _)| {
                 k.visit(f);
                 v.visit(f);
             }),
@@ -112,6 +123,30 @@ impl Node {
             }
             Node::Const(_) | Node::Error(_) | Node::Global(_) | Node::Local(_) | Node::Lazy(..) => {
             }
+        }
+    }
+}
+
+/// The argument types cel-go's dispatcher lets through to a function's
+/// implementation; other arguments are `no such overload: f(types)`.
+#[derive(Debug)]
+pub enum Guard {
+    /// The checker resolved the call to one overload, which cel-go calls
+    /// directly: its guard refuses arguments of other runtime types
+    /// (`string(x)` checked as `string(uint)` refuses a string) even where
+    /// another overload would take them.
+    One(Arc<[Ty]>),
+    /// Several overloads were left: cel-go calls the first whose declared
+    /// types the arguments fit.
+    Any(Arc<[Arc<[Ty]>]>),
+}
+
+impl Guard {
+    fn admits(&self, args: &[Value]) -> bool {
+        let fit = |params: &[Ty]| args.iter().zip(params).all(|(v, t)| fits(t, v));
+        match self {
+            Guard::One(params) => fit(params),
+            Guard::Any(overloads) => overloads.iter().any(|p| fit(p)),
         }
     }
 }
@@ -254,6 +289,7 @@ fn halt_error(halt: Halt) -> EvalError {
         Halt::Budget => EvalError::cost_exceeded(),
         Halt::Interrupted => EvalError::interrupted(),
         Halt::Internal(m) => EvalError::new(format!("internal error: interface conversion: {m}")),
+        Halt::Unhashable(t) => EvalError::new(Unhashable(t).to_string()),
     }
 }
 
@@ -417,6 +453,18 @@ impl<'a, 'e> Ctx<'a, 'e> {
         self.alloc(n.saturating_mul(std::mem::size_of::<Value>()))
     }
 
+    /// cel-go panicked hashing a key: the evaluation ends with Go's
+    /// message, whatever the expression around would have made of an
+    /// error.
+    pub(crate) fn panic(&mut self, u: Unhashable) -> EvalError {
+        self.halt(Halt::Unhashable(u.0))
+    }
+
+    /// The key of `v` as cel-go's Go map holds it.
+    fn key(&mut self, v: &Value<'a>) -> EvalResult<Key<'a>> {
+        Key::from_value(v).map_err(|u| self.panic(u))
+    }
+
     fn halt(&mut self, halt: Halt) -> EvalError {
         self.halted.get_or_insert(halt);
         halt_error(halt)
@@ -472,6 +520,14 @@ impl<'a, 'e> Ctx<'a, 'e> {
                 self.charge(1)?;
                 (decl.imp)(self, &vals)
             }
+            Node::Guarded { decl, args, guard } => {
+                let vals = self.eval_args(args)?;
+                if !guard.admits(&vals) {
+                    return super::functions::no_overload(decl.name, &vals);
+                }
+                self.charge(1)?;
+                (decl.imp)(self, &vals)
+            }
             Node::Prepared {
                 decl,
                 args,
@@ -500,7 +556,7 @@ impl<'a, 'e> Ctx<'a, 'e> {
                 end,
             } => self.optional_selects(operand, fields, end),
             Node::List(items) => self.list(items),
-            Node::Map(items) => self.map(items),
+            Node::Map(items, spec) => self.map(items, *spec),
             Node::Struct(fields) => self.structure(fields),
             Node::And(a, b) => self.and(a, b),
             Node::Or(a, b) => self.or(a, b),
@@ -700,17 +756,27 @@ impl<'a, 'e> Ctx<'a, 'e> {
         Ok(Value::list(out))
     }
 
-    fn map(&mut self, items: &[(Node, Node, bool)]) -> EvalResult<Value<'a>> {
+    /// A map literal, as cel-go builds it: each key, then its value, is
+    /// evaluated (the first error ends it), then the entry goes into a Go
+    /// map: a repeated key replaces the value, an empty optional entry
+    /// deletes the key. Under the CEL specification's rules (`spec`), keys
+    /// are ints, uints, bools and strings, and a repeated one is an error.
+    fn map(&mut self, items: &[(Node, Node, bool)], spec: bool) -> EvalResult<Value<'a>> {
         // A key and a value per entry.
         self.alloc_values(items.len().saturating_mul(2))?;
         let mut out = OwnedMap::with_capacity_and_hasher(items.len(), Default::default());
         for (k, v, optional) in items {
-            let key = literal_key(&self.eval(k)?)?;
+            let key = self.eval(k)?;
             let mut value = self.eval(v)?;
             if *optional {
                 match value {
                     Value::Optional(Some(inner)) => value = (*inner).clone(),
-                    Value::Optional(None) => continue,
+                    Value::Optional(None) if spec => continue,
+                    Value::Optional(None) => {
+                        let key = self.key(&key)?;
+                        out.shift_remove(&key);
+                        continue;
+                    }
                     other => {
                         return Err(EvalError::new(format!(
                             "optional map entry is not an optional: {}",
@@ -719,18 +785,18 @@ impl<'a, 'e> Ctx<'a, 'e> {
                     }
                 }
             }
-            if numeric_twin(&key).is_some_and(|k| out.contains_key(&k)) {
+            if !spec {
+                let key = self.key(&key)?;
+                out.insert(key, value);
+                continue;
+            }
+            let key = Key::spec_key(&key)?;
+            let repeated =
+                out.contains_key(&key) || numeric_twin(&key).is_some_and(|k| out.contains_key(&k));
+            if repeated {
                 return Err(EvalError::new(format!("Failed with repeated key: {key}")));
             }
-            match out.entry(key) {
-                indexmap::map::Entry::Vacant(slot) => {
-                    slot.insert(value);
-                }
-                indexmap::map::Entry::Occupied(slot) => {
-                    let key = slot.key();
-                    return Err(EvalError::new(format!("Failed with repeated key: {key}")));
-                }
-            }
+            out.insert(key, value);
         }
         self.charge(out.len() as u64)?;
         Ok(Value::map(out))
@@ -871,19 +937,16 @@ impl<'a, 'e> Ctx<'a, 'e> {
     }
 
     fn accu_insert(&mut self, slot: usize, k: &Node, v: &Node) -> EvalResult<Value<'a>> {
-        let key = Key::from_value(&self.eval(k)?)?;
+        let key = self.eval(k)?;
+        let key = self.key(&key)?;
         let value = self.eval(v)?;
         self.charge(1)?;
         self.alloc_values(2)?;
         let mut entries = self.owned_accu_map(slot)?;
-        if Arc::make_mut(&mut entries)
-            .insert(key.clone(), value)
-            .is_some()
-        {
-            return Err(EvalError::new(format!(
-                "insert failed: key {key} already exists"
-            )));
+        if has_key(&entries, &key) {
+            return Err(insert_failed(&key));
         }
+        Arc::make_mut(&mut entries).insert(key, value);
         Ok(Value::Map(Map::Owned(entries)))
     }
 
@@ -901,12 +964,11 @@ impl<'a, 'e> Ctx<'a, 'e> {
         self.alloc_values(add.len().saturating_mul(2))?;
         let mut entries = self.owned_accu_map(slot)?;
         for (k, v) in add.entries() {
-            let key = Key::from_value(&k)?;
-            if Arc::make_mut(&mut entries).insert(key.clone(), v).is_some() {
-                return Err(EvalError::new(format!(
-                    "insert failed: key {key} already exists"
-                )));
+            let key = self.key(&k)?;
+            if has_key(&entries, &key) {
+                return Err(insert_failed(&key));
             }
+            Arc::make_mut(&mut entries).insert(key, v);
         }
         Ok(Value::Map(Map::Owned(entries)))
     }
@@ -919,7 +981,8 @@ impl<'a, 'e> Ctx<'a, 'e> {
                 m.entries()
                     .into_iter()
                     .map(|(k, v)| Ok((Key::from_value(&k)?, v)))
-                    .collect::<EvalResult<OwnedMap>>()?,
+                    .collect::<Result<OwnedMap, Unhashable>>()
+                    .map_err(|u| self.panic(u))?,
             )),
             other => Err(EvalError::new(format!(
                 "internal: accumulator is a {}",
@@ -929,18 +992,20 @@ impl<'a, 'e> Ctx<'a, 'e> {
     }
 }
 
-/// The other spelling of a numeric key (`1` and `1u` are the same key).
-/// The key of a map literal entry. cel-go builds the literal as a Go map,
-/// and a bytes key panics there (recovered as an internal error).
-fn literal_key<'a>(v: &Value<'a>) -> EvalResult<Key<'a>> {
-    if let Value::Bytes(_) = v {
-        return Err(EvalError::new(
-            "internal error: runtime error: hash of unhashable type types.Bytes",
-        ));
-    }
-    Key::from_value(v)
+/// Whether cel-go finds `key` in a map a comprehension builds: the key,
+/// or a number's other spelling (`1` and `1u`).
+fn has_key(m: &OwnedMap, key: &Key) -> bool {
+    m.contains_key(key) || numeric_twin(key).is_some_and(|k| m.contains_key(&k))
 }
 
+/// cel-go's refusal of a repeated key in a map a comprehension builds.
+fn insert_failed(key: &Key) -> EvalError {
+    let key = go_value(&key.to_value());
+    EvalError::new(format!("insert failed: key {key} already exists"))
+}
+
+/// The other spelling of a numeric key (`1` and `1u`), a repeated key
+/// under the CEL specification's rules.
 fn numeric_twin<'a>(k: &Key<'a>) -> Option<Key<'a>> {
     match k {
         Key::Int(i) if *i >= 0 => Some(Key::Uint(*i as u64)),
@@ -993,6 +1058,31 @@ fn logic_error(v: EvalResult<Value>, op: &str) -> EvalError {
     }
 }
 
+/// Whether `v` passes cel-go's guard for an argument declared as `t`
+/// (`Type.IsAssignableRuntimeType`): its runtime type's name, and for a
+/// list or a map also its first element or entry. Type parameters and
+/// `dyn` take anything.
+fn fits(t: &Ty, v: &Value) -> bool {
+    match (t, v) {
+        (t, _) if t.takes_anything() => true,
+        (Ty::List(e), Value::List(l)) => l.get(0).is_none_or(|x| fits(e, &x)),
+        (Ty::Map(k, e), Value::Map(m)) => m.first().is_none_or(|(x, y)| fits(k, &x) && fits(e, &y)),
+        (Ty::Named(n), Value::Opaque(o)) => o.type_name() == &**n,
+        (Ty::Int, Value::Int(_))
+        | (Ty::Uint, Value::Uint(_))
+        | (Ty::Double, Value::Double(_))
+        | (Ty::Bool, Value::Bool(_))
+        | (Ty::String, Value::String(_))
+        | (Ty::Bytes, Value::Bytes(_))
+        | (Ty::Null, Value::Null)
+        | (Ty::Duration, Value::Duration(_))
+        | (Ty::Timestamp, Value::Timestamp(_))
+        | (Ty::Type(_), Value::Type(_))
+        | (Ty::Optional(_), Value::Optional(_)) => true,
+        _ => false,
+    }
+}
+
 /// Whether cel-go resolves `n` as an attribute of a variable (a select or
 /// constant index path from it), which yields the variable's Go value as
 /// it is, not a CEL value.
@@ -1021,6 +1111,7 @@ fn aggregate_qualifier(i: &Value, raw: bool) -> EvalError {
         Value::List(List::Json(_)) if raw => "[]interface {}",
         Value::Map(Map::Json(_)) if raw => "map[string]interface {}",
         Value::Map(_) => "*types.baseMap",
+        Value::List(List::Concat(_)) => "*types.concatList",
         _ => "*types.baseList",
     };
     EvalError::new(format!("invalid qualifier type: {go_type}"))
@@ -1048,10 +1139,19 @@ fn not_a_lister(v: &EvalResult<Value>) -> Option<&'static str> {
 
 /// A key or index as cel-go prints it in its messages (Go's `%v`).
 fn go_value(i: &Value) -> String {
+    use super::functions::time::{go_duration, go_time};
     match i {
         Value::String(s) => s.as_str().to_string(),
         Value::Uint(u) => u.to_string(),
         Value::Double(d) => super::functions::core::format_double(*d),
+        // `types.Null` is a Go integer type without a `String` method.
+        Value::Null => "0".into(),
+        Value::Duration(d) => go_duration(*d),
+        Value::Timestamp(t) => go_time(*t),
+        Value::Opaque(o) => match o.to_json() {
+            super::value::Json::String(s) => s,
+            other => other.to_string(),
+        },
         other => other.to_string(),
     }
 }
@@ -1113,7 +1213,7 @@ pub fn index_value<'a>(v: Value<'a>, i: &Value<'a>, optional: bool) -> EvalResul
                 ))),
             }
         }
-        Value::Map(m) => wrap(m.get(i)?),
+        Value::Map(m) => wrap(m.get(i)),
         Value::Optional(None) => Ok(Value::Optional(None)),
         Value::Optional(Some(inner)) => index_value((*inner).clone(), i, true),
         // Values that are neither maps nor lists have no keys; an

@@ -416,3 +416,15 @@ pub fn split_top(s: &str) -> Vec<&str> {
     }
     out
 }
+
+impl Ty {
+    /// Whether cel-go's runtime guard lets any value through for an
+    /// argument of this type (`dyn`, a type parameter, or what the
+    /// checker does not know).
+    pub fn takes_anything(&self) -> bool {
+        matches!(
+            self,
+            Ty::Dyn | Ty::Param(_) | Ty::Unknown | Ty::Error | Ty::Struct(_)
+        )
+    }
+}

@@ -62,13 +62,16 @@ impl Hash for Str<'_> {
 pub enum List<'a> {
     Json(&'a [Json]),
     Owned(Arc<Vec<Value<'a>>>),
+    /// Two lists joined with `+`, which cel-go keeps as a view of both
+    /// (Go type `*types.concatList`, which its messages name).
+    Concat(Arc<Vec<Value<'a>>>),
 }
 
 impl<'a> List<'a> {
     pub fn len(&self) -> usize {
         match self {
             List::Json(l) => l.len(),
-            List::Owned(l) => l.len(),
+            List::Owned(l) | List::Concat(l) => l.len(),
         }
     }
     pub fn is_empty(&self) -> bool {
@@ -77,7 +80,7 @@ impl<'a> List<'a> {
     pub fn get(&self, i: usize) -> Option<Value<'a>> {
         match self {
             List::Json(l) => l.get(i).map(Value::from_json),
-            List::Owned(l) => l.get(i).cloned(),
+            List::Owned(l) | List::Concat(l) => l.get(i).cloned(),
         }
     }
     pub fn iter(&self) -> ListIter<'a, '_> {
@@ -109,36 +112,131 @@ impl<'a> Iterator for ListIter<'a, '_> {
     }
 }
 
-/// Map keys: CEL allows int, uint, bool and string.
+/// Map keys. The CEL specification allows int, uint, bool and string;
+/// cel-go builds a map literal as a Go map keyed by any CEL value Go can
+/// hash, and kube-apiserver's maps hold them all (`Other`).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Key<'a> {
     Bool(bool),
     Int(i64),
     Uint(u64),
     String(Str<'a>),
+    /// Boxed, so that the ordinary keys stay small.
+    Other(Box<GoKey<'a>>),
+}
+
+/// A key Go cannot hash: cel-go panics (`hash of unhashable type`, with
+/// the value's Go type), which fails the whole evaluation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Unhashable(pub &'static str);
+
+impl fmt::Display for Unhashable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "internal error: runtime error: hash of unhashable type {}",
+            self.0
+        )
+    }
 }
 
 impl<'a> Key<'a> {
-    pub fn from_value(v: &Value<'a>) -> EvalResult<Key<'a>> {
+    /// The key of `v` as cel-go's Go map holds it.
+    pub fn from_value(v: &Value<'a>) -> Result<Key<'a>, Unhashable> {
         Ok(match v {
             Value::Bool(b) => Key::Bool(*b),
             Value::Int(i) => Key::Int(*i),
             Value::Uint(u) => Key::Uint(*u),
             Value::String(s) => Key::String(s.clone()),
-            other => {
-                return Err(EvalError::new(format!(
-                    "unsupported key type: {}",
-                    other.type_name()
-                )))
+            Value::Bytes(_) => return Err(Unhashable("types.Bytes")),
+            // A semantic version holds slices (its pre-release and build).
+            Value::Opaque(o) if o.type_name() == "kubernetes.Semver" => {
+                return Err(Unhashable("cel.Semver"))
             }
+            other => Key::Other(Box::new(GoKey(other.clone()))),
         })
     }
+
+    /// The key of `v` under the CEL specification's rules (the
+    /// conformance environment): int, uint, bool and string only.
+    pub fn spec_key(v: &Value<'a>) -> EvalResult<Key<'a>> {
+        match v {
+            Value::Bool(_) | Value::Int(_) | Value::Uint(_) | Value::String(_) => {
+                Key::from_value(v).map_err(|u| EvalError::new(u.to_string()))
+            }
+            other => Err(EvalError::new(format!(
+                "unsupported key type: {}",
+                other.type_name()
+            ))),
+        }
+    }
+
     pub fn to_value(&self) -> Value<'a> {
         match self {
             Key::Bool(b) => Value::Bool(*b),
             Key::Int(i) => Value::Int(*i),
             Key::Uint(u) => Value::Uint(*u),
             Key::String(s) => Value::String(s.clone()),
+            Key::Other(k) => k.0.clone(),
+        }
+    }
+}
+
+/// Any other key, compared as Go's `==` compares the CEL value behind it:
+/// null, doubles (NaN equals nothing, not even itself), durations,
+/// timestamps (instant and offset), types, IPs and CIDRs by value; lists,
+/// maps, optionals with a value, quantities, URLs and the authorizer's
+/// values by identity (cel-go's are pointers), which here is the shared
+/// allocation behind the value.
+#[derive(Clone, Debug)]
+pub struct GoKey<'a>(Value<'a>);
+
+/// Library types whose Go values are structs compared by content.
+fn by_value(o: &dyn Opaque) -> bool {
+    matches!(o.type_name(), "net.IP" | "net.CIDR")
+}
+
+/// The address behind a value cel-go holds by pointer.
+fn identity(v: &Value) -> Option<(*const (), usize)> {
+    Some(match v {
+        Value::List(List::Owned(l) | List::Concat(l)) => (Arc::as_ptr(l).cast(), 0),
+        Value::List(List::Json(l)) => (l.as_ptr().cast(), l.len()),
+        Value::Map(Map::Owned(m)) => (Arc::as_ptr(m).cast(), 0),
+        Value::Map(Map::Json(m)) => ((*m as *const JsonMap).cast(), 0),
+        Value::Optional(Some(x)) => (Arc::as_ptr(x).cast(), 0),
+        Value::Opaque(o) if !by_value(o.as_ref()) => (Arc::as_ptr(o).cast(), 0),
+        _ => return None,
+    })
+}
+
+impl PartialEq for GoKey<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        use Value::*;
+        match (&self.0, &other.0) {
+            (Null, Null) | (Optional(None), Optional(None)) => true,
+            (Double(a), Double(b)) => a == b,
+            (Duration(a), Duration(b)) => a == b,
+            (Timestamp(a), Timestamp(b)) => a == b && a.offset == b.offset,
+            (Type(a), Type(b)) => a == b,
+            (Opaque(a), Opaque(b)) if by_value(a.as_ref()) => a.equals(b.as_ref()),
+            (a, b) => identity(a).is_some_and(|x| identity(b) == Some(x)),
+        }
+    }
+}
+impl Eq for GoKey<'_> {}
+
+impl Hash for GoKey<'_> {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        std::mem::discriminant(&self.0).hash(state);
+        match &self.0 {
+            // 0.0 and -0.0 are one key.
+            Value::Double(d) if *d == 0.0 => 0u64.hash(state),
+            Value::Double(d) => d.to_bits().hash(state),
+            Value::Duration(d) => d.hash(state),
+            Value::Timestamp(t) => (t.secs, t.nanos, t.offset).hash(state),
+            Value::Type(t) => t.name().hash(state),
+            Value::Opaque(o) if by_value(o.as_ref()) => o.to_json().to_string().hash(state),
+            v => identity(v).hash(state),
         }
     }
 }
@@ -150,6 +248,7 @@ impl fmt::Display for Key<'_> {
             Key::Int(i) => write!(f, "{i}"),
             Key::Uint(u) => write!(f, "{u}u"),
             Key::String(s) => write!(f, "{}", s.as_str()),
+            Key::Other(k) => write!(f, "{}", k.0),
         }
     }
 }
@@ -215,26 +314,41 @@ impl<'a> Map<'a> {
         }
     }
 
-    /// Looks a key up with CEL's heterogeneous numeric equality: `{1: x}[1u]`
-    /// and `{1: x}[1.0]` find `x`.
-    pub fn get(&self, key: &Value<'a>) -> EvalResult<Option<Value<'a>>> {
+    /// Looks a key up as cel-go finds it in a map: the key itself, then a
+    /// number's other spellings (`{1: x}[1u]` and `{1: x}[1.0]` find `x`).
+    /// A JSON object has string keys only; a key Go cannot hash panics in
+    /// a map that is not empty.
+    pub fn find(&self, key: &Value<'a>) -> Result<Option<Value<'a>>, Unhashable> {
         match (self, key) {
             (_, Value::String(s)) => Ok(self.get_str(s.as_str())),
-            (Map::Json(_), Value::Int(_) | Value::Uint(_) | Value::Bool(_) | Value::Double(_)) => {
-                Ok(None)
+            (Map::Json(_), _) => Ok(None),
+            (Map::Owned(m), _) if m.is_empty() => Ok(None),
+            (Map::Owned(m), _) => {
+                if let Some(v) = m.get(&Key::from_value(key)?) {
+                    return Ok(Some(v.clone()));
+                }
+                Ok(numeric_twins(key).find_map(|k| m.get(&k).cloned()))
             }
-            (Map::Owned(m), _) => Ok(numeric_keys(key)?
-                .into_iter()
-                .find_map(|k| m.get(&k).cloned())),
-            (Map::Json(_), other) => Err(EvalError::new(format!(
-                "unsupported key type: {}",
-                other.type_name()
-            ))),
         }
     }
 
-    pub fn contains(&self, key: &Value<'a>) -> EvalResult<bool> {
-        Ok(self.get(key)?.is_some())
+    /// [`Map::find`] for a key that is hashable (an index, or a key of
+    /// another map).
+    pub fn get(&self, key: &Value<'a>) -> Option<Value<'a>> {
+        self.find(key).ok().flatten()
+    }
+
+    /// The first entry in iteration order.
+    pub fn first(&self) -> Option<(Value<'a>, Value<'a>)> {
+        match self {
+            Map::Json(m) => m.iter().next().map(|(k, v)| {
+                (
+                    Value::String(Str::Borrowed(k.as_str())),
+                    Value::from_json(v),
+                )
+            }),
+            Map::Owned(m) => m.first().map(|(k, v)| (k.to_value(), v.clone())),
+        }
     }
 
     pub fn keys(&self) -> Vec<Value<'a>> {
@@ -263,41 +377,24 @@ impl<'a> Map<'a> {
     }
 }
 
-fn numeric_keys<'a>(key: &Value<'a>) -> EvalResult<Vec<Key<'a>>> {
-    Ok(match key {
-        Value::Bool(b) => vec![Key::Bool(*b)],
-        Value::Int(i) => {
-            let mut v = vec![Key::Int(*i)];
-            if *i >= 0 {
-                v.push(Key::Uint(*i as u64));
-            }
-            v
-        }
-        Value::Uint(u) => {
-            let mut v = vec![Key::Uint(*u)];
-            if *u <= i64::MAX as u64 {
-                v.push(Key::Int(*u as i64));
-            }
-            v
-        }
-        Value::Double(d) => {
-            let mut v = Vec::new();
-            if d.fract() == 0.0 && *d >= -9.223_372_036_854_776E18 && *d < 9.223_372_036_854_776E18
-            {
-                v.push(Key::Int(*d as i64));
-            }
-            if d.fract() == 0.0 && *d >= 0.0 && *d < 1.844_674_407_370_955_2E19 {
-                v.push(Key::Uint(*d as u64));
-            }
-            v
-        }
-        other => {
-            return Err(EvalError::new(format!(
-                "unsupported key type: {}",
-                other.type_name()
-            )))
-        }
-    })
+/// The other keys a number is found under, in cel-go's order: an int as
+/// a uint, a uint as an int, a double as an int then as a uint, when the
+/// conversion is exact.
+fn numeric_twins<'a>(key: &Value<'a>) -> impl Iterator<Item = Key<'a>> {
+    let (int, uint) = match *key {
+        Value::Int(i) => (None, u64::try_from(i).ok()),
+        Value::Uint(u) => (i64::try_from(u).ok(), None),
+        Value::Double(d) if d.fract() == 0.0 => (
+            (-9.223_372_036_854_776E18..9.223_372_036_854_776E18)
+                .contains(&d)
+                .then_some(d as i64),
+            (0.0..1.844_674_407_370_955_2E19)
+                .contains(&d)
+                .then_some(d as u64),
+        ),
+        _ => (None, None),
+    };
+    int.map(Key::Int).into_iter().chain(uint.map(Key::Uint))
 }
 
 /// A span of time with nanosecond precision, as Go's time.Duration.
@@ -546,7 +643,7 @@ impl<'a> Value<'a> {
             (Map(a), Map(b)) => {
                 a.len() == b.len()
                     && a.entries().iter().all(|(k, v)| match b.get(k) {
-                        Ok(Some(w)) => v.equals(&w),
+                        Some(w) => v.equals(&w),
                         _ => false,
                     })
             }

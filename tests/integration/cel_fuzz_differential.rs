@@ -981,3 +981,63 @@ fn generator_is_deterministic_and_varied() {
         assert!(n > 0, "no expression of 2000 uses {needle}");
     }
 }
+
+/// Hand probing: every expression of `CEL_PROBE_FILE` (one a line) through
+/// both phases, printing both sides' answers whether or not they agree.
+/// `CEL_PROBE_FILE=exprs.txt cargo test --test integration cel_probe -- --ignored --nocapture`
+#[test]
+#[ignore = "on demand"]
+fn cel_probe() {
+    let path = std::env::var("CEL_PROBE_FILE").expect("CEL_PROBE_FILE names a file");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let items: Vec<Item> = text
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+        .map(|l| Item {
+            seed: 0,
+            expression: l.to_string(),
+        })
+        .collect();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a tokio runtime");
+    let test_cluster = TestCluster::shared();
+    runtime.block_on(async {
+        let cluster = Cluster::setup(test_cluster, "fuzz-probe").await;
+        let exprs: Vec<&str> = items.iter().map(|i| i.expression.as_str()).collect();
+        let mut accepted = Vec::new();
+        for (b, chunk) in exprs.chunks(CREATE_BATCH).enumerate() {
+            let answers = cluster.creation(b, chunk).await;
+            for (e, kube) in chunk.iter().zip(answers) {
+                let ours = interlock_creation(&cluster.prefix, e);
+                let mark = if kube == ours { "same" } else { "DIFF" };
+                eprintln!("creation {mark}: {e}\n    kube:      {kube:?}\n    Interlock: {ours:?}");
+                if kube.is_none() && ours.is_none() {
+                    accepted.push(Item {
+                        seed: 0,
+                        expression: e.to_string(),
+                    });
+                }
+            }
+        }
+        let first = exprs.len().div_ceil(CREATE_BATCH);
+        for (b, chunk) in accepted.chunks(EVAL_BATCH).enumerate() {
+            for e in run_evaluation_batch(&cluster, first + b, chunk).await {
+                let mark = if e.kube == e.ours { "same" } else { "DIFF" };
+                let strip = |a: &Answer| {
+                    a.as_deref()
+                        .map(|m| m.rsplit_once("resulted in error: ").map_or(m, |(_, r)| r))
+                        .map(str::to_string)
+                };
+                eprintln!(
+                    "evaluation {mark}: {}\n    kube:      {:?}\n    Interlock: {:?}",
+                    e.item.expression,
+                    strip(&e.kube),
+                    strip(&e.ours)
+                );
+            }
+        }
+    });
+}

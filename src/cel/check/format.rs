@@ -7,6 +7,7 @@
 //! reports the first by position.
 
 use super::super::ast::{Expr, ExprKind, Literal, Pos};
+use super::super::functions::strings::clause;
 use super::super::types::Ty;
 
 /// A call the validator looks at: where cel-go places it (its
@@ -71,7 +72,7 @@ pub(super) fn validate(call: &FormatCall, types: &dyn Types) -> Option<(Pos, Str
             return Some((call.pos, format!("index {index} out of range")));
         };
         let (read, verb) = match clause(&b[i + 1..]) {
-            Ok(clause) => clause,
+            Ok(c) => (c.read, c.verb),
             Err(msg) => {
                 let msg = format!("could not parse formatting clause: {msg}");
                 return Some((call.pos, msg));
@@ -89,43 +90,6 @@ pub(super) fn validate(call: &FormatCall, types: &dyn Types) -> Option<(Pos, Str
         );
         (call.pos, msg)
     })
-}
-
-/// The clause after a `%` (never empty): bytes read and its verb, or
-/// cel-go's message (`parseFormattingClause`, `parsePrecision`).
-fn clause(b: &[u8]) -> Result<(usize, u8), String> {
-    let mut i = 0;
-    if b[0] == b'.' {
-        i = 1;
-        let start = i;
-        while b.get(i).is_some_and(u8::is_ascii_digit) {
-            i += 1;
-        }
-        if i >= b.len() {
-            let msg = "could not find end of precision specifier";
-            return Err(format!("error while parsing precision: {msg}"));
-        }
-        let digits = std::str::from_utf8(&b[start..i]).unwrap_or_default();
-        if let Err(e) = digits.parse::<i64>() {
-            // Go's strconv.Atoi; version 2 sets no maximum precision.
-            let why = match e.kind() {
-                std::num::IntErrorKind::PosOverflow => "value out of range",
-                _ => "invalid syntax",
-            };
-            return Err(format!(
-                "error while parsing precision: error while converting precision to integer: \
-                 strconv.Atoi: parsing \"{digits}\": {why}"
-            ));
-        }
-    }
-    let verb = b[i];
-    if !b"sdfebxXo".contains(&verb) {
-        // cel-go reads one byte as the verb, so a multi-byte character
-        // shows as its first byte's Latin-1 letter.
-        let shown = char::from(verb);
-        return Err(format!("unrecognized formatting clause \"{shown}\""));
-    }
-    Ok((i + 1, verb))
 }
 
 /// Whether the clause `verb` takes `arg`; else the expression to blame and

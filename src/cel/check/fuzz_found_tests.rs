@@ -180,3 +180,23 @@ fn the_type_names_list_and_map_carry_type_parameters() {
         "ERROR: <input>:1:1: expression of type 'type(map(A, B))' cannot be range of a comprehension (must be list, map, or dynamic)",
     )]);
 }
+
+#[test]
+fn map_literals_take_keys_of_any_type() {
+    assert_refusals(&[
+        ("size({null: '%s-%d'}) < 1", "accepted as Some(Bool)"),
+        ("{1.5: 1}.exists(k, k == 1.5)", "accepted as Some(Bool)"),
+        (
+            "{null: 1, 'a': 2}.size() == 2",
+            "ERROR: <input>:1:11: expected type 'null' but found 'string'",
+        ),
+        (
+            "{null: 'a'}[null] == 'a'",
+            "program instantiation failed: invalid qualifier type: types.Null",
+        ),
+        (
+            "dyn({null: 1})[null] == 1",
+            "program instantiation failed: invalid qualifier type: types.Null",
+        ),
+    ]);
+}

@@ -69,6 +69,21 @@ fn parse_overload(sig: &str) -> Overload {
     }
 }
 
+/// The declared argument types of every overload of `name` that takes
+/// `arity` arguments (a member call's receiver counts), in declaration
+/// order: cel-go's dispatcher tries each overload's guard in turn when the
+/// checker left several candidates. `None` for a function not declared.
+pub fn overloads_of(name: &str, arity: usize) -> Option<Vec<Arc<[Ty]>>> {
+    let overloads = table().get(name)?;
+    Some(
+        overloads
+            .iter()
+            .filter(|o| o.args.len() == arity)
+            .map(|o| o.args.clone().into())
+            .collect(),
+    )
+}
+
 /// Every declared overload as (function, member call), for the library
 /// surface tests.
 #[cfg(test)]
@@ -117,6 +132,11 @@ pub struct Checked {
     /// resolves to one overload (the list's element type is known), which
     /// kube-apiserver plans with a cost tracker of their own.
     pub tracked: Vec<Pos>,
+    /// The calls (position, function) the checker resolved to exactly one
+    /// overload, with that overload's declared argument types: cel-go's
+    /// interpreter calls that overload, whose guard refuses arguments of
+    /// other runtime types, even where another overload would take them.
+    pub resolved: HashMap<(Pos, String), Arc<[Ty]>>,
 }
 
 /// Checks `ast`, or returns every checker error in cel-go's order (it
@@ -126,6 +146,8 @@ pub struct Checked {
 pub fn check_all(src: &str, ast: &Expr, scope: &Scope) -> Result<Checked, Vec<CompileError>> {
     let mut c = Checker {
         tracked: Vec::new(),
+        resolved: HashMap::new(),
+        single: None,
         src,
         scope,
         locals: Vec::new(),
@@ -161,12 +183,17 @@ pub fn check_all(src: &str, ast: &Expr, scope: &Scope) -> Result<Checked, Vec<Co
         homogeneous: c.errors,
         type_valued_locals,
         tracked: c.tracked,
+        resolved: c.resolved,
     })
 }
 
 struct Checker<'s, 'e> {
     /// See [`Checked::tracked`].
     tracked: Vec<Pos>,
+    /// See [`Checked::resolved`].
+    resolved: HashMap<(Pos, String), Arc<[Ty]>>,
+    /// The overload the last resolution found, when it found one only.
+    single: Option<Arc<[Ty]>>,
     src: &'s str,
     scope: &'s Scope<'e>,
     locals: Vec<(Arc<str>, Ty)>,
@@ -501,12 +528,12 @@ impl Checker<'_, '_> {
                 let known =
                     table().contains_key(full.as_str()) || (self.scope.is_global_function)(&full);
                 if known && (!shadowed || q.starts_with('.')) {
-                    return self.global_call(pos, &full, args);
+                    return self.global_call(at, pos, &full, args);
                 }
             }
         }
         match target {
-            None => self.global_call(pos, name.trim_start_matches('.'), args),
+            None => self.global_call(at, pos, name.trim_start_matches('.'), args),
             Some(t) => {
                 let exempt = usize::from(name == "format");
                 let validated = usize::from(format::candidate(name, target, args).is_some());
@@ -526,7 +553,7 @@ impl Checker<'_, '_> {
                     }
                     return Ty::Unknown;
                 }
-                self.resolve(pos, name, &types, true)
+                self.resolve_call(at, pos, name, &types, true)
             }
         }
     }
@@ -567,7 +594,17 @@ impl Checker<'_, '_> {
         }
     }
 
-    fn global_call(&mut self, pos: Pos, name: &str, args: &[Expr]) -> Ty {
+    /// [`Checker::resolve`] for the call written at `at`, noting the
+    /// overload when it is the only one (see [`Checked::resolved`]).
+    fn resolve_call(&mut self, at: Pos, pos: Pos, name: &str, args: &[Ty], member: bool) -> Ty {
+        let t = self.resolve(pos, name, args, member);
+        if let Some(params) = self.single.take() {
+            self.resolved.insert((at, name.to_string()), params);
+        }
+        t
+    }
+
+    fn global_call(&mut self, at: Pos, pos: Pos, name: &str, args: &[Expr]) -> Ty {
         if name == "@append" && args.len() == 2 {
             // `accu + [x]` in cel-go's expansion of map and filter.
             let types = [self.check(&args[0]), Ty::list(self.check(&args[1]))];
@@ -587,7 +624,7 @@ impl Checker<'_, '_> {
             }
             return Ty::Unknown;
         }
-        self.resolve(pos, name, &types, false)
+        self.resolve_call(at, pos, name, &types, false)
     }
 
     /// Notes the call at `pos` when cel-go resolves it to one of its
@@ -616,6 +653,8 @@ impl Checker<'_, '_> {
     fn resolve(&mut self, pos: Pos, name: &str, args: &[Ty], member: bool) -> Ty {
         let overloads = &table()[name];
         let mut result: Option<Ty> = None;
+        let mut matched: Vec<&Overload> = Vec::new();
+        self.single = None;
         for o in overloads.iter().filter(|o| o.member == member) {
             let fresh: HashMap<Arc<str>, Ty> = o
                 .params
@@ -630,6 +669,7 @@ impl Checker<'_, '_> {
             if !types::is_assignable_list(&mut self.mapping, args, &params) {
                 continue;
             }
+            matched.push(o);
             let r = self.sub(&types::instantiate(&o.result, &fresh));
             result = Some(match result {
                 None => r,
@@ -643,6 +683,9 @@ impl Checker<'_, '_> {
             let unknown_arg = args.iter().any(|t| contains_unknown(&self.sub(t)));
             if unknown_arg && (r == Ty::Dyn || has_param(&r)) {
                 return Ty::Unknown;
+            }
+            if let ([o], false) = (matched.as_slice(), unknown_arg) {
+                self.single = Some(o.args.clone().into());
             }
             return r;
         }

@@ -65,6 +65,9 @@ fn add<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
             ctx.alloc(len)?;
             Bytes(x.iter().chain(y.iter()).copied().collect())
         }
+        // cel-go answers with the other list itself when one is empty.
+        (List(x), List(_)) if x.is_empty() => a[1].clone(),
+        (List(_), List(y)) if y.is_empty() => a[0].clone(),
         (List(x), List(y)) => {
             // cel-go charges one unit (its concatenation is lazy); this one
             // copies, so it is charged by length.
@@ -73,7 +76,7 @@ fn add<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
             ctx.alloc_values(len)?;
             let mut v = x.to_vec();
             v.extend(y.iter());
-            Value::list(v)
+            Value::List(crate::cel::value::List::Concat(std::sync::Arc::new(v)))
         }
         (Duration(x), Duration(y)) => Duration(crate::cel::value::Duration(
             x.0.checked_add(y.0)
@@ -195,9 +198,11 @@ fn eq<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
     Ok(Value::Bool(equal(a)?))
 }
 
+/// cel-go's `!=` is `Equal(a, b) != true`: a value that refuses the
+/// comparison (`no such overload`) is simply not equal.
 fn ne<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
     charge_comparison(ctx, a)?;
-    Ok(Value::Bool(!equal(a)?))
+    Ok(Value::Bool(!matches!(equal(a), Ok(true))))
 }
 
 /// Orders two values for `<` and friends.
@@ -255,13 +260,9 @@ fn in_<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
             ctx.charge(l.len() as u64)?;
             Ok(Value::Bool(l.iter().any(|v| v.equals(&a[0]))))
         }
-        Value::Map(m) => match &a[0] {
-            Value::Bool(_)
-            | Value::Int(_)
-            | Value::Uint(_)
-            | Value::String(_)
-            | Value::Double(_) => Ok(Value::Bool(m.contains(&a[0])?)),
-            _ => Ok(Value::Bool(false)),
+        Value::Map(m) => match m.find(&a[0]) {
+            Ok(found) => Ok(Value::Bool(found.is_some())),
+            Err(unhashable) => Err(ctx.panic(unhashable)),
         },
         _ => Err(EvalError::no_overload("@in")),
     }

@@ -95,11 +95,23 @@ fn find<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
     do_find(a, &re)
 }
 
+/// kube-apiserver plans `find` and `findAll` with a constant pattern as
+/// calls of their own, without cel-go's type guard: other operands are
+/// refused in the plain words.
+fn prepared_operands(a: &[Value], name: &str) -> EvalResult<()> {
+    let limit_ok = a.get(2).is_none_or(|n| matches!(n, Value::Int(_)));
+    match &a[0] {
+        Value::String(_) if limit_ok => Ok(()),
+        _ => Err(EvalError::no_overload(name)),
+    }
+}
+
 fn find_prepared<'a>(
     _: &mut Ctx<'a, '_>,
     a: &[Value<'a>],
     p: &(dyn Any + Send + Sync),
 ) -> EvalResult<Value<'a>> {
+    prepared_operands(a, "find")?;
     do_find(a, regex_arg(p)?)
 }
 
@@ -140,5 +152,6 @@ fn find_all_prepared<'a>(
     a: &[Value<'a>],
     p: &(dyn Any + Send + Sync),
 ) -> EvalResult<Value<'a>> {
+    prepared_operands(a, "findAll")?;
     do_find_all(ctx, a, regex_arg(p)?)
 }

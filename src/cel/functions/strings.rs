@@ -454,58 +454,108 @@ fn format_with<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>], locale: bool) -> Eval
     };
     ctx.charge((fmt.len() / 10 + args.len()) as u64)?;
     let mut out = String::new();
-    let mut it = fmt.chars().peekable();
-    let mut next_arg = 0usize;
-    while let Some(c) = it.next() {
-        if c != '%' {
-            out.push(c);
-            continue;
+    let b = fmt.as_bytes();
+    let (mut i, mut next_arg) = (0, 0usize);
+    while i < b.len() {
+        // '%' is ASCII, so the text between clauses is whole characters.
+        let run = b[i..]
+            .iter()
+            .position(|&c| c == b'%')
+            .map_or(b.len(), |n| i + n);
+        out.push_str(&fmt[i..run]);
+        i = run;
+        if i >= b.len() {
+            break;
         }
-        if it.peek() == Some(&'%') {
-            it.next();
+        if b.get(i + 1) == Some(&b'%') {
             out.push('%');
+            i += 2;
             continue;
         }
-        let mut precision: Option<usize> = None;
-        if it.peek() == Some(&'.') {
-            it.next();
-            let mut digits = String::new();
-            while let Some(d) = it.peek().copied().filter(char::is_ascii_digit) {
-                digits.push(d);
-                it.next();
-            }
-            let p: usize = digits.parse().map_err(|_| {
-                EvalError::new("could not parse formatting clause: invalid precision")
-            })?;
-            // Bounded: a precision is output size, and Rust's formatter
-            // refuses widths past u16::MAX.
-            if p > MAX_PRECISION {
-                return Err(EvalError::new(format!(
-                    "could not parse formatting clause: precision {p} is larger than {MAX_PRECISION}"
-                )));
-            }
-            precision = Some(p);
-        }
-        let verb = it.next().ok_or_else(|| {
-            EvalError::new("could not parse formatting clause: unexpected end of string")
-        })?;
-        if !matches!(verb, 's' | 'd' | 'f' | 'e' | 'b' | 'o' | 'x' | 'X') {
-            return Err(EvalError::new(format!(
-                "could not parse formatting clause: unrecognized formatting clause \"{verb}\""
-            )));
-        }
+        // cel-go's order: the argument is fetched before the clause is
+        // read, so `'%v'.format([])` is out of range, not a bad clause.
         let arg = args
             .get(next_arg)
             .ok_or_else(|| EvalError::new(format!("index {next_arg} out of range")))?;
+        if i + 1 >= b.len() {
+            return Err(EvalError::new("unexpected end of string"));
+        }
+        let spec = clause(&b[i + 1..])
+            .map_err(|m| EvalError::new(format!("could not parse formatting clause: {m}")))?;
+        // Bounded: a precision is output size, and Rust's formatter
+        // refuses widths past u16::MAX.
+        let precision = match spec.precision {
+            Some(p) if p > MAX_PRECISION as i64 => {
+                return Err(EvalError::new(format!(
+                "could not parse formatting clause: precision {p} is larger than {MAX_PRECISION}"
+            )))
+            }
+            p => p.map(|p| p as usize),
+        };
         next_arg += 1;
         // A clause prints at most its argument (and a bounded precision):
         // accounted for as each is printed, so a format string of many
         // `%s` of one large shared string stops at the memory budget.
-        let piece = format_clause(verb, precision, &arg, locale)?;
+        let piece = format_clause(char::from(spec.verb), precision, &arg, locale)?;
         ctx.alloc(piece.len())?;
         out.push_str(&piece);
+        i += 1 + spec.read;
     }
     Ok(Value::string(out))
+}
+
+/// A formatting clause after its `%`: how many bytes it takes, its verb
+/// and its precision.
+pub(crate) struct Clause {
+    pub read: usize,
+    pub verb: u8,
+    pub precision: Option<i64>,
+}
+
+/// cel-go's `parseFormattingClause` and `parsePrecision` on the bytes
+/// after a `%` (never empty), or cel-go's message. The runtime and the
+/// checker's `format` validator share it.
+pub(crate) fn clause(b: &[u8]) -> Result<Clause, String> {
+    let mut i = 0;
+    let mut precision = None;
+    if b[0] == b'.' {
+        i = 1;
+        let start = i;
+        while b.get(i).is_some_and(u8::is_ascii_digit) {
+            i += 1;
+        }
+        if i >= b.len() {
+            let msg = "could not find end of precision specifier";
+            return Err(format!("error while parsing precision: {msg}"));
+        }
+        let digits = std::str::from_utf8(&b[start..i]).unwrap_or_default();
+        match digits.parse::<i64>() {
+            Ok(p) => precision = Some(p),
+            Err(e) => {
+                // Go's strconv.Atoi; version 2 sets no maximum precision.
+                let why = match e.kind() {
+                    std::num::IntErrorKind::PosOverflow => "value out of range",
+                    _ => "invalid syntax",
+                };
+                return Err(format!(
+                    "error while parsing precision: error while converting precision to integer: \
+                     strconv.Atoi: parsing \"{digits}\": {why}"
+                ));
+            }
+        }
+    }
+    let verb = b[i];
+    if !b"sdfebxXo".contains(&verb) {
+        // cel-go reads one byte as the verb, so a multi-byte character
+        // shows as its first byte's Latin-1 letter.
+        let shown = char::from(verb);
+        return Err(format!("unrecognized formatting clause \"{shown}\""));
+    }
+    Ok(Clause {
+        read: i + 1,
+        verb,
+        precision,
+    })
 }
 
 const MAX_PRECISION: usize = 1000;

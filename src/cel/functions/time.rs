@@ -227,6 +227,58 @@ pub fn format_timestamp(t: Timestamp) -> String {
     format!("{base}{frac}{zone}")
 }
 
+/// Go's `time.Time.String()`, as `%v` prints a timestamp:
+/// `2024-01-01 00:00:00 +0000 UTC`, or with the offset it was parsed
+/// with as its zone's name, `2024-01-01 01:00:00.5 +0100 +0100`.
+pub fn go_time(t: Timestamp) -> String {
+    let rfc = format_timestamp(t);
+    let Some(end) = rfc
+        .find(['Z', '+'])
+        .or_else(|| rfc.rfind('-').filter(|&i| i > 10))
+    else {
+        return rfc;
+    };
+    let m = t.offset.unsigned_abs() / 60;
+    let sign = if t.offset < 0 { '-' } else { '+' };
+    let offset = format!("{sign}{:02}{:02}", m / 60, m % 60);
+    let zone = if t.offset == 0 { "UTC" } else { &offset };
+    format!("{} {offset} {zone}", rfc[..end].replacen('T', " ", 1))
+}
+
+/// Go's `time.Duration.String()`, as `%v` prints a duration: `1.5s`,
+/// `1m0s`, `2h0m0.5s`, `1.2ms`, `0s`.
+pub fn go_duration(d: Duration) -> String {
+    /// `v / 10^prec` with the fraction's trailing zeros (and point) cut.
+    fn frac(v: u64, prec: u32) -> String {
+        let p = 10u64.pow(prec);
+        match v % p {
+            0 => (v / p).to_string(),
+            f => {
+                let digits = format!("{f:0width$}", width = prec as usize);
+                format!("{}.{}", v / p, digits.trim_end_matches('0'))
+            }
+        }
+    }
+    let u = d.0.unsigned_abs();
+    let sign = if d.0 < 0 { "-" } else { "" };
+    let body = match u {
+        0 => return "0s".into(),
+        1..=999 => format!("{u}ns"),
+        1_000..=999_999 => format!("{}µs", frac(u, 3)),
+        1_000_000..=999_999_999 => format!("{}ms", frac(u, 6)),
+        _ => {
+            let (secs, nanos) = (u / 1_000_000_000, u % 1_000_000_000);
+            let s = frac((secs % 60) * 1_000_000_000 + nanos, 9);
+            match (secs / 3600, secs / 60 % 60) {
+                (0, 0) => format!("{s}s"),
+                (0, m) => format!("{m}m{s}s"),
+                (h, m) => format!("{h}h{m}m{s}s"),
+            }
+        }
+    };
+    format!("{sign}{body}")
+}
+
 /// `3600s`, `1.5s`, `-0.000000001s`.
 pub fn format_duration(d: Duration) -> String {
     let neg = d.0 < 0;
@@ -402,5 +454,27 @@ mod tests {
         let t = parse_timestamp("2009-02-13T23:31:30.25+05:30").unwrap();
         assert_eq!(format_timestamp(t), "2009-02-13T23:31:30.25+05:30");
         assert!(parse_timestamp("2009-02-13 23:31:30Z").is_err());
+    }
+
+    #[test]
+    fn durations_and_timestamps_print_as_go_prints_them() {
+        for (nanos, want) in [
+            (0, "0s"),
+            (1, "1ns"),
+            (1_500, "1.5µs"),
+            (1_200_000, "1.2ms"),
+            (1_000_000_000, "1s"),
+            (60_000_000_000, "1m0s"),
+            (7_200_500_000_000, "2h0m0.5s"),
+            (-90_000_000_000, "-1m30s"),
+        ] {
+            assert_eq!(go_duration(Duration(nanos)), want);
+        }
+        let t = parse_timestamp("2024-01-01T00:00:00Z").unwrap();
+        assert_eq!(go_time(t), "2024-01-01 00:00:00 +0000 UTC");
+        let t = parse_timestamp("2024-01-01T01:00:00.5+01:00").unwrap();
+        assert_eq!(go_time(t), "2024-01-01 01:00:00.5 +0100 +0100");
+        let t = parse_timestamp("2024-01-01T01:00:00-05:30").unwrap();
+        assert_eq!(go_time(t), "2024-01-01 01:00:00 -0530 -0530");
     }
 }

@@ -1,7 +1,10 @@
 //! Policy texts and helpers shared by the unit tests of several modules.
 
+use crate::cel::interrupt::Interrupt;
+use crate::cel::k8s_authz::{Attributes, Authorizer, Decision, UserInfo};
 use crate::inventory::Inventory;
 use crate::policy::PolicySet;
+use std::sync::{Arc, Mutex};
 
 /// Ingress hosts unique in the cluster, through a declared index.
 pub const UNIQUE_HOST: &str = "
@@ -58,4 +61,32 @@ pub fn ingress(ns: &str, name: &str, host: &str, secret: &str) -> serde_json::Va
     serde_json::json!({"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
         "metadata": {"namespace": ns, "name": name},
         "spec": {"tls": [{"secretName": secret}], "rules": [{"host": host}]}})
+}
+
+/// An authorizer that answers from a fixed decision and records every
+/// question; with no decision, sets `deadline` as if it passed while it
+/// waited.
+#[derive(Debug, Default)]
+pub struct FakeAuthorizer {
+    pub answer: Option<Decision>,
+    pub asked: Mutex<Vec<(UserInfo, Attributes)>>,
+    pub deadline: Option<Arc<Interrupt>>,
+}
+
+impl Authorizer for FakeAuthorizer {
+    fn authorize(
+        &self,
+        user: &UserInfo,
+        attributes: &Attributes,
+        _: Option<&Interrupt>,
+    ) -> Option<Decision> {
+        self.asked
+            .lock()
+            .unwrap()
+            .push((user.clone(), attributes.clone()));
+        if let Some(d) = &self.deadline {
+            d.cancel();
+        }
+        self.answer.clone()
+    }
 }

@@ -486,10 +486,11 @@ pub fn is_type_name(name: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::{Attributes, Authority, Authorizer, Decision, UserInfo};
+    use super::{Attributes, Authority, Decision, UserInfo};
     use crate::cel::interrupt::Interrupt;
     use crate::cel::{Activation, Env, Ty};
-    use std::sync::{Arc, Mutex};
+    use crate::fixtures::FakeAuthorizer;
+    use std::sync::Arc;
 
     fn eval(src: &str) -> Result<serde_json::Value, String> {
         eval_with(src, None)
@@ -526,33 +527,6 @@ mod tests {
             .map_err(|e| e.to_string())
     }
 
-    /// Answers from a fixed decision and records every question; with
-    /// no decision, sets `deadline` as if it passed while it waited.
-    #[derive(Debug, Default)]
-    struct Fake {
-        answer: Option<Decision>,
-        asked: Mutex<Vec<(UserInfo, Attributes)>>,
-        deadline: Option<Arc<Interrupt>>,
-    }
-
-    impl Authorizer for Fake {
-        fn authorize(
-            &self,
-            user: &UserInfo,
-            attributes: &Attributes,
-            _: Option<&Interrupt>,
-        ) -> Option<Decision> {
-            self.asked
-                .lock()
-                .unwrap()
-                .push((user.clone(), attributes.clone()));
-            if let Some(d) = &self.deadline {
-                d.cancel();
-            }
-            self.answer.clone()
-        }
-    }
-
     fn alice() -> UserInfo {
         UserInfo {
             username: "alice".into(),
@@ -562,7 +536,7 @@ mod tests {
         }
     }
 
-    fn authority(fake: &Arc<Fake>) -> Option<Arc<Authority>> {
+    fn authority(fake: &Arc<FakeAuthorizer>) -> Option<Arc<Authority>> {
         Some(Arc::new(Authority {
             authorizer: fake.clone(),
             user: alice(),
@@ -571,13 +545,13 @@ mod tests {
 
     #[test]
     fn a_check_asks_the_authorizer_for_the_user_and_reads_its_decision() {
-        let fake = Arc::new(Fake {
+        let fake = Arc::new(FakeAuthorizer {
             answer: Some(Decision {
                 allowed: true,
                 reason: "RBAC: allowed".into(),
                 error: None,
             }),
-            ..Fake::default()
+            ..FakeAuthorizer::default()
         });
         let got = eval_with(
             "[authorizer.group('').resource('secrets').namespace('a').name('s').check('get')].map(d, \
@@ -605,13 +579,13 @@ mod tests {
 
     #[test]
     fn service_accounts_paths_selectors_and_the_request_resource_are_asked_as_kube_asks() {
-        let fake = Arc::new(Fake {
+        let fake = Arc::new(FakeAuthorizer {
             answer: Some(Decision {
                 allowed: false,
                 reason: "".into(),
                 error: Some("webhook down".into()),
             }),
-            ..Fake::default()
+            ..FakeAuthorizer::default()
         });
         let got = eval_with(
             "[authorizer.serviceAccount('team-a', 'builder').path('/healthz').check('get'), \
@@ -678,9 +652,9 @@ mod tests {
 
     #[test]
     fn a_check_costs_what_cel_go_charges_two_fit_in_an_expression() {
-        let fake = Arc::new(Fake {
+        let fake = Arc::new(FakeAuthorizer {
             answer: Some(Decision::default()),
-            ..Fake::default()
+            ..FakeAuthorizer::default()
         });
         let check = "authorizer.path('/x').check('get').allowed()";
         let two = format!("{check} || {check}");
@@ -700,9 +674,9 @@ mod tests {
     #[test]
     fn an_authorizer_stopped_by_the_interrupt_stops_the_evaluation() {
         let deadline = Interrupt::new();
-        let fake = Arc::new(Fake {
+        let fake = Arc::new(FakeAuthorizer {
             deadline: Some(deadline.clone()),
-            ..Fake::default()
+            ..FakeAuthorizer::default()
         });
         // `|| true` would absorb an ordinary error, not an interruption.
         let err = eval_under(

@@ -274,7 +274,7 @@ mod tests {
     use super::*;
     use crate::policy::Action;
 
-    use crate::fixtures::{compile, ingress};
+    use crate::fixtures::{compile, ingress, FakeAuthorizer};
     use crate::policy::redact;
 
     #[test]
@@ -341,32 +341,10 @@ metadata: {name: reads-secrets}
 spec: {policyName: reads-secrets, validationActions: [Deny]}
 ";
 
-    /// Answers every question alike and records who was asked about.
-    #[derive(Debug)]
-    struct Fake {
-        answer: Option<Decision>,
-        asked: Mutex<Vec<(UserInfo, Attributes)>>,
-    }
-
-    impl Authorizer for Fake {
-        fn authorize(
-            &self,
-            user: &UserInfo,
-            attributes: &Attributes,
-            _: Option<&Interrupt>,
-        ) -> Option<Decision> {
-            self.asked
-                .lock()
-                .unwrap()
-                .push((user.clone(), attributes.clone()));
-            self.answer.clone()
-        }
-    }
-
-    fn fake(answer: Option<Decision>) -> Arc<Fake> {
-        Arc::new(Fake {
+    fn fake(answer: Option<Decision>) -> Arc<FakeAuthorizer> {
+        Arc::new(FakeAuthorizer {
             answer,
-            asked: Mutex::default(),
+            ..FakeAuthorizer::default()
         })
     }
 
@@ -378,7 +356,7 @@ spec: {policyName: reads-secrets, validationActions: [Deny]}
         .expect("spec")
     }
 
-    fn findings(authorizer: &Arc<Fake>) -> Vec<GroupFinding> {
+    fn findings(authorizer: &Arc<FakeAuthorizer>) -> Vec<GroupFinding> {
         let mut inv = Inventory::new();
         let policies = compile(&[READS_SECRETS], &mut inv);
         let a: Arc<dyn Authorizer> = authorizer.clone();

@@ -77,11 +77,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use crate::celwarn_differential::without_type_numbers;
+use crate::celwarn_differential::{interlock_warnings, without_type_numbers};
 use interlock::check::run::compile_policies;
 use interlock::check::{self, check_documents, CheckOptions, ObjectRef, Report};
 use interlock::inventory::{Inventory, ObjectKey};
-use interlock::k8s::openapi;
 use interlock::manifest::{load_str, Document, Format, LoadOptions, Source};
 use interlock::policy::{self, resources, Action, Request};
 use serde_json::Value as Json;
@@ -517,25 +516,12 @@ fn type_check_warnings(
 /// Interlock's type-check warnings for a case's policies, with the CRDs of
 /// its setup known.
 fn interlock_type_warnings(case: &Case) -> BTreeMap<String, TypeWarnings> {
-    let mut report = Report::default();
-    let set = compile_policies(&case.policy_docs, &mut Inventory::new(), &mut report);
-    let mut schemas = openapi::builtin().clone();
-    for d in &case.resource_docs {
-        if d.value["kind"] == "CustomResourceDefinition" {
-            let _ = schemas.add_crd(&d.value);
-        }
-    }
-    set.policies
+    let crds = case
+        .resource_docs
         .iter()
-        .map(|p| {
-            let w = p
-                .type_check_warnings(&schemas)
-                .into_iter()
-                .map(|w| (w.field_ref, w.warning))
-                .collect();
-            (p.name.clone(), w)
-        })
-        .collect()
+        .filter(|d| d.value["kind"] == "CustomResourceDefinition")
+        .map(|d| &d.value);
+    interlock_warnings(&case.policy_docs, crds)
 }
 
 /// kube-controller-manager running only the controller that type-checks

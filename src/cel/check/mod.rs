@@ -833,8 +833,7 @@ impl format::Types for Checker<'_, '_> {
 /// kube-apiserver's type provider accepts both).
 fn struct_field<'t>(s: &'t StructTy, field: &str) -> Option<&'t Ty> {
     s.field(field).or_else(|| {
-        super::schema::RESERVED
-            .contains(&field)
+        super::schema::is_escaped_word(field)
             .then(|| s.field(&format!("__{field}__")))
             .flatten()
     })

@@ -294,31 +294,12 @@ impl Decl<'_> {
     }
 }
 
-/// The CEL lexer's reserved words: a field of that name is `__word__`
-/// (and `object.metadata.namespace` still finds it).
-pub const RESERVED: &[&str] = &[
-    "true",
-    "false",
-    "null",
-    "in",
-    "as",
-    "break",
-    "const",
-    "continue",
-    "else",
-    "for",
-    "function",
-    "if",
-    "import",
-    "let",
-    "loop",
-    "package",
-    "namespace",
-    "return",
-    "var",
-    "void",
-    "while",
-];
+/// A word kube's `cel.Escape` writes as `__word__`: the literals, `in`,
+/// and the CEL lexer's reserved words (`object.metadata.namespace` still
+/// finds such a field).
+pub fn is_escaped_word(ident: &str) -> bool {
+    matches!(ident, "true" | "false" | "null" | "in") || crate::cel::lexer::is_reserved(ident)
+}
 
 /// kube's `cel.Escape`: a property name as a CEL field name, or `None`
 /// when it cannot be one (the property is then not exposed).
@@ -326,7 +307,7 @@ pub fn escape(ident: &str) -> Option<String> {
     if ident.is_empty() || ident.starts_with(|c: char| c.is_ascii_digit()) {
         return None;
     }
-    if RESERVED.contains(&ident) {
+    if is_escaped_word(ident) {
         return Some(format!("__{ident}__"));
     }
     let mut out = String::with_capacity(ident.len());

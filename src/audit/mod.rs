@@ -170,10 +170,7 @@ pub(crate) fn finding(
         action: v.action,
         object: object.clone(),
         message: v.message,
-        source: SourceLocation {
-            file: SOURCE_FILE.into(),
-            line: 0,
-        },
+        source: SourceLocation::at(SOURCE_FILE, 0),
         related: v
             .related
             .iter()
@@ -373,10 +370,7 @@ pub fn evaluate(policies: &PolicySet, snapshot: Snapshot, opts: &AuditOptions) -
         notices: snapshot.notices.clone(),
         ..Report::default()
     };
-    let source = SourceLocation {
-        file: SOURCE_FILE.into(),
-        line: 0,
-    };
+    let source = SourceLocation::at(SOURCE_FILE, 0);
     type PerObject = (Vec<Finding>, Vec<Evaluated>, Vec<String>);
     let per_object: Vec<PerObject> = snapshot
         .items

@@ -135,10 +135,7 @@ mod tests {
             action: Action::Deny,
             object,
             message: message.into(),
-            source: SourceLocation {
-                file: "cluster".into(),
-                line: 0,
-            },
+            source: SourceLocation::at("cluster", 0),
             related: related
                 .into_iter()
                 .map(|object| RelatedObject {

@@ -1,5 +1,6 @@
 //! `interlock check`: offline checks over manifest files, and their reports.
 
+pub mod kustomize;
 pub mod policy_test;
 pub mod producers;
 pub mod run;

@@ -1,6 +1,7 @@
 //! `interlock check`: every object in the inputs, checked against every
 //! matching policy, with all the objects as the inventory.
 
+use super::kustomize::{self, KustomizeMode, Rendered, Renderer};
 use super::producers;
 use crate::inventory::{Inventory, ObjectKey, Prepared, Source};
 use crate::k8s::openapi::{self, Schemas};
@@ -49,6 +50,8 @@ pub struct CheckOptions {
     /// `--no-defaults`: check objects as written, without kube-apiserver's
     /// defaulting (`k8s::defaults`).
     pub no_defaults: bool,
+    /// `--kustomize`: render kustomizations (the default) or read raw files.
+    pub kustomize: KustomizeMode,
 }
 
 impl CheckOptions {
@@ -266,7 +269,8 @@ pub fn run(opts: &CheckOptions) -> Report {
     // inventory keeps of it (projected, index keys computed) and compact
     // JSON (parsed again when it is checked), so no more than a file's worth
     // of parsed objects per thread is alive at once.
-    let load = opts.load_options();
+    let mut load = opts.load_options();
+    let rendered = render_kustomizations(opts, &mut load, &mut report);
     let mut skipped = Vec::new();
     let crds = CrdSchemas::default();
     if !opts.inventory.is_empty() {
@@ -304,10 +308,19 @@ pub fn run(opts: &CheckOptions) -> Report {
             }
         }
     }
-    let loaded = manifest::load_files_map(&opts.inputs, &load, |d| {
+    let mut loaded = manifest::load_files_map(&opts.inputs, &load, |d| {
         crds.note(&d);
         expanded_items(d, &inventory, &policies, opts)
     });
+    loaded.items.extend(
+        rendered
+            .into_par_iter()
+            .map(|d| {
+                crds.note(&d);
+                expanded_items(d, &inventory, &policies, opts)
+            })
+            .collect::<Vec<_>>(),
+    );
     report.add_load_errors(&loaded.errors);
     skipped.extend(loaded.skipped);
     // What kustomize generators make, where no object of that name is
@@ -364,6 +377,89 @@ pub fn run(opts: &CheckOptions) -> Report {
     }
     report.sort();
     report
+}
+
+/// Renders the inputs' top-level kustomizations (see `kustomize`) and
+/// claims the files kustomize owns, so that they are not also read raw.
+fn render_kustomizations(
+    opts: &CheckOptions,
+    load: &mut LoadOptions,
+    report: &mut Report,
+) -> Vec<Document> {
+    if opts.kustomize == KustomizeMode::Never {
+        return vec![];
+    }
+    let layout = kustomize::layout(&opts.inputs, &opts.exclude);
+    report.errors.extend(layout.errors);
+    if layout.claimed.is_empty() {
+        return vec![];
+    }
+    load.claimed = std::sync::Arc::new(layout.claimed);
+    if let Some(first) = layout.unreferenced.first() {
+        report.notices.push(InputError {
+            file: first.display().to_string(),
+            line: None,
+            column: None,
+            message: format!(
+                "left out {} in kustomize trees that no kustomization references: {}",
+                plural_files(layout.unreferenced.len()),
+                first_names(layout.unreferenced.iter().map(|p| p.display().to_string()))
+            ),
+        });
+    }
+    let Some(first) = layout.roots.first() else {
+        return vec![];
+    };
+    let Some(renderer) = Renderer::from_path() else {
+        report.errors.push(InputError {
+            file: first.display().to_string(),
+            line: None,
+            column: None,
+            message: "holds a kustomization, and neither `kustomize` nor `kubectl` is on PATH to render it: install kubectl (it renders with `kubectl kustomize`) or kustomize, or pass --kustomize never to check the raw files as written".into(),
+        });
+        return vec![];
+    };
+    report.notices.push(InputError {
+        file: first.display().to_string(),
+        line: None,
+        column: None,
+        message: format!(
+            "rendered {} with `{}`: {}",
+            match layout.roots.len() {
+                1 => "1 kustomization".to_string(),
+                n => format!("{n} kustomizations"),
+            },
+            renderer.describe(),
+            first_names(layout.roots.iter().map(|p| p.display().to_string()))
+        ),
+    });
+    let mut docs = Vec::new();
+    for r in kustomize::render_all(&renderer, &layout.roots, load) {
+        match r {
+            Rendered::Objects(d) => docs.extend(d),
+            Rendered::Failed(e) => report.errors.push(e),
+            Rendered::NotHere(e) => report.notices.push(e),
+        }
+    }
+    docs
+}
+
+fn plural_files(n: usize) -> String {
+    if n == 1 {
+        "1 file".to_string()
+    } else {
+        format!("{n} files")
+    }
+}
+
+/// The first five names, and how many more.
+fn first_names(names: impl ExactSizeIterator<Item = String>) -> String {
+    let total = names.len();
+    let mut shown: Vec<String> = names.take(5).collect();
+    if total > 5 {
+        shown.push(format!("and {} more", total - 5));
+    }
+    shown.join(", ")
 }
 
 fn policy_origin(opts: &CheckOptions) -> String {
@@ -490,8 +586,8 @@ impl Item {
                     prepared: None,
                     object,
                     source: SourceLocation {
-                        file: d.source.to_string(),
                         line: d.line_of_pointer(e.pointer).unwrap_or(d.line),
+                        ..SourceLocation::from_document(d)
                     },
                     body: Some(lz4_flex::block::compress_prepend_size(&json).into_boxed_slice()),
                     derived: true,

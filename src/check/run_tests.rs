@@ -171,7 +171,15 @@ spec:
 }
 
 #[test]
-fn tool_files_are_skipped_with_one_notice_and_malformed_objects_stay_errors() {
+fn raw_tool_files_are_skipped_with_one_notice_and_malformed_objects_stay_errors() {
+    // `--kustomize never`: the raw files, as written (rendering is tested
+    // against the real kustomize in tests/integration/kustomize.rs).
+    let run_on = |d: &Path, f: fn(&mut CheckOptions)| {
+        run_on(d, |o| {
+            o.kustomize = crate::check::kustomize::KustomizeMode::Never;
+            f(o)
+        })
+    };
     let dir = tempfile::tempdir().expect("tempdir");
     let d = dir.path();
     write(d, "base/kustomization.yaml", "resources: [cm.yaml]\n");

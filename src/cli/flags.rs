@@ -51,6 +51,11 @@ pub enum Command {
         /// docs/usage.md lists the fields).
         #[arg(long)]
         no_defaults: bool,
+        /// auto: check what kustomize renders of each top-level
+        /// kustomization (`kustomize build` or `kubectl kustomize` from
+        /// PATH); never: read the raw files as written.
+        #[arg(long, default_value = "auto", value_parser = ["auto", "never"])]
+        kustomize: String,
         #[command(flatten)]
         overrides: Overrides,
         /// Files, folders, or - for standard input.

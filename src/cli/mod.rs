@@ -41,6 +41,7 @@ fn dispatch(command: Command) -> u8 {
             inventory,
             exclude,
             no_defaults,
+            kustomize,
             overrides,
             paths,
         } => print_report(
@@ -55,6 +56,10 @@ fn dispatch(command: Command) -> u8 {
                 exclude,
                 overrides,
                 no_defaults,
+                kustomize: match kustomize.as_str() {
+                    "never" => check::kustomize::KustomizeMode::Never,
+                    _ => check::kustomize::KustomizeMode::Auto,
+                },
                 ..Default::default()
             }),
             output,

@@ -43,11 +43,13 @@ fn describe_io(e: &std::io::Error) -> String {
 /// a directory reached twice (through a symlink loop) is read once.
 /// Paths matching one of `exclude` (see [`excluded`]) are left out, files
 /// and whole directories, whether named or found; directories named one of
-/// `skip_found_dirs` are left out when found, not when named.
+/// `skip_found_dirs` are left out when found, not when named; files in
+/// `claimed` (canonical paths) are left out, named or found.
 pub(crate) fn discover<P: AsRef<Path>>(
     inputs: &[P],
     exclude: &[String],
     skip_found_dirs: &[String],
+    claimed: &HashSet<PathBuf>,
 ) -> (Vec<Input>, Vec<LoadError>) {
     let mut files = Vec::new();
     let mut errors = Vec::new();
@@ -58,6 +60,9 @@ pub(crate) fn discover<P: AsRef<Path>>(
             return;
         }
         let key = fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
+        if claimed.contains(&key) {
+            return;
+        }
         if seen_files.insert(key) {
             files.push(Input::File(path));
         }

@@ -58,14 +58,15 @@ mod yaml;
 
 pub use locate::position_in_scalar;
 
-use std::collections::HashMap;
-use std::path::Path;
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use rayon::prelude::*;
 use serde_json::Value;
 
 pub use error::{LoadError, LoadErrorKind, Source};
+pub(crate) use inputs::{excluded, has_manifest_extension};
 pub use positions::PathSegment;
 pub use skip::{SkipReason, Skipped};
 
@@ -97,6 +98,10 @@ pub struct LoadOptions {
     /// finds (never an input given by name): a policy folder's `tests/`
     /// holds test cases, not policies. Default none.
     pub skip_found_dirs: Vec<String>,
+    /// Files another reader has taken (canonical paths): a directory walk
+    /// leaves them out. `interlock check` claims what kustomize renders, so
+    /// a base or a patch is not also read raw. Default none.
+    pub claimed: Arc<HashSet<PathBuf>>,
 }
 
 impl Default for LoadOptions {
@@ -109,6 +114,7 @@ impl Default for LoadOptions {
             exclude: Vec::new(),
             skip_non_objects: false,
             skip_found_dirs: Vec::new(),
+            claimed: Arc::default(),
         }
     }
 }
@@ -154,6 +160,9 @@ pub struct Document {
     /// mapping with a string `name` or `generateName`.
     pub value: Value,
     pub(crate) positions: Positions,
+    /// The kustomization (or chart) whose rendering produced this object,
+    /// when it was rendered rather than read as written.
+    pub rendered_by: Option<Arc<str>>,
 }
 
 impl Document {
@@ -168,6 +177,7 @@ impl Document {
                 index: Arc::new(PositionIndex::default()),
                 base: positions::ROOT,
             },
+            rendered_by: None,
         }
     }
 
@@ -308,7 +318,7 @@ impl Loaded {
 /// does not depend on the number of threads.
 pub fn load_paths<P: AsRef<Path>>(inputs: &[P], opts: &LoadOptions) -> Loaded {
     let (files, mut discover_errors) =
-        inputs::discover(inputs, &opts.exclude, &opts.skip_found_dirs);
+        inputs::discover(inputs, &opts.exclude, &opts.skip_found_dirs, &opts.claimed);
     let per_file: Vec<Loaded> = files.par_iter().map(|i| load_input(i, opts)).collect();
     let mut all = Loaded::default();
     all.errors.append(&mut discover_errors);
@@ -356,7 +366,8 @@ where
     T: Send,
     F: Fn(Document) -> T + Sync,
 {
-    let (files, mut errors) = inputs::discover(inputs, &opts.exclude, &opts.skip_found_dirs);
+    let (files, mut errors) =
+        inputs::discover(inputs, &opts.exclude, &opts.skip_found_dirs, &opts.claimed);
     type PerFile<T> = (Vec<Identity>, Vec<T>, Vec<LoadError>, Option<Skipped>);
     let per_file: Vec<PerFile<T>> = files
         .par_iter()
@@ -517,6 +528,22 @@ pub fn load_bytes(source: Source, bytes: &[u8], format: Format, opts: &LoadOptio
     l
 }
 
+/// The documents of a YAML stream as plain values, for tool configuration
+/// that is not an object (a kustomization), each with its first line; or
+/// the first syntax error as (line, message).
+pub fn yaml_values(text: &str) -> Result<Vec<(usize, Value)>, (usize, String)> {
+    let parsed = yaml::parse_stream(text, &LoadOptions::default());
+    if let Some(e) = parsed.errors.first() {
+        return Err((e.line, e.kind.to_string()));
+    }
+    Ok(parsed
+        .docs
+        .into_iter()
+        .filter(|d| !d.empty)
+        .map(|d| (d.line, d.value))
+        .collect())
+}
+
 /// Reads one input held in memory as text.
 pub fn load_str(source: Source, text: &str, format: Format, opts: &LoadOptions) -> Loaded {
     load_bytes(source, text.as_bytes(), format, opts)
@@ -552,12 +579,31 @@ fn load_one(source: Source, bytes: &[u8], format: Format, opts: &LoadOptions) ->
         Format::Yaml => yaml::parse_stream(text, opts),
         Format::Json => json::parse_stream(text),
     };
+    let mut parsed = parsed;
+    let mut partly_skipped = None;
     if opts.skip_non_objects && parsed.errors.is_empty() {
         if let Some(reason) = skip::by_content(&parsed.docs) {
             return skipped(source, reason);
         }
+        let before = parsed.docs.len();
+        parsed
+            .docs
+            .retain(|d| d.empty || !skip::is_configuration(&d.value));
+        if parsed.docs.len() < before {
+            if parsed.docs.iter().all(|d| d.empty) {
+                return skipped(source, SkipReason::Configuration);
+            }
+            partly_skipped = Some(Skipped {
+                source: source.clone(),
+                reason: SkipReason::Configuration,
+                makes: Vec::new(),
+            });
+        }
     }
-    let mut out = Loaded::default();
+    let mut out = Loaded {
+        skipped: partly_skipped,
+        ..Loaded::default()
+    };
     for e in parsed.errors {
         out.errors.push(LoadError {
             source: source.clone(),

@@ -116,6 +116,7 @@ pub(crate) fn unpack(
                 index: Arc::clone(&index),
                 base,
             },
+            rendered_by: None,
         });
     }
 }

@@ -32,6 +32,12 @@ pub enum SkipReason {
     /// Documents without `apiVersion`, `kind` and `metadata`: data (a
     /// dashboard, a configuration file, a JSON fixture).
     NotObjects,
+    /// Documents with `apiVersion` and `kind` but no `metadata`: a tool's
+    /// configuration shaped like an object (a generator's input, an
+    /// istioctl profile, a component configuration that a
+    /// configMapGenerator reads). kube-apiserver stores nothing without a
+    /// name, so no cluster would hold one.
+    Configuration,
 }
 
 impl fmt::Display for SkipReason {
@@ -41,6 +47,7 @@ impl fmt::Display for SkipReason {
             SkipReason::Helm => "Helm chart",
             SkipReason::Skaffold => "Skaffold configuration",
             SkipReason::NotObjects => "no Kubernetes objects",
+            SkipReason::Configuration => "configuration without metadata",
         })
     }
 }
@@ -149,6 +156,17 @@ fn is_kustomize_patch(path: &Path) -> bool {
             .iter()
             .chain(list("patchesJson6902").iter())
             .any(|p| p.get("path").is_some_and(named))
+}
+
+/// A document shaped like an object but without `metadata`: `apiVersion`
+/// and `kind` strings, no `metadata` key, not a list. Configuration of a
+/// tool, not something a cluster stores.
+pub(crate) fn is_configuration(v: &Value) -> bool {
+    let Value::Object(map) = v else { return false };
+    map.get("apiVersion").is_some_and(Value::is_string)
+        && map.get("kind").is_some_and(Value::is_string)
+        && !map.contains_key("metadata")
+        && !super::object::is_list(v)
 }
 
 /// Known by what its documents hold: every document is a tool's

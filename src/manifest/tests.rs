@@ -927,3 +927,35 @@ fn long_lines_stay_linear() {
     assert!(start.elapsed() < std::time::Duration::from_secs(20));
     assert!(l.errors.is_empty(), "{:?}", messages(&l));
 }
+
+#[test]
+fn configuration_without_metadata_is_skipped_when_asked() {
+    let opts = LoadOptions {
+        skip_non_objects: true,
+        ..LoadOptions::default()
+    };
+    // An istioctl profile and a component configuration: apiVersion and
+    // kind, no metadata. Alone in a file: the file is skipped.
+    let profile =
+        "apiVersion: install.istio.io/v1alpha1\nkind: IstioOperator\nspec:\n  profile: demo\n";
+    let l = load_str(Source::file("p.yaml"), profile, Format::Yaml, &opts);
+    assert!(
+        l.documents.is_empty() && l.errors.is_empty(),
+        "{:?}",
+        l.errors
+    );
+    assert_eq!(l.skipped.map(|s| s.reason), Some(SkipReason::Configuration));
+    // Beside an object: the object is read, the configuration noted.
+    let mixed = format!("{profile}---\napiVersion: v1\nkind: ConfigMap\nmetadata: {{name: a}}\n");
+    let l = load_str(Source::file("m.yaml"), &mixed, Format::Yaml, &opts);
+    assert_eq!(l.documents.len(), 1);
+    assert!(l.errors.is_empty(), "{:?}", l.errors);
+    assert_eq!(l.skipped.map(|s| s.reason), Some(SkipReason::Configuration));
+    // Metadata without a name stays an error: that is a broken object.
+    let broken = "apiVersion: v1\nkind: ConfigMap\nmetadata: {labels: {}}\n";
+    let l = load_str(Source::file("b.yaml"), broken, Format::Yaml, &opts);
+    assert_eq!(l.errors.len(), 1);
+    // Without the switch (policies, served inventories) it is an error.
+    let l = yaml(profile);
+    assert_eq!(l.errors.len(), 1, "{:?}", l.errors);
+}

@@ -103,21 +103,39 @@ pub struct SourceLocation {
     pub file: String,
     /// 1-based line.
     pub line: usize,
+    /// The kustomization whose rendering produced the object, when `file`
+    /// is the source it was rendered from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kustomization: Option<String>,
 }
 
 impl SourceLocation {
+    /// A place in a file as written.
+    pub fn at(file: impl Into<String>, line: usize) -> SourceLocation {
+        SourceLocation {
+            file: file.into(),
+            line,
+            kustomization: None,
+        }
+    }
+
     /// Where a loaded document starts.
     pub fn from_document(doc: &Document) -> SourceLocation {
         SourceLocation {
             file: doc.source.to_string(),
             line: doc.line,
+            kustomization: doc.rendered_by.as_deref().map(str::to_string),
         }
     }
 }
 
 impl fmt::Display for SourceLocation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}", self.file, self.line)
+        write!(f, "{}:{}", self.file, self.line)?;
+        if let Some(k) = &self.kustomization {
+            write!(f, " (rendered by kustomization {k})")?;
+        }
+        Ok(())
     }
 }
 

@@ -16,10 +16,7 @@ fn obj(kind: &str, ns: Option<&str>, name: &str) -> ObjectRef {
 }
 
 fn loc(file: &str, line: usize) -> SourceLocation {
-    SourceLocation {
-        file: file.into(),
-        line,
-    }
+    SourceLocation::at(file, line)
 }
 
 fn finding(policy: &str, action: Action, file: &str, line: usize, message: &str) -> Finding {

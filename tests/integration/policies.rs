@@ -78,8 +78,15 @@ fn serve_watches_every_kind_the_library_looks_up() {
 }
 
 fn interlock(args: &[&str]) -> std::process::Output {
+    // The control plane's kubectl renders the corpus's kustomizations.
+    let bin = crate::support::cluster::control_plane_dir().expect("control plane");
+    let path = std::env::join_paths(std::iter::once(bin).chain(std::env::split_paths(
+        &std::env::var_os("PATH").unwrap_or_default(),
+    )))
+    .expect("PATH");
     Command::new(env!("CARGO_BIN_EXE_interlock"))
         .args(args)
+        .env("PATH", path)
         .current_dir(root())
         .output()
         .expect("run interlock")

@@ -805,7 +805,7 @@ pub fn spawn_tied_to_process(mut cmd: Command) -> io::Result<Child> {
 /// The control-plane binaries: `INTERLOCK_CONTROL_PLANE_DIR` when it already
 /// holds them, otherwise whatever `scripts/control-plane.sh` prints (it builds
 /// them on first use and returns at once when they are cached).
-fn control_plane_dir() -> Result<PathBuf, String> {
+pub fn control_plane_dir() -> Result<PathBuf, String> {
     static DIR: OnceLock<Result<PathBuf, String>> = OnceLock::new();
     DIR.get_or_init(|| {
         if let Some(dir) = std::env::var_os("INTERLOCK_CONTROL_PLANE_DIR") {

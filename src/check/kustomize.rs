@@ -1,0 +1,702 @@
+//! Kustomize layouts as the cluster gets them.
+//!
+//! Most repositories are kustomize trees, and their raw files are not what
+//! a cluster receives: a patch is a partial object, a base's objects get
+//! the overlay's namespace, prefixes and images. `interlock check` renders
+//! each top-level kustomization (one that no other kustomization found in
+//! the inputs includes) with the real kustomize (`kustomize build`, or
+//! `kubectl kustomize`, whichever is on PATH: never a re-implementation),
+//! and checks what it renders. kustomize's origin annotations
+//! (`buildMetadata: [originAnnotations]`, set by a wrapper kustomization in
+//! a scratch folder, so the user's files are never touched) say which
+//! source file each object came from; the object is reported at that
+//! file's document and with the kustomization that rendered it.
+//!
+//! Files a kustomization reads, and every manifest below a folder that
+//! holds a kustomization, belong to kustomize: they are not also read raw.
+//! Those that no kustomization references (scaffold patches left commented
+//! out) are named in a notice.
+
+use std::collections::{HashMap, HashSet};
+use std::fs;
+use std::io::Read;
+use std::path::{Component, Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rayon::prelude::*;
+use serde_json::Value as Json;
+
+use crate::manifest::{self, Document, Format, LoadOptions, Source};
+use crate::report::InputError;
+
+/// The names kustomize reads as a kustomization, in its order.
+const KUSTOMIZATION_FILES: [&str; 3] = ["kustomization.yaml", "kustomization.yml", "Kustomization"];
+
+/// The annotation kustomize writes with `buildMetadata: [originAnnotations]`.
+const ORIGIN: &str = "config.kubernetes.io/origin";
+
+/// How long one `kustomize build` may take (a remote base that hangs).
+const BUILD_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// Whether `check` renders kustomizations (`--kustomize`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum KustomizeMode {
+    /// Render every top-level kustomization; an error when kustomize is
+    /// not on PATH.
+    #[default]
+    Auto,
+    /// Read the raw files, as written (patches are skipped as today).
+    Never,
+}
+
+/// The kustomizations found in the inputs.
+#[derive(Debug, Default)]
+pub struct Layout {
+    /// Top-level kustomization folders, in walk order, as found.
+    pub roots: Vec<PathBuf>,
+    /// Canonical paths of the files kustomize owns: not read raw.
+    pub claimed: HashSet<PathBuf>,
+    /// Manifests inside kustomize trees that no kustomization references.
+    pub unreferenced: Vec<PathBuf>,
+    /// Kustomization files that could not be read.
+    pub errors: Vec<InputError>,
+}
+
+/// What one kustomization refers to on disk.
+#[derive(Debug, Default)]
+struct Refs {
+    dirs: Vec<PathBuf>,
+    files: Vec<PathBuf>,
+    component: bool,
+}
+
+fn kustomization_in(dir: &Path) -> Option<PathBuf> {
+    KUSTOMIZATION_FILES
+        .iter()
+        .map(|n| dir.join(n))
+        .find(|p| p.is_file())
+}
+
+fn canonical(p: &Path) -> PathBuf {
+    fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf())
+}
+
+/// A reference kustomize would fetch over the network.
+fn is_remote(s: &str) -> bool {
+    s.contains("://")
+        || s.starts_with("github.com/")
+        || s.starts_with("gitlab.com/")
+        || s.starts_with("git@")
+        || s.contains("?ref=")
+        || s.contains("?version=")
+}
+
+/// Finds the kustomizations under `inputs` (folders, walked recursively;
+/// hidden entries and `exclude` matches left out).
+pub fn layout(inputs: &[PathBuf], exclude: &[String]) -> Layout {
+    let mut found: Vec<(PathBuf, PathBuf)> = Vec::new();
+    let mut tree_files: Vec<PathBuf> = Vec::new();
+    let mut seen = HashSet::new();
+    for input in inputs {
+        if input.as_os_str() == "-" {
+            continue;
+        }
+        if input.is_dir() {
+            walk(
+                input,
+                false,
+                exclude,
+                &mut seen,
+                &mut found,
+                &mut tree_files,
+            );
+        } else if input
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| KUSTOMIZATION_FILES.contains(&n))
+        {
+            let dir = input.parent().unwrap_or(Path::new(".")).to_path_buf();
+            found.push((dir, input.clone()));
+        }
+    }
+    let mut out = Layout::default();
+    let mut included: HashSet<PathBuf> = HashSet::new();
+    let mut referenced: HashSet<PathBuf> = HashSet::new();
+    let mut components: HashSet<PathBuf> = HashSet::new();
+    for (dir, file) in &found {
+        out.claimed.insert(canonical(file));
+        match refs(dir, file) {
+            Ok(r) => {
+                if r.component {
+                    components.insert(canonical(dir));
+                }
+                included.extend(r.dirs.iter().map(|d| canonical(d)));
+                for f in r.files {
+                    let c = canonical(&f);
+                    out.claimed.insert(c.clone());
+                    referenced.insert(c);
+                }
+            }
+            Err(e) => out.errors.push(e),
+        }
+    }
+    for (dir, _) in &found {
+        let c = canonical(dir);
+        if !included.contains(&c) && !components.contains(&c) {
+            out.roots.push(dir.clone());
+        }
+    }
+    for f in tree_files {
+        let c = canonical(&f);
+        if !referenced.contains(&c) && !out.claimed.contains(&c) {
+            out.unreferenced.push(f);
+        }
+        out.claimed.insert(c);
+    }
+    out
+}
+
+fn walk(
+    dir: &Path,
+    in_tree: bool,
+    exclude: &[String],
+    seen: &mut HashSet<PathBuf>,
+    found: &mut Vec<(PathBuf, PathBuf)>,
+    tree_files: &mut Vec<PathBuf>,
+) {
+    if manifest::excluded(dir, exclude) || !seen.insert(canonical(dir)) {
+        return;
+    }
+    let kustomization = kustomization_in(dir);
+    let in_tree = in_tree || kustomization.is_some();
+    if let Some(k) = &kustomization {
+        found.push((dir.to_path_buf(), k.clone()));
+    }
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    let mut paths: Vec<PathBuf> = entries
+        .flatten()
+        .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
+        .map(|e| e.path())
+        .collect();
+    paths.sort();
+    for p in paths {
+        if p.is_dir() {
+            walk(&p, in_tree, exclude, seen, found, tree_files);
+        } else if in_tree
+            && Some(&p) != kustomization.as_ref()
+            && manifest::has_manifest_extension(&p)
+            && !manifest::excluded(&p, exclude)
+        {
+            tree_files.push(p);
+        }
+    }
+}
+
+/// The local folders and files a kustomization names.
+fn refs(dir: &Path, file: &Path) -> Result<Refs, InputError> {
+    let at = |line: Option<usize>, message: String| InputError {
+        file: file.display().to_string(),
+        line,
+        column: None,
+        message,
+    };
+    let text = fs::read_to_string(file).map_err(|e| at(None, format!("cannot read: {e}")))?;
+    let docs = manifest::yaml_values(&text).map_err(|(line, m)| at(Some(line), m))?;
+    let mut r = Refs::default();
+    let Some((_, k)) = docs.first() else {
+        return Ok(r);
+    };
+    r.component = k.get("kind").and_then(Json::as_str) == Some("Component");
+    let strings = |field: &str| -> Vec<String> {
+        k.get(field)
+            .and_then(Json::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(Json::as_str)
+                    .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let paths_of = |field: &str| -> Vec<String> {
+        k.get(field)
+            .and_then(Json::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(|p| p.get("path").and_then(Json::as_str))
+                    .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let mut local = |s: &str| {
+        // Inline patches (a string holding YAML) and remote bases are not files.
+        if s.contains('\n') || is_remote(s) {
+            return;
+        }
+        let p = dir.join(s);
+        if p.is_dir() {
+            r.dirs.push(p);
+        } else if p.is_file() {
+            r.files.push(p);
+        }
+    };
+    for field in ["resources", "bases", "components"] {
+        strings(field).iter().for_each(|s| local(s));
+    }
+    for field in [
+        "patchesStrategicMerge",
+        "crds",
+        "configurations",
+        "generators",
+        "transformers",
+        "validators",
+    ] {
+        strings(field).iter().for_each(|s| local(s));
+    }
+    for field in ["patches", "patchesJson6902", "replacements"] {
+        paths_of(field).iter().for_each(|s| local(s));
+    }
+    for field in ["configMapGenerator", "secretGenerator"] {
+        for g in k.get(field).and_then(Json::as_array).into_iter().flatten() {
+            let listed = ["files", "envs"]
+                .iter()
+                .filter_map(|f| g.get(*f).and_then(Json::as_array))
+                .flatten()
+                .filter_map(Json::as_str)
+                .chain(g.get("env").and_then(Json::as_str));
+            for entry in listed {
+                // `files` entries may be `key=path`.
+                local(entry.rsplit_once('=').map_or(entry, |(_, p)| p));
+            }
+        }
+    }
+    Ok(r)
+}
+
+/// The program that renders kustomizations.
+#[derive(Debug, Clone)]
+pub struct Renderer {
+    program: PathBuf,
+    subcommand: &'static str,
+}
+
+impl Renderer {
+    /// `kustomize build`, or else `kubectl kustomize`, from PATH.
+    pub fn from_path() -> Option<Renderer> {
+        let path = std::env::var_os("PATH")?;
+        let find = |name: &str| {
+            std::env::split_paths(&path)
+                .map(|d| d.join(name))
+                .find(|p| p.is_file())
+        };
+        find("kustomize")
+            .map(|program| Renderer {
+                program,
+                subcommand: "build",
+            })
+            .or_else(|| {
+                find("kubectl").map(|program| Renderer {
+                    program,
+                    subcommand: "kustomize",
+                })
+            })
+    }
+
+    /// How it is called, for messages.
+    pub fn describe(&self) -> String {
+        let name = self
+            .program
+            .file_name()
+            .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+        format!("{name} {}", self.subcommand)
+    }
+}
+
+/// What rendering one kustomization gave.
+pub enum Rendered {
+    Objects(Vec<Document>),
+    /// Input that kustomize refused: a real error.
+    Failed(InputError),
+    /// Could not be rendered here (a remote base): a notice.
+    NotHere(InputError),
+}
+
+/// Renders every root, in parallel (each is a process of its own).
+pub fn render_all(renderer: &Renderer, roots: &[PathBuf], opts: &LoadOptions) -> Vec<Rendered> {
+    roots
+        .par_iter()
+        .map(|root| render(renderer, root, opts))
+        .collect()
+}
+
+fn render(renderer: &Renderer, root: &Path, opts: &LoadOptions) -> Rendered {
+    let kustomization = kustomization_in(root).unwrap_or_else(|| root.join("kustomization.yaml"));
+    let error = |message: String| InputError {
+        file: kustomization.display().to_string(),
+        line: None,
+        column: None,
+        message,
+    };
+    let scratch = match Scratch::new(root) {
+        Ok(s) => s,
+        Err(e) => {
+            return Rendered::Failed(error(format!("cannot prepare the kustomize build: {e}")))
+        }
+    };
+    let output = match run_bounded(
+        Command::new(&renderer.program)
+            .arg(renderer.subcommand)
+            .arg(&scratch.dir),
+        opts.max_file_size,
+    ) {
+        Ok(o) => o,
+        Err(e) => return Rendered::Failed(error(format!("{}: {e}", renderer.describe()))),
+    };
+    if !output.success {
+        let reason = kustomize_reason(&output.stderr);
+        let message = format!("{} failed: {reason}", renderer.describe());
+        return if reason_is_remote(&reason) {
+            Rendered::NotHere(error(format!(
+                "not rendered: it loads a remote base this machine cannot fetch ({message}); render it where the base can be fetched"
+            )))
+        } else {
+            Rendered::Failed(error(message))
+        };
+    }
+    let text = String::from_utf8_lossy(&output.stdout);
+    let load = LoadOptions {
+        reject_duplicate_objects: false,
+        ..opts.clone()
+    };
+    let loaded = manifest::load_str(Source::file(&kustomization), &text, Format::Yaml, &load);
+    if let Some(e) = loaded.errors.first() {
+        return Rendered::Failed(error(format!(
+            "{} rendered something that is not a list of objects: {}",
+            renderer.describe(),
+            e.message()
+        )));
+    }
+    let by: Arc<str> = Arc::from(root.display().to_string());
+    let mut locator = Locator::new(&scratch.dir);
+    let docs = loaded
+        .documents
+        .into_iter()
+        .map(|d| {
+            let mut value = d.value;
+            let origin = take_origin(&mut value);
+            let (file, line) = match origin {
+                Some(o) => locator.locate(&o, &value),
+                None => (kustomization.clone(), 1),
+            };
+            let mut doc = Document::new(Source::file(display_path(&file)), line, value);
+            doc.rendered_by = Some(Arc::clone(&by));
+            doc
+        })
+        .collect();
+    Rendered::Objects(docs)
+}
+
+/// A wrapper kustomization in a scratch folder: the user's one as its only
+/// resource, with origin annotations on. Removed on drop.
+struct Scratch {
+    dir: PathBuf,
+}
+
+impl Scratch {
+    fn new(root: &Path) -> std::io::Result<Scratch> {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "interlock-kustomize-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        fs::create_dir_all(&dir)?;
+        let scratch = Scratch { dir };
+        // kustomize refuses an absolute resource path: name it relative to
+        // the scratch folder.
+        let target = relative(&canonical(&scratch.dir), &canonical(root));
+        let body = format!(
+            "resources:\n- {}\nbuildMetadata: [originAnnotations]\n",
+            serde_json::to_string(&target.display().to_string()).unwrap_or_default()
+        );
+        fs::write(scratch.dir.join("kustomization.yaml"), body)?;
+        Ok(scratch)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// `to` as a path relative to the folder `from` (both absolute).
+fn relative(from: &Path, to: &Path) -> PathBuf {
+    let from: Vec<Component> = from.components().collect();
+    let to: Vec<Component> = to.components().collect();
+    let common = from.iter().zip(&to).take_while(|(a, b)| a == b).count();
+    let mut out = PathBuf::new();
+    for _ in common..from.len() {
+        out.push("..");
+    }
+    for c in &to[common..] {
+        out.push(c.as_os_str());
+    }
+    if out.as_os_str().is_empty() {
+        out.push(".");
+    }
+    out
+}
+
+/// `..` and `.` resolved without touching the disk.
+fn normalize(p: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in p.components() {
+        match c {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
+}
+
+/// A source file as the user would name it: relative to the working
+/// folder when it is inside it.
+fn display_path(p: &Path) -> PathBuf {
+    std::env::current_dir()
+        .ok()
+        .map(|cwd| canonical(&cwd))
+        .and_then(|cwd| p.strip_prefix(&cwd).ok().map(Path::to_path_buf))
+        .unwrap_or_else(|| p.to_path_buf())
+}
+
+/// kustomize's origin annotation, parsed.
+struct Origin {
+    /// A resource's file, relative to the scratch folder.
+    path: Option<String>,
+    /// A generated object's kustomization, likewise.
+    configured_in: Option<String>,
+}
+
+/// Removes the origin annotation (and an annotations map it leaves empty).
+fn take_origin(value: &mut Json) -> Option<Origin> {
+    let meta = value.get_mut("metadata")?.as_object_mut()?;
+    let annotations = meta.get_mut("annotations")?.as_object_mut()?;
+    let text = annotations.remove(ORIGIN)?;
+    if annotations.is_empty() {
+        meta.remove("annotations");
+    }
+    let parsed = manifest::yaml_values(text.as_str()?).ok()?;
+    let (_, o) = parsed.into_iter().next()?;
+    let field = |f: &str| o.get(f).and_then(Json::as_str).map(str::to_string);
+    Some(Origin {
+        path: field("path"),
+        configured_in: field("configuredIn"),
+    })
+}
+
+/// Finds the line of an object's source document, reading each source
+/// file once.
+struct Locator<'a> {
+    scratch: &'a Path,
+    /// Per file: (line, kind, name) of each document; for kustomizations,
+    /// every `name:` line.
+    files: HashMap<PathBuf, Vec<(usize, String, String)>>,
+}
+
+impl<'a> Locator<'a> {
+    fn new(scratch: &'a Path) -> Locator<'a> {
+        Locator {
+            scratch,
+            files: HashMap::new(),
+        }
+    }
+
+    fn locate(&mut self, origin: &Origin, object: &Json) -> (PathBuf, usize) {
+        let s = |p: &str| object.pointer(p).and_then(Json::as_str).unwrap_or("");
+        let (kind, name) = (s("/kind"), s("/metadata/name"));
+        let scratch = canonical(self.scratch);
+        if let Some(path) = &origin.path {
+            let file = normalize(&scratch.join(path));
+            let docs = self
+                .files
+                .entry(file.clone())
+                .or_insert_with(|| documents(&file));
+            let line = best_match(docs.iter().filter(|(_, k, _)| k == kind), name)
+                .or_else(|| docs.iter().find(|(_, k, _)| k == kind).map(|d| d.0))
+                .unwrap_or(1);
+            return (file, line);
+        }
+        if let Some(path) = &origin.configured_in {
+            let file = normalize(&scratch.join(path));
+            let names = self
+                .files
+                .entry(file.clone())
+                .or_insert_with(|| name_lines(&file));
+            let line = best_match(names.iter(), name).unwrap_or(1);
+            return (file, line);
+        }
+        (scratch, 1)
+    }
+}
+
+/// The entry whose name is the longest part of `rendered` (kustomize adds
+/// prefixes, suffixes and generator hashes).
+fn best_match<'e>(
+    entries: impl Iterator<Item = &'e (usize, String, String)>,
+    rendered: &str,
+) -> Option<usize> {
+    entries
+        .filter(|(_, _, n)| !n.is_empty() && rendered.contains(n.as_str()))
+        .max_by_key(|(line, _, n)| (n.len(), std::cmp::Reverse(*line)))
+        .map(|(line, _, _)| *line)
+}
+
+fn documents(file: &Path) -> Vec<(usize, String, String)> {
+    let Ok(text) = fs::read_to_string(file) else {
+        return vec![];
+    };
+    manifest::yaml_values(&text)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(line, v)| {
+            let s = |p: &str| {
+                v.pointer(p)
+                    .and_then(Json::as_str)
+                    .unwrap_or("")
+                    .to_string()
+            };
+            (line, s("/kind"), s("/metadata/name"))
+        })
+        .collect()
+}
+
+/// Every `name: X` line of a kustomization (its generators' names).
+fn name_lines(file: &Path) -> Vec<(usize, String, String)> {
+    let Ok(text) = fs::read_to_string(file) else {
+        return vec![];
+    };
+    text.lines()
+        .enumerate()
+        .filter_map(|(i, l)| {
+            let rest = l.trim_start().trim_start_matches("- ").trim_start();
+            let value = rest.strip_prefix("name:")?.trim().trim_matches(['"', '\'']);
+            Some((i + 1, String::new(), value.to_string()))
+        })
+        .collect()
+}
+
+/// kustomize's own reason from its standard error: the last line, without
+/// kubectl's log prefix.
+fn kustomize_reason(stderr: &[u8]) -> String {
+    let text = String::from_utf8_lossy(stderr);
+    let line = text
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("no message")
+        .trim();
+    let line = line
+        .split_once("err=")
+        .map_or(line, |(_, rest)| rest.trim_matches('"'));
+    let mut line = line.strip_prefix("Error: ").unwrap_or(line);
+    // The wrapper's own layer names the scratch folder: say what is wrong
+    // inside the user's kustomization.
+    while let Some((_, inner)) = line.split_once("recursed accumulation of path '") {
+        match inner.split_once("': ") {
+            Some((_, rest)) => line = rest,
+            None => break,
+        }
+    }
+    line.to_string()
+}
+
+fn reason_is_remote(reason: &str) -> bool {
+    [
+        "git clone",
+        "git fetch",
+        "no such host",
+        "dial tcp",
+        "https://",
+        "http://",
+        "github.com/",
+    ]
+    .iter()
+    .any(|m| reason.contains(m))
+}
+
+struct Output {
+    success: bool,
+    stdout: Vec<u8>,
+    stderr: Vec<u8>,
+}
+
+/// Runs a command with no input, a time limit, and at most `limit` bytes
+/// of output kept.
+fn run_bounded(cmd: &mut Command, limit: u64) -> Result<Output, String> {
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot run it: {e}"))?;
+    let mut out = child.stdout.take().ok_or("no standard output")?;
+    let mut err = child.stderr.take().ok_or("no standard error")?;
+    let reader = std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        let read = out
+            .by_ref()
+            .take(limit.saturating_add(1))
+            .read_to_end(&mut buf);
+        // Drain the rest so the child never blocks on a full pipe.
+        let _ = std::io::copy(&mut out, &mut std::io::sink());
+        read.map(|_| buf)
+    });
+    let err_reader = std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        let _ = err.by_ref().take(64 * 1024).read_to_end(&mut buf);
+        let _ = std::io::copy(&mut err, &mut std::io::sink());
+        buf
+    });
+    let deadline = Instant::now() + BUILD_TIMEOUT;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if Instant::now() >= deadline => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!(
+                    "did not finish within {} s (a remote base that does not answer?)",
+                    BUILD_TIMEOUT.as_secs()
+                ));
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(10)),
+            Err(e) => return Err(e.to_string()),
+        }
+    };
+    let stdout = reader
+        .join()
+        .map_err(|_| "the output reader panicked".to_string())?
+        .map_err(|e| e.to_string())?;
+    let stderr = err_reader.join().unwrap_or_default();
+    if stdout.len() as u64 > limit {
+        return Err(format!("rendered more than the limit of {limit} bytes"));
+    }
+    Ok(Output {
+        success: status.success(),
+        stdout,
+        stderr,
+    })
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,119 @@
+use super::*;
+
+fn write(dir: &Path, name: &str, text: &str) {
+    let p = dir.join(name);
+    fs::create_dir_all(p.parent().unwrap()).unwrap();
+    fs::write(p, text).unwrap();
+}
+
+#[test]
+fn relative_paths_climb_to_the_common_folder() {
+    assert_eq!(
+        relative(Path::new("/tmp/a/b"), Path::new("/work/repo/base")),
+        PathBuf::from("../../../work/repo/base")
+    );
+    assert_eq!(
+        relative(Path::new("/a"), Path::new("/a")),
+        PathBuf::from(".")
+    );
+    assert_eq!(
+        normalize(Path::new("/t/x/../../r/./b.yaml")),
+        PathBuf::from("/r/b.yaml")
+    );
+}
+
+#[test]
+fn top_level_kustomizations_are_those_no_other_includes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    write(d, "base/kustomization.yaml", "resources: [deploy.yaml]\n");
+    write(
+        d,
+        "base/deploy.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n",
+    );
+    write(
+        d,
+        "base/unused-patch.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n",
+    );
+    write(
+        d,
+        "overlays/prod/kustomization.yaml",
+        "resources: [../../base, https://example.com/x.yaml]\ncomponents: [../../comp]\npatches: [{path: patches/replicas.yaml}]\n",
+    );
+    write(
+        d,
+        "overlays/prod/patches/replicas.yaml",
+        "kind: ConfigMap\n",
+    );
+    write(
+        d,
+        "comp/kustomization.yaml",
+        "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\n",
+    );
+    write(
+        d,
+        "plain/svc.yaml",
+        "apiVersion: v1\nkind: Service\nmetadata: {name: s}\n",
+    );
+    let l = layout(&[d.to_path_buf()], &[]);
+    assert!(l.errors.is_empty(), "{:?}", l.errors);
+    assert_eq!(l.roots, vec![d.join("overlays/prod")]);
+    let claimed = |p: &str| l.claimed.contains(&canonical(&d.join(p)));
+    assert!(claimed("base/deploy.yaml"));
+    assert!(claimed("overlays/prod/patches/replicas.yaml"));
+    assert!(claimed("base/unused-patch.yaml"));
+    assert!(!claimed("plain/svc.yaml"));
+    assert_eq!(l.unreferenced, vec![d.join("base/unused-patch.yaml")]);
+}
+
+#[test]
+fn a_kustomization_that_is_not_yaml_is_an_error_at_its_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    write(
+        tmp.path(),
+        "kustomization.yaml",
+        "resources:\n  - a\n - b: [\n",
+    );
+    let l = layout(&[tmp.path().to_path_buf()], &[]);
+    assert_eq!(l.errors.len(), 1, "{:?}", l.errors);
+    assert!(l.errors[0].file.ends_with("kustomization.yaml"));
+    assert!(l.errors[0].line.is_some());
+}
+
+#[test]
+fn kustomize_reasons_lose_kubectls_log_prefix() {
+    let stderr = b"E1202 10:17:23.985 10393 run.go:72] \"command failed\" err=\"accumulating resources: 'x' must resolve to a file\"\n";
+    assert_eq!(
+        kustomize_reason(stderr),
+        "accumulating resources: 'x' must resolve to a file"
+    );
+    assert_eq!(kustomize_reason(b"Error: missing file\n"), "missing file");
+}
+
+#[test]
+fn names_match_the_longest_part_of_the_rendered_name() {
+    let entries = [
+        (3, "Deployment".to_string(), "web".to_string()),
+        (9, "Deployment".to_string(), "web-api".to_string()),
+    ];
+    assert_eq!(best_match(entries.iter(), "prod-web-api-v2"), Some(9));
+    assert_eq!(best_match(entries.iter(), "prod-web"), Some(3));
+    assert_eq!(best_match(entries.iter(), "other"), None);
+}
+
+#[test]
+fn origin_annotations_are_taken_off_the_object() {
+    let mut v = serde_json::json!({"metadata": {"name": "a", "annotations": {ORIGIN: "path: ../r/base/a.yaml\n"}}});
+    let o = take_origin(&mut v).expect("origin");
+    assert_eq!(o.path.as_deref(), Some("../r/base/a.yaml"));
+    assert!(v["metadata"].get("annotations").is_none());
+    let mut kept = serde_json::json!({"metadata": {"name": "a", "annotations": {ORIGIN: "configuredIn: k.yaml\n", "x": "y"}}});
+    let o = take_origin(&mut kept).expect("origin");
+    assert_eq!(o.configured_in.as_deref(), Some("k.yaml"));
+    assert_eq!(
+        kept["metadata"]["annotations"],
+        serde_json::json!({"x": "y"})
+    );
+}

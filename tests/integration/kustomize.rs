@@ -1,0 +1,247 @@
+//! `interlock check` over kustomize layouts, rendered by the real kustomize
+//! (the kubectl of the test control plane): the findings are those of
+//! `kubectl kustomize DIR | interlock check -`, reported at the source file
+//! and line of each object, with the kustomization that rendered it.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use serde_json::Value as Json;
+
+fn kubectl_dir() -> PathBuf {
+    crate::support::cluster::control_plane_dir().expect("the control plane's kubectl")
+}
+
+/// PATH with only the control plane's binaries (kubectl, no kustomize).
+fn path_with_kubectl() -> std::ffi::OsString {
+    std::env::join_paths([kubectl_dir()]).expect("PATH")
+}
+
+fn check_in(dir: &Path, path: &std::ffi::OsStr, args: &[&str], stdin: Option<&[u8]>) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_interlock"))
+        .arg("check")
+        .args(args)
+        .env("PATH", path)
+        .current_dir(dir)
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run interlock check");
+    if let Some(input) = stdin {
+        child.stdin.take().unwrap().write_all(input).unwrap();
+    }
+    child.wait_with_output().expect("interlock check")
+}
+
+fn json(out: &Output) -> Json {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{e}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+/// Each finding as (policy, action, object, message), sorted.
+fn findings(report: &Json) -> Vec<String> {
+    let mut v: Vec<String> = report["results"]
+        .as_array()
+        .expect("results")
+        .iter()
+        .map(|r| {
+            let o = &r["object"];
+            format!(
+                "{} {} {} {}/{}: {}",
+                r["policy"].as_str().unwrap_or(""),
+                r["action"].as_str().unwrap_or(""),
+                o["kind"].as_str().unwrap_or(""),
+                o["namespace"].as_str().unwrap_or(""),
+                o["name"].as_str().unwrap_or(""),
+                r["message"].as_str().unwrap_or("")
+            )
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+fn write(dir: &Path, name: &str, text: &str) {
+    let p = dir.join(name);
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, text).unwrap();
+}
+
+/// A base, an overlay that sets a namespace, a prefix, an image and a
+/// patch, a generated ConfigMap, a scaffold patch nobody references, and a
+/// plain manifest beside them.
+fn layout(d: &Path) {
+    write(
+        d,
+        "base/kustomization.yaml",
+        "resources: [deploy.yaml, ingress.yaml]\nconfigMapGenerator:\n- name: web-config\n  literals: [mode=live]\n",
+    );
+    write(
+        d,
+        "base/deploy.yaml",
+        "# the web Deployment\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n    spec:\n      containers:\n      - name: web\n        image: nginx\n        envFrom: [{configMapRef: {name: web-config}}]\n        volumeMounts: [{name: creds, mountPath: /c}]\n        securityContext: {privileged: true}\n      volumes: [{name: creds, secret: {secretName: web-creds}}]\n",
+    );
+    write(
+        d,
+        "base/ingress.yaml",
+        "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {name: web}\nspec:\n  rules: [{host: shop.example.com}]\n",
+    );
+    write(
+        d,
+        "base/manager_auth_proxy_patch.yaml",
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  template:\n    spec:\n      containers: [{name: proxy, image: proxy}]\n",
+    );
+    write(
+        d,
+        "overlays/prod/kustomization.yaml",
+        "namespace: prod\nnamePrefix: prod-\nresources: [../../base]\nimages: [{name: nginx, newTag: '1.27.1'}]\npatches: [{path: patches/replicas.yaml}]\n",
+    );
+    write(
+        d,
+        "overlays/prod/patches/replicas.yaml",
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec: {replicas: 3}\n",
+    );
+    write(
+        d,
+        "plain/ingress.yaml",
+        "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {name: other, namespace: blog}\nspec:\n  rules: [{host: shop.example.com}]\n",
+    );
+}
+
+#[test]
+fn a_kustomize_tree_is_checked_as_kustomize_renders_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    layout(d);
+    let path = path_with_kubectl();
+    let out = check_in(d, &path, &["-o", "json", "."], None);
+    let report = json(&out);
+    assert_eq!(report["summary"]["errors"], 0, "{report}");
+    let got = findings(&report);
+    // The overlay's image tag, generated ConfigMap (with its hash) and
+    // namespace are applied: no `latest`, no missing ConfigMap; the
+    // unreferenced scaffold patch and the referenced patch are not objects.
+    assert!(
+        got.iter().all(|f| !f.starts_with("disallow-latest-tag")),
+        "{got:#?}"
+    );
+    assert!(
+        got.iter().all(|f| !f.contains("ConfigMap web-config")),
+        "{got:#?}"
+    );
+    assert!(
+        got.iter().all(|f| !f.contains("/web:")),
+        "only prefixed names: {got:#?}"
+    );
+    let privileged: Vec<&Json> = report["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["policy"] == "pod-security-baseline")
+        .collect();
+    assert_eq!(privileged.len(), 1, "{got:#?}");
+    let r = privileged[0];
+    assert_eq!(r["object"]["namespace"], "prod");
+    assert_eq!(r["object"]["name"], "prod-web");
+    // Reported at the base's document (line 2: after the comment), with
+    // the overlay that rendered it.
+    assert_eq!(r["source"]["file"], "base/deploy.yaml", "{r}");
+    assert_eq!(r["source"]["line"], 2, "{r}");
+    assert_eq!(r["source"]["kustomization"], "./overlays/prod", "{r}");
+    // The host is shared with the plain file's Ingress, found across both.
+    assert!(
+        got.iter()
+            .any(|f| f.starts_with("unique-ingress-host Deny Ingress prod/prod-web")),
+        "{got:#?}"
+    );
+    let notices = report["notices"].to_string();
+    assert!(notices.contains("rendered 1 kustomization"), "{notices}");
+    assert!(
+        notices.contains("manager_auth_proxy_patch.yaml"),
+        "{notices}"
+    );
+
+    // The same findings as kustomize's output piped in, with the plain file.
+    let rendered = Command::new(kubectl_dir().join("kubectl"))
+        .args(["kustomize", "overlays/prod"])
+        .current_dir(d)
+        .output()
+        .expect("kubectl kustomize");
+    assert!(
+        rendered.status.success(),
+        "{}",
+        String::from_utf8_lossy(&rendered.stderr)
+    );
+    let piped = check_in(
+        d,
+        &path,
+        &["-o", "json", "-", "plain"],
+        Some(&rendered.stdout),
+    );
+    assert_eq!(findings(&json(&piped)), got);
+    assert_eq!(piped.status.code(), out.status.code());
+}
+
+#[test]
+fn an_overlay_alone_follows_its_base() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    layout(d);
+    let out = check_in(
+        d,
+        &path_with_kubectl(),
+        &["-o", "json", "overlays/prod"],
+        None,
+    );
+    let report = json(&out);
+    assert_eq!(report["summary"]["errors"], 0, "{report}");
+    assert_eq!(report["summary"]["objects"], 3, "{report}");
+    assert_eq!(out.status.code(), Some(1), "the privileged container");
+}
+
+#[test]
+fn without_kustomize_the_error_names_the_fix_and_never_reads_raw_files() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    layout(d);
+    let empty = tempfile::tempdir().unwrap();
+    let path = std::env::join_paths([empty.path()]).unwrap();
+    let out = check_in(d, &path, &["."], None);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--kustomize never"), "{stderr}");
+    assert!(stderr.contains("kubectl"), "{stderr}");
+    let raw = check_in(d, &path, &["--kustomize", "never", "-o", "json", "."], None);
+    let report = json(&raw);
+    assert_eq!(report["summary"]["errors"], 0, "{report}");
+    // Raw: the base's objects as written, the patches skipped.
+    assert!(
+        findings(&report)
+            .iter()
+            .any(|f| f.starts_with("disallow-latest-tag")),
+        "{report}"
+    );
+}
+
+#[test]
+fn a_kustomization_kustomize_refuses_is_an_error_at_its_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    write(d, "app/kustomization.yaml", "resources: [missing.yaml]\n");
+    let out = check_in(d, &path_with_kubectl(), &["app"], None);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("app/kustomization.yaml"), "{stderr}");
+    assert!(stderr.contains("missing.yaml"), "{stderr}");
+}

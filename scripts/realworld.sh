@@ -16,9 +16,9 @@
 #       Joins FINDINGS_TSV (from a run) with the judgements in JUDGED_TSV
 #       (tests/realworld/judged-*.tsv: the finding columns plus verdict,
 #       why) and prints per-policy TP / FP / unjudged, overall precision
-#       and Deny-only precision. Key: repo, policy, kind, namespace, name
-#       and the first 60 characters of the message, lower-cased with runs
-#       of whitespace made one space.
+#       and Deny-only precision. Key: repo, policy, kind, namespace, name,
+#       the source file (without its line) and the first 60 characters of
+#       the message, lower-cased with runs of whitespace made one space.
 #
 # Needs bash, python3 and the binary. CORPUS_DIR/OWNER+NAME holds the
 # extracted tree of the commit repos.tsv names (see the README).
@@ -35,7 +35,8 @@ if [ "${1:-}" = "--judge" ]; then
 import sys, re, collections
 def key(r):
     m = re.sub(r'\s+', ' ', r['message'].lower()).strip()[:60]
-    return (r['repo'], r['policy'], r['kind'], r['namespace'], r['name'], m)
+    f = r['source'].rsplit(':', 1)[0]   # file, not line: kubeflow has many 'default/deployment' in one repo
+    return (r['repo'], r['policy'], r['kind'], r['namespace'], r['name'], f, m)
 def read(p):
     lines = [l.rstrip('\n') for l in open(p, encoding='utf-8') if l.strip() and not l.startswith('#')]
     hdr = lines[0].split('\t')

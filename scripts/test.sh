@@ -10,8 +10,12 @@ command -v go >/dev/null || { echo "test.sh: go is required to build the test co
 
 echo "==> control plane (kube-apiserver, etcd, kubectl) for the integration tests"
 bin_dir=$(scripts/control-plane.sh build | tail -n 1)
-# Its kubectl renders kustomizations for `interlock check` in the tests.
-export PATH="$bin_dir:$PATH"
+echo "==> helm, for the tests of Helm charts"
+helm_dir=$(scripts/helm.sh build | tail -n 1)
+# Its kubectl renders kustomizations, and helm charts, for `interlock check`
+# in the tests.
+export PATH="$bin_dir:$helm_dir:$PATH"
+export INTERLOCK_HELM_DIR="$helm_dir"
 export INTERLOCK_CONTROL_PLANE_DIR="$bin_dir"
 echo "    $bin_dir"
 

@@ -1,8 +1,8 @@
 //! `interlock check`: offline checks over manifest files, and their reports.
 
-pub mod kustomize;
 pub mod policy_test;
 pub mod producers;
+pub mod render;
 pub mod run;
 
 pub use crate::report::{

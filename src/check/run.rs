@@ -1,8 +1,9 @@
 //! `interlock check`: every object in the inputs, checked against every
 //! matching policy, with all the objects as the inventory.
 
-use super::kustomize::{self, KustomizeMode, Rendered, Renderer};
 use super::producers;
+use super::render::kustomize::{self, KustomizeMode, Renderer};
+use super::render::{helm, Rendered};
 use crate::inventory::{Inventory, ObjectKey, Prepared, Source};
 use crate::k8s::openapi::{self, Schemas};
 use crate::k8s::pod_template;
@@ -52,6 +53,8 @@ pub struct CheckOptions {
     pub no_defaults: bool,
     /// `--kustomize`: render kustomizations (the default) or read raw files.
     pub kustomize: KustomizeMode,
+    /// `--values`: values files for every Helm chart rendered.
+    pub values: Vec<PathBuf>,
 }
 
 impl CheckOptions {
@@ -270,7 +273,8 @@ pub fn run(opts: &CheckOptions) -> Report {
     // JSON (parsed again when it is checked), so no more than a file's worth
     // of parsed objects per thread is alive at once.
     let mut load = opts.load_options();
-    let rendered = render_kustomizations(opts, &mut load, &mut report);
+    let mut rendered = render_kustomizations(opts, &mut load, &mut report);
+    rendered.extend(render_charts(opts, &mut load, &mut report));
     let mut skipped = Vec::new();
     let crds = CrdSchemas::default();
     if !opts.inventory.is_empty() {
@@ -435,6 +439,56 @@ fn render_kustomizations(
     });
     let mut docs = Vec::new();
     for r in kustomize::render_all(&renderer, &layout.roots, load) {
+        match r {
+            Rendered::Objects(d) => docs.extend(d),
+            Rendered::Failed(e) => report.errors.push(e),
+            Rendered::NotHere(e) => report.notices.push(e),
+        }
+    }
+    docs
+}
+
+/// Renders the inputs' Helm charts when helm is on PATH (see
+/// `render::helm`); without it their files are skipped with a notice.
+fn render_charts(
+    opts: &CheckOptions,
+    load: &mut LoadOptions,
+    report: &mut Report,
+) -> Vec<Document> {
+    let Some(helm) = helm::helm_on_path() else {
+        return vec![];
+    };
+    let charts = helm::charts(&opts.inputs, &opts.exclude);
+    let Some(first) = charts.roots.first() else {
+        return vec![];
+    };
+    let mut claimed = (*load.claimed).clone();
+    claimed.extend(charts.claimed);
+    load.claimed = std::sync::Arc::new(claimed);
+    report.notices.push(InputError {
+        file: first.display().to_string(),
+        line: None,
+        column: None,
+        message: format!(
+            "rendered {} with `helm template` and {}: {}",
+            match charts.roots.len() {
+                1 => "1 chart".to_string(),
+                n => format!("{n} charts"),
+            },
+            if opts.values.is_empty() {
+                "the charts' default values".to_string()
+            } else {
+                format!(
+                    "the values of {}",
+                    first_names(opts.values.iter().map(|p| p.display().to_string()))
+                )
+            },
+            first_names(charts.roots.iter().map(|p| p.display().to_string()))
+        ),
+    });
+    let mut docs = Vec::new();
+    let namespace = opts.namespace.as_deref();
+    for r in helm::render_all(&helm, &charts.roots, &opts.values, namespace, load) {
         match r {
             Rendered::Objects(d) => docs.extend(d),
             Rendered::Failed(e) => report.errors.push(e),

@@ -176,7 +176,7 @@ fn raw_tool_files_are_skipped_with_one_notice_and_malformed_objects_stay_errors(
     // against the real kustomize in tests/integration/kustomize.rs).
     let run_on = |d: &Path, f: fn(&mut CheckOptions)| {
         run_on(d, |o| {
-            o.kustomize = crate::check::kustomize::KustomizeMode::Never;
+            o.kustomize = crate::check::render::kustomize::KustomizeMode::Never;
             f(o)
         })
     };

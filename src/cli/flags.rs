@@ -56,6 +56,10 @@ pub enum Command {
         /// PATH); never: read the raw files as written.
         #[arg(long, default_value = "auto", value_parser = ["auto", "never"])]
         kustomize: String,
+        /// A values file for every Helm chart found (repeatable; charts are
+        /// rendered with `helm template` when helm is on PATH).
+        #[arg(long = "values", value_name = "FILE")]
+        values: Vec<PathBuf>,
         #[command(flatten)]
         overrides: Overrides,
         /// Files, folders, or - for standard input.

@@ -42,6 +42,7 @@ fn dispatch(command: Command) -> u8 {
             exclude,
             no_defaults,
             kustomize,
+            values,
             overrides,
             paths,
         } => print_report(
@@ -57,9 +58,10 @@ fn dispatch(command: Command) -> u8 {
                 overrides,
                 no_defaults,
                 kustomize: match kustomize.as_str() {
-                    "never" => check::kustomize::KustomizeMode::Never,
-                    _ => check::kustomize::KustomizeMode::Auto,
+                    "never" => check::render::kustomize::KustomizeMode::Never,
+                    _ => check::render::kustomize::KustomizeMode::Auto,
                 },
+                values,
                 ..Default::default()
             }),
             output,

@@ -103,10 +103,14 @@ pub struct SourceLocation {
     pub file: String,
     /// 1-based line.
     pub line: usize,
-    /// The kustomization whose rendering produced the object, when `file`
-    /// is the source it was rendered from.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub kustomization: Option<String>,
+    /// The kustomization or Helm chart whose rendering produced the
+    /// object, when `file` is the source it was rendered from.
+    #[serde(
+        default,
+        rename = "renderedBy",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub rendered_by: Option<String>,
 }
 
 impl SourceLocation {
@@ -115,7 +119,7 @@ impl SourceLocation {
         SourceLocation {
             file: file.into(),
             line,
-            kustomization: None,
+            rendered_by: None,
         }
     }
 
@@ -124,7 +128,7 @@ impl SourceLocation {
         SourceLocation {
             file: doc.source.to_string(),
             line: doc.line,
-            kustomization: doc.rendered_by.as_deref().map(str::to_string),
+            rendered_by: doc.rendered_by.as_deref().map(str::to_string),
         }
     }
 }
@@ -132,8 +136,8 @@ impl SourceLocation {
 impl fmt::Display for SourceLocation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}:{}", self.file, self.line)?;
-        if let Some(k) = &self.kustomization {
-            write!(f, " (rendered by kustomization {k})")?;
+        if let Some(by) = &self.rendered_by {
+            write!(f, " (rendered from {by})")?;
         }
         Ok(())
     }

@@ -1,7 +1,8 @@
-//! `interlock check` over kustomize layouts, rendered by the real kustomize
-//! (the kubectl of the test control plane): the findings are those of
-//! `kubectl kustomize DIR | interlock check -`, reported at the source file
-//! and line of each object, with the kustomization that rendered it.
+//! `interlock check` over kustomize layouts and Helm charts, rendered by the
+//! real tools (the kubectl of the test control plane; helm built by
+//! scripts/helm.sh from its Go module): the findings are those of
+//! `kubectl kustomize DIR | interlock check -` and `helm template`, reported
+//! at the source file and line of each object, with what rendered it.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -16,6 +17,32 @@ fn kubectl_dir() -> PathBuf {
 /// PATH with only the control plane's binaries (kubectl, no kustomize).
 fn path_with_kubectl() -> std::ffi::OsString {
     std::env::join_paths([kubectl_dir()]).expect("PATH")
+}
+
+/// helm's folder: `INTERLOCK_HELM_DIR` when it holds helm, or what
+/// scripts/helm.sh builds (cached).
+fn helm_dir() -> PathBuf {
+    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        if let Some(d) = std::env::var_os("INTERLOCK_HELM_DIR").map(PathBuf::from) {
+            if d.join("helm").is_file() {
+                return d;
+            }
+        }
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/helm.sh");
+        let out = Command::new(&script)
+            .stderr(Stdio::inherit())
+            .output()
+            .expect("run scripts/helm.sh");
+        assert!(out.status.success(), "scripts/helm.sh failed");
+        let text = String::from_utf8_lossy(&out.stdout);
+        PathBuf::from(text.lines().last().expect("the bin dir").trim())
+    })
+    .clone()
+}
+
+fn path_with_helm() -> std::ffi::OsString {
+    std::env::join_paths([kubectl_dir(), helm_dir()]).expect("PATH")
 }
 
 fn check_in(dir: &Path, path: &std::ffi::OsStr, args: &[&str], stdin: Option<&[u8]>) -> Output {
@@ -158,7 +185,7 @@ fn a_kustomize_tree_is_checked_as_kustomize_renders_it() {
     // the overlay that rendered it.
     assert_eq!(r["source"]["file"], "base/deploy.yaml", "{r}");
     assert_eq!(r["source"]["line"], 2, "{r}");
-    assert_eq!(r["source"]["kustomization"], "./overlays/prod", "{r}");
+    assert_eq!(r["source"]["renderedBy"], "./overlays/prod", "{r}");
     // The host is shared with the plain file's Ingress, found across both.
     assert!(
         got.iter()
@@ -244,4 +271,135 @@ fn a_kustomization_kustomize_refuses_is_an_error_at_its_file() {
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("app/kustomization.yaml"), "{stderr}");
     assert!(stderr.contains("missing.yaml"), "{stderr}");
+}
+
+/// A chart (named unlike its folder) with a vendored subchart, a helper
+/// template, and a default value that makes an image `latest`.
+fn chart(d: &Path) {
+    write(
+        d,
+        "charts/web/Chart.yaml",
+        "apiVersion: v2\nname: webapp\nversion: 1.0.0\n",
+    );
+    write(
+        d,
+        "charts/web/values.yaml",
+        "image: {tag: latest}\nreplicas: 2\n",
+    );
+    write(
+        d,
+        "charts/web/templates/_helpers.tpl",
+        "{{- define \"web.name\" -}}{{ .Release.Name }}-web{{- end }}\n",
+    );
+    write(
+        d,
+        "charts/web/templates/app.yaml",
+        "apiVersion: v1\nkind: Service\nmetadata: {name: {{ include \"web.name\" . }}}\nspec:\n  selector: {app: web}\n  ports: [{name: http, port: 80, targetPort: 8080}]\n---\n# the workload\napiVersion: apps/v1\nkind: Deployment\nmetadata: {name: {{ include \"web.name\" . }}}\nspec:\n  replicas: {{ .Values.replicas }}\n  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n    spec:\n      containers:\n      - name: web\n        image: nginx:{{ .Values.image.tag }}\n        resources: {requests: {cpu: 10m}, limits: {memory: 64Mi}}\n",
+    );
+    write(
+        d,
+        "charts/web/charts/db/Chart.yaml",
+        "apiVersion: v2\nname: db\nversion: 0.1.0\n",
+    );
+    write(
+        d,
+        "charts/web/charts/db/templates/db.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: {{ .Release.Name }}-db}\ndata: {a: b}\n",
+    );
+}
+
+#[test]
+fn a_helm_chart_is_checked_as_helm_template_renders_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    chart(d);
+    let out = check_in(d, &path_with_helm(), &["-o", "json", "."], None);
+    let report = json(&out);
+    assert_eq!(report["summary"]["errors"], 0, "{report}");
+    // The Service, the Deployment and the subchart's ConfigMap.
+    assert_eq!(report["summary"]["objects"], 3, "{report}");
+    let latest: Vec<&Json> = report["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["policy"] == "disallow-latest-tag")
+        .collect();
+    assert_eq!(latest.len(), 1, "{report}");
+    let r = latest[0];
+    assert_eq!(r["object"]["name"], "web-web", "{r}");
+    assert_eq!(r["source"]["file"], "charts/web/templates/app.yaml", "{r}");
+    // The line of the Deployment's `kind:` in its template.
+    assert_eq!(r["source"]["line"], 10, "{r}");
+    assert_eq!(r["source"]["renderedBy"], "./charts/web", "{r}");
+    assert_eq!(out.status.code(), Some(1));
+
+    // The same findings as `helm template` piped in.
+    let rendered = Command::new(helm_dir().join("helm"))
+        .args(["template", "web", "charts/web"])
+        .current_dir(d)
+        .output()
+        .expect("helm template");
+    assert!(
+        rendered.status.success(),
+        "{}",
+        String::from_utf8_lossy(&rendered.stderr)
+    );
+    let piped = check_in(
+        d,
+        &path_with_helm(),
+        &["-o", "json", "-"],
+        Some(&rendered.stdout),
+    );
+    assert_eq!(findings(&json(&piped)), findings(&report));
+
+    // A values file pins the image.
+    write(d, "prod-values.yaml", "image: {tag: '1.27.1'}\n");
+    let pinned = check_in(
+        d,
+        &path_with_helm(),
+        &["-o", "json", "--values", "prod-values.yaml", "charts"],
+        None,
+    );
+    let pinned = json(&pinned);
+    assert!(
+        findings(&pinned)
+            .iter()
+            .all(|f| !f.starts_with("disallow-latest-tag")),
+        "{pinned}"
+    );
+}
+
+#[test]
+fn without_helm_a_chart_is_skipped_with_a_notice_and_one_that_needs_values_too() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    chart(d);
+    let out = check_in(d, &path_with_kubectl(), &["-o", "json", "."], None);
+    let report = json(&out);
+    assert_eq!(out.status.code(), Some(2), "no objects at all: {report}");
+    assert!(
+        report["errors"].to_string().contains("nothing was checked"),
+        "{report}"
+    );
+    assert!(
+        report["notices"].to_string().contains("helm template"),
+        "{report}"
+    );
+    // A chart that cannot render with its defaults is a notice, not exit 2.
+    write(
+        d,
+        "charts/web/templates/ingress.yaml",
+        "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {name: web}\nspec:\n  rules: [{host: {{ required \"ingress.host is required\" .Values.host }}}]\n",
+    );
+    write(
+        d,
+        "plain/cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: p}\n",
+    );
+    let out = check_in(d, &path_with_helm(), &["-o", "json", "."], None);
+    let report = json(&out);
+    assert_eq!(out.status.code(), Some(0), "{report}");
+    let notices = report["notices"].to_string();
+    assert!(notices.contains("ingress.host is required"), "{notices}");
+    assert!(notices.contains("--values FILE"), "{notices}");
 }

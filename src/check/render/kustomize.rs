@@ -19,11 +19,9 @@
 
 use std::collections::{HashMap, HashSet};
 use std::fs;
-use std::io::Read;
 use std::path::{Component, Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
 use serde_json::Value as Json;
@@ -31,14 +29,13 @@ use serde_json::Value as Json;
 use crate::manifest::{self, Document, Format, LoadOptions, Source};
 use crate::report::InputError;
 
+use super::{canonical, display_path, find_on_path, run_bounded, Rendered};
+
 /// The names kustomize reads as a kustomization, in its order.
 const KUSTOMIZATION_FILES: [&str; 3] = ["kustomization.yaml", "kustomization.yml", "Kustomization"];
 
 /// The annotation kustomize writes with `buildMetadata: [originAnnotations]`.
 const ORIGIN: &str = "config.kubernetes.io/origin";
-
-/// How long one `kustomize build` may take (a remote base that hangs).
-const BUILD_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// Whether `check` renders kustomizations (`--kustomize`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -77,10 +74,6 @@ fn kustomization_in(dir: &Path) -> Option<PathBuf> {
         .iter()
         .map(|n| dir.join(n))
         .find(|p| p.is_file())
-}
-
-fn canonical(p: &Path) -> PathBuf {
-    fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf())
 }
 
 /// A reference kustomize would fetch over the network.
@@ -288,19 +281,13 @@ pub struct Renderer {
 impl Renderer {
     /// `kustomize build`, or else `kubectl kustomize`, from PATH.
     pub fn from_path() -> Option<Renderer> {
-        let path = std::env::var_os("PATH")?;
-        let find = |name: &str| {
-            std::env::split_paths(&path)
-                .map(|d| d.join(name))
-                .find(|p| p.is_file())
-        };
-        find("kustomize")
+        find_on_path("kustomize")
             .map(|program| Renderer {
                 program,
                 subcommand: "build",
             })
             .or_else(|| {
-                find("kubectl").map(|program| Renderer {
+                find_on_path("kubectl").map(|program| Renderer {
                     program,
                     subcommand: "kustomize",
                 })
@@ -315,15 +302,6 @@ impl Renderer {
             .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
         format!("{name} {}", self.subcommand)
     }
-}
-
-/// What rendering one kustomization gave.
-pub enum Rendered {
-    Objects(Vec<Document>),
-    /// Input that kustomize refused: a real error.
-    Failed(InputError),
-    /// Could not be rendered here (a remote base): a notice.
-    NotHere(InputError),
 }
 
 /// Renders every root, in parallel (each is a process of its own).
@@ -467,16 +445,6 @@ fn normalize(p: &Path) -> PathBuf {
         }
     }
     out
-}
-
-/// A source file as the user would name it: relative to the working
-/// folder when it is inside it.
-fn display_path(p: &Path) -> PathBuf {
-    std::env::current_dir()
-        .ok()
-        .map(|cwd| canonical(&cwd))
-        .and_then(|cwd| p.strip_prefix(&cwd).ok().map(Path::to_path_buf))
-        .unwrap_or_else(|| p.to_path_buf())
 }
 
 /// kustomize's origin annotation, parsed.
@@ -634,69 +602,6 @@ fn reason_is_remote(reason: &str) -> bool {
     .any(|m| reason.contains(m))
 }
 
-struct Output {
-    success: bool,
-    stdout: Vec<u8>,
-    stderr: Vec<u8>,
-}
-
-/// Runs a command with no input, a time limit, and at most `limit` bytes
-/// of output kept.
-fn run_bounded(cmd: &mut Command, limit: u64) -> Result<Output, String> {
-    let mut child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("cannot run it: {e}"))?;
-    let mut out = child.stdout.take().ok_or("no standard output")?;
-    let mut err = child.stderr.take().ok_or("no standard error")?;
-    let reader = std::thread::spawn(move || {
-        let mut buf = Vec::new();
-        let read = out
-            .by_ref()
-            .take(limit.saturating_add(1))
-            .read_to_end(&mut buf);
-        // Drain the rest so the child never blocks on a full pipe.
-        let _ = std::io::copy(&mut out, &mut std::io::sink());
-        read.map(|_| buf)
-    });
-    let err_reader = std::thread::spawn(move || {
-        let mut buf = Vec::new();
-        let _ = err.by_ref().take(64 * 1024).read_to_end(&mut buf);
-        let _ = std::io::copy(&mut err, &mut std::io::sink());
-        buf
-    });
-    let deadline = Instant::now() + BUILD_TIMEOUT;
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break status,
-            Ok(None) if Instant::now() >= deadline => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(format!(
-                    "did not finish within {} s (a remote base that does not answer?)",
-                    BUILD_TIMEOUT.as_secs()
-                ));
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(10)),
-            Err(e) => return Err(e.to_string()),
-        }
-    };
-    let stdout = reader
-        .join()
-        .map_err(|_| "the output reader panicked".to_string())?
-        .map_err(|e| e.to_string())?;
-    let stderr = err_reader.join().unwrap_or_default();
-    if stdout.len() as u64 > limit {
-        return Err(format!("rendered more than the limit of {limit} bytes"));
-    }
-    Ok(Output {
-        success: status.success(),
-        stdout,
-        stderr,
-    })
-}
-
 #[cfg(test)]
+#[path = "kustomize_tests.rs"]
 mod tests;

@@ -1,0 +1,114 @@
+//! Sources that are not objects until a tool renders them: kustomize
+//! layouts and Helm charts. `interlock check` runs the real tools (found on
+//! PATH), never a re-implementation, and checks what they render, each
+//! object reported at the source file it came from.
+
+pub mod helm;
+pub mod kustomize;
+
+use std::fs;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::manifest::Document;
+use crate::report::InputError;
+
+/// How long one render may take (a remote base that hangs).
+const BUILD_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// What rendering one kustomization or chart gave.
+pub enum Rendered {
+    Objects(Vec<Document>),
+    /// Input that the tool refused: a real error.
+    Failed(InputError),
+    /// Could not be rendered here (a remote base, values it needs): a notice.
+    NotHere(InputError),
+}
+
+/// An executable named `name` in a folder of PATH.
+pub(crate) fn find_on_path(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+}
+
+pub(crate) fn canonical(p: &Path) -> PathBuf {
+    fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf())
+}
+
+/// A source file as the user would name it: relative to the working
+/// folder when it is inside it.
+pub(crate) fn display_path(p: &Path) -> PathBuf {
+    std::env::current_dir()
+        .ok()
+        .map(|cwd| canonical(&cwd))
+        .and_then(|cwd| p.strip_prefix(&cwd).ok().map(Path::to_path_buf))
+        .unwrap_or_else(|| p.to_path_buf())
+}
+
+pub(crate) struct Output {
+    pub success: bool,
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+}
+
+/// Runs a command with no input, a time limit, and at most `limit` bytes
+/// of output kept.
+pub(crate) fn run_bounded(cmd: &mut Command, limit: u64) -> Result<Output, String> {
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot run it: {e}"))?;
+    let mut out = child.stdout.take().ok_or("no standard output")?;
+    let mut err = child.stderr.take().ok_or("no standard error")?;
+    let reader = std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        let read = out
+            .by_ref()
+            .take(limit.saturating_add(1))
+            .read_to_end(&mut buf);
+        // Drain the rest so the child never blocks on a full pipe.
+        let _ = std::io::copy(&mut out, &mut std::io::sink());
+        read.map(|_| buf)
+    });
+    let err_reader = std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        let _ = err.by_ref().take(64 * 1024).read_to_end(&mut buf);
+        let _ = std::io::copy(&mut err, &mut std::io::sink());
+        buf
+    });
+    let deadline = Instant::now() + BUILD_TIMEOUT;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if Instant::now() >= deadline => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!(
+                    "did not finish within {} s (a remote base that does not answer?)",
+                    BUILD_TIMEOUT.as_secs()
+                ));
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(10)),
+            Err(e) => return Err(e.to_string()),
+        }
+    };
+    let stdout = reader
+        .join()
+        .map_err(|_| "the output reader panicked".to_string())?
+        .map_err(|e| e.to_string())?;
+    let stderr = err_reader.join().unwrap_or_default();
+    if stdout.len() as u64 > limit {
+        return Err(format!("rendered more than the limit of {limit} bytes"));
+    }
+    Ok(Output {
+        success: status.success(),
+        stdout,
+        stderr,
+    })
+}

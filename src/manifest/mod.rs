@@ -581,6 +581,16 @@ fn load_one(source: Source, bytes: &[u8], format: Format, opts: &LoadOptions) ->
     };
     let mut parsed = parsed;
     let mut partly_skipped = None;
+    // A file that does not parse and never names an apiVersion or a kind
+    // is no manifest (a data file in another syntax, a template
+    // fragment): skipped, not an error.
+    if opts.skip_non_objects
+        && !parsed.errors.is_empty()
+        && !text.contains("apiVersion")
+        && !text.contains("kind")
+    {
+        return skipped(source, SkipReason::NotObjects);
+    }
     if opts.skip_non_objects && parsed.errors.is_empty() {
         if let Some(reason) = skip::by_content(&parsed.docs) {
             return skipped(source, reason);

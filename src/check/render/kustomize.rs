@@ -326,15 +326,28 @@ fn render(renderer: &Renderer, root: &Path, opts: &LoadOptions) -> Rendered {
             return Rendered::Failed(error(format!("cannot prepare the kustomize build: {e}")))
         }
     };
-    let output = match run_bounded(
-        Command::new(&renderer.program)
-            .arg(renderer.subcommand)
-            .arg(&scratch.dir),
-        opts.max_file_size,
-    ) {
+    let build = |extra: &[&str]| {
+        run_bounded(
+            Command::new(&renderer.program)
+                .arg(renderer.subcommand)
+                .args(extra)
+                .arg(&scratch.dir),
+            opts.max_file_size,
+        )
+    };
+    let mut output = match build(&[]) {
         Ok(o) => o,
         Err(e) => return Rendered::Failed(error(format!("{}: {e}", renderer.describe()))),
     };
+    // A kustomization that reads files outside its folder is built by its
+    // repository with the load restrictor off (cluster-api's templates,
+    // for one): so is it here.
+    if !output.success && kustomize_reason(&output.stderr).contains("is not in or below") {
+        match build(&["--load-restrictor", "LoadRestrictionsNone"]) {
+            Ok(o) => output = o,
+            Err(e) => return Rendered::Failed(error(format!("{}: {e}", renderer.describe()))),
+        }
+    }
     if !output.success {
         let reason = kustomize_reason(&output.stderr);
         let message = format!("{} failed: {reason}", renderer.describe());
@@ -567,12 +580,22 @@ fn name_lines(file: &Path) -> Vec<(usize, String, String)> {
 /// kubectl's log prefix.
 fn kustomize_reason(stderr: &[u8]) -> String {
     let text = String::from_utf8_lossy(stderr);
-    let line = text
+    // kubectl logs a long error as a block: `err=<`, tab-indented lines, ` >`.
+    let block = text.split_once("err=<\n").map(|(_, rest)| {
+        rest.lines()
+            .take_while(|l| l.trim() != ">")
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .collect::<Vec<_>>()
+            .join(" ")
+    });
+    let last = text
         .lines()
         .rev()
         .find(|l| !l.trim().is_empty())
         .unwrap_or("no message")
         .trim();
+    let line = block.as_deref().unwrap_or(last);
     let line = line
         .split_once("err=")
         .map_or(line, |(_, rest)| rest.trim_matches('"'));

@@ -90,6 +90,11 @@ fn kustomize_reasons_lose_kubectls_log_prefix() {
         "accumulating resources: 'x' must resolve to a file"
     );
     assert_eq!(kustomize_reason(b"Error: missing file\n"), "missing file");
+    let block = b"E1202 10:40:19 15574 run.go:72] \"command failed\" err=<\n\taccumulating resources: 'https://x/y.yaml': dial tcp: no such host\n\t: exit status 128\n >\n";
+    assert_eq!(
+        kustomize_reason(block),
+        "accumulating resources: 'https://x/y.yaml': dial tcp: no such host : exit status 128"
+    );
 }
 
 #[test]

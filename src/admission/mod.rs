@@ -565,6 +565,7 @@ fn request<'a>(
         groups: req.user_info.groups.clone().unwrap_or_default(),
         dry_run: req.dry_run,
         uid: req.uid.clone(),
+        live: true,
         authorizer: authorizer.map(|authorizer| RequestAuthorizer {
             authorizer,
             uid: req.user_info.uid.as_deref().unwrap_or_default(),

@@ -380,9 +380,11 @@ pub fn evaluate(policies: &PolicySet, snapshot: Snapshot, opts: &AuditOptions) -
             let value: Option<Json> = lz4_flex::block::decompress_size_prepended(&it.body)
                 .ok()
                 .and_then(|b| serde_json::from_slice(&b).ok());
-            let Some(request) = value.as_ref().and_then(|v| Request::create(v, USER)) else {
+            let Some(mut request) = value.as_ref().and_then(|v| Request::create(v, USER)) else {
                 return (vec![], vec![], vec![]);
             };
+            // The cluster's object: validationActions, not checkActions.
+            request.live = true;
             let verdicts = policies.evaluate(&request, &snapshot.inventory).verdicts;
             let (unevaluable, verdicts): (Vec<_>, Vec<_>) =
                 verdicts.into_iter().partition(not_evaluable);

@@ -4,6 +4,7 @@ pub mod policy_test;
 pub mod producers;
 pub mod render;
 pub mod run;
+pub mod skaffold;
 
 pub use crate::report::{
     stdout_wants_color, Action, Evaluated, Finding, InputError, ObjectRef, OutputFormat,

@@ -44,6 +44,45 @@ pub fn made_by(object: &Json) -> Vec<Json> {
     };
     let secret =
         |made: &str| json!({"apiVersion": "v1", "kind": "Secret", "metadata": meta(made, None)});
+    let mut made = made_by_kind(object, group, kind, name, &secret, &meta);
+    // Controllers that write the Secret or ConfigMap their own flags or
+    // environment name (`--secret-name=foo`, WEBHOOK_SECRET_NAME=foo).
+    if is_workload(group, kind) {
+        for (made_kind, made_name) in named_by_flags(object) {
+            let m =
+                json!({"apiVersion": "v1", "kind": made_kind, "metadata": meta(&made_name, None)});
+            if !made.contains(&m) {
+                made.push(m);
+            }
+        }
+    }
+    made
+}
+
+/// The kinds that run pods from a template of their own.
+fn is_workload(group: &str, kind: &str) -> bool {
+    matches!(
+        (group, kind),
+        ("", "Pod" | "ReplicationController")
+            | (
+                "apps",
+                "Deployment" | "StatefulSet" | "DaemonSet" | "ReplicaSet"
+            )
+            | ("batch", "Job" | "CronJob")
+    )
+}
+
+/// What the known producers among `object`'s kinds make.
+fn made_by_kind(
+    object: &Json,
+    group: &str,
+    kind: &str,
+    name: &str,
+    secret: &dyn Fn(&str) -> Json,
+    meta: &dyn Fn(&str, Option<Json>) -> Json,
+) -> Vec<Json> {
+    let s = |p: &str| object.pointer(p).and_then(Json::as_str).unwrap_or("");
+    let ns = s("/metadata/namespace");
     match (group, kind) {
         ("cert-manager.io", "Certificate") => {
             let made = s("/spec/secretName");
@@ -103,6 +142,7 @@ pub fn made_by(object: &Json) -> Vec<Json> {
             .map(|made| secret(&made))
             .collect(),
         // One claim per template and replica: <template>-<set>-<ordinal>.
+        // (A StatefulSet is also a workload: see `named_by_flags` below.)
         ("apps", "StatefulSet") => {
             let replicas = object
                 .pointer("/spec/replicas")
@@ -128,6 +168,94 @@ pub fn made_by(object: &Json) -> Vec<Json> {
         }
         _ => vec![],
     }
+}
+
+/// The Secrets and ConfigMaps a workload's containers name in their own
+/// configuration: a flag `--NAME=VALUE` (or `--NAME VALUE`) whose NAME
+/// says `secret` or `configmap`/`config-map`, and an environment variable
+/// whose name says SECRET or CONFIGMAP/CONFIG_MAP and ends in NAME
+/// (`WEBHOOK_SECRET_NAME`, `ML_SECRET_NAME`). A controller is told this
+/// way which object to write (a webhook certificate, a memberlist key)
+/// or read; either way the workload was installed with that object in
+/// mind, so it is taken as made there, in the workload's namespace. The
+/// value must be a plain object name (no `$(VAR)`, no `/`).
+fn named_by_flags(object: &Json) -> Vec<(&'static str, String)> {
+    let kind_of = |word: &str| -> Option<&'static str> {
+        let w = word.to_ascii_lowercase().replace('_', "-");
+        if w.contains("configmap") || w.contains("config-map") {
+            Some("ConfigMap")
+        } else if w.contains("secret") {
+            Some("Secret")
+        } else {
+            None
+        }
+    };
+    let is_name = |v: &str| {
+        !v.is_empty()
+            && v.len() <= 253
+            && v.bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
+            && v.as_bytes()[0].is_ascii_alphanumeric()
+    };
+    let mut out = Vec::new();
+    let specs = [
+        "/spec",
+        "/spec/template/spec",
+        "/spec/jobTemplate/spec/template/spec",
+    ];
+    let containers = specs.iter().flat_map(|p| {
+        ["containers", "initContainers"]
+            .into_iter()
+            .flat_map(move |c| {
+                object
+                    .pointer(&format!("{p}/{c}"))
+                    .and_then(Json::as_array)
+                    .map(Vec::as_slice)
+                    .unwrap_or_default()
+            })
+    });
+    for c in containers {
+        let words: Vec<&str> = ["command", "args"]
+            .into_iter()
+            .filter_map(|f| c.get(f).and_then(Json::as_array))
+            .flatten()
+            .filter_map(Json::as_str)
+            .collect();
+        for (i, w) in words.iter().enumerate() {
+            let Some(flag) = w.strip_prefix("--").or_else(|| w.strip_prefix('-')) else {
+                continue;
+            };
+            let (flag, value) = match flag.split_once('=') {
+                Some((f, v)) => (f, Some(v).filter(|v| !v.is_empty())),
+                None => (
+                    flag,
+                    words.get(i + 1).copied().filter(|v| !v.starts_with('-')),
+                ),
+            };
+            if let (Some(kind), Some(v)) = (kind_of(flag), value) {
+                if is_name(v) {
+                    out.push((kind, v.to_string()));
+                }
+            }
+        }
+        let env = c.get("env").and_then(Json::as_array);
+        for e in env.into_iter().flatten() {
+            let (Some(n), Some(v)) = (
+                e.get("name").and_then(Json::as_str),
+                e.get("value").and_then(Json::as_str),
+            ) else {
+                continue;
+            };
+            if n.to_ascii_uppercase().ends_with("NAME") && is_name(v) {
+                if let Some(kind) = kind_of(n) {
+                    out.push((kind, v.to_string()));
+                }
+            }
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
 }
 
 /// The names a Job mentions: the leading parts of its own name (at `-`),
@@ -240,5 +368,49 @@ mod tests {
         assert!(names(&made_by(&init)).contains(&"Secret argocd/argocd-redis".to_string()));
         let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}});
         assert!(made_by(&cm).is_empty());
+    }
+
+    /// A controller told by flag or environment which Secret or ConfigMap
+    /// to write (the issue's examples: `--secret-name=foo`,
+    /// `WEBHOOK_SECRET_NAME`, a memberlist Secret `--ml-secret-name`).
+    #[test]
+    fn workloads_make_what_their_flags_and_environment_name() {
+        let d = json!({"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "controller", "namespace": "lb"},
+            "spec": {"template": {"spec": {"containers": [{"name": "c",
+                "args": ["--ml-secret-name=memberlist", "--webhook-secret", "webhook-cert",
+                         "--config-map-name=lb-config", "--port=7472",
+                         "--secret-name=$(SECRET)", "--tls-secret=ns/other", "--secret-name="],
+                "env": [{"name": "WEBHOOK_SECRET_NAME", "value": "webhook-server-cert"},
+                        {"name": "LEADER_CONFIGMAP_NAME", "value": "leader"},
+                        {"name": "SECRET_KEY", "value": "not-a-name-variable"},
+                        {"name": "POD_NAME", "value": "not-a-secret"},
+                        {"name": "OTHER_SECRET_NAME",
+                         "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}]}]}}}});
+        let made = made_by(&d);
+        assert_eq!(
+            names(&made),
+            [
+                "ConfigMap lb/lb-config",
+                "ConfigMap lb/leader",
+                "Secret lb/memberlist",
+                "Secret lb/webhook-cert",
+                "Secret lb/webhook-server-cert"
+            ]
+        );
+        assert_eq!(
+            made[0]["metadata"]["annotations"][PRODUCED_BY],
+            "Deployment lb/controller"
+        );
+        // Only workloads: a ConfigMap's data is not a container's flags.
+        let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"},
+            "spec": {"containers": [{"args": ["--secret-name=x"]}]}});
+        assert!(made_by(&cm).is_empty());
+        // A CronJob's containers are under its job template.
+        let cron = json!({"apiVersion": "batch/v1", "kind": "CronJob",
+            "metadata": {"name": "rotate", "namespace": "a"},
+            "spec": {"jobTemplate": {"spec": {"template": {"spec": {"containers": [
+                {"name": "r", "args": ["--secret-name", "rotated"]}]}}}}}});
+        assert_eq!(names(&made_by(&cron)), ["Secret a/rotated"]);
     }
 }

@@ -180,6 +180,8 @@ pub fn validate(
             continue;
         };
         req.groups = user.groups.clone();
+        // Checked against the cluster: validationActions, not checkActions.
+        req.live = true;
         req.authorizer = asker.as_ref().map(|authorizer| RequestAuthorizer {
             authorizer,
             uid: &user.uid,

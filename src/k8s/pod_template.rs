@@ -12,7 +12,7 @@ use serde_json::{json, Value as Json};
 pub const TEMPLATE_OF: &str = "interlock.dev/template-of";
 
 /// Where a kind keeps a pod template, as JSON pointers.
-const TEMPLATE_PATHS: &[&str] = &["/spec/template", "/spec/jobTemplate/spec/template"];
+pub const TEMPLATE_PATHS: &[&str] = &["/spec/template", "/spec/jobTemplate/spec/template"];
 
 /// One pod template found in an object.
 #[derive(Debug, Clone, PartialEq)]

@@ -182,6 +182,9 @@ struct Binding {
     /// The actions for admission requests, when they differ (an
     /// InterlockPolicy's `admissionActions`).
     admission_actions: Option<Vec<Action>>,
+    /// The actions for objects read from files (`check`, `test`), when
+    /// they differ (an InterlockPolicy's `checkActions`).
+    check_actions: Option<Vec<Action>>,
     matcher: Option<MatchResources>,
     param_ref: Option<ParamRef>,
 }
@@ -286,6 +289,10 @@ pub struct Request<'a> {
     pub groups: Vec<String>,
     pub dry_run: bool,
     pub uid: String,
+    /// Whether the object is the cluster's (an admission request, an audit,
+    /// a group's validation) rather than one read from files (`check`,
+    /// `test`), which an InterlockPolicy's `checkActions` apply to.
+    pub live: bool,
     /// Who answers `authorizer...check()`: only admission requests under
     /// `serve` have one; offline the check is an evaluation error.
     pub authorizer: Option<RequestAuthorizer<'a>>,
@@ -369,6 +376,7 @@ impl<'a> Request<'a> {
             groups: vec!["system:authenticated".into()],
             dry_run: false,
             uid: String::new(),
+            live: false,
             authorizer: None,
         })
     }
@@ -718,6 +726,7 @@ impl PolicySet {
                     name: Some(name.clone()),
                     actions,
                     admission_actions: None,
+                    check_actions: None,
                     matcher: b.match_resources,
                     param_ref: b.param_ref,
                 });
@@ -1041,6 +1050,9 @@ fn compile_policy(
     if kind == PolicyKind::Vap && !spec.admission_actions.is_empty() {
         return Err("spec.admissionActions is an InterlockPolicy field; a ValidatingAdmissionPolicy's actions are its bindings' validationActions".into());
     }
+    if kind == PolicyKind::Vap && !spec.check_actions.is_empty() {
+        return Err("spec.checkActions is an InterlockPolicy field; a ValidatingAdmissionPolicy's actions are its bindings' validationActions".into());
+    }
     if kind == PolicyKind::Interlock {
         let actions = if spec.validation_actions.is_empty() {
             vec![Action::Deny]
@@ -1052,6 +1064,11 @@ fn compile_policy(
         } else {
             Some(parse_actions("admissionActions", &spec.admission_actions)?)
         };
+        let check_actions = if spec.check_actions.is_empty() {
+            None
+        } else {
+            Some(parse_actions("checkActions", &spec.check_actions)?)
+        };
         if param_kind.is_some() && spec.param_ref.is_none() {
             return Err("spec.paramKind is set, so spec.paramRef is required".into());
         }
@@ -1059,6 +1076,7 @@ fn compile_policy(
             name: None,
             actions,
             admission_actions,
+            check_actions,
             matcher: None,
             param_ref: spec.param_ref.clone(),
         });
@@ -1229,8 +1247,9 @@ impl CompiledPolicy {
                     continue;
                 }
             }
-            let actions = match &b.admission_actions {
-                Some(a) if req.is_admission() => a,
+            let actions = match (&b.admission_actions, &b.check_actions) {
+                (Some(a), _) if req.is_admission() => a,
+                (_, Some(a)) if !req.is_admission() && !req.live => a,
                 _ => &b.actions,
             };
             let verdict =

@@ -29,6 +29,12 @@ pub struct PolicySpec {
     /// groups use). For rules about objects that may be created later.
     #[serde(default)]
     pub admission_actions: Vec<String>,
+    /// InterlockPolicy only: the actions for objects read from files
+    /// (`interlock check`, `interlock test`), when they differ from
+    /// `validationActions` (which audits and groups keep). For rules whose
+    /// files may not hold the whole cluster.
+    #[serde(default)]
+    pub check_actions: Vec<String>,
     #[serde(default)]
     pub param_ref: Option<ParamRef>,
     #[serde(default)]

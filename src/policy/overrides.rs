@@ -16,7 +16,7 @@ pub struct Overrides {
     #[arg(long = "disable", value_name = "NAME")]
     pub disable: Vec<String>,
     /// Make the policy of this name only Deny, Warn or Audit (its
-    /// validationActions and admissionActions, or its bindings'
+    /// validationActions, admissionActions and checkActions, or its bindings'
     /// validationActions); repeatable.
     #[arg(long = "action", value_name = "NAME=ACTION", value_parser = parse_action)]
     pub actions: Vec<(String, Action)>,
@@ -176,6 +176,7 @@ impl Overrides {
                     "InterlockPolicy" => {
                         spec.insert("validationActions".into(), actions.clone());
                         spec.insert("admissionActions".into(), actions.clone());
+                        spec.insert("checkActions".into(), actions.clone());
                     }
                     "ValidatingAdmissionPolicyBinding" => {
                         spec.insert("validationActions".into(), actions.clone());
@@ -225,6 +226,7 @@ mod tests {
             .unwrap();
         assert_eq!(p.value["spec"]["validationActions"], json!(["Audit"]));
         assert_eq!(p.value["spec"]["admissionActions"], json!(["Audit"]));
+        assert_eq!(p.value["spec"]["checkActions"], json!(["Audit"]));
     }
 
     #[test]

@@ -412,6 +412,72 @@ fn admission_actions_apply_at_admission_only() {
     assert_eq!(actions(&req), [Action::Warn]);
 }
 
+/// An InterlockPolicy's `checkActions` (docs/policy-kind.md) apply to
+/// objects read from files (`check`, `test`: no uid, not live); the
+/// cluster's objects (an audit, a group's validation: `live`) keep
+/// `validationActions`, and admission requests take `admissionActions`
+/// (or `validationActions` without them, never `checkActions`).
+#[test]
+fn check_actions_apply_to_objects_from_files_only() {
+    let spec = |admission: Option<&str>| {
+        let mut spec = json!({
+            "validationActions": ["Deny"], "checkActions": ["Warn"],
+            "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                "resources": ["configmaps"], "operations": ["CREATE"]}]},
+            "validations": [{"expression": "false", "message": "not settled by the files"}]
+        });
+        if let Some(a) = admission {
+            spec["admissionActions"] = json!([a]);
+        }
+        json!({"apiVersion": "interlock.dev/v1alpha1", "kind": "InterlockPolicy",
+               "metadata": {"name": "unsettled"}, "spec": spec})
+    };
+    let cm = configmap(json!({}));
+    for (admission, at_admission) in [(None, Action::Deny), (Some("Audit"), Action::Audit)] {
+        let (set, inv) = compile(vec![spec(admission)]);
+        let actions = |req: &Request| -> Vec<Action> {
+            set.evaluate(req, &inv)
+                .verdicts
+                .iter()
+                .map(|v| v.action)
+                .collect()
+        };
+        let mut req = Request::create(&cm, "admin").expect("a request");
+        assert_eq!(actions(&req), [Action::Warn], "from files");
+        req.live = true;
+        assert_eq!(actions(&req), [Action::Deny], "the cluster's object");
+        req.uid = "7c1e".into();
+        assert_eq!(actions(&req), [at_admission], "at admission");
+    }
+    // Refused on a ValidatingAdmissionPolicy, as admissionActions are.
+    let mut inventory = Inventory::new();
+    let docs = policy(
+        "p",
+        json!({"checkActions": ["Warn"], "validations": [{"expression": "true"}]}),
+        &["Deny"],
+        None,
+    );
+    let pairs: Vec<(Json, Source)> = docs
+        .into_iter()
+        .map(|d| {
+            (
+                d,
+                Source {
+                    file: "p.yaml".into(),
+                    line: 1,
+                },
+            )
+        })
+        .collect();
+    let (_, errors) = PolicySet::compile(&pairs, &mut inventory);
+    assert!(
+        errors.iter().any(|e| e
+            .message
+            .contains("checkActions is an InterlockPolicy field")),
+        "{errors:?}"
+    );
+}
+
 /// A ValidatingAdmissionPolicy has no admissionActions (its bindings say).
 #[test]
 fn admission_actions_are_refused_on_a_validating_admission_policy() {

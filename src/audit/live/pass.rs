@@ -267,9 +267,11 @@ fn evaluate(
     let Some((object, json)) = o else {
         return none();
     };
-    let Some(req) = Request::create(json, crate::audit::USER) else {
+    let Some(mut req) = Request::create(json, crate::audit::USER) else {
         return none();
     };
+    // The cluster's object: validationActions, not checkActions.
+    req.live = true;
     let outcome = st.policies.evaluate(&req, &st.inventory);
     let reads = st.policies.kinds_read_by(&outcome).map(|v| {
         v.into_iter()

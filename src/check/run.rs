@@ -55,6 +55,9 @@ pub struct CheckOptions {
     pub kustomize: KustomizeMode,
     /// `--values`: values files for every Helm chart rendered.
     pub values: Vec<PathBuf>,
+    /// Images a build tool of the repository makes (Skaffold artifacts):
+    /// pinned before the policies see them (`skaffold`). Found by `run`.
+    pub built_images: std::collections::BTreeSet<String>,
 }
 
 impl CheckOptions {
@@ -63,6 +66,7 @@ impl CheckOptions {
     pub(crate) fn as_admitted(&self, value: &mut Json) {
         default_namespace(value, self.namespace());
         drop_nulls(value);
+        super::skaffold::pin_built_images(value, &self.built_images);
         if !self.no_defaults {
             crate::k8s::defaults::apply(value);
         }
@@ -251,6 +255,10 @@ fn skipped_notice(skipped: &[manifest::Skipped], report: &mut Report) {
 }
 
 pub fn run(opts: &CheckOptions) -> Report {
+    let opts = &CheckOptions {
+        built_images: super::skaffold::artifact_images(&opts.inputs),
+        ..opts.clone()
+    };
     let mut report = Report::default();
     let mut policy_docs = load_policy_documents(&opts.policies, &mut report);
     if let Err(errors) = opts.overrides.apply(&mut policy_docs) {

@@ -26,3 +26,11 @@ pub mod report;
 pub mod server;
 pub mod unstick;
 pub mod webhook_config;
+
+/// The version and the commit it was built from, as `interlock --version`
+/// prints it: `0.1.0 (1a2b3c4d5e6f)`, or `(unknown)` when built outside a
+/// git checkout without `INTERLOCK_GIT_COMMIT` (build.rs).
+pub const VERSION: &str = env!("INTERLOCK_VERSION");
+
+/// The short git commit of [`VERSION`], or `unknown`.
+pub const GIT_COMMIT: &str = env!("INTERLOCK_GIT_COMMIT");

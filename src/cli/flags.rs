@@ -10,7 +10,7 @@ use crate::policy::overrides::Overrides;
 #[derive(Parser)]
 #[command(
     name = "interlock",
-    version,
+    version = crate::VERSION,
     about = "Rules that span several Kubernetes objects"
 )]
 pub struct Cli {
@@ -150,7 +150,7 @@ pub enum Command {
         #[arg(long, env = "POD_NAME")]
         identity: Option<String>,
         /// Log format.
-        #[arg(long, default_value = "text", value_parser = ["text", "json"])]
+        #[arg(long, default_value = "text", value_parser = ["text", "json"], env = "INTERLOCK_LOG_FORMAT")]
         log_format: String,
         #[command(flatten)]
         audit: crate::audit::live::AuditArgs,

@@ -967,10 +967,20 @@ fn unparseable_files_that_name_no_kind_are_not_manifests() {
         ..LoadOptions::default()
     };
     // mongoimport's data, and a template fragment.
-    let l = load_str(Source::file("d.json"), "{rating: 5}\n{rating: 4}\n", Format::Json, &opts);
+    let l = load_str(
+        Source::file("d.json"),
+        "{rating: 5}\n{rating: 4}\n",
+        Format::Json,
+        &opts,
+    );
     assert!(l.errors.is_empty(), "{:?}", l.errors);
     assert_eq!(l.skipped.map(|s| s.reason), Some(SkipReason::NotObjects));
     // A broken manifest stays an error.
-    let l = load_str(Source::file("b.yaml"), "apiVersion: v1\nkind: [\n", Format::Yaml, &opts);
+    let l = load_str(
+        Source::file("b.yaml"),
+        "apiVersion: v1\nkind: [\n",
+        Format::Yaml,
+        &opts,
+    );
     assert_eq!(l.errors.len(), 1, "{:?}", l.errors);
 }

@@ -304,7 +304,7 @@ build:
         );
         // A directory input: inside it, at any depth, and above it.
         assert_eq!(
-            artifact_images(&[repo.clone()]),
+            artifact_images(std::slice::from_ref(&repo)),
             set(&["at-root", "nested"])
         );
         assert_eq!(

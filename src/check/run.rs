@@ -463,6 +463,10 @@ fn render_charts(
     load: &mut LoadOptions,
     report: &mut Report,
 ) -> Vec<Document> {
+    // `--kustomize never` reads every source as written, charts too.
+    if opts.kustomize == KustomizeMode::Never {
+        return vec![];
+    }
     let Some(helm) = helm::helm_on_path() else {
         return vec![];
     };

@@ -53,7 +53,8 @@ pub enum Command {
         no_defaults: bool,
         /// auto: check what kustomize renders of each top-level
         /// kustomization (`kustomize build` or `kubectl kustomize` from
-        /// PATH); never: read the raw files as written.
+        /// PATH); never: read the raw files as written (Helm charts are
+        /// then skipped too).
         #[arg(long, default_value = "auto", value_parser = ["auto", "never"])]
         kustomize: String,
         /// A values file for every Helm chart found (repeatable; charts are

@@ -2,8 +2,8 @@
 //! matching policy, with all the objects as the inventory.
 
 use super::producers;
+use super::render::helm;
 use super::render::kustomize::{self, KustomizeMode, Renderer};
-use super::render::{helm, Rendered};
 use crate::inventory::{Inventory, ObjectKey, Prepared, Source};
 use crate::k8s::openapi::{self, Schemas};
 use crate::k8s::pod_template;
@@ -447,11 +447,7 @@ fn render_kustomizations(
     });
     let mut docs = Vec::new();
     for r in kustomize::render_all(&renderer, &layout.roots, load) {
-        match r {
-            Rendered::Objects(d) => docs.extend(d),
-            Rendered::Failed(e) => report.errors.push(e),
-            Rendered::NotHere(e) => report.notices.push(e),
-        }
+        r.sort_into(&mut docs, &mut report.errors, &mut report.notices);
     }
     docs
 }
@@ -501,11 +497,7 @@ fn render_charts(
     let mut docs = Vec::new();
     let namespace = opts.namespace.as_deref();
     for r in helm::render_all(&helm, &charts.roots, &opts.values, namespace, load) {
-        match r {
-            Rendered::Objects(d) => docs.extend(d),
-            Rendered::Failed(e) => report.errors.push(e),
-            Rendered::NotHere(e) => report.notices.push(e),
-        }
+        r.sort_into(&mut docs, &mut report.errors, &mut report.notices);
     }
     docs
 }

@@ -53,7 +53,7 @@ fn test_of_the_library_as_junit_and_json() {
     assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
     let xml = stdout(&o);
     assert!(
-        xml.contains(r#"<testsuite name="hpa-target-exists" tests="4" failures="0" skipped="0">"#),
+        xml.contains(r#"<testsuite name="hpa-target-exists" tests="5" failures="0" skipped="0">"#),
         "{xml}"
     );
 

@@ -16,7 +16,7 @@ use rayon::prelude::*;
 use crate::manifest::{self, Document, Format, LoadOptions, Source};
 use crate::report::InputError;
 
-use super::{canonical, display_path, find_on_path, run_bounded, Rendered};
+use super::{canonical, display_path, find_on_path, run_bounded, sorted_entries, Rendered};
 
 /// The charts found in the inputs.
 #[derive(Debug, Default)]
@@ -49,16 +49,7 @@ fn walk(dir: &Path, chart: Option<&Path>, exclude: &[String], out: &mut Charts) 
         }
         None => None,
     };
-    let Ok(entries) = fs::read_dir(dir) else {
-        return;
-    };
-    let mut paths: Vec<PathBuf> = entries
-        .flatten()
-        .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
-        .map(|e| e.path())
-        .collect();
-    paths.sort();
-    for p in paths {
+    for p in sorted_entries(dir) {
         // Symlinked folders are not followed: a chart's files are its own.
         if p.is_dir() && !p.is_symlink() {
             walk(&p, chart.as_deref(), exclude, out);

@@ -29,7 +29,7 @@ use serde_json::Value as Json;
 use crate::manifest::{self, Document, Format, LoadOptions, Source};
 use crate::report::InputError;
 
-use super::{canonical, display_path, find_on_path, run_bounded, Rendered};
+use super::{canonical, display_path, find_on_path, run_bounded, sorted_entries, Rendered};
 
 /// The names kustomize reads as a kustomization, in its order.
 const KUSTOMIZATION_FILES: [&str; 3] = ["kustomization.yaml", "kustomization.yml", "Kustomization"];
@@ -167,16 +167,7 @@ fn walk(
     if let Some(k) = &kustomization {
         found.push((dir.to_path_buf(), k.clone()));
     }
-    let Ok(entries) = fs::read_dir(dir) else {
-        return;
-    };
-    let mut paths: Vec<PathBuf> = entries
-        .flatten()
-        .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
-        .map(|e| e.path())
-        .collect();
-    paths.sort();
-    for p in paths {
+    for p in sorted_entries(dir) {
         if p.is_dir() {
             walk(&p, in_tree, exclude, seen, found, tree_files);
         } else if in_tree

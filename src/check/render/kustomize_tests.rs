@@ -9,8 +9,8 @@ fn write(dir: &Path, name: &str, text: &str) {
 #[test]
 fn relative_paths_climb_to_the_common_folder() {
     assert_eq!(
-        relative(Path::new("/tmp/a/b"), Path::new("/work/repo/base")),
-        PathBuf::from("../../../work/repo/base")
+        relative(Path::new("/tmp/a/b"), Path::new("/srv/repo/base")),
+        PathBuf::from("../../../srv/repo/base")
     );
     assert_eq!(
         relative(Path::new("/a"), Path::new("/a")),

@@ -27,6 +27,38 @@ pub enum Rendered {
     NotHere(InputError),
 }
 
+impl Rendered {
+    /// Objects to `docs`, a refusal to `errors`, what cannot be rendered
+    /// here to `notices`.
+    pub fn sort_into(
+        self,
+        docs: &mut Vec<Document>,
+        errors: &mut Vec<InputError>,
+        notices: &mut Vec<InputError>,
+    ) {
+        match self {
+            Rendered::Objects(d) => docs.extend(d),
+            Rendered::Failed(e) => errors.push(e),
+            Rendered::NotHere(e) => notices.push(e),
+        }
+    }
+}
+
+/// A folder's entries, hidden ones left out, in name order (as `find |
+/// sort` lists them); none when it cannot be read.
+pub(crate) fn sorted_entries(dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return vec![];
+    };
+    let mut paths: Vec<PathBuf> = entries
+        .flatten()
+        .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
+        .map(|e| e.path())
+        .collect();
+    paths.sort();
+    paths
+}
+
 /// An executable named `name` in a folder of PATH.
 pub(crate) fn find_on_path(name: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;

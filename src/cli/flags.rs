@@ -61,6 +61,11 @@ pub enum Command {
         /// rendered with `helm template` when helm is on PATH).
         #[arg(long = "values", value_name = "FILE")]
         values: Vec<PathBuf>,
+        /// error: a kustomization whose remote base cannot be fetched
+        /// here stops the run (exit 2), since its objects go unchecked;
+        /// skip: check the rest and name it in a notice.
+        #[arg(long, default_value = "error", value_parser = ["error", "skip"])]
+        remote_bases: String,
         #[command(flatten)]
         overrides: Overrides,
         /// Files, folders, or - for standard input.

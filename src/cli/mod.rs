@@ -43,6 +43,7 @@ fn dispatch(command: Command) -> u8 {
             no_defaults,
             kustomize,
             values,
+            remote_bases,
             overrides,
             paths,
         } => print_report(
@@ -62,6 +63,7 @@ fn dispatch(command: Command) -> u8 {
                     _ => check::render::kustomize::KustomizeMode::Auto,
                 },
                 values,
+                skip_remote_bases: remote_bases == "skip",
                 ..Default::default()
             }),
             output,

@@ -349,9 +349,9 @@ fn bench_size(size: usize, o: &Opts) -> Result<Row, String> {
     })
 }
 
-/// A Pod of `containers` containers, each with ten env vars read from
+/// A Pod of `containers` containers, each with `refs` env vars read from
 /// ConfigMaps that are not there.
-fn pod_with_refs(containers: usize) -> String {
+fn pod_with_refs(containers: usize, refs: usize) -> String {
     let mut y = String::from(
         "apiVersion: v1\nkind: Pod\nmetadata: {name: refs, namespace: bench}\nspec:\n  containers:\n",
     );
@@ -359,7 +359,7 @@ fn pod_with_refs(containers: usize) -> String {
         y.push_str(&format!(
             "  - name: c{c}\n    image: registry.example.com/app:1.0.0\n    env:\n"
         ));
-        for r in 0..10 {
+        for r in 0..refs {
             y.push_str(&format!(
                 "    - {{name: V{r}, valueFrom: {{configMapKeyRef: {{name: cm-{c}-{r}, key: k}}}}}}\n"
             ));
@@ -377,31 +377,42 @@ fn pod_refs_curve(o: &Opts) -> Result<(), String> {
     };
     let runs = o.runs.unwrap_or(5);
     let tmp = tempfile::tempdir().map_err(|e| e.to_string())?;
-    println!("| containers | references | body | runs | CPU (median) | CPU per reference | per reference / smallest's |");
-    println!("|---:|---:|---:|---:|---:|---:|---:|");
-    let mut first: Option<f64> = None;
-    for &n in sizes {
-        let dir = tmp.path().join(format!("pod-{n}"));
+    // The CPU of a check of the same Pod without references (start-up,
+    // the library's compilation) is subtracted: what is left is the
+    // references' own cost.
+    let cpu_of = |containers: usize, refs: usize| -> Result<Duration, String> {
+        let dir = tmp.path().join(format!("pod-{containers}-{refs}"));
         std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-        let body = pod_with_refs(n);
-        std::fs::write(dir.join("pod.yaml"), &body).map_err(|e| e.to_string())?;
+        std::fs::write(dir.join("pod.yaml"), pod_with_refs(containers, refs))
+            .map_err(|e| e.to_string())?;
         let mut cpus = Vec::new();
         for _ in 0..runs {
             let r = run_binary(&dir, &tmp.path().join("out.json"), &tmp.path().join("err"))?;
             // 1: the Pod also has no resource limits.
             if r.exit > 1 {
-                return Err(format!("check of {n} containers exited {}", r.exit));
+                return Err(format!(
+                    "check of {containers} containers exited {}",
+                    r.exit
+                ));
             }
             cpus.push(r.cpu);
         }
-        let cpu = median(&mut cpus);
-        let per_ref = cpu.as_secs_f64() / (n * 10) as f64;
-        let base = *first.get_or_insert(per_ref);
+        Ok(median(&mut cpus))
+    };
+    println!("| containers | references | body | runs | CPU (median) | without references | CPU per reference | per reference / smallest's |");
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|");
+    let mut first: Option<f64> = None;
+    for &n in sizes {
+        let with = cpu_of(n, 10)?;
+        let without = cpu_of(n, 0)?;
+        let per_ref = with.saturating_sub(without).as_secs_f64() / (n * 10) as f64;
+        let base = *first.get_or_insert(per_ref.max(1e-9));
         println!(
-            "| {n} | {} | {:.1} KiB | {runs} | {:.1} ms | {:.1} µs | {:.2}x |",
+            "| {n} | {} | {:.1} KiB | {runs} | {:.1} ms | {:.1} ms | {:.1} µs | {:.2}x |",
             n * 10,
-            body.len() as f64 / 1024.0,
-            cpu.as_secs_f64() * 1e3,
+            pod_with_refs(n, 10).len() as f64 / 1024.0,
+            with.as_secs_f64() * 1e3,
+            without.as_secs_f64() * 1e3,
             per_ref * 1e6,
             per_ref / base
         );

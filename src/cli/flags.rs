@@ -85,10 +85,15 @@ pub enum Command {
         /// see every namespace).
         #[arg(short = 'n', long)]
         namespace: Vec<String>,
-        /// Also store the results as PolicyReports (wgpolicyk8s.io/v1alpha2),
-        /// one per namespace, written only when they changed.
+        /// Also store the results as reports, one per namespace, written
+        /// only when they changed.
         #[arg(long)]
         write_reports: bool,
+        /// The reports' kinds: policyreport (wgpolicyk8s.io/v1alpha2),
+        /// openreports (openreports.io/v1alpha1), or auto: OpenReports when
+        /// the cluster serves it, else PolicyReport.
+        #[arg(long, value_enum, default_value = "auto", requires = "write_reports")]
+        report_format: crate::audit::policy_report::FormatChoice,
         #[command(flatten)]
         overrides: Overrides,
     },

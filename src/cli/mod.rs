@@ -73,6 +73,7 @@ fn dispatch(command: Command) -> u8 {
             output,
             namespace,
             write_reports,
+            report_format,
             overrides,
         } => print_report(
             &crate::audit::run(&crate::audit::AuditOptions {
@@ -80,6 +81,7 @@ fn dispatch(command: Command) -> u8 {
                 namespaces: namespace,
                 record_evaluated: output == OutputFormat::Junit,
                 write_reports,
+                report_format,
                 overrides,
             }),
             output,

@@ -4,8 +4,8 @@
 use super::claims::Claims;
 use super::{Engine, EngineOptions};
 use crate::cluster::authz::SarAuthorizer;
-use crate::cluster::reload::{self, Sources, Supervisor};
 use crate::cluster::prereq::{self, Access, Need};
+use crate::cluster::reload::{self, Sources, Supervisor};
 use crate::cluster::{ClusterOptions, Companion, KindName};
 use crate::policy::overrides::Overrides;
 use crate::server::ServeArgs;
@@ -92,12 +92,13 @@ pub async fn run(
 }
 
 async fn connect() -> anyhow::Result<(kube::Client, kube::Config)> {
-    let no_cluster = |e: &dyn std::fmt::Display| {
-        anyhow::anyhow!("no cluster to watch ({e}); give --inventory PATH to serve from files")
-    };
-    let config = kube::Config::infer().await.map_err(|e| no_cluster(&e))?;
-    let client = kube::Client::try_from(config.clone()).map_err(|e| no_cluster(&e))?;
+    let config = kube::Config::infer().await.map_err(no_cluster)?;
+    let client = kube::Client::try_from(config.clone()).map_err(no_cluster)?;
     Ok((client, config))
+}
+
+fn no_cluster(e: impl std::fmt::Display) -> anyhow::Error {
+    anyhow::anyhow!("no cluster to watch ({e}); give --inventory PATH to serve from files")
 }
 
 /// What `serve` needs of the cluster: to list and watch the kinds its

@@ -223,7 +223,9 @@ async fn served(
         // The group is served without the kind, or not served at all.
         Err(kube::Error::Discovery(_)) => Err(not_served()),
         Err(kube::Error::Api(s)) if s.code == 404 => Err(not_served()),
-        Err(e) => Err(vec![Missing::Unchecked(format!("{kind} ({api_version}): {e}"))]),
+        Err(e) => Err(vec![Missing::Unchecked(format!(
+            "{kind} ({api_version}): {e}"
+        ))]),
     }
 }
 
@@ -250,7 +252,7 @@ async fn allowed(client: &kube::Client, a: &Access) -> Result<(), Missing> {
     };
     let api: Api<SelfSubjectAccessReview> = Api::all(client.clone());
     match api.create(&PostParams::default(), &review).await {
-        Ok(r) if r.status.is_some_and(|s| s.allowed) => Ok(()),
+        Ok(r) if r.status.as_ref().is_some_and(|s| s.allowed) => Ok(()),
         Ok(_) => Err(Missing::Access(a.clone())),
         Err(e) => Err(Missing::Unchecked(format!("may I {a}? {e}"))),
     }

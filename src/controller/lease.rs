@@ -41,7 +41,9 @@ pub enum LeaseError {
     },
     #[error("lost the lease {0}: another replica may be reconciling")]
     Lost(String),
-    #[error("could not renew the lease {name} within {deadline:?}: another replica may take it over")]
+    #[error(
+        "could not renew the lease {name} within {deadline:?}: another replica may take it over"
+    )]
     Expired { name: String, deadline: Duration },
 }
 
@@ -387,10 +389,7 @@ mod tests {
         for (d, r) in [(4, 4), (4, 1), (1, 5), (2, 1)] {
             let c = cfg(d, r);
             let dl = renew_deadline(&c);
-            assert!(
-                !dl.is_zero() && dl < c.duration,
-                "{d} s / {r} s: {dl:?}"
-            );
+            assert!(!dl.is_zero() && dl < c.duration, "{d} s / {r} s: {dl:?}");
         }
     }
 

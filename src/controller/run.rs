@@ -8,8 +8,8 @@ use super::members::Members;
 use super::metrics::Metrics;
 use super::reconcile::{jittered, reconcile, Context};
 use crate::cluster::authz::SarAuthorizer;
-use crate::cluster::reload::{self, Sources, Supervisor};
 use crate::cluster::prereq::{self, Access, Need};
+use crate::cluster::reload::{self, Sources, Supervisor};
 use crate::cluster::{Cluster, ClusterOptions, KindName};
 use crate::group::crd::{ResourceGroup, API_VERSION, GROUP, KIND};
 use futures::StreamExt;
@@ -212,10 +212,11 @@ impl Leader {
         );
         ctx.authorizer = Some(self.authorizer.clone());
         let ctx = Arc::new(ctx);
-        let woken = futures::stream::unfold(
-            woken,
-            |mut rx| async move { rx.recv().await.map(|r| (r, rx)) },
-        );
+        let woken =
+            futures::stream::unfold(
+                woken,
+                |mut rx| async move { rx.recv().await.map(|r| (r, rx)) },
+            );
         let groups: Api<ResourceGroup> = Api::all(self.client.clone());
         tracing::info!(concurrency = self.concurrency, "reconciling ResourceGroups");
         Controller::new(groups, watcher::Config::default())

@@ -34,7 +34,11 @@ fn ok(out: &std::process::Output, what: &str) -> String {
 fn eventually(what: &str, limit: Duration, log: impl Fn() -> String, mut f: impl FnMut() -> bool) {
     let start = Instant::now();
     while !f() {
-        assert!(start.elapsed() < limit, "{what}: not after {limit:?}\nlog:\n{}", log());
+        assert!(
+            start.elapsed() < limit,
+            "{what}: not after {limit:?}\nlog:\n{}",
+            log()
+        );
         std::thread::sleep(Duration::from_millis(250));
     }
 }
@@ -77,15 +81,21 @@ impl Serve {
         let path = |f: &str| dir.path().join(f).display().to_string();
         let policy = root().join("policies/unique-ingress-host/policy.yaml");
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_interlock"));
-        cmd.args(["serve", "--tls-cert", &path("tls.crt"), "--tls-key", &path("tls.key")])
-            .args(["--listen", &format!("127.0.0.1:{port}")])
-            .arg("-p")
-            .arg(policy)
-            .args(args)
-            .env("KUBECONFIG", kubeconfig)
-            .env("RUST_LOG", "info")
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(dir.path().join("serve.log")).expect("log"));
+        cmd.args([
+            "serve",
+            "--tls-cert",
+            &path("tls.crt"),
+            "--tls-key",
+            &path("tls.key"),
+        ])
+        .args(["--listen", &format!("127.0.0.1:{port}")])
+        .arg("-p")
+        .arg(policy)
+        .args(args)
+        .env("KUBECONFIG", kubeconfig)
+        .env("RUST_LOG", "info")
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(dir.path().join("serve.log")).expect("log"));
         let child = support::cluster::spawn_tied_to_process(cmd).expect("start interlock serve");
         Serve { child, port, dir }
     }
@@ -97,13 +107,24 @@ impl Serve {
     /// `/readyz`'s status code (0: no answer).
     fn readyz(&self) -> u16 {
         let out = Command::new("curl")
-            .args(["-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "5"])
+            .args([
+                "-s",
+                "-o",
+                "/dev/null",
+                "-w",
+                "%{http_code}",
+                "--max-time",
+                "5",
+            ])
             .arg("--cacert")
             .arg(self.dir.path().join("ca.crt"))
             .arg(format!("https://127.0.0.1:{}/readyz", self.port))
             .output()
             .expect("run curl");
-        String::from_utf8_lossy(&out.stdout).trim().parse().unwrap_or(0)
+        String::from_utf8_lossy(&out.stdout)
+            .trim()
+            .parse()
+            .unwrap_or(0)
     }
 }
 
@@ -145,9 +166,12 @@ fn serve_without_its_namespace_stays_unready_until_it_is_created() {
         &format!("namespace {ns} does not exist (kubectl create namespace {ns}"),
     );
     ok(&c.kubectl(&["create", "namespace", ns]), "create namespace");
-    eventually("serve ready", Duration::from_secs(90), || hook.log(), || {
-        hook.readyz() == 200
-    });
+    eventually(
+        "serve ready",
+        Duration::from_secs(90),
+        || hook.log(),
+        || hook.readyz() == 200,
+    );
     assert!(
         hook.log().contains("prerequisites present"),
         "{}",
@@ -184,9 +208,12 @@ fn controller_without_its_namespace_and_crd_names_each_until_both_exist() {
 
     // What is missing changes: a second line, naming only the CRD.
     ok(&c.kubectl(&["create", "namespace", ns]), "create namespace");
-    eventually("a second line", Duration::from_secs(90), || ctl.log(), || {
-        unready_lines(&ctl.log()).len() == 2
-    });
+    eventually(
+        "a second line",
+        Duration::from_secs(90),
+        || ctl.log(),
+        || unready_lines(&ctl.log()).len() == 2,
+    );
     let log = ctl.log();
     let second = unready_lines(&log)[1];
     assert!(second.contains(crd_missing), "{second}");
@@ -194,15 +221,31 @@ fn controller_without_its_namespace_and_crd_names_each_until_both_exist() {
     assert!(!ctl.ready(), "ready without the CRD:\n{log}");
 
     support::controller::install_resource_group_crd(&c);
-    eventually("controller ready", Duration::from_secs(90), || ctl.log(), || {
-        ctl.ready()
-    });
-    eventually("leading", Duration::from_secs(90), || ctl.log(), || {
-        let out = c.kubectl(&["-n", ns, "get", "lease", "interlock-controller", "-o", "json"]);
-        out.status.success()
-            && serde_json::from_slice::<serde_json::Value>(&out.stdout)
-                .is_ok_and(|l| l["spec"]["holderIdentity"] == "only")
-    });
+    eventually(
+        "controller ready",
+        Duration::from_secs(90),
+        || ctl.log(),
+        || ctl.ready(),
+    );
+    eventually(
+        "leading",
+        Duration::from_secs(90),
+        || ctl.log(),
+        || {
+            let out = c.kubectl(&[
+                "-n",
+                ns,
+                "get",
+                "lease",
+                "interlock-controller",
+                "-o",
+                "json",
+            ]);
+            out.status.success()
+                && serde_json::from_slice::<serde_json::Value>(&out.stdout)
+                    .is_ok_and(|l| l["spec"]["holderIdentity"] == "only")
+        },
+    );
 }
 
 /// A kubeconfig in `dir` that authenticates with `token` only.
@@ -283,9 +326,12 @@ fn serve_lacking_one_verb_names_the_permission_until_it_is_granted() {
         ),
         "grant delete",
     );
-    eventually("serve ready", Duration::from_secs(90), || hook.log(), || {
-        hook.readyz() == 200
-    });
+    eventually(
+        "serve ready",
+        Duration::from_secs(90),
+        || hook.log(),
+        || hook.readyz() == 200,
+    );
 }
 
 #[test]
@@ -322,11 +368,7 @@ fn a_leader_rides_out_an_api_server_outage_longer_than_its_lease() {
 
     super::controller_replicas::apply_group(&c, &ns, "after", json!([cm("two")]));
     super::controller_replicas::wait_condition(&c, &ns, "after", "Ready", "True", || ctl.log());
-    assert!(
-        ctl.running(),
-        "the controller exited:\n{}",
-        ctl.log()
-    );
+    assert!(ctl.running(), "the controller exited:\n{}", ctl.log());
     let out = c.kubectl(&["-n", &ns, "get", "configmap", "two", "-o", "name"]);
     assert_eq!(ok(&out, "member").trim(), "configmap/two");
 }

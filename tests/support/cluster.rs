@@ -339,8 +339,14 @@ impl TestCluster {
         }
         thread::sleep(down);
         let log = self.path.join("kube-apiserver.log");
-        let child = spawn_logged(&self.bin_dir, &self.path, "kube-apiserver", &self.apiserver_args, &log)
-            .unwrap_or_else(|e| panic!("kube-apiserver did not start again: {e}"));
+        let child = spawn_logged(
+            &self.bin_dir,
+            &self.path,
+            "kube-apiserver",
+            &self.apiserver_args,
+            &log,
+        )
+        .unwrap_or_else(|e| panic!("kube-apiserver did not start again: {e}"));
         {
             let mut procs = lock(&self.procs);
             let p = procs

@@ -94,6 +94,9 @@ impl Serve {
         .args(args)
         .env("KUBECONFIG", kubeconfig)
         .env("RUST_LOG", "info")
+        // A local run: the namespace defaults as outside a cluster.
+        .env_remove("POD_NAMESPACE")
+        .env_remove("KUBERNETES_SERVICE_HOST")
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(dir.path().join("serve.log")).expect("log"));
         let child = support::cluster::spawn_tied_to_process(cmd).expect("start interlock serve");
@@ -371,4 +374,48 @@ fn a_leader_rides_out_an_api_server_outage_longer_than_its_lease() {
     assert!(ctl.running(), "the controller exited:\n{}", ctl.log());
     let out = c.kubectl(&["-n", &ns, "get", "configmap", "two", "-o", "name"]);
     assert_eq!(ok(&out, "member").trim(), "configmap/two");
+}
+
+#[test]
+fn outside_a_cluster_without_interlock_system_serve_uses_the_context_namespace() {
+    let c = TestCluster::start();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let kubeconfig = dir.path().join("kubeconfig");
+    std::fs::copy(c.kubeconfig(), &kubeconfig).expect("copy kubeconfig");
+    let kc = kubeconfig.display().to_string();
+    ok(
+        &c.kubectl(&[
+            "config",
+            "set-context",
+            "--current",
+            "--namespace=team-home",
+            "--kubeconfig",
+            &kc,
+        ]),
+        "set the context's namespace",
+    );
+    ok(
+        &c.kubectl(&["create", "namespace", "team-home"]),
+        "create namespace",
+    );
+    // No --claims-namespace and no POD_NAMESPACE: the default applies.
+    let hook = Serve::start(&kubeconfig, &[]);
+    eventually(
+        "serve ready",
+        Duration::from_secs(90),
+        || hook.log(),
+        || hook.readyz() == 200,
+    );
+    let log = hook.log();
+    let said: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("using the kubeconfig context's namespace"))
+        .collect();
+    assert_eq!(said.len(), 1, "{log}");
+    assert!(
+        said[0].contains("team-home") && said[0].contains("interlock-system does not exist"),
+        "{}",
+        said[0]
+    );
+    assert!(unready_lines(&log).is_empty(), "{log}");
 }

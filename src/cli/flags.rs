@@ -3,6 +3,7 @@
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
+use std::time::Duration;
 
 use crate::check::{self, OutputFormat};
 use crate::policy::overrides::Overrides;
@@ -151,9 +152,15 @@ pub enum Command {
         /// Run without leader election (one replica only).
         #[arg(long)]
         no_leader_election: bool,
-        /// Namespace of the leader-election Lease.
-        #[arg(long, env = "POD_NAMESPACE", default_value = "interlock-system")]
-        lease_namespace: String,
+        /// Namespace of the leader-election Lease (default interlock-system,
+        /// or outside a cluster without it the kubeconfig context's namespace).
+        #[arg(long, env = "POD_NAMESPACE")]
+        lease_namespace: Option<String>,
+        /// How long the Lease lasts unrenewed; it is renewed every third of
+        /// this, and a leader that could not renew stops reconciling after
+        /// two thirds of it.
+        #[arg(long, value_name = "DURATION", default_value = "15s", value_parser = crate::server::cli::parse_duration)]
+        lease_duration: Duration,
         /// Name of the leader-election Lease.
         #[arg(long, default_value = "interlock-controller")]
         lease_name: String,

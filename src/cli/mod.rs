@@ -125,24 +125,32 @@ fn dispatch(command: Command) -> u8 {
             no_leader_election,
             lease_namespace,
             lease_name,
+            lease_duration,
             identity,
             log_format,
             audit,
             overrides,
         } => {
             crate::server::init_tracing(log_format == "json");
+            if lease_duration < Duration::from_secs(2) {
+                eprintln!("interlock: --lease-duration must be at least 2s (the Lease counts whole seconds)");
+                return 2;
+            }
+            let lease_namespace_given = lease_namespace.is_some();
             let lease = (!no_leader_election).then(|| crate::controller::lease::LeaseConfig {
-                namespace: lease_namespace,
+                namespace: lease_namespace
+                    .unwrap_or_else(|| crate::cluster::prereq::DEFAULT_NAMESPACE.into()),
                 name: lease_name,
                 identity: identity.unwrap_or_else(default_identity),
-                duration: Duration::from_secs(15),
-                renew_every: Duration::from_secs(5),
+                duration: lease_duration,
+                renew_every: lease_duration / 3,
             });
             let cfg = crate::controller::run::ControllerConfig {
                 policies: policy,
                 concurrency: concurrency.max(1),
                 admin_addr,
                 lease,
+                lease_namespace_given,
                 watch_timeout: Duration::from_secs(290),
                 overrides,
             };

@@ -30,6 +30,7 @@ mod controller_replicas;
 mod ctrlauthz_controller;
 mod defaults_apiserver;
 mod policies;
+mod prereq;
 mod projection;
 mod reliability;
 mod render;

@@ -30,6 +30,7 @@ mod controller_replicas;
 mod ctrlauthz_controller;
 mod defaults_apiserver;
 mod group_plan;
+mod group_ready_when;
 mod policies;
 mod projection;
 mod reliability;

@@ -220,8 +220,8 @@ fn plan_shows_what_the_controller_would_do_and_writes_nothing() {
         actions(&g),
         [
             created("ConfigMap", "extra"),
-            ("update".into(), "ConfigMap".into(), "settings".into()),
             ("prune".into(), "Service".into(), "web".into()),
+            ("update".into(), "ConfigMap".into(), "settings".into()),
         ]
     );
     let changes = &member(&g, "settings")["changes"];

@@ -122,7 +122,7 @@ fn ready_when_holds_a_custom_member_until_its_expression_is_true() {
     let ctl = Controller::start(&c, dir.path(), &["--no-leader-election"]);
     let ns = c.create_namespace("ready-when");
     tenant(&c, &ns);
-    let expression = "object.status.?phase.orValue('') == 'Running'";
+    let expression = "object.?status.?phase.orValue('') == 'Running'";
     ok(
         &c.kubectl_stdin(
             &["apply", "-f", "-"],
@@ -211,7 +211,7 @@ fn a_ready_when_that_does_not_compile_is_refused_at_admission() {
     let fixed = group(
         &ns,
         "gadgets",
-        "object.status.?phase.orValue('') == 'Running'",
+        "object.?status.?phase.orValue('') == 'Running'",
     );
     ok(
         &c.kubectl_stdin(&["apply", "-f", "-"], &fixed.to_string()),

@@ -175,6 +175,23 @@ pub enum Command {
         #[command(flatten)]
         overrides: Overrides,
     },
+    /// What the controller would do with the ResourceGroups of FILEs, in
+    /// the cluster of the current kubeconfig, with every policy's findings;
+    /// writes nothing (exit 0: would apply cleanly, 1: would be refused,
+    /// 2: input error).
+    Plan {
+        /// Policy file or folder (repeatable); default: the bundled library.
+        #[arg(short, long = "policy")]
+        policy: Vec<PathBuf>,
+        /// Output format.
+        #[arg(short, long, default_value = "human", value_parser = ["human", "json"])]
+        output: String,
+        #[command(flatten)]
+        overrides: Overrides,
+        /// Files or folders with ResourceGroups, or - for standard input.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
     /// Print the webhook configurations for the loaded policies' rules.
     WebhookConfig {
         /// Policy file or folder (repeatable); default: the bundled library.

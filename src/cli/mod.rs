@@ -159,6 +159,19 @@ fn dispatch(command: Command) -> u8 {
                 crate::controller::run::run(cfg, audit.companion()),
             )
         }
+        Command::Plan {
+            policy,
+            output,
+            overrides,
+            files,
+        } => plan(
+            &crate::plan::PlanOptions {
+                policies: policy,
+                overrides,
+                files,
+            },
+            &output,
+        ),
         Command::WebhookConfig {
             policy,
             service,
@@ -283,6 +296,33 @@ fn eval_lines(session: &mut crate::eval::Session, output: &str) -> u8 {
                 Ok(v) => println!("{}", eval_result(&v, output)),
                 Err(e) => eprintln!("{e}"),
             },
+        }
+    }
+}
+
+/// `plan`: the report on standard output, problems on standard error.
+fn plan(opts: &crate::plan::PlanOptions, output: &str) -> u8 {
+    let report = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt.block_on(crate::plan::run(opts)),
+        Err(e) => {
+            eprintln!("interlock: cannot start the runtime: {e}");
+            return 2;
+        }
+    };
+    match report {
+        Ok(report) => {
+            let text = match output {
+                "json" => crate::plan::output::json(&report).to_string() + "\n",
+                _ => crate::plan::output::human(&report),
+            };
+            use std::io::Write as _;
+            // A closed pipe (`| head`) is the reader's choice.
+            let _ = std::io::stdout().write_all(text.as_bytes());
+            exit_status(report.exit_code())
+        }
+        Err(e) => {
+            eprintln!("interlock plan: {e}");
+            2
         }
     }
 }

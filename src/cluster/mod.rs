@@ -28,6 +28,7 @@
 
 pub mod authz;
 pub mod exceptions;
+pub mod impersonate;
 pub mod live;
 pub mod pending;
 pub mod prereq;

@@ -29,6 +29,8 @@ mod controller;
 mod controller_replicas;
 mod ctrlauthz_controller;
 mod defaults_apiserver;
+mod group_plan;
+mod group_ready_when;
 mod policies;
 mod prereq;
 mod projection;

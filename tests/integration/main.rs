@@ -29,6 +29,7 @@ mod controller;
 mod controller_replicas;
 mod ctrlauthz_controller;
 mod defaults_apiserver;
+mod listeners;
 mod policies;
 mod projection;
 mod reliability;

@@ -74,17 +74,27 @@ impl ServerCertVerifier for AnyCertificate {
     }
 }
 
-/// GET `path` over a TLS connection that trusts any certificate.
-async fn probe(addr: SocketAddr, path: &str) -> (StatusCode, String) {
+/// A client configuration that trusts any certificate and offers `alpn`
+/// (none when empty), with full handshakes only.
+pub(super) fn trusting_anything(alpn: &[u8]) -> Arc<rustls::ClientConfig> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let config = rustls::ClientConfig::builder_with_provider(provider.clone())
+    let mut config = rustls::ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
         .expect("versions")
         .dangerous()
         .with_custom_certificate_verifier(Arc::new(AnyCertificate(provider)))
         .with_no_client_auth();
+    config.resumption = rustls::client::Resumption::disabled();
+    if !alpn.is_empty() {
+        config.alpn_protocols = vec![alpn.to_vec()];
+    }
+    Arc::new(config)
+}
+
+/// GET `path` over a TLS connection that trusts any certificate.
+async fn probe(addr: SocketAddr, path: &str) -> (StatusCode, String) {
     let tcp = TcpStream::connect(addr).await.expect("tcp");
-    let tls = TlsConnector::from(Arc::new(config))
+    let tls = TlsConnector::from(trusting_anything(b""))
         .connect(ServerName::IpAddress(addr.ip().into()), tcp)
         .await
         .expect("handshake");

@@ -10,8 +10,9 @@ const IDLE: usize = 5000;
 /// Handshakes in flight at once while they are opened.
 const STEP: usize = 100;
 /// The server's header timeout: longer than opening them all takes on a
-/// loaded 2-core machine in a debug build, so that all are held together.
-const HEADER: Duration = Duration::from_secs(45);
+/// loaded 2-core machine in a debug build (35 to 55 s measured while other
+/// builds ran), so that all are held together.
+const HEADER: Duration = Duration::from_secs(120);
 /// How late after the header timeout a close may come.
 const SLACK: Duration = Duration::from_secs(20);
 
@@ -83,12 +84,13 @@ fn p99(mut took: Vec<Duration>) -> Duration {
 /// and a task that resolves when the server closes it.
 async fn open_idle(
     addr: SocketAddr,
-    b: &CertBundle,
     count: usize,
 ) -> Vec<(Instant, tokio::task::JoinHandle<Instant>)> {
+    // An attacker verifies nothing: neither does this client, which spares
+    // the machine the chain verification (the server's side is full).
     let configs = [
-        super::connections::client_config(b, b"http/1.1"),
-        super::connections::client_config(b, b"h2"),
+        super::certificate::trusting_anything(b"http/1.1"),
+        super::certificate::trusting_anything(b"h2"),
     ];
     let mut idle = Vec::with_capacity(count);
     while idle.len() < count {
@@ -161,7 +163,7 @@ fn thousands_of_idle_connections_are_held_and_cut_while_reviews_are_answered() {
         let stop = Arc::new(AtomicBool::new(false));
         let reviews = tokio::spawn(review_loop(addr, b.clone(), stop.clone()));
         let started = Instant::now();
-        let idle = open_idle(addr, &b, idle_count).await;
+        let idle = open_idle(addr, idle_count).await;
         let all_open = Instant::now();
         let first_open = idle.iter().map(|(at, _)| *at).min().expect("some");
         eprintln!(

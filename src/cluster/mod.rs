@@ -24,6 +24,7 @@
 //!   kind whose discovery fails keeps the process unready and is retried
 //!   with backoff; it never wedges readiness for good.
 
+pub mod api_error;
 pub mod authz;
 pub mod exceptions;
 pub mod live;

@@ -26,24 +26,30 @@ pub fn explain(e: &(dyn Error + 'static)) -> String {
 fn certificate_error<'a>(e: &'a (dyn Error + 'static)) -> Option<&'a rustls::Error> {
     let mut next = Some(e);
     while let Some(err) = next {
-        // io::Error's source() is its inner error's source: look inside.
-        let inner = err
-            .downcast_ref::<std::io::Error>()
-            .and_then(|io| io.get_ref())
-            .map(|inner| inner as &(dyn Error + 'static));
-        for candidate in [Some(err), inner].into_iter().flatten() {
-            if let Some(tls) = candidate.downcast_ref::<rustls::Error>() {
-                if matches!(
-                    tls,
-                    rustls::Error::InvalidCertificate(_) | rustls::Error::NoCertificatesPresented
-                ) {
-                    return Some(tls);
-                }
+        if let Some(tls) = unwrap_io(err).downcast_ref::<rustls::Error>() {
+            if matches!(
+                tls,
+                rustls::Error::InvalidCertificate(_) | rustls::Error::NoCertificatesPresented
+            ) {
+                return Some(tls);
             }
         }
         next = err.source();
     }
     None
+}
+
+/// The error inside `e`'s `io::Error` wrappers (hyper-rustls wraps
+/// tokio-rustls's, which wraps rustls's): `io::Error::source()` is its
+/// inner error's source, which skips the inner error itself.
+fn unwrap_io<'a>(mut e: &'a (dyn Error + 'static)) -> &'a (dyn Error + 'static) {
+    while let Some(inner) = e
+        .downcast_ref::<std::io::Error>()
+        .and_then(|io| io.get_ref())
+    {
+        e = inner;
+    }
+    e
 }
 
 /// Where the client's trust came from: the current kubeconfig context's
@@ -100,7 +106,11 @@ mod tests {
     #[test]
     fn a_certificate_error_behind_an_io_error_is_named() {
         let tls = rustls::Error::InvalidCertificate(rustls::CertificateError::UnknownIssuer);
-        let e = Connect(std::io::Error::new(std::io::ErrorKind::InvalidData, tls));
+        // As hyper-rustls delivers it: an io::Error around tokio-rustls's.
+        let e = Connect(std::io::Error::other(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            tls,
+        )));
         let text = explain(&e);
         assert!(
             text.starts_with(

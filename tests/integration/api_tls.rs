@@ -56,7 +56,7 @@ fn a_wrong_ca_in_the_kubeconfig_is_named_and_not_mistaken_for_a_dead_address() {
     let message = audit_error(&wrong_ca);
     assert!(
         message.contains("the TLS handshake with the API server failed")
-            && message.contains("UnknownIssuer")
+            && message.contains("invalid peer certificate")
             && message.contains("certificate-authority-data of cluster \"test\""),
         "{message}"
     );

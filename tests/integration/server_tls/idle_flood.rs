@@ -10,8 +10,8 @@ const IDLE: usize = 5000;
 /// Handshakes in flight at once while they are opened.
 const STEP: usize = 100;
 /// The server's header timeout: longer than opening them all takes on a
-/// loaded 2-core machine in a debug build (35 to 55 s measured while other
-/// builds ran), so that all are held together.
+/// loaded 2-core machine in a debug build (22 to 53 s measured, the slower
+/// while other builds ran), so that all are held together.
 const HEADER: Duration = Duration::from_secs(120);
 /// How late after the header timeout a close may come.
 const SLACK: Duration = Duration::from_secs(20);

@@ -6,7 +6,13 @@
 //! cargo bench --bench check -- --sizes 1000,10000 --runs 7
 //! cargo bench --bench check -- --phases              # also time load / check in-process
 //! cargo bench --bench check -- --keep /tmp/clusters  # keep the generated files
+//! cargo bench --bench check -- --pod-refs            # one Pod's cost by its references
 //! ```
+//!
+//! `--pod-refs`: the CPU of checking one Pod whose containers each hold ten
+//! `configMapKeyRef`s to ConfigMaps that do not exist (the costliest small
+//! body for pod-references-exist), at 10 to 160 containers, with the CPU
+//! per reference over that of the smallest: a ratio near 1 is linear.
 //!
 //! Under `cargo test --all-targets` (no `--bench` argument) it only checks
 //! that a 300-object cluster goes through the binary with the right count.
@@ -32,6 +38,7 @@ struct Opts {
     runs: Option<usize>,
     phases: bool,
     keep: Option<PathBuf>,
+    pod_refs: bool,
     /// Under `cargo test`: no targets to compare with.
     smoke: bool,
 }
@@ -45,6 +52,7 @@ fn parse_args() -> Result<Opts, String> {
         runs: None,
         phases: false,
         keep: None,
+        pod_refs: false,
         smoke: false,
     };
     // `cargo bench` passes --bench; `cargo test --all-targets` (CI) passes
@@ -76,6 +84,7 @@ fn parse_args() -> Result<Opts, String> {
                 o.runs = Some(v.parse().map_err(|e| format!("--runs: {e}"))?);
             }
             "--phases" => o.phases = true,
+            "--pod-refs" => o.pod_refs = true,
             "--keep" => {
                 o.keep = Some(PathBuf::from(
                     args.next().ok_or("--keep needs a directory")?,
@@ -340,6 +349,77 @@ fn bench_size(size: usize, o: &Opts) -> Result<Row, String> {
     })
 }
 
+/// A Pod of `containers` containers, each with `refs` env vars read from
+/// ConfigMaps that are not there.
+fn pod_with_refs(containers: usize, refs: usize) -> String {
+    let mut y = String::from(
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: refs, namespace: bench}\nspec:\n  containers:\n",
+    );
+    for c in 0..containers {
+        y.push_str(&format!(
+            "  - name: c{c}\n    image: registry.example.com/app:1.0.0\n    env:\n"
+        ));
+        for r in 0..refs {
+            y.push_str(&format!(
+                "    - {{name: V{r}, valueFrom: {{configMapKeyRef: {{name: cm-{c}-{r}, key: k}}}}}}\n"
+            ));
+        }
+    }
+    y
+}
+
+/// The CPU of one Pod's check by its number of references (see the top).
+fn pod_refs_curve(o: &Opts) -> Result<(), String> {
+    let sizes: &[usize] = if o.smoke {
+        &[10, 20]
+    } else {
+        &[10, 20, 40, 80, 160]
+    };
+    let runs = o.runs.unwrap_or(5);
+    let tmp = tempfile::tempdir().map_err(|e| e.to_string())?;
+    // The CPU of a check of the same Pod without references (start-up,
+    // the library's compilation) is subtracted: what is left is the
+    // references' own cost.
+    let cpu_of = |containers: usize, refs: usize| -> Result<Duration, String> {
+        let dir = tmp.path().join(format!("pod-{containers}-{refs}"));
+        std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+        std::fs::write(dir.join("pod.yaml"), pod_with_refs(containers, refs))
+            .map_err(|e| e.to_string())?;
+        let mut cpus = Vec::new();
+        for _ in 0..runs {
+            let r = run_binary(&dir, &tmp.path().join("out.json"), &tmp.path().join("err"))?;
+            // 1: the Pod also has no resource limits.
+            if r.exit > 1 {
+                return Err(format!(
+                    "check of {containers} containers exited {}",
+                    r.exit
+                ));
+            }
+            cpus.push(r.cpu);
+        }
+        Ok(median(&mut cpus))
+    };
+    println!("| containers | references | body | runs | CPU (median) | without references | CPU per reference | per reference / smallest's |");
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|");
+    let mut first: Option<f64> = None;
+    for &n in sizes {
+        let with = cpu_of(n, 10)?;
+        let without = cpu_of(n, 0)?;
+        let per_ref = with.saturating_sub(without).as_secs_f64() / (n * 10) as f64;
+        let base = *first.get_or_insert(per_ref.max(1e-9));
+        println!(
+            "| {n} | {} | {:.1} KiB | {runs} | {:.1} ms | {:.1} ms | {:.1} µs | {:.2}x |",
+            n * 10,
+            pod_with_refs(n, 10).len() as f64 / 1024.0,
+            with.as_secs_f64() * 1e3,
+            without.as_secs_f64() * 1e3,
+            per_ref * 1e6,
+            per_ref / base
+        );
+    }
+    Ok(())
+}
+
 fn main() {
     let o = match parse_args() {
         Ok(o) => o,
@@ -348,6 +428,15 @@ fn main() {
             std::process::exit(2);
         }
     };
+    if o.pod_refs || o.smoke {
+        if let Err(e) = pod_refs_curve(&o) {
+            eprintln!("check bench: {e}");
+            std::process::exit(1);
+        }
+        if o.pod_refs {
+            return;
+        }
+    }
     let cores = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1);

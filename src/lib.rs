@@ -21,6 +21,7 @@ pub mod group;
 pub mod inventory;
 pub mod k8s;
 pub mod manifest;
+pub mod plan;
 pub mod policy;
 pub mod report;
 pub mod server;

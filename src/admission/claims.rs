@@ -40,9 +40,10 @@ const CLAIMED_BY: &str = "interlock.dev/claimed-by";
 #[derive(Debug, Clone, clap::Args)]
 pub struct ClaimArgs {
     /// Namespace of the claim Leases that arbitrate unique keys between
-    /// replicas (the webhook's own).
-    #[arg(long, env = "POD_NAMESPACE", default_value = "interlock-system")]
-    pub claims_namespace: String,
+    /// replicas (the webhook's own; default interlock-system, or outside a
+    /// cluster without it the kubeconfig context's namespace).
+    #[arg(long, env = "POD_NAMESPACE")]
+    pub claims_namespace: Option<String>,
     /// How long a claim that no stored object holds is kept (covers a
     /// write admitted but not yet seen by the watch).
     #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = crate::server::cli::parse_duration)]
@@ -57,7 +58,11 @@ impl ClaimArgs {
     /// The options, or `None` when claims are off.
     pub fn options(&self) -> Option<ClaimOptions> {
         (!self.no_claims).then(|| ClaimOptions {
-            namespace: self.claims_namespace.clone(),
+            namespace: self
+                .claims_namespace
+                .clone()
+                .unwrap_or_else(|| crate::cluster::prereq::DEFAULT_NAMESPACE.into()),
+            namespace_given: self.claims_namespace.is_some(),
             grace: self.claim_grace,
             timeout: Duration::from_secs(2),
         })
@@ -69,6 +74,9 @@ impl ClaimArgs {
 pub struct ClaimOptions {
     /// Where the claim Leases live (the webhook's own namespace).
     pub namespace: String,
+    /// Whether `namespace` was given; if not, [`serve`](super::serve) may
+    /// default it to the kubeconfig context's namespace outside a cluster.
+    pub namespace_given: bool,
     /// A claim neither held by a stored object nor renewed for this long
     /// is released.
     pub grace: Duration,

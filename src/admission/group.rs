@@ -65,20 +65,36 @@ pub fn verdicts(st: &State, r: &Request) -> Vec<Verdict> {
         &BuiltinScopes,
         true,
     );
-    findings
-        .into_iter()
-        .map(|f| Verdict {
+    let mut verdicts = ready_when_verdicts(&spec);
+    verdicts.extend(findings.into_iter().map(|f| Verdict {
+        policy: POLICY.into(),
+        binding: None,
+        action: match f.action {
+            FindingAction::Deny => Action::Deny,
+            FindingAction::Warn => Action::Warn,
+            FindingAction::Audit => Action::Audit,
+        },
+        message: format!(
+            "member {} {}: {}: {}",
+            f.object.kind, f.object.name, f.policy, f.message
+        ),
+        reason: None,
+        related: vec![],
+    }));
+    verdicts
+}
+
+/// A readyWhen expression that does not compile refuses the group, with
+/// the expression's field and position, as a policy's would be refused.
+fn ready_when_verdicts(spec: &ResourceGroupSpec) -> Vec<Verdict> {
+    let rules = crate::group::ready::ReadyRules::compile(&spec.ready_when);
+    rules
+        .errors()
+        .map(|(i, e)| Verdict {
             policy: POLICY.into(),
             binding: None,
-            action: match f.action {
-                FindingAction::Deny => Action::Deny,
-                FindingAction::Warn => Action::Warn,
-                FindingAction::Audit => Action::Audit,
-            },
-            message: format!(
-                "member {} {}: {}: {}",
-                f.object.kind, f.object.name, f.policy, f.message
-            ),
+            action: Action::Deny,
+            message: format!("spec.readyWhen[{i}].expression: {e}"),
             reason: None,
             related: vec![],
         })

@@ -4,8 +4,9 @@
 use super::claims::Claims;
 use super::{Engine, EngineOptions};
 use crate::cluster::authz::SarAuthorizer;
+use crate::cluster::prereq::{self, Access, Need};
 use crate::cluster::reload::{self, Sources, Supervisor};
-use crate::cluster::{ClusterOptions, Companion};
+use crate::cluster::{ClusterOptions, Companion, KindName};
 use crate::policy::overrides::Overrides;
 use crate::server::ServeArgs;
 use std::sync::Arc;
@@ -17,7 +18,7 @@ pub async fn run(
     options: EngineOptions,
     cluster_options: ClusterOptions,
     overrides: Overrides,
-    claims: Option<super::claims::ClaimOptions>,
+    mut claims: Option<super::claims::ClaimOptions>,
     companion: Option<Arc<dyn Companion>>,
 ) -> anyhow::Result<()> {
     let sources = Sources {
@@ -29,12 +30,25 @@ pub async fn run(
     let (cluster, kinds) = reload::initial(&sources, cluster_options)?;
     let cluster = Arc::new(cluster);
     let client = if sources.inventory.is_empty() {
-        Some(kube::Client::try_default().await.map_err(|e| {
-            anyhow::anyhow!("no cluster to watch ({e}); give --inventory PATH to serve from files")
-        })?)
+        Some(connect().await?)
     } else {
         None
     };
+    let prerequisites = match &client {
+        Some((client, config)) => {
+            if let Some(c) = claims.as_mut().filter(|c| !c.namespace_given) {
+                c.namespace = prereq::default_namespace(client, config).await;
+            }
+            let needs = needs(&kinds, claims.as_ref());
+            cluster.set_prerequisites_met(false);
+            let (client, cluster) = (client.clone(), cluster.clone());
+            Some(tokio::spawn(async move {
+                prereq::wait(&client, &cluster, &needs).await
+            }))
+        }
+        None => None,
+    };
+    let client = client.map(|(c, _)| c);
     let task = match (&companion, &client) {
         (Some(c), Some(client)) => Some(c.start(cluster.clone(), client.clone())),
         (Some(_), None) => anyhow::bail!("--audit needs a cluster to audit, not --inventory files"),
@@ -70,9 +84,35 @@ pub async fn run(
     if let Some(t) = task {
         t.abort();
     }
-    if let Some(s) = sweep {
-        s.abort();
+    for t in [sweep, prerequisites].into_iter().flatten() {
+        t.abort();
     }
     supervisor.shutdown().await;
     served
+}
+
+async fn connect() -> anyhow::Result<(kube::Client, kube::Config)> {
+    let config = kube::Config::infer().await.map_err(no_cluster)?;
+    let client = kube::Client::try_from(config.clone()).map_err(no_cluster)?;
+    Ok((client, config))
+}
+
+fn no_cluster(e: impl std::fmt::Display) -> anyhow::Error {
+    anyhow::anyhow!("no cluster to watch ({e}); give --inventory PATH to serve from files")
+}
+
+/// What `serve` needs of the cluster: to list and watch the kinds its
+/// policies read and, with claims, its namespace and the claims' verbs on
+/// Leases there (manifests/base/rbac.yaml, `interlock-claims`).
+fn needs(kinds: &[KindName], claims: Option<&super::claims::ClaimOptions>) -> Vec<Need> {
+    let mut needs = prereq::watching(kinds);
+    if let Some(c) = claims {
+        needs.push(Need::Namespace(c.namespace.clone()));
+        for verb in ["create", "get", "list", "update", "delete"] {
+            needs.push(Need::Access(
+                Access::new(verb, "coordination.k8s.io", "leases").in_namespace(&c.namespace),
+            ));
+        }
+    }
+    needs
 }

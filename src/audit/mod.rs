@@ -59,6 +59,9 @@ pub struct AuditOptions {
     /// scope; a ClusterPolicyReport without `namespaces`), writing only
     /// those that changed.
     pub write_reports: bool,
+    /// `--report-format`: PolicyReport, OpenReports, or what the cluster
+    /// serves.
+    pub report_format: policy_report::FormatChoice,
     /// `--disable` and `--action`.
     pub overrides: crate::policy::overrides::Overrides,
 }
@@ -130,17 +133,29 @@ pub fn run(opts: &AuditOptions) -> Report {
     // A partial listing would clear results that still hold: write only
     // what a complete audit found.
     if opts.write_reports && report.errors.is_empty() {
-        let mut reports = policy_report::policy_reports(&report, &namespaces);
-        if !opts.namespaces.is_empty() {
-            // Cluster-scoped objects were not audited.
-            reports.retain(|r| r["metadata"]["namespace"].is_string());
-        }
-        match rt.block_on(write::write_reports(&client, &reports)) {
-            Ok(w) => report.notices.push(cluster_error(format!(
-                "PolicyReports: {} written, {} unchanged",
-                w.written, w.unchanged
-            ))),
-            Err(e) => report.errors.push(cluster_error(e.to_string())),
+        let written = rt.block_on(async {
+            let format =
+                opts.report_format.resolve(&client).await.map_err(|e| {
+                    format!("cannot tell which report kinds the cluster serves: {e}")
+                })?;
+            let mut reports = policy_report::policy_reports(&report, &namespaces, format);
+            if !opts.namespaces.is_empty() {
+                // Cluster-scoped objects were not audited.
+                reports.retain(|r| r["metadata"]["namespace"].is_string());
+            }
+            let w = write::write_reports(&client, format, &reports)
+                .await
+                .map_err(|e| e.to_string())?;
+            Ok::<_, String>(format!(
+                "{}s: {} written, {} unchanged",
+                format.kind(false),
+                w.written,
+                w.unchanged
+            ))
+        });
+        match written {
+            Ok(notice) => report.notices.push(cluster_error(notice)),
+            Err(e) => report.errors.push(cluster_error(e)),
         }
         report.sort();
     }

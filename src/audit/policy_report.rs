@@ -1,9 +1,14 @@
 //! Audit results as PolicyReport / ClusterPolicyReport objects
 //! (`wgpolicyk8s.io/v1alpha2`, the format Kyverno and Policy Reporter
-//! read), as `interlock audit --write-reports` and the continuous audit
-//! store them (see docs/audit.md).
+//! read) or as their successors, OpenReports' Report / ClusterReport
+//! (`openreports.io/v1alpha1`, the same fields), as `interlock audit
+//! --write-reports` and the continuous audit store them (see
+//! docs/audit.md).
 //!
 //! Decisions:
+//! - `--report-format auto` (the default) writes what the cluster serves,
+//!   OpenReports when it serves both: the tools that read reports are
+//!   moving there, and a cluster that installed it did so on purpose.
 //! - One PolicyReport named [`REPORT_NAME`] per namespace, every audited
 //!   namespace included (an empty report is how a fixed object's result
 //!   clears), and one ClusterPolicyReport for cluster-scoped objects.
@@ -15,17 +20,102 @@
 //!   report learns nothing of another tenant's names.
 
 use crate::report::{Action, Finding, Report};
+use kube::api::ApiResource;
 use serde_json::{json, Value as Json};
 use std::collections::{BTreeMap, BTreeSet};
 
-pub const API_VERSION: &str = "wgpolicyk8s.io/v1alpha2";
 /// `metadata.name` of every report Interlock writes.
 pub const REPORT_NAME: &str = "interlock";
 
-/// The reports for `report`'s results: one PolicyReport per namespace of
-/// `namespaces` (and per namespace with results), and a ClusterPolicyReport
-/// (for cluster-scoped objects) last. Each sorted, without timestamps.
-pub fn policy_reports(report: &Report, namespaces: &BTreeSet<String>) -> Vec<Json> {
+/// The kinds the results are stored as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReportFormat {
+    /// `wgpolicyk8s.io/v1alpha2` PolicyReport and ClusterPolicyReport.
+    PolicyReport,
+    /// `openreports.io/v1alpha1` Report and ClusterReport.
+    OpenReports,
+}
+
+/// `--report-format`: a format, or whichever the cluster serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum FormatChoice {
+    /// OpenReports when the cluster serves it, else PolicyReport.
+    #[default]
+    Auto,
+    #[value(name = "policyreport")]
+    PolicyReport,
+    #[value(name = "openreports")]
+    OpenReports,
+}
+
+impl ReportFormat {
+    pub fn api_version(self) -> &'static str {
+        match self {
+            ReportFormat::PolicyReport => "wgpolicyk8s.io/v1alpha2",
+            ReportFormat::OpenReports => "openreports.io/v1alpha1",
+        }
+    }
+
+    /// The kind of a namespace's report, or of the cluster-scoped one.
+    pub fn kind(self, cluster_scoped: bool) -> &'static str {
+        match (self, cluster_scoped) {
+            (ReportFormat::PolicyReport, false) => "PolicyReport",
+            (ReportFormat::PolicyReport, true) => "ClusterPolicyReport",
+            (ReportFormat::OpenReports, false) => "Report",
+            (ReportFormat::OpenReports, true) => "ClusterReport",
+        }
+    }
+
+    /// The bundled definitions, for the message when the cluster lacks them.
+    pub fn crd_file(self) -> &'static str {
+        match self {
+            ReportFormat::PolicyReport => "manifests/policyreport/crds.yaml",
+            ReportFormat::OpenReports => "manifests/openreports/crds.yaml",
+        }
+    }
+
+    pub fn resource(self, cluster_scoped: bool) -> ApiResource {
+        let api_version = self.api_version();
+        let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+        let kind = self.kind(cluster_scoped);
+        ApiResource {
+            group: group.into(),
+            version: version.into(),
+            api_version: api_version.into(),
+            kind: kind.into(),
+            plural: format!("{}s", kind.to_ascii_lowercase()),
+        }
+    }
+}
+
+impl FormatChoice {
+    /// The format to write: the one chosen, or with `auto` OpenReports when
+    /// the cluster serves `openreports.io/v1alpha1`, else PolicyReport
+    /// (whose absence the write then names).
+    pub async fn resolve(self, client: &kube::Client) -> Result<ReportFormat, kube::Error> {
+        match self {
+            FormatChoice::PolicyReport => Ok(ReportFormat::PolicyReport),
+            FormatChoice::OpenReports => Ok(ReportFormat::OpenReports),
+            FormatChoice::Auto => {
+                let open = ReportFormat::OpenReports.api_version();
+                match client.list_api_group_resources(open).await {
+                    Ok(_) => Ok(ReportFormat::OpenReports),
+                    Err(kube::Error::Api(s)) if s.code == 404 => Ok(ReportFormat::PolicyReport),
+                    Err(e) => Err(e),
+                }
+            }
+        }
+    }
+}
+
+/// The reports for `report`'s results: one per namespace of `namespaces`
+/// (and per namespace with results), and the cluster-scoped one (for
+/// cluster-scoped objects) last. Each sorted, without timestamps.
+pub fn policy_reports(
+    report: &Report,
+    namespaces: &BTreeSet<String>,
+    format: ReportFormat,
+) -> Vec<Json> {
     let mut by_ns: BTreeMap<&str, Vec<&Finding>> =
         namespaces.iter().map(|n| (n.as_str(), vec![])).collect();
     let mut cluster: Vec<&Finding> = vec![];
@@ -37,14 +127,14 @@ pub fn policy_reports(report: &Report, namespaces: &BTreeSet<String>) -> Vec<Jso
     }
     let mut out: Vec<Json> = by_ns
         .into_iter()
-        .map(|(ns, findings)| one("PolicyReport", Some(ns), &findings))
+        .map(|(ns, findings)| one(format, Some(ns), &findings))
         .collect();
-    out.push(one("ClusterPolicyReport", None, &cluster));
+    out.push(one(format, None, &cluster));
     out
 }
 
-/// One report: a PolicyReport of `namespace`, or the ClusterPolicyReport.
-pub(crate) fn one(kind: &str, namespace: Option<&str>, findings: &[&Finding]) -> Json {
+/// One report: of `namespace`, or the cluster-scoped one.
+pub(crate) fn one(format: ReportFormat, namespace: Option<&str>, findings: &[&Finding]) -> Json {
     let mut results: Vec<Json> = findings.iter().map(|f| result(f, namespace)).collect();
     results.sort_by_key(|r| r.to_string());
     let count = |r: &str| results.iter().filter(|x| x["result"] == r).count();
@@ -59,8 +149,8 @@ pub(crate) fn one(kind: &str, namespace: Option<&str>, findings: &[&Finding]) ->
         metadata["namespace"] = json!(ns);
     }
     json!({
-        "apiVersion": API_VERSION,
-        "kind": kind,
+        "apiVersion": format.api_version(),
+        "kind": format.kind(namespace.is_none()),
         "metadata": metadata,
         "summary": summary,
         "results": results,
@@ -165,7 +255,7 @@ mod tests {
             ..Report::default()
         };
         let quiet: BTreeSet<String> = ["team-c".to_string()].into();
-        let reports = policy_reports(&report, &quiet);
+        let reports = policy_reports(&report, &quiet, ReportFormat::PolicyReport);
         let names: Vec<String> = reports
             .iter()
             .map(|r| format!("{} {}", r["kind"], r["metadata"]["namespace"]))
@@ -201,6 +291,15 @@ mod tests {
         // Stable: the same results in another order give the same objects.
         let mut reversed = report.clone();
         reversed.results.reverse();
-        assert_eq!(policy_reports(&reversed, &quiet), reports);
+        assert_eq!(
+            policy_reports(&reversed, &quiet, ReportFormat::PolicyReport),
+            reports
+        );
+        // OpenReports: the same results under its kinds.
+        let open = policy_reports(&report, &quiet, ReportFormat::OpenReports);
+        assert_eq!(open[1]["apiVersion"], "openreports.io/v1alpha1");
+        assert_eq!(open[1]["kind"], "Report");
+        assert_eq!(open[3]["kind"], "ClusterReport");
+        assert_eq!(open[1]["results"], b["results"]);
     }
 }

@@ -2,8 +2,8 @@
 //! results differ from what is stored: an unchanged cluster costs one read
 //! per report and no write.
 
-use super::policy_report::{API_VERSION, REPORT_NAME};
-use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
+use super::policy_report::{ReportFormat, REPORT_NAME};
+use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use kube::Client;
 use serde_json::Value as Json;
 
@@ -19,8 +19,12 @@ pub struct Written {
 
 #[derive(Debug, thiserror::Error)]
 pub enum WriteError {
-    #[error("the cluster has no {0} kind (wgpolicyk8s.io/v1alpha2); install it with `kubectl apply --server-side -f manifests/policyreport/crds.yaml`")]
-    NoCrd(String),
+    #[error("the cluster has no {kind} kind ({api_version}); install it with `kubectl apply --server-side -f {file}`, or choose the other with --report-format")]
+    NoCrd {
+        kind: &'static str,
+        api_version: &'static str,
+        file: &'static str,
+    },
     #[error("cannot write {kind} {name}: {source}")]
     Kube {
         kind: String,
@@ -30,42 +34,41 @@ pub enum WriteError {
     },
 }
 
-pub(crate) fn resource(kind: &str) -> ApiResource {
-    let (group, version) = API_VERSION.split_once('/').unwrap_or(("", API_VERSION));
-    ApiResource {
-        group: group.into(),
-        version: version.into(),
-        api_version: API_VERSION.into(),
-        kind: kind.into(),
-        plural: format!("{}s", kind.to_ascii_lowercase()),
-    }
-}
-
 /// The fields the audit owns, to compare a stored report with a desired one.
 pub(crate) fn owned(o: &Json) -> (&Json, &Json) {
     (&o["summary"], &o["results"])
 }
 
-/// Applies each of `reports` whose summary or results differ from the
-/// stored one.
-pub async fn write_reports(client: &Client, reports: &[Json]) -> Result<Written, WriteError> {
+/// Applies each of `reports` (all of `format`) whose summary or results
+/// differ from the stored one.
+pub async fn write_reports(
+    client: &Client,
+    format: ReportFormat,
+    reports: &[Json],
+) -> Result<Written, WriteError> {
     let mut done = Written::default();
     for desired in reports {
-        let kind = desired["kind"].as_str().unwrap_or_default();
-        let ar = resource(kind);
-        let api: Api<DynamicObject> = match desired["metadata"]["namespace"].as_str() {
+        let namespace = desired["metadata"]["namespace"].as_str();
+        let kind = format.kind(namespace.is_none());
+        let ar = format.resource(namespace.is_none());
+        let api: Api<DynamicObject> = match namespace {
             Some(ns) => Api::namespaced_with(client.clone(), ns, &ar),
             None => Api::all_with(client.clone(), &ar),
         };
-        let err = |source: kube::Error| WriteError::Kube {
-            kind: kind.into(),
-            name: format!(
-                "{}/{REPORT_NAME}",
-                desired["metadata"]["namespace"].as_str().unwrap_or("")
-            ),
-            source,
+        // A 404 for a single name is `None` from `get_opt`; one that is
+        // still an error is a kind the cluster does not serve.
+        let err = |source: kube::Error| match source {
+            kube::Error::Api(s) if s.code == 404 => WriteError::NoCrd {
+                kind,
+                api_version: format.api_version(),
+                file: format.crd_file(),
+            },
+            source => WriteError::Kube {
+                kind: kind.into(),
+                name: format!("{}/{REPORT_NAME}", namespace.unwrap_or("")),
+                source,
+            },
         };
-        // Not found is `None`, a missing kind included: the apply says which.
         let stored = api.get_opt(REPORT_NAME).await.map_err(err)?;
         if let Some(stored) = stored {
             let stored = serde_json::to_value(stored).unwrap_or_default();
@@ -80,10 +83,7 @@ pub async fn write_reports(client: &Client, reports: &[Json]) -> Result<Written,
             &Patch::Apply(desired),
         )
         .await
-        .map_err(|e| match e {
-            kube::Error::Api(s) if s.code == 404 => WriteError::NoCrd(kind.into()),
-            e => err(e),
-        })?;
+        .map_err(err)?;
         tracing::info!(
             kind,
             namespace = desired["metadata"]["namespace"].as_str(),

@@ -2,8 +2,8 @@
 //! matching policy, with all the objects as the inventory.
 
 use super::producers;
-use super::render::helm;
 use super::render::kustomize::{self, KustomizeMode, Renderer};
+use super::render::{helm, Rendered};
 use crate::inventory::{Inventory, ObjectKey, Prepared, Source};
 use crate::k8s::openapi::{self, Schemas};
 use crate::k8s::pod_template;
@@ -55,6 +55,9 @@ pub struct CheckOptions {
     pub kustomize: KustomizeMode,
     /// `--values`: values files for every Helm chart rendered.
     pub values: Vec<PathBuf>,
+    /// `--remote-bases skip`: a kustomization whose remote base cannot be
+    /// fetched is a notice instead of an error (its objects go unchecked).
+    pub skip_remote_bases: bool,
     /// Images a build tool of the repository makes (Skaffold artifacts):
     /// pinned before the policies see them (`skaffold`). Found by `run`.
     pub built_images: std::collections::BTreeSet<String>,
@@ -447,6 +450,12 @@ fn render_kustomizations(
     });
     let mut docs = Vec::new();
     for r in kustomize::render_all(&renderer, &layout.roots, load) {
+        // A layout left unrendered is a layout left unchecked: a CI job
+        // must not pass on it unless told to.
+        let r = match r {
+            Rendered::NotHere(e) if !opts.skip_remote_bases => Rendered::Failed(e),
+            r => r,
+        };
         r.sort_into(&mut docs, &mut report.errors, &mut report.notices);
     }
     docs

@@ -3,6 +3,7 @@
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
+use std::time::Duration;
 
 use crate::check::{self, OutputFormat};
 use crate::policy::overrides::Overrides;
@@ -61,6 +62,11 @@ pub enum Command {
         /// rendered with `helm template` when helm is on PATH).
         #[arg(long = "values", value_name = "FILE")]
         values: Vec<PathBuf>,
+        /// error: a kustomization whose remote base cannot be fetched
+        /// here stops the run (exit 2), since its objects go unchecked;
+        /// skip: check the rest and name it in a notice.
+        #[arg(long, default_value = "error", value_parser = ["error", "skip"])]
+        remote_bases: String,
         #[command(flatten)]
         overrides: Overrides,
         /// Files, folders, or - for standard input.
@@ -80,10 +86,15 @@ pub enum Command {
         /// see every namespace).
         #[arg(short = 'n', long)]
         namespace: Vec<String>,
-        /// Also store the results as PolicyReports (wgpolicyk8s.io/v1alpha2),
-        /// one per namespace, written only when they changed.
+        /// Also store the results as reports, one per namespace, written
+        /// only when they changed.
         #[arg(long)]
         write_reports: bool,
+        /// The reports' kinds: policyreport (wgpolicyk8s.io/v1alpha2),
+        /// openreports (openreports.io/v1alpha1), or auto: OpenReports when
+        /// the cluster serves it, else PolicyReport.
+        #[arg(long, value_enum, default_value = "auto", requires = "write_reports")]
+        report_format: crate::audit::policy_report::FormatChoice,
         #[command(flatten)]
         overrides: Overrides,
     },
@@ -141,9 +152,15 @@ pub enum Command {
         /// Run without leader election (one replica only).
         #[arg(long)]
         no_leader_election: bool,
-        /// Namespace of the leader-election Lease.
-        #[arg(long, env = "POD_NAMESPACE", default_value = "interlock-system")]
-        lease_namespace: String,
+        /// Namespace of the leader-election Lease (default interlock-system,
+        /// or outside a cluster without it the kubeconfig context's namespace).
+        #[arg(long, env = "POD_NAMESPACE")]
+        lease_namespace: Option<String>,
+        /// How long the Lease lasts unrenewed; it is renewed every third of
+        /// this, and a leader that could not renew stops reconciling after
+        /// two thirds of it.
+        #[arg(long, value_name = "DURATION", default_value = "15s", value_parser = crate::server::cli::parse_duration)]
+        lease_duration: Duration,
         /// Name of the leader-election Lease.
         #[arg(long, default_value = "interlock-controller")]
         lease_name: String,
@@ -157,6 +174,23 @@ pub enum Command {
         audit: crate::audit::live::AuditArgs,
         #[command(flatten)]
         overrides: Overrides,
+    },
+    /// What the controller would do with the ResourceGroups of FILEs, in
+    /// the cluster of the current kubeconfig, with every policy's findings;
+    /// writes nothing (exit 0: would apply cleanly, 1: would be refused,
+    /// 2: input error).
+    Plan {
+        /// Policy file or folder (repeatable); default: the bundled library.
+        #[arg(short, long = "policy")]
+        policy: Vec<PathBuf>,
+        /// Output format.
+        #[arg(short, long, default_value = "human", value_parser = ["human", "json"])]
+        output: String,
+        #[command(flatten)]
+        overrides: Overrides,
+        /// Files or folders with ResourceGroups, or - for standard input.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
     },
     /// Print the webhook configurations for the loaded policies' rules.
     WebhookConfig {

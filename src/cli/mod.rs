@@ -43,6 +43,7 @@ fn dispatch(command: Command) -> u8 {
             no_defaults,
             kustomize,
             values,
+            remote_bases,
             overrides,
             paths,
         } => print_report(
@@ -62,6 +63,7 @@ fn dispatch(command: Command) -> u8 {
                     _ => check::render::kustomize::KustomizeMode::Auto,
                 },
                 values,
+                skip_remote_bases: remote_bases == "skip",
                 ..Default::default()
             }),
             output,
@@ -71,6 +73,7 @@ fn dispatch(command: Command) -> u8 {
             output,
             namespace,
             write_reports,
+            report_format,
             overrides,
         } => print_report(
             &crate::audit::run(&crate::audit::AuditOptions {
@@ -78,6 +81,7 @@ fn dispatch(command: Command) -> u8 {
                 namespaces: namespace,
                 record_evaluated: output == OutputFormat::Junit,
                 write_reports,
+                report_format,
                 overrides,
             }),
             output,
@@ -121,24 +125,32 @@ fn dispatch(command: Command) -> u8 {
             no_leader_election,
             lease_namespace,
             lease_name,
+            lease_duration,
             identity,
             log_format,
             audit,
             overrides,
         } => {
             crate::server::init_tracing(log_format == "json");
+            if lease_duration < Duration::from_secs(2) {
+                eprintln!("interlock: --lease-duration must be at least 2s (the Lease counts whole seconds)");
+                return 2;
+            }
+            let lease_namespace_given = lease_namespace.is_some();
             let lease = (!no_leader_election).then(|| crate::controller::lease::LeaseConfig {
-                namespace: lease_namespace,
+                namespace: lease_namespace
+                    .unwrap_or_else(|| crate::cluster::prereq::DEFAULT_NAMESPACE.into()),
                 name: lease_name,
                 identity: identity.unwrap_or_else(default_identity),
-                duration: Duration::from_secs(15),
-                renew_every: Duration::from_secs(5),
+                duration: lease_duration,
+                renew_every: lease_duration / 3,
             });
             let cfg = crate::controller::run::ControllerConfig {
                 policies: policy,
                 concurrency: concurrency.max(1),
                 admin_addr,
                 lease,
+                lease_namespace_given,
                 watch_timeout: Duration::from_secs(290),
                 overrides,
             };
@@ -147,6 +159,19 @@ fn dispatch(command: Command) -> u8 {
                 crate::controller::run::run(cfg, audit.companion()),
             )
         }
+        Command::Plan {
+            policy,
+            output,
+            overrides,
+            files,
+        } => plan(
+            &crate::plan::PlanOptions {
+                policies: policy,
+                overrides,
+                files,
+            },
+            &output,
+        ),
         Command::WebhookConfig {
             policy,
             service,
@@ -271,6 +296,33 @@ fn eval_lines(session: &mut crate::eval::Session, output: &str) -> u8 {
                 Ok(v) => println!("{}", eval_result(&v, output)),
                 Err(e) => eprintln!("{e}"),
             },
+        }
+    }
+}
+
+/// `plan`: the report on standard output, problems on standard error.
+fn plan(opts: &crate::plan::PlanOptions, output: &str) -> u8 {
+    let report = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt.block_on(crate::plan::run(opts)),
+        Err(e) => {
+            eprintln!("interlock: cannot start the runtime: {e}");
+            return 2;
+        }
+    };
+    match report {
+        Ok(report) => {
+            let text = match output {
+                "json" => crate::plan::output::json(&report).to_string() + "\n",
+                _ => crate::plan::output::human(&report),
+            };
+            use std::io::Write as _;
+            // A closed pipe (`| head`) is the reader's choice.
+            let _ = std::io::stdout().write_all(text.as_bytes());
+            exit_status(report.exit_code())
+        }
+        Err(e) => {
+            eprintln!("interlock plan: {e}");
+            2
         }
     }
 }

@@ -22,13 +22,17 @@
 //! - Readiness is level-triggered: ready when every kind that is watched
 //!   has completed its first list and no requested re-list is running. A
 //!   kind whose discovery fails keeps the process unready and is retried
-//!   with backoff; it never wedges readiness for good.
+//!   with backoff; it never wedges readiness for good. A front-end that
+//!   finds the cluster lacking what it needs ([`prereq`]) holds readiness
+//!   down apart, until it is there.
 
 pub mod api_error;
 pub mod authz;
 pub mod exceptions;
+pub mod impersonate;
 pub mod live;
 pub mod pending;
+pub mod prereq;
 pub mod reload;
 pub mod watch;
 
@@ -128,6 +132,9 @@ pub struct Cluster {
     state: RwLock<State>,
     published: ArcSwap<Published>,
     ready: AtomicBool,
+    /// What the process needs of the cluster is there ([`prereq`]); true
+    /// unless a front-end checks and finds something missing.
+    prerequisites: AtomicBool,
     pub options: ClusterOptions,
     /// Bumped when stored objects must be listed again (the policies now
     /// read fields the inventory did not keep).
@@ -158,6 +165,7 @@ impl Cluster {
                 generation: 0,
             }),
             ready: AtomicBool::new(false),
+            prerequisites: AtomicBool::new(true),
             options,
             relist: tokio::sync::watch::channel(0).0,
             watchers: AtomicUsize::new(0),
@@ -231,8 +239,14 @@ impl Cluster {
         f(&mut st.inventory, &mut st.pending)
     }
 
+    /// Synced, and nothing the process needs is missing from the cluster.
     pub fn is_ready(&self) -> bool {
-        self.ready.load(Ordering::Acquire)
+        self.ready.load(Ordering::Acquire) && self.prerequisites.load(Ordering::Acquire)
+    }
+
+    /// Holds readiness down while the cluster lacks what the process needs.
+    pub fn set_prerequisites_met(&self, met: bool) {
+        self.prerequisites.store(met, Ordering::Release);
     }
 
     /// Sets readiness by hand (a fixed file inventory is ready at once).

@@ -4,15 +4,22 @@
 //!
 //! Every write carries the resourceVersion it read (a replace, not a patch),
 //! so two candidates that both see an expired lease cannot both win: the
-//! API server refuses the second with 409 Conflict. A holder that cannot
-//! renew within the lease duration stops leading (the process exits and is
-//! restarted), since another replica may then take over.
+//! API server refuses the second with 409 Conflict.
+//!
+//! A holder that cannot renew stops leading before any other replica may
+//! take over: the term ends at the start of its last successful renewal
+//! plus the renew deadline (the lease duration less one renewal period, a
+//! margin for clocks and the time a write takes), and a renewal still in
+//! flight at that moment is abandoned ([`Term`], pure). The process does
+//! not exit: it campaigns again, so when the API server comes back after an
+//! outage one replica leads again without a restart.
 
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::api::{Api, ObjectMeta, PostParams};
 use std::time::Duration;
+use tokio::time::Instant;
 
 #[derive(Debug, Clone)]
 pub struct LeaseConfig {
@@ -34,6 +41,79 @@ pub enum LeaseError {
     },
     #[error("lost the lease {0}: another replica may be reconciling")]
     Lost(String),
+    #[error(
+        "could not renew the lease {name} within {deadline:?}: another replica may take it over"
+    )]
+    Expired { name: String, deadline: Duration },
+}
+
+/// How long a term lasts after the start of its last successful renewal,
+/// by this replica's clock: the lease duration less one renewal period.
+/// Another replica sees the lease expire only a whole duration after the
+/// renewTime written, which is later than that start.
+pub fn renew_deadline(cfg: &LeaseConfig) -> Duration {
+    cfg.duration
+        .saturating_sub(cfg.renew_every)
+        .max(cfg.renew_every.min(cfg.duration / 2))
+}
+
+/// What one renewal attempt found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Renewal {
+    Held,
+    /// Another replica holds the lease (or wrote it first).
+    Taken,
+    /// No answer: the API server unreachable or the call failed.
+    Failed,
+}
+
+/// Whether the replica keeps leading after a renewal attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    Lead,
+    /// Stop reconciling now.
+    Stop,
+}
+
+/// One term of leadership: until when this replica may act as the leader.
+#[derive(Debug, Clone, Copy)]
+pub struct Term<T> {
+    deadline: Duration,
+    until: T,
+}
+
+impl<T> Term<T>
+where
+    T: Copy + Ord + std::ops::Add<Duration, Output = T>,
+{
+    /// A term won by a write that started at `started`.
+    pub fn won(started: T, deadline: Duration) -> Self {
+        Term {
+            deadline,
+            until: started + deadline,
+        }
+    }
+
+    /// The moment the term ends unless renewed.
+    pub fn until(&self) -> T {
+        self.until
+    }
+
+    /// The attempt that started at `started` ended at `now` with `outcome`.
+    pub fn renewed(&mut self, started: T, now: T, outcome: Renewal) -> Verdict {
+        match outcome {
+            Renewal::Taken => return Verdict::Stop,
+            Renewal::Held if now < self.until => self.until = started + self.deadline,
+            // An answer after the term ended comes too late: another
+            // replica may have taken over meanwhile.
+            Renewal::Held | Renewal::Failed => {}
+        }
+        if now < self.until {
+            Verdict::Lead
+        } else {
+            Verdict::Stop
+        }
+    }
 }
 
 /// What to do with the lease as read.
@@ -143,37 +223,66 @@ impl Elector {
         }
     }
 
-    /// Waits until this replica holds the lease.
-    pub async fn acquire(&self) -> Result<(), LeaseError> {
-        loop {
-            match self.try_hold().await {
-                Ok(true) => {
-                    tracing::info!(lease = %self.cfg.name, identity = %self.cfg.identity, "leading");
-                    return Ok(());
-                }
-                Ok(false) => {}
-                Err(e) => tracing::warn!(error = %e, "lease not readable; retrying"),
-            }
-            tokio::time::sleep(self.cfg.renew_every).await;
+    /// One attempt, abandoned when it outlasts `within` (a call to an
+    /// API server that does not answer may otherwise hang for minutes).
+    async fn attempt(&self, within: Duration) -> Result<bool, String> {
+        match tokio::time::timeout(within, self.try_hold()).await {
+            Ok(r) => r.map_err(|e| e.to_string()),
+            Err(_) => Err(format!("no answer within {within:?}")),
         }
     }
 
-    /// Renews the lease until a renewal fails for longer than the lease
-    /// lasts; then returns the error (the caller stops reconciling).
-    pub async fn keep(&self) -> LeaseError {
-        let mut last_ok = tokio::time::Instant::now();
+    /// Waits until this replica holds the lease; returns the term won.
+    /// Logs an error once, and again only when it changes.
+    pub async fn acquire(&self) -> Term<Instant> {
+        let mut last_error: Option<String> = None;
         loop {
-            tokio::time::sleep(self.cfg.renew_every).await;
-            match self.try_hold().await {
-                Ok(true) => last_ok = tokio::time::Instant::now(),
-                Ok(false) => return LeaseError::Lost(self.cfg.name.clone()),
+            let started = Instant::now();
+            match self.attempt(renew_deadline(&self.cfg)).await {
+                Ok(true) => {
+                    tracing::info!(lease = %self.cfg.name, identity = %self.cfg.identity, "leading");
+                    return Term::won(started, renew_deadline(&self.cfg));
+                }
+                Ok(false) => last_error = None,
                 Err(e) => {
-                    tracing::warn!(error = %e, "lease renewal failed");
-                    if last_ok.elapsed() >= self.cfg.duration {
-                        return e;
+                    if last_error.as_ref() != Some(&e) {
+                        tracing::warn!(lease = %self.cfg.name, error = %e, "lease not readable; campaigning until it is");
                     }
+                    last_error = Some(e);
                 }
             }
+            tokio::time::sleep_until(started + self.cfg.renew_every).await;
+        }
+    }
+
+    /// Renews the lease every `renew_every` while `term` lasts; returns
+    /// when it ends (the caller stops reconciling at once).
+    pub async fn keep(&self, mut term: Term<Instant>) -> LeaseError {
+        // At least two attempts per term, whatever the flags.
+        let every = self.cfg.renew_every.min(renew_deadline(&self.cfg) / 2);
+        loop {
+            tokio::time::sleep(every).await;
+            let started = Instant::now();
+            let within = term.until().saturating_duration_since(started);
+            let result = self.attempt(within).await;
+            let outcome = match &result {
+                Ok(true) => Renewal::Held,
+                Ok(false) => Renewal::Taken,
+                Err(e) => {
+                    tracing::warn!(lease = %self.cfg.name, error = %e, "lease renewal failed");
+                    Renewal::Failed
+                }
+            };
+            if term.renewed(started, Instant::now(), outcome) == Verdict::Lead {
+                continue;
+            }
+            return match outcome {
+                Renewal::Taken => LeaseError::Lost(self.cfg.name.clone()),
+                _ => LeaseError::Expired {
+                    name: self.cfg.name.clone(),
+                    deadline: renew_deadline(&self.cfg),
+                },
+            };
         }
     }
 
@@ -259,5 +368,59 @@ mod tests {
         let renewed = spec_for(&cfg, Some(&taken), now);
         assert_eq!(renewed.lease_transitions, Some(4));
         assert_eq!(renewed.acquire_time, taken.acquire_time);
+    }
+
+    fn cfg(duration: u64, renew_every: u64) -> LeaseConfig {
+        LeaseConfig {
+            namespace: "ns".into(),
+            name: "l".into(),
+            identity: "a".into(),
+            duration: Duration::from_secs(duration),
+            renew_every: Duration::from_secs(renew_every),
+        }
+    }
+
+    #[test]
+    fn a_term_ends_before_another_replica_may_take_the_lease() {
+        // The shipped 15 s / 5 s: leading stops 10 s after the last
+        // successful renewal began, 5 s before the lease expires for others.
+        assert_eq!(renew_deadline(&cfg(15, 5)), Duration::from_secs(10));
+        // Never a deadline of zero or past the lease itself.
+        for (d, r) in [(4, 4), (4, 1), (1, 5), (2, 1)] {
+            let c = cfg(d, r);
+            let dl = renew_deadline(&c);
+            assert!(!dl.is_zero() && dl < c.duration, "{d} s / {r} s: {dl:?}");
+        }
+    }
+
+    const S: fn(u64) -> Duration = Duration::from_secs;
+
+    #[test]
+    fn a_renewal_extends_the_term_from_when_it_started() {
+        let mut t = Term::won(S(0), S(10));
+        assert_eq!(t.renewed(S(5), S(7), Renewal::Held), Verdict::Lead);
+        // From 5 s (the write's start), not 7 s (its answer).
+        assert_eq!(t.until(), S(15));
+    }
+
+    #[test]
+    fn failed_renewals_keep_the_term_only_until_it_ends() {
+        let mut t = Term::won(S(0), S(10));
+        assert_eq!(t.renewed(S(5), S(6), Renewal::Failed), Verdict::Lead);
+        assert_eq!(t.until(), S(10));
+        assert_eq!(t.renewed(S(9), S(10), Renewal::Failed), Verdict::Stop);
+    }
+
+    #[test]
+    fn an_answer_after_the_term_ended_does_not_revive_it() {
+        let mut t = Term::won(S(0), S(10));
+        assert_eq!(t.renewed(S(9), S(11), Renewal::Held), Verdict::Stop);
+        assert_eq!(t.until(), S(10));
+    }
+
+    #[test]
+    fn a_lease_taken_by_another_replica_stops_the_term_at_once() {
+        let mut t = Term::won(S(0), S(10));
+        assert_eq!(t.renewed(S(1), S(2), Renewal::Taken), Verdict::Stop);
     }
 }

@@ -26,7 +26,11 @@
 //!   jitter, reset on success; a permanently broken group is retried at the
 //!   cap, never in a hot loop. Reconciles are bounded (`--concurrency`).
 //! - **Leader election** on a Lease ([`lease`]): a replica reconciles only
-//!   while it holds the lease, and exits when it loses it.
+//!   while its term lasts; when it ends (the API server unreachable, or
+//!   another replica holds the lease) the reconciles stop and the replica
+//!   campaigns again, so an outage longer than the lease needs no restart.
+//! - **Prerequisites first** ([`crate::cluster::prereq`]): unready, and no
+//!   campaign, until the CRD, the namespace and the permissions are there.
 //! - **The authorizer.** Policies' `authorizer...check()` on members asks
 //!   kube-apiserver about the group's ServiceAccount (the user of the
 //!   impersonated writes). A review without an answer (failed, cut by the

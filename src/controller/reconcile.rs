@@ -6,8 +6,9 @@
 use super::error::{Error, Result};
 use super::members::{KindCache, Members};
 use super::metrics::Metrics;
-use crate::cel::interrupt::{self, Interrupt};
+use crate::cel::interrupt::Interrupt;
 use crate::cel::k8s_authz::Authorizer;
+use crate::cluster::impersonate::{self, cancel_after, off_runtime};
 use crate::cluster::Cluster;
 use crate::group::crd::{
     GroupFinding, ResourceGroup, ResourceGroupStatus, API_VERSION, FIELD_MANAGER, FINALIZER, KIND,
@@ -82,19 +83,11 @@ impl Context {
         if let Some(c) = cache.get(&user) {
             return Ok(c.clone());
         }
-        let mut config = self.config.clone();
-        config.auth_info.impersonate = Some(user.clone());
-        // No Impersonate-Group headers: for a ServiceAccount username
-        // kube-apiserver adds exactly `writer.groups()` itself
-        // (system:serviceaccounts, system:serviceaccounts:NS,
-        // system:authenticated). Naming them would need `impersonate` on
-        // every namespace's group, which RBAC can only grant as "any
-        // group", system:masters included (manifests/base/controller.yaml).
-        config.auth_info.impersonate_groups = None;
-        let client = Client::try_from(config).map_err(|e| Error::Impersonation {
-            user: user.clone(),
-            message: e.to_string(),
-        })?;
+        let client =
+            impersonate::client_as(&self.config, writer).map_err(|e| Error::Impersonation {
+                user: e.user,
+                message: e.message,
+            })?;
         cache.insert(user, client.clone());
         Ok(client)
     }
@@ -300,34 +293,6 @@ fn findings(
     Ok(found)
 }
 
-/// Sets `interrupt` once `after` has passed (unless the task is aborted).
-fn cancel_after(interrupt: &Arc<Interrupt>, after: Duration) -> tokio::task::JoinHandle<()> {
-    let interrupt = interrupt.clone();
-    tokio::spawn(async move {
-        tokio::time::sleep(after).await;
-        interrupt.cancel();
-    })
-}
-
-/// Runs `f` under `deadline` on a thread outside the runtime, with the
-/// caller's span (the group) on its logs. Evaluation and the state's
-/// blocking lock stay off the async workers, and the authorizer's reviews
-/// may block there: it refuses to on a thread of the runtime (workers and
-/// blocking pool alike).
-fn off_runtime<T: Send>(deadline: &Arc<Interrupt>, f: impl FnOnce() -> T + Send) -> T {
-    let span = tracing::Span::current();
-    tokio::task::block_in_place(|| {
-        std::thread::scope(|s| {
-            s.spawn(|| {
-                let _group = span.enter();
-                interrupt::scope(deadline, f)
-            })
-            .join()
-            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-        })
-    })
-}
-
 fn owned_by(o: &Value, uid: &str) -> bool {
     o.pointer("/metadata/ownerReferences")
         .and_then(Value::as_array)
@@ -498,12 +463,7 @@ async fn server_side_apply(
     let c = observed
         .cache(&d.target.api_version, &d.target.kind)
         .ok_or(Error::Metadata("kind in the cluster"))?;
-    let api: Api<DynamicObject> =
-        Api::namespaced_with(client.clone(), &d.target.namespace, &c.resource);
-    let mut params = PatchParams::apply(FIELD_MANAGER).force();
-    params.dry_run = dry_run;
-    api.patch(&d.target.name, &params, &Patch::Apply(&d.object))
-        .await?;
+    impersonate::apply_member(client, &c.resource, d, dry_run).await?;
     Ok(())
 }
 

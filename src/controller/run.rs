@@ -8,9 +8,10 @@ use super::members::Members;
 use super::metrics::Metrics;
 use super::reconcile::{jittered, reconcile, Context};
 use crate::cluster::authz::SarAuthorizer;
+use crate::cluster::prereq::{self, Access, Need};
 use crate::cluster::reload::{self, Sources, Supervisor};
-use crate::cluster::{Cluster, ClusterOptions};
-use crate::group::crd::ResourceGroup;
+use crate::cluster::{Cluster, ClusterOptions, KindName};
+use crate::group::crd::{ResourceGroup, API_VERSION, GROUP, KIND};
 use futures::StreamExt;
 use kube::api::Api;
 use kube::runtime::controller::{self, Action, Controller};
@@ -33,6 +34,9 @@ pub struct ControllerConfig {
     pub admin_addr: SocketAddr,
     /// `None`: no leader election (a single replica, or tests).
     pub lease: Option<LeaseConfig>,
+    /// Whether the Lease's namespace was given; if not, it may default to
+    /// the kubeconfig context's namespace outside a cluster.
+    pub lease_namespace_given: bool,
     pub watch_timeout: Duration,
     /// `--disable` and `--action`.
     pub overrides: crate::policy::overrides::Overrides,
@@ -46,8 +50,9 @@ impl crate::server::admin::Health for Health {
     }
 }
 
-/// Runs until a shutdown signal or a lost lease; `companion` (the
-/// continuous audit) runs beside the reconciles while this replica leads.
+/// Runs until a shutdown signal; `companion` (the continuous audit) runs
+/// beside the reconciles while this replica leads. A replica that loses
+/// the lease stops reconciling and campaigns again; it never exits for it.
 pub async fn run(
     cfg: ControllerConfig,
     companion: Option<Arc<dyn crate::cluster::Companion>>,
@@ -71,6 +76,12 @@ pub async fn run(
     };
     let (cluster, kinds) = reload::initial(&sources, options)?;
     let cluster = Arc::new(cluster);
+    let mut lease = cfg.lease.clone();
+    if let Some(l) = lease.as_mut().filter(|_| !cfg.lease_namespace_given) {
+        l.namespace = prereq::default_namespace(&client, &kube_config).await;
+    }
+    let needs = needs(&kinds, lease.as_ref());
+    cluster.set_prerequisites_met(false);
     let supervisor = Supervisor::start(cluster.clone(), Some(client.clone()), sources, kinds);
 
     let metrics = Metrics::default();
@@ -95,56 +106,145 @@ pub async fn run(
         crate::server::shutdown_signal(),
     ));
 
-    let elector = cfg.lease.clone().map(|l| Elector::new(client.clone(), l));
-    if let Some(e) = &elector {
-        tokio::select! {
-            r = e.acquire() => r?,
-            _ = crate::server::shutdown_signal() => return Ok(()),
-        }
+    let leader = Leader {
+        client: client.clone(),
+        kube_config,
+        cluster,
+        metrics,
+        authorizer,
+        companion,
+        concurrency: cfg.concurrency,
+    };
+    let elector = lease.map(|l| Elector::new(client.clone(), l));
+    tokio::select! {
+        () = prereq::wait(&client, &leader.cluster, &needs) => lead_by_turns(&leader, elector.as_ref()).await,
+        _ = crate::server::shutdown_signal() => {}
     }
-
-    // After the lease: one replica audits and writes reports.
-    let audit = companion.map(|c| c.start(cluster.clone(), client.clone()));
-    let (wake, woken) = tokio::sync::mpsc::unbounded_channel();
-    let members = Members::new(client.clone(), wake);
-    let mut ctx = Context::new(client.clone(), kube_config, cluster, members, metrics);
-    ctx.authorizer = Some(authorizer);
-    let ctx = Arc::new(ctx);
-    let woken = futures::stream::unfold(
-        woken,
-        |mut rx| async move { rx.recv().await.map(|r| (r, rx)) },
-    );
-    let groups: Api<ResourceGroup> = Api::all(client);
-    let controller = Controller::new(groups, watcher::Config::default())
-        .reconcile_on(woken)
-        .with_config(controller::Config::default().concurrency(cfg.concurrency))
-        .graceful_shutdown_on(crate::server::shutdown_signal())
-        .run(reconcile, error_policy, ctx)
-        .for_each(|r| async move {
-            if let Err(e) = r {
-                tracing::debug!(error = %e, "reconcile did not complete");
-            }
-        });
-    tracing::info!(concurrency = cfg.concurrency, "reconciling ResourceGroups");
-    let lost = async {
-        match &elector {
-            Some(e) => Some(e.keep().await),
-            None => std::future::pending().await,
-        }
-    };
-    let result = tokio::select! {
-        _ = controller => Ok(()),
-        Some(e) = lost => Err(anyhow::anyhow!(e)),
-    };
     if let Some(e) = &elector {
         e.release().await;
     }
-    if let Some(t) = audit {
-        t.abort();
-    }
     supervisor.shutdown().await;
     admin.abort();
-    result
+    Ok(())
+}
+
+/// What `interlock controller` needs of the cluster: the ResourceGroup
+/// CRD and its verbs on groups, the kinds its policies read, and with
+/// leader election its namespace and its Lease (manifests/base/controller.yaml).
+fn needs(kinds: &[KindName], lease: Option<&LeaseConfig>) -> Vec<Need> {
+    let kind = (API_VERSION.to_string(), KIND.to_string());
+    let mut needs = vec![Need::Served {
+        kind,
+        crd: "crd-resourcegroup.yaml",
+    }];
+    for verb in ["list", "watch", "patch"] {
+        needs.push(Need::Access(Access::new(verb, GROUP, "resourcegroups")));
+    }
+    needs.push(Need::Access(Access::new(
+        "patch",
+        GROUP,
+        "resourcegroups/status",
+    )));
+    needs.extend(prereq::watching(kinds));
+    if let Some(l) = lease {
+        needs.push(Need::Namespace(l.namespace.clone()));
+        needs.push(Need::Access(
+            Access::new("create", "coordination.k8s.io", "leases").in_namespace(&l.namespace),
+        ));
+        for verb in ["get", "update"] {
+            needs.push(Need::Access(
+                Access::new(verb, "coordination.k8s.io", "leases")
+                    .in_namespace(&l.namespace)
+                    .named(&l.name),
+            ));
+        }
+    }
+    needs
+}
+
+/// Campaigns, leads while the term lasts, and campaigns again, until a
+/// shutdown signal. Without an elector, leads once until the signal.
+async fn lead_by_turns(leader: &Leader, elector: Option<&Elector>) {
+    let Some(elector) = elector else {
+        leader.lead().await;
+        return;
+    };
+    loop {
+        let term = tokio::select! {
+            t = elector.acquire() => t,
+            _ = crate::server::shutdown_signal() => return,
+        };
+        // Dropping the reconciles aborts them where they wait: a pass is
+        // level-triggered and every write idempotent, so the next leader's
+        // pass finishes what this one left, as after a crash.
+        let ended = tokio::select! {
+            () = leader.lead() => return,
+            e = elector.keep(term) => e,
+        };
+        tracing::warn!(error = %ended, "stopped reconciling; campaigning again");
+    }
+}
+
+/// What one term of leadership is made from; each term starts afresh
+/// (its caches, backoffs and the audit), so nothing of a term that ended
+/// mid-pass carries over.
+struct Leader {
+    client: kube::Client,
+    kube_config: kube::Config,
+    cluster: Arc<Cluster>,
+    metrics: Metrics,
+    authorizer: Arc<SarAuthorizer>,
+    companion: Option<Arc<dyn crate::cluster::Companion>>,
+    concurrency: u16,
+}
+
+impl Leader {
+    /// Reconciles until a shutdown signal (or until dropped: the term ended).
+    async fn lead(&self) {
+        // One replica audits and writes reports: the leader.
+        let _audit = self
+            .companion
+            .as_ref()
+            .map(|c| AbortOnDrop(c.start(self.cluster.clone(), self.client.clone())));
+        let (wake, woken) = tokio::sync::mpsc::unbounded_channel();
+        let members = Members::new(self.client.clone(), wake);
+        let mut ctx = Context::new(
+            self.client.clone(),
+            self.kube_config.clone(),
+            self.cluster.clone(),
+            members,
+            self.metrics.clone(),
+        );
+        ctx.authorizer = Some(self.authorizer.clone());
+        let ctx = Arc::new(ctx);
+        let woken =
+            futures::stream::unfold(
+                woken,
+                |mut rx| async move { rx.recv().await.map(|r| (r, rx)) },
+            );
+        let groups: Api<ResourceGroup> = Api::all(self.client.clone());
+        tracing::info!(concurrency = self.concurrency, "reconciling ResourceGroups");
+        Controller::new(groups, watcher::Config::default())
+            .reconcile_on(woken)
+            .with_config(controller::Config::default().concurrency(self.concurrency))
+            .graceful_shutdown_on(crate::server::shutdown_signal())
+            .run(reconcile, error_policy, ctx)
+            .for_each(|r| async move {
+                if let Err(e) = r {
+                    tracing::debug!(error = %e, "reconcile did not complete");
+                }
+            })
+            .await;
+    }
+}
+
+/// A task that ends with the scope that started it.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 /// Requeues a failed group with its own exponential backoff (1 s doubling

@@ -94,6 +94,32 @@ pub struct ResourceGroupSpec {
     /// What happens to the members when the group is deleted.
     #[serde(default)]
     pub deletion_policy: DeletionPolicy,
+    /// Readiness rules for members of a kind, CEL over `object` (the member
+    /// as stored): for kinds with a built-in rule they must hold as well,
+    /// for any other kind they replace the generic `Ready` condition rule.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = MAX_READY_RULES))]
+    pub ready_when: Vec<ReadyWhen>,
+}
+
+/// Most readyWhen rules one group may hold.
+pub const MAX_READY_RULES: usize = 32;
+
+/// One readiness rule of `spec.readyWhen`.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ReadyWhen {
+    /// Only members of this apiVersion (default: members of the kind in any
+    /// API group and version).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_version: Option<String>,
+    /// The members' kind.
+    #[schemars(length(min = 1))]
+    pub kind: String,
+    /// CEL over `object`, the member as stored; the member is ready when it
+    /// is true. Compiled at admission of the group, like a policy's.
+    #[schemars(length(min = 1))]
+    pub expression: String,
 }
 
 fn default_true() -> bool {

@@ -46,6 +46,7 @@ pub mod expand;
 pub mod member;
 pub mod order;
 pub mod plan;
+pub mod preview;
 pub mod ready;
 pub mod rules;
 pub mod validate;

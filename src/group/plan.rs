@@ -14,7 +14,7 @@ use super::crd::{
 use super::diff::needs_apply;
 use super::member::{parse_member, Member, MemberError, ScopeOracle};
 use super::order;
-use super::ready::{member_ready, Readiness};
+use super::ready::{Readiness, ReadyRules};
 use crate::policy::resources::group_of;
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
@@ -234,6 +234,8 @@ pub mod reason {
     pub const MEMBER_OUT_OF_SCOPE: &str = "MemberOutOfScope";
     pub const INVALID_MEMBER: &str = "InvalidMember";
     pub const DUPLICATE_MEMBER: &str = "DuplicateMember";
+    /// A `spec.readyWhen` expression does not compile.
+    pub const INVALID_READY_WHEN: &str = "InvalidReadyWhen";
     pub const CONFLICT: &str = "Conflict";
     pub const SUSPENDED: &str = "Suspended";
     pub const PROGRESSING: &str = "Progressing";
@@ -252,7 +254,12 @@ pub fn plan(input: &PlanInput<'_>) -> Plan {
         return plan_deletion(input, &live, &id);
     }
     let entries = read_members(input, &live, &id);
-    let problems = problems_of(&entries, input.findings);
+    let rules = ReadyRules::compile(&input.spec.ready_when);
+    let mut problems = problems_of(&entries, input.findings);
+    for (i, e) in rules.errors() {
+        let message = format!("spec.readyWhen[{i}].expression: {e}");
+        problems.add(reason::INVALID_READY_WHEN, message);
+    }
     let listed: Vec<Key> = entries.iter().filter_map(Entry::key).collect();
     let unlisted = owned_unlisted(&live, &listed, &g.uid);
     let blocked = !problems.is_empty();
@@ -278,6 +285,7 @@ pub fn plan(input: &PlanInput<'_>) -> Plan {
         prune: if input.spec.prune { unlisted.len() } else { 0 },
         unlisted: unlisted.len(),
         problems: &problems,
+        rules: &rules,
     };
     let status = build_status(input, &summary, &unlisted, writing);
     if !writing {
@@ -700,9 +708,10 @@ impl Problems {
 }
 
 /// Reasons that make the group invalid, most basic first.
-const INVALID_REASONS: [&str; 5] = [
+const INVALID_REASONS: [&str; 6] = [
     reason::INVALID_MEMBER,
     reason::DUPLICATE_MEMBER,
+    reason::INVALID_READY_WHEN,
     reason::MEMBER_OUT_OF_SCOPE,
     reason::AUTHORIZER_UNAVAILABLE,
     reason::POLICY_VIOLATION,
@@ -731,6 +740,7 @@ struct Summary<'s, 'a> {
     prune: usize,
     unlisted: usize,
     problems: &'s Problems,
+    rules: &'s ReadyRules,
 }
 
 /// Builds conditions with the group's generation, keeping the previous
@@ -791,10 +801,11 @@ fn build_status(
         .problems
         .summary(&INVALID_REASONS)
         .or_else(|| s.problems.summary(&[reason::CONFLICT]));
+    let blocked_by = blocked_by.as_ref().map(|b| b.0);
     let mut members: Vec<MemberStatus> = s
         .entries
         .iter()
-        .map(|e| member_status(e, input.spec.suspend, blocked_by.as_ref().map(|b| b.0)))
+        .map(|e| member_status(e, input.spec.suspend, blocked_by, s.rules))
         .collect();
     members.extend(
         unlisted
@@ -810,7 +821,12 @@ fn build_status(
     }
 }
 
-fn member_status(e: &Entry<'_>, suspended: bool, blocked_by: Option<&str>) -> MemberStatus {
+fn member_status(
+    e: &Entry<'_>,
+    suspended: bool,
+    blocked_by: Option<&str>,
+    rules: &ReadyRules,
+) -> MemberStatus {
     let (member, live, stale) = match e {
         Entry::Refused { status, .. } => return status.clone(),
         Entry::Usable {
@@ -835,7 +851,7 @@ fn member_status(e: &Entry<'_>, suspended: bool, blocked_by: Option<&str>) -> Me
         why_not.or_else(|| suspended.then(|| "not written: the group is suspended".to_string()));
     match (live, stale) {
         (Some(l), false) => {
-            let r = member_ready(l);
+            let r = rules.readiness(l);
             status.ready = Some(r.is_ready());
             if let Readiness::NotReady(m) = r {
                 status.message = Some(m);

@@ -21,6 +21,7 @@ fn spec(resources: Vec<Value>) -> ResourceGroupSpec {
         prune: true,
         suspend: false,
         deletion_policy: DeletionPolicy::Delete,
+        ready_when: vec![],
     }
 }
 
@@ -945,4 +946,91 @@ fn the_status_serialises_in_the_contracted_shape() {
     assert_eq!(status["findings"], json!([]));
     let back: ResourceGroupStatus = serde_json::from_value(status).unwrap();
     assert_eq!(back, case.plan().status);
+}
+
+fn widget(phase: &str) -> Value {
+    json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"},
+        "spec": {"size": 1}, "status": {"phase": phase}})
+}
+
+/// A plan where Widgets are a namespaced kind the cluster serves.
+fn plan_with_widgets(case: &Case) -> Plan {
+    let scopes = |v: &str, k: &str| match k {
+        "Widget" => Some(Scope::Namespaced),
+        _ => BuiltinScopes.scope(v, k),
+    };
+    plan(&PlanInput {
+        group: &case.group,
+        spec: &case.spec,
+        previous: case.previous.as_ref(),
+        observed: &case.observed,
+        findings: &case.findings,
+        scopes: &scopes,
+        now: case.now,
+    })
+}
+
+#[test]
+fn ready_when_decides_a_custom_members_readiness() {
+    let mut case = Case::new(vec![widget("")]);
+    case.spec.ready_when = serde_json::from_value(json!([
+        {"kind": "Widget", "expression": "object.status.phase == 'Running'"}
+    ]))
+    .expect("rules");
+    let desired = plan_with_widgets(&case).apply[0].object.clone();
+    let mut live = stored(&desired, "w-uid");
+    live["status"] = json!({"phase": "Pending"});
+    case.observed = vec![live.clone()];
+    let p = plan_with_widgets(&case);
+    assert!(p.apply.is_empty(), "{:?}", p.apply);
+    let m = &p.status.members[0];
+    assert_eq!(m.ready, Some(false));
+    assert_eq!(
+        m.message.as_deref(),
+        Some("spec.readyWhen[0] is false: object.status.phase == 'Running'")
+    );
+    let ready = p
+        .status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == READY)
+        .unwrap();
+    assert_eq!(ready.status, ConditionStatus::False);
+    live["status"] = json!({"phase": "Running"});
+    case.observed = vec![live];
+    let p = plan_with_widgets(&case);
+    assert_eq!(p.status.members[0].ready, Some(true));
+    let ready = p
+        .status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == READY)
+        .unwrap();
+    assert_eq!(ready.status, ConditionStatus::True);
+}
+
+#[test]
+fn a_ready_when_that_does_not_compile_makes_the_group_invalid() {
+    let mut case = Case::new(vec![cm("a")]);
+    case.spec.ready_when = serde_json::from_value(json!([
+        {"kind": "ConfigMap", "expression": "object.data.k =="}
+    ]))
+    .expect("rules");
+    let p = case.plan();
+    assert!(p.apply.is_empty(), "nothing written");
+    let valid = p
+        .status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == VALID)
+        .unwrap();
+    assert_eq!(valid.status, ConditionStatus::False);
+    assert_eq!(valid.reason, reason::INVALID_READY_WHEN);
+    assert!(
+        valid
+            .message
+            .starts_with("spec.readyWhen[0].expression: ERROR: <input>:1:"),
+        "{}",
+        valid.message
+    );
 }

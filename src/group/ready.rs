@@ -1,6 +1,14 @@
 //! Whether a stored member reports ready, from its own status. The group's
 //! `Ready` condition is True only when every member is applied and ready.
+//!
+//! A group's `spec.readyWhen` rules ([`ReadyRules`]) are CEL over `object`,
+//! the member as stored: for a kind with a built-in rule they must hold as
+//! well, for any other kind they replace the generic rule. A rule that does
+//! not compile or fails to evaluate leaves the member not ready with the
+//! error as its message: the group waits, it never fails its reconcile.
 
+use super::crd::ReadyWhen;
+use crate::cel::{Activation, CompileError, Env, Program, Ty, Value as Cel};
 use serde_json::Value;
 
 /// A stored member's readiness.
@@ -15,6 +23,146 @@ impl Readiness {
     pub fn is_ready(&self) -> bool {
         matches!(self, Readiness::Ready)
     }
+}
+
+/// The per-evaluation cost limit of a readyWhen rule (a policy's).
+const COST_LIMIT: u64 = 10_000_000;
+
+/// A group's readyWhen rules, compiled once per reconcile.
+#[derive(Debug, Default)]
+pub struct ReadyRules {
+    rules: Vec<Rule>,
+}
+
+#[derive(Debug)]
+struct Rule {
+    /// The rule's index in `spec.readyWhen`.
+    index: usize,
+    api_version: Option<String>,
+    kind: String,
+    program: Result<Program, String>,
+}
+
+impl Rule {
+    fn applies_to(&self, api_version: &str, kind: &str) -> bool {
+        self.kind == kind && self.api_version.as_deref().is_none_or(|v| v == api_version)
+    }
+
+    /// `None`: the rule holds; otherwise why the member is not ready.
+    fn fails(&self, live: &Value) -> Option<String> {
+        let field = format!("spec.readyWhen[{}]", self.index);
+        let program = match &self.program {
+            Ok(p) => p,
+            Err(e) => return Some(format!("{field} does not compile: {e}")),
+        };
+        let mut act = Activation::new_with_slots(1).with_cost_limit(COST_LIMIT);
+        act.set(OBJECT_SLOT, Cel::from_json(live));
+        match program.eval(&act) {
+            Ok(Cel::Bool(true)) => None,
+            Ok(Cel::Bool(false)) => Some(format!("{field} is false: {}", program.source())),
+            Ok(other) => Some(format!(
+                "{field} gave a {}, not a bool: {}",
+                other.type_name(),
+                program.source()
+            )),
+            Err(e) => Some(format!(
+                "{field} failed: {}: {}",
+                e.message(),
+                program.source()
+            )),
+        }
+    }
+}
+
+/// The environment of a readyWhen expression: `object` and kube-apiserver's
+/// libraries (the Kubernetes dialect, as a ValidatingAdmissionPolicy's).
+fn env() -> Env {
+    let mut env = Env::kubernetes();
+    let slot = env.add_variable("object");
+    debug_assert_eq!(slot, OBJECT_SLOT);
+    env
+}
+
+/// `object`'s slot: the environment's only variable.
+const OBJECT_SLOT: usize = 0;
+
+/// Compiles one expression, refusing a result type that is known not to be
+/// a bool (`dyn`, from a field of `object`, is checked when evaluated).
+pub fn compile_rule(expression: &str) -> Result<Program, String> {
+    let checked = env()
+        .check_expression(expression)
+        .map_err(|e: CompileError| e.to_string())?;
+    match checked.static_type() {
+        Some(t) if !matches!(t, Ty::Bool | Ty::Dyn | Ty::Unknown) => {
+            Err(format!("must evaluate to bool but got {t}"))
+        }
+        _ => checked.plan().map_err(|e| e.to_string()),
+    }
+}
+
+impl ReadyRules {
+    pub fn compile(rules: &[ReadyWhen]) -> ReadyRules {
+        ReadyRules {
+            rules: rules
+                .iter()
+                .enumerate()
+                .map(|(index, r)| Rule {
+                    index,
+                    api_version: r.api_version.clone().filter(|v| !v.is_empty()),
+                    kind: r.kind.clone(),
+                    program: compile_rule(&r.expression),
+                })
+                .collect(),
+        }
+    }
+
+    /// Each rule that does not compile: (index in `spec.readyWhen`, error).
+    pub fn errors(&self) -> impl Iterator<Item = (usize, &str)> {
+        self.rules
+            .iter()
+            .filter_map(|r| r.program.as_ref().err().map(|e| (r.index, e.as_str())))
+    }
+
+    /// Readiness of a stored member: the built-in rules of its kind, with
+    /// the group's rules for the kind in addition (built-in kinds) or
+    /// instead of the generic rule (any other kind).
+    pub fn readiness(&self, live: &Value) -> Readiness {
+        let s = |k: &str| live.get(k).and_then(Value::as_str).unwrap_or("");
+        let (api_version, kind) = (s("apiVersion"), s("kind"));
+        let mut rules = self
+            .rules
+            .iter()
+            .filter(|r| r.applies_to(api_version, kind))
+            .peekable();
+        if rules.peek().is_none() {
+            return member_ready(live);
+        }
+        if has_builtin_rule(kind) {
+            let builtin = member_ready(live);
+            if !builtin.is_ready() {
+                return builtin;
+            }
+        }
+        match rules.find_map(|r| r.fails(live)) {
+            Some(why) => Readiness::NotReady(why),
+            None => Readiness::Ready,
+        }
+    }
+}
+
+/// Kinds [`member_ready`] knows by their status (not the generic rule).
+fn has_builtin_rule(kind: &str) -> bool {
+    matches!(
+        kind,
+        "Deployment"
+            | "StatefulSet"
+            | "DaemonSet"
+            | "ReplicaSet"
+            | "Job"
+            | "PersistentVolumeClaim"
+            | "Pod"
+            | "Service"
+    )
 }
 
 /// Readiness of a stored object: workloads by their status (rollout done,
@@ -325,5 +473,96 @@ mod tests {
             json!({"kind": "Widget", "metadata": {"generation": 2},
             "status": {"observedGeneration": 1}})
         ));
+    }
+
+    fn rules(list: Value) -> ReadyRules {
+        let list: Vec<ReadyWhen> = serde_json::from_value(list).expect("rules");
+        ReadyRules::compile(&list)
+    }
+
+    fn widget(status: Value) -> Value {
+        json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"},
+            "status": status})
+    }
+
+    #[test]
+    fn a_rule_decides_a_custom_kind_instead_of_the_generic_rule() {
+        let r = rules(
+            json!([{"kind": "Widget", "expression": "object.status.?phase.orValue('') == 'Running'"}]),
+        );
+        assert!(r.readiness(&widget(json!({"phase": "Running"}))).is_ready());
+        let not = r.readiness(&widget(json!({"phase": "Pending"})));
+        assert_eq!(
+            not,
+            Readiness::NotReady(
+                "spec.readyWhen[0] is false: object.status.?phase.orValue('') == 'Running'".into()
+            )
+        );
+        // The generic rule would call this ready; the group's rule does not.
+        assert!(member_ready(&widget(json!({}))).is_ready());
+        assert!(!r.readiness(&widget(json!({}))).is_ready());
+        // Another apiVersion of the kind, when the rule names one.
+        let v2 = rules(
+            json!([{"apiVersion": "example.com/v2", "kind": "Widget", "expression": "false"}]),
+        );
+        assert!(v2.readiness(&widget(json!({}))).is_ready());
+    }
+
+    #[test]
+    fn a_rule_for_a_built_in_kind_holds_in_addition() {
+        let r = rules(
+            json!([{"kind": "Job", "expression": "object.metadata.?labels.?checked.orValue('') == 'yes'"}]),
+        );
+        let done = |labels: Value| {
+            json!({"kind": "Job", "metadata": {"labels": labels},
+            "status": {"conditions": [{"type": "Complete", "status": "True"}]}})
+        };
+        assert!(r.readiness(&done(json!({"checked": "yes"}))).is_ready());
+        assert!(!r.readiness(&done(json!({}))).is_ready());
+        let running = json!({"kind": "Job", "metadata": {"labels": {"checked": "yes"}}, "status": {"active": 1}});
+        assert_eq!(
+            r.readiness(&running),
+            Readiness::NotReady("not Complete".into())
+        );
+    }
+
+    #[test]
+    fn a_rule_that_fails_makes_the_member_not_ready_with_the_error() {
+        let r =
+            rules(json!([{"kind": "Widget", "expression": "object.status.phase == 'Running'"}]));
+        let Readiness::NotReady(why) = r.readiness(&widget(json!({}))) else {
+            panic!("ready without the field");
+        };
+        assert!(why.starts_with("spec.readyWhen[0] failed: "), "{why}");
+        let r = rules(json!([{"kind": "Widget", "expression": "object.status"}]));
+        let Readiness::NotReady(why) = r.readiness(&widget(json!({"a": 1}))) else {
+            panic!("a map is not a bool");
+        };
+        assert!(why.contains("not a bool"), "{why}");
+    }
+
+    #[test]
+    fn a_rule_that_does_not_compile_is_named_with_its_position() {
+        let r = rules(json!([
+            {"kind": "Widget", "expression": "true"},
+            {"kind": "Widget", "expression": "object.status.phase =="},
+            {"kind": "Widget", "expression": "1 + 1"}
+        ]));
+        let errors: Vec<(usize, &str)> = r.errors().collect();
+        assert_eq!(errors.len(), 2, "{errors:?}");
+        assert_eq!(errors[0].0, 1);
+        assert!(
+            errors[0].1.starts_with("ERROR: <input>:1:"),
+            "{}",
+            errors[0].1
+        );
+        assert_eq!(errors[1], (2, "must evaluate to bool but got int"));
+        let Readiness::NotReady(why) = r.readiness(&widget(json!({}))) else {
+            panic!("ready with a broken rule");
+        };
+        assert!(
+            why.starts_with("spec.readyWhen[1] does not compile"),
+            "{why}"
+        );
     }
 }

@@ -232,9 +232,113 @@ fn report_writes(report: &Value) -> String {
         .into_iter()
         .flatten()
         .filter_map(|n| n["message"].as_str())
-        .find(|m| m.starts_with("PolicyReports:"))
-        .unwrap_or_else(|| panic!("no PolicyReports notice: {report:#}"))
+        .find(|m| m.starts_with("PolicyReports:") || m.starts_with("Reports:"))
+        .unwrap_or_else(|| panic!("no report notice: {report:#}"))
         .to_string()
+}
+
+fn install_crds(cluster: &TestCluster, file: &str, crds: &[&str]) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(file);
+    kubectl_ok(
+        cluster,
+        &["apply", "--server-side", "-f", &path.display().to_string()],
+    );
+    for crd in crds {
+        kubectl_ok(
+            cluster,
+            &[
+                "wait",
+                "--for",
+                "condition=established",
+                "--timeout=60s",
+                crd,
+            ],
+        );
+    }
+}
+
+/// OpenReports: written when the cluster serves it (and PolicyReports
+/// too), by flag otherwise; a kind the cluster lacks is an error naming the
+/// file that installs it. On a cluster of its own: the shared one serves
+/// only PolicyReports, which the other audit tests rely on.
+#[test]
+fn openreports_are_written_when_served_or_chosen() {
+    let cluster = TestCluster::start();
+    let _logs = cluster.logs_on_panic();
+    let ns = cluster.create_namespace("audit-openreports");
+    let refs = policy("pod-references-exist");
+    apply(&cluster, &ns, &deployment("web", "settings"));
+    let args = |format: &'static str| {
+        vec![
+            "-p".to_string(),
+            refs.clone(),
+            "-n".into(),
+            ns.clone(),
+            "--write-reports".into(),
+            "--report-format".into(),
+            format.into(),
+        ]
+    };
+    let run = |format: &'static str| {
+        let a = args(format);
+        audit(&cluster, &a.iter().map(String::as_str).collect::<Vec<_>>())
+    };
+
+    let (code, report) = run("openreports");
+    assert_eq!(code, 2, "no OpenReports CRDs yet: {report:#}");
+    let error = report["errors"].to_string();
+    assert!(
+        error.contains("manifests/openreports/crds.yaml"),
+        "{report:#}"
+    );
+
+    install_crds(
+        &cluster,
+        "manifests/policyreport/crds.yaml",
+        &["crd/policyreports.wgpolicyk8s.io"],
+    );
+    let (_, report) = run("auto");
+    assert_eq!(
+        report_writes(&report),
+        "PolicyReports: 1 written, 0 unchanged"
+    );
+
+    install_crds(
+        &cluster,
+        "manifests/openreports/crds.yaml",
+        &[
+            "crd/reports.openreports.io",
+            "crd/clusterreports.openreports.io",
+        ],
+    );
+    let (code, report) = run("auto");
+    assert_eq!(code, 1, "{report:#}");
+    assert_eq!(report_writes(&report), "Reports: 1 written, 0 unchanged");
+    let out = cluster.kubectl(&[
+        "-n",
+        &ns,
+        "get",
+        "reports.openreports.io",
+        "interlock",
+        "-o",
+        "json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stored: Value = serde_json::from_slice(&out.stdout).expect("Report JSON");
+    assert_eq!(stored["summary"]["fail"], 1, "{stored:#}");
+    assert_eq!(stored["results"][0]["policy"], "pod-references-exist");
+    assert_eq!(stored["results"][0]["resources"][0]["name"], "web");
+
+    let (_, report) = run("policyreport");
+    assert_eq!(
+        report_writes(&report),
+        "PolicyReports: 0 written, 1 unchanged",
+        "chosen by flag: the PolicyReport written before is still current"
+    );
 }
 
 fn stored_report(cluster: &TestCluster, ns: &str) -> Value {

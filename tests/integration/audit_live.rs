@@ -63,6 +63,7 @@ impl Audit {
             full_interval,
             tick: Duration::from_millis(200),
             write_reports: true,
+            report_format: Default::default(),
         });
         let _rt = runtime().enter();
         let client = cluster.client();

@@ -24,7 +24,7 @@ fn ok(out: &std::process::Output, what: &str) -> String {
 
 /// A namespace with ServiceAccount `deployer`, allowed to manage
 /// ConfigMaps and Services (not Secrets).
-fn tenant(c: &TestCluster, prefix: &str) -> String {
+pub(crate) fn tenant(c: &TestCluster, prefix: &str) -> String {
     let ns = c.create_namespace(prefix);
     let rbac = json!({"apiVersion": "v1", "kind": "List", "items": [
         {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "deployer", "namespace": ns}},
@@ -42,7 +42,7 @@ fn tenant(c: &TestCluster, prefix: &str) -> String {
     ns
 }
 
-fn apply_group(c: &TestCluster, ns: &str, name: &str, resources: Value) {
+pub(crate) fn apply_group(c: &TestCluster, ns: &str, name: &str, resources: Value) {
     let g = json!({"apiVersion": "interlock.dev/v1alpha1", "kind": "ResourceGroup",
         "metadata": {"name": name, "namespace": ns},
         "spec": {"serviceAccountName": "deployer", "resources": resources}});
@@ -52,7 +52,7 @@ fn apply_group(c: &TestCluster, ns: &str, name: &str, resources: Value) {
     );
 }
 
-fn config_map(name: &str, data: Value) -> Value {
+pub(crate) fn config_map(name: &str, data: Value) -> Value {
     json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": data})
 }
 
@@ -100,7 +100,7 @@ fn condition(rg: &Value, type_: &str) -> Option<(String, String)> {
     ))
 }
 
-fn wait_condition(
+pub(crate) fn wait_condition(
     c: &TestCluster,
     ns: &str,
     name: &str,

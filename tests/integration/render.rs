@@ -273,6 +273,52 @@ fn a_kustomization_kustomize_refuses_is_an_error_at_its_file() {
     assert!(stderr.contains("missing.yaml"), "{stderr}");
 }
 
+/// A layout whose base is a remote one this machine cannot fetch: its
+/// objects would go unchecked, so the run stops unless told to skip it.
+#[test]
+fn a_remote_base_that_cannot_be_fetched_stops_the_run_unless_skipped() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    write(
+        d,
+        "deploy/kustomization.yaml",
+        "resources:\n- https://github.invalid/acme/app//config/default?ref=v1.0.0\n",
+    );
+    write(
+        d,
+        "plain/cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: plain, namespace: apps}\n",
+    );
+    let out = check_in(d, &path_with_kubectl(), &["."], None);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("deploy/kustomization.yaml"), "{stderr}");
+    assert!(
+        stderr.contains("none of its objects were checked"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("--remote-bases skip"), "{stderr}");
+
+    let out = check_in(
+        d,
+        &path_with_kubectl(),
+        &["--remote-bases", "skip", "-o", "json", "."],
+        None,
+    );
+    let report = json(&out);
+    assert_eq!(out.status.code(), Some(0), "{report}");
+    assert_eq!(report["summary"]["errors"], 0, "{report}");
+    assert_eq!(
+        report["summary"]["objects"], 1,
+        "the plain ConfigMap: {report}"
+    );
+    let notices = report["notices"].to_string();
+    assert!(
+        notices.contains("none of its objects were checked"),
+        "{report}"
+    );
+}
+
 /// A chart (named unlike its folder) with a vendored subchart, a helper
 /// template, and a default value that makes an image `latest`.
 fn chart(d: &Path) {

@@ -115,6 +115,8 @@ pub struct TestCluster {
     /// Started components, stopped in reverse order.
     procs: Mutex<Vec<Proc>>,
     logs: Vec<(&'static str, PathBuf)>,
+    /// kube-apiserver's flags, to start it again on the same port and etcd.
+    apiserver_args: Vec<String>,
 }
 
 static SHARED: OnceLock<Result<TestCluster, String>> = OnceLock::new();
@@ -321,6 +323,54 @@ impl TestCluster {
         LogsOnPanic { cluster: self }
     }
 
+    /// Stops kube-apiserver (SIGKILL), leaves it down for `down`, then
+    /// starts it again with the same flags (same port, certificates and
+    /// etcd data) and waits until it is ready: an API server outage for
+    /// the processes under test, with nothing lost.
+    pub fn restart_apiserver(&self, down: Duration) {
+        {
+            let mut procs = lock(&self.procs);
+            let p = procs
+                .iter_mut()
+                .find(|p| p.name == "kube-apiserver")
+                .expect("kube-apiserver runs");
+            let _ = p.child.kill();
+            let _ = p.child.wait();
+        }
+        thread::sleep(down);
+        let log = self.path.join("kube-apiserver.log");
+        let child = spawn_logged(
+            &self.bin_dir,
+            &self.path,
+            "kube-apiserver",
+            &self.apiserver_args,
+            &log,
+        )
+        .unwrap_or_else(|e| panic!("kube-apiserver did not start again: {e}"));
+        {
+            let mut procs = lock(&self.procs);
+            let p = procs
+                .iter_mut()
+                .find(|p| p.name == "kube-apiserver")
+                .expect("kube-apiserver was listed");
+            p.child = child;
+        }
+        let deadline = Instant::now() + Duration::from_secs(180);
+        loop {
+            let out = self.kubectl(&["get", "--raw", "/readyz"]);
+            if out.status.success() {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "kube-apiserver not ready again after 180 s: {}\n{}",
+                String::from_utf8_lossy(&out.stderr),
+                self.log_tails(40)
+            );
+            thread::sleep(Duration::from_millis(250));
+        }
+    }
+
     /// Kills the components and removes the directory (unless kept).
     fn stop(&self) {
         // try_lock: this also runs from atexit, where another thread may
@@ -393,6 +443,7 @@ struct Starter {
     bin_dir: PathBuf,
     procs: Vec<Proc>,
     logs: Vec<(&'static str, PathBuf)>,
+    apiserver_args: Vec<String>,
     rt: tokio::runtime::Runtime,
 }
 
@@ -435,6 +486,7 @@ impl Starter {
             bin_dir,
             procs: Vec::new(),
             logs: Vec::new(),
+            apiserver_args: Vec::new(),
             rt,
         };
         s.start().map_err(|e| {
@@ -469,6 +521,7 @@ impl Starter {
             serving_ca_pem: certs.serving_ca_pem,
             procs: Mutex::new(std::mem::take(&mut self.procs)),
             logs: self.logs.clone(),
+            apiserver_args: std::mem::take(&mut self.apiserver_args),
         })
     }
 
@@ -496,26 +549,10 @@ impl Starter {
     /// Spawns a component with its output appended to `NAME.log`.
     fn spawn(&mut self, name: &'static str, args: &[String]) -> Result<(), String> {
         let log = self.path.join(format!("{name}.log"));
-        let mut file = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&log)
-            .map_err(|e| format!("cannot open {}: {e}", log.display()))?;
-        let _ = writeln!(file, "=== {name} {}", args.join(" "));
         if !self.logs.iter().any(|(n, _)| *n == name) {
             self.logs.push((name, log.clone()));
         }
-        let err = file
-            .try_clone()
-            .map_err(|e| format!("cannot open {}: {e}", log.display()))?;
-        let mut cmd = Command::new(self.bin_dir.join(name));
-        cmd.args(args)
-            .current_dir(&self.path)
-            .stdin(Stdio::null())
-            .stdout(Stdio::from(file))
-            .stderr(Stdio::from(err));
-        let child = spawn_tied_to_process(cmd)
-            .map_err(|e| format!("cannot start {}: {e}", self.bin_dir.join(name).display()))?;
+        let child = spawn_logged(&self.bin_dir, &self.path, name, args, &log)?;
         self.procs.push(Proc { name, child });
         Ok(())
     }
@@ -660,6 +697,7 @@ impl Starter {
                 s.rt.block_on(get_text(&client, "/readyz?verbose"))
                     .map(drop)
             })? {
+                self.apiserver_args = args;
                 return Ok((url, kubeconfig, config));
             }
         }
@@ -702,6 +740,34 @@ impl Starter {
             "kube-controller-manager: ports taken {PORT_ATTEMPTS} times in a row"
         ))
     }
+}
+
+/// Spawns component `name` of `bin_dir` in `dir`, its output appended to
+/// `log` after a line naming its flags.
+fn spawn_logged(
+    bin_dir: &Path,
+    dir: &Path,
+    name: &str,
+    args: &[String],
+    log: &Path,
+) -> Result<Child, String> {
+    let mut file = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log)
+        .map_err(|e| format!("cannot open {}: {e}", log.display()))?;
+    let _ = writeln!(file, "=== {name} {}", args.join(" "));
+    let err = file
+        .try_clone()
+        .map_err(|e| format!("cannot open {}: {e}", log.display()))?;
+    let mut cmd = Command::new(bin_dir.join(name));
+    cmd.args(args)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(file))
+        .stderr(Stdio::from(err));
+    spawn_tied_to_process(cmd)
+        .map_err(|e| format!("cannot start {}: {e}", bin_dir.join(name).display()))
 }
 
 async fn get_text(client: &kube::Client, path: &str) -> Result<String, String> {

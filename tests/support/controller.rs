@@ -30,6 +30,14 @@ impl Controller {
     /// [`Controller::start`] with another kubeconfig (one that impersonates
     /// the controller's ServiceAccount, to test its RBAC).
     pub fn start_as(kubeconfig: &Path, dir: &Path, args: &[&str]) -> Controller {
+        let c = Controller::spawn_as(kubeconfig, dir, args);
+        c.wait_ready();
+        c
+    }
+
+    /// Starts `interlock controller ARGS` without waiting for readiness
+    /// (to watch it stay unready).
+    pub fn spawn_as(kubeconfig: &Path, dir: &Path, args: &[&str]) -> Controller {
         let admin = std::net::TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .expect("free port")
@@ -44,9 +52,17 @@ impl Controller {
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&log).expect("log file"));
         let child = super::cluster::spawn_tied_to_process(cmd).expect("start interlock controller");
-        let c = Controller { child, admin, log };
-        c.wait_ready();
-        c
+        Controller { child, admin, log }
+    }
+
+    /// Whether `/readyz` answers 200 now.
+    pub fn ready(&self) -> bool {
+        matches!(self.get("/readyz"), Some((200, _)))
+    }
+
+    /// Whether the process is still running (it did not exit on its own).
+    pub fn running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
     }
 
     fn get(&self, path: &str) -> Option<(u16, String)> {
@@ -60,7 +76,7 @@ impl Controller {
         Some((code, body))
     }
 
-    fn wait_ready(&self) {
+    pub fn wait_ready(&self) {
         let start = Instant::now();
         while start.elapsed() < Duration::from_secs(60) {
             if matches!(self.get("/readyz"), Some((200, _))) {

@@ -42,8 +42,10 @@ pub struct LiveOptions {
     pub full_interval: Duration,
     /// Between looks for changes.
     pub tick: Duration,
-    /// Store the results as PolicyReports (off: gauges only).
+    /// Store the results as reports (off: gauges only).
     pub write_reports: bool,
+    /// Their kinds (`--audit-report-format`).
+    pub report_format: super::policy_report::FormatChoice,
 }
 
 impl Default for LiveOptions {
@@ -52,6 +54,7 @@ impl Default for LiveOptions {
             full_interval: Duration::from_secs(3600),
             tick: TICK,
             write_reports: true,
+            report_format: Default::default(),
         }
     }
 }
@@ -72,6 +75,11 @@ pub struct AuditArgs {
         requires = "audit"
     )]
     pub audit_interval: u64,
+    /// The audit's report kinds: policyreport (wgpolicyk8s.io/v1alpha2),
+    /// openreports (openreports.io/v1alpha1), or auto: OpenReports when
+    /// the cluster serves it, else PolicyReport.
+    #[arg(long, value_enum, default_value = "auto", requires = "audit")]
+    pub audit_report_format: super::policy_report::FormatChoice,
 }
 
 impl AuditArgs {
@@ -80,6 +88,7 @@ impl AuditArgs {
         self.audit.then(|| {
             Arc::new(LiveAudit::new(LiveOptions {
                 full_interval: Duration::from_secs(self.audit_interval.max(1)),
+                report_format: self.audit_report_format,
                 ..LiveOptions::default()
             })) as Arc<dyn Companion>
         })
@@ -109,7 +118,7 @@ impl LiveAudit {
         let mut reporter = self
             .options
             .write_reports
-            .then(|| Reporter::new(client.clone()));
+            .then(|| Reporter::new(client.clone(), self.options.report_format));
         let mut auditor = Auditor::default();
         let mut last_full: Option<Instant> = None;
         // The policy generation and time of the last discovery.
@@ -195,7 +204,7 @@ impl LiveAudit {
             if !reporter.wanted(&ns, &findings) {
                 continue;
             }
-            let report = reports::desired(&ns, &findings);
+            let report = reporter.desired(&ns, &findings);
             match reporter.write(&ns, &report).await {
                 Ok(true) => self.metrics.wrote(&ns),
                 Ok(false) => {}

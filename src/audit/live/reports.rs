@@ -16,26 +16,19 @@
 //! - A report that cannot be written stays pending and is tried again
 //!   after the next pass; the results themselves are never lost.
 
-use super::super::policy_report::{one, REPORT_NAME};
-use super::super::write::{owned, resource, FIELD_MANAGER};
+use super::super::policy_report::{one, FormatChoice, ReportFormat, REPORT_NAME};
+use super::super::write::{owned, FIELD_MANAGER};
 use crate::report::Finding;
 use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams};
 use kube::Client;
 use serde_json::Value as Json;
 use std::collections::{BTreeSet, HashMap};
 
-/// The report of a namespace ("" for the ClusterPolicyReport) as the
-/// desired object.
-pub fn desired(namespace: &str, findings: &[&Finding]) -> Json {
-    if namespace.is_empty() {
-        one("ClusterPolicyReport", None, findings)
-    } else {
-        one("PolicyReport", Some(namespace), findings)
-    }
-}
-
 pub struct Reporter {
     client: Client,
+    choice: FormatChoice,
+    /// Decided when the stored reports are first listed.
+    format: ReportFormat,
     /// What each report holds (summary, results), as last written or read.
     written: HashMap<String, Json>,
     /// Namespaces whose report must be compared (and maybe written) after
@@ -50,9 +43,11 @@ pub struct Reporter {
 const SEED_RETRY: std::time::Duration = std::time::Duration::from_secs(60);
 
 impl Reporter {
-    pub fn new(client: Client) -> Self {
+    pub fn new(client: Client, choice: FormatChoice) -> Self {
         Reporter {
             client,
+            choice,
+            format: ReportFormat::PolicyReport,
             written: HashMap::new(),
             pending: BTreeSet::new(),
             seeded: false,
@@ -70,11 +65,22 @@ impl Reporter {
         {
             return;
         }
+        match self.choice.resolve(&self.client).await {
+            Ok(f) => self.format = f,
+            Err(e) => {
+                tracing::warn!(error = %e, retry_in = ?SEED_RETRY,
+                    "audit: cannot tell which report kinds the cluster serves; reports are not written until this succeeds");
+                self.retry_seed = Some(std::time::Instant::now() + SEED_RETRY);
+                return;
+            }
+        }
         let params = ListParams::default()
             .labels("app.kubernetes.io/managed-by=interlock")
             .fields(&format!("metadata.name={REPORT_NAME}"));
-        for kind in ["PolicyReport", "ClusterPolicyReport"] {
-            let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &resource(kind));
+        for cluster_scoped in [false, true] {
+            let kind = self.format.kind(cluster_scoped);
+            let resource = self.format.resource(cluster_scoped);
+            let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &resource);
             match api.list(&params).await {
                 Ok(list) => {
                     for o in list.items {
@@ -97,6 +103,16 @@ impl Reporter {
 
     pub fn is_seeded(&self) -> bool {
         self.seeded
+    }
+
+    /// The report of a namespace ("" for the cluster-scoped one) as the
+    /// desired object.
+    pub fn desired(&self, namespace: &str, findings: &[&Finding]) -> Json {
+        one(
+            self.format,
+            (!namespace.is_empty()).then_some(namespace),
+            findings,
+        )
     }
 
     /// Namespaces to look at now: the ones whose results changed, the ones
@@ -132,7 +148,7 @@ impl Reporter {
             return Ok(false);
         }
         let kind = report["kind"].as_str().unwrap_or_default();
-        let ar = resource(kind);
+        let ar = self.format.resource(namespace.is_empty());
         let api: Api<DynamicObject> = if namespace.is_empty() {
             Api::all_with(self.client.clone(), &ar)
         } else {
@@ -161,8 +177,8 @@ impl Reporter {
 /// What to do about a failed list or write of reports.
 pub fn hint(e: &kube::Error) -> &'static str {
     match e {
-        kube::Error::Api(s) if s.code == 403 => "grant list, create and patch on policyreports and clusterpolicyreports (manifests/base/audit-rbac.yaml)",
-        kube::Error::Api(s) if s.code == 404 => "install the PolicyReport CRDs (manifests/policyreport/crds.yaml)",
+        kube::Error::Api(s) if s.code == 403 => "grant list, create and patch on the report kinds (manifests/base/audit-rbac.yaml)",
+        kube::Error::Api(s) if s.code == 404 => "install the report CRDs (manifests/openreports/crds.yaml or manifests/policyreport/crds.yaml)",
         _ => "retried",
     }
 }

@@ -134,8 +134,19 @@ fn flatten<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> 
 fn distinct<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
     let l = list("distinct", a)?;
     ctx.charge((l.len() * l.len()) as u64 / 8)?;
+    // Lists of strings (names, the common case) are deduplicated through a
+    // set, so that the time, unlike the cost charged, stays linear.
+    let items = l.to_vec();
+    if items.iter().all(|v| matches!(v, Value::String(_))) {
+        let mut seen = std::collections::HashSet::with_capacity(items.len());
+        let out = items
+            .into_iter()
+            .filter(|v| seen.insert(v.as_str().unwrap_or_default().to_owned()))
+            .collect();
+        return Ok(Value::list(out));
+    }
     let mut out: Vec<Value<'a>> = Vec::new();
-    for v in l.iter() {
+    for v in items {
         if !out.iter().any(|w| w.equals(&v)) {
             out.push(v);
         }

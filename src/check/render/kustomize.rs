@@ -344,7 +344,7 @@ fn render(renderer: &Renderer, root: &Path, opts: &LoadOptions) -> Rendered {
         let message = format!("{} failed: {reason}", renderer.describe());
         return if reason_is_remote(&reason) {
             Rendered::NotHere(error(format!(
-                "not rendered: it loads a remote base this machine cannot fetch ({message}); render it where the base can be fetched"
+                "not rendered, so none of its objects were checked: it loads a remote base this machine cannot fetch ({message}); check it where the base can be fetched (`kubectl kustomize DIR | interlock check -`), or pass --remote-bases skip to check the rest"
             )))
         } else {
             Rendered::Failed(error(message))

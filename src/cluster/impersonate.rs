@@ -1,0 +1,84 @@
+//! Writes as a group's ServiceAccount, shared by the controller and
+//! `interlock plan`: an impersonating client, the server-side apply of one
+//! member (for real or as a dry run), and the thread a group's validation
+//! runs on. Sharing them is what makes `plan`'s answers the controller's.
+
+use crate::cel::interrupt::{self, Interrupt};
+use crate::group::crd::FIELD_MANAGER;
+use crate::group::plan::DesiredObject;
+use crate::group::validate::Writer;
+use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
+use kube::Client;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A client could not be made for the ServiceAccount.
+#[derive(Debug, thiserror::Error)]
+#[error("impersonating {user}: {message}")]
+pub struct ImpersonationError {
+    pub user: String,
+    pub message: String,
+}
+
+/// A client made from `config` that acts as `writer`'s ServiceAccount.
+pub fn client_as(config: &kube::Config, writer: &Writer) -> Result<Client, ImpersonationError> {
+    let user = writer.username();
+    let mut config = config.clone();
+    config.auth_info.impersonate = Some(user.clone());
+    // No Impersonate-Group headers: for a ServiceAccount username
+    // kube-apiserver adds exactly `writer.groups()` itself
+    // (system:serviceaccounts, system:serviceaccounts:NS,
+    // system:authenticated). Naming them would need `impersonate` on
+    // every namespace's group, which RBAC can only grant as "any
+    // group", system:masters included (manifests/base/controller.yaml).
+    config.auth_info.impersonate_groups = None;
+    Client::try_from(config).map_err(|e| ImpersonationError {
+        user,
+        message: e.to_string(),
+    })
+}
+
+/// Server-side apply of one member (field manager `interlock`, forced),
+/// through `client`; a dry run writes nothing and returns the object as it
+/// would be stored.
+pub async fn apply_member(
+    client: &Client,
+    resource: &ApiResource,
+    d: &DesiredObject,
+    dry_run: bool,
+) -> Result<DynamicObject, kube::Error> {
+    let api: Api<DynamicObject> =
+        Api::namespaced_with(client.clone(), &d.target.namespace, resource);
+    let mut params = PatchParams::apply(FIELD_MANAGER).force();
+    params.dry_run = dry_run;
+    api.patch(&d.target.name, &params, &Patch::Apply(&d.object))
+        .await
+}
+
+/// Sets `interrupt` once `after` has passed (unless the task is aborted).
+pub fn cancel_after(interrupt: &Arc<Interrupt>, after: Duration) -> tokio::task::JoinHandle<()> {
+    let interrupt = interrupt.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(after).await;
+        interrupt.cancel();
+    })
+}
+
+/// Runs `f` under `deadline` on a thread outside the runtime, with the
+/// caller's span (the group) on its logs. Evaluation and the state's
+/// blocking lock stay off the async workers, and the authorizer's reviews
+/// may block there: it refuses to on a thread of the runtime (workers and
+/// blocking pool alike). Needs a multi-threaded runtime.
+pub fn off_runtime<T: Send>(deadline: &Arc<Interrupt>, f: impl FnOnce() -> T + Send) -> T {
+    let span = tracing::Span::current();
+    tokio::task::block_in_place(|| {
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let _group = span.enter();
+                interrupt::scope(deadline, f)
+            })
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+        })
+    })
+}

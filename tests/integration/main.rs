@@ -9,6 +9,7 @@
 mod support;
 
 mod admission_robustness;
+mod api_tls;
 mod audit_cli;
 mod audit_e2e;
 mod audit_live;
@@ -31,6 +32,7 @@ mod ctrlauthz_controller;
 mod defaults_apiserver;
 mod group_plan;
 mod group_ready_when;
+mod listeners;
 mod policies;
 mod prereq;
 mod projection;

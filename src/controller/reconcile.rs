@@ -4,13 +4,15 @@
 //! the same observation and plan; only what is carried out differs.
 
 use super::error::{Error, Result};
+use super::index::{GroupKey, Name};
 use super::members::{KindCache, Members};
 use super::metrics::Metrics;
 use crate::cel::interrupt::{self, Interrupt};
 use crate::cel::k8s_authz::Authorizer;
 use crate::cluster::Cluster;
 use crate::group::crd::{
-    GroupFinding, ResourceGroup, ResourceGroupStatus, API_VERSION, FIELD_MANAGER, FINALIZER, KIND,
+    applyset_id, GroupFinding, ResourceGroup, ResourceGroupStatus, API_VERSION, FIELD_MANAGER,
+    FINALIZER, KIND,
 };
 use crate::group::member::{parse_member, Scope};
 use crate::group::plan::{
@@ -26,13 +28,19 @@ use kube::runtime::controller::Action;
 use kube::runtime::finalizer::{finalizer, Event};
 use kube::{Client, ResourceExt};
 use serde_json::{json, Value};
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// The longest one validation of a group may take, authorizer reviews
 /// included (each at most `cluster::authz::CALL_TIMEOUT`).
 pub const VALIDATION_DEADLINE: Duration = Duration::from_secs(10);
+
+/// How long a pass waits for a cache's first list (a member kind's, or
+/// the shared inventory's, or its re-list after a policy reload) before it
+/// counts as a failure. Generous: at start every group's pass waits on the
+/// same lists, and a wait is a hold, not a retry with a warning.
+pub const SYNC_WAIT: Duration = Duration::from_secs(60);
 
 /// What every reconcile shares.
 pub struct Context {
@@ -112,6 +120,9 @@ impl Context {
 pub async fn reconcile(rg: Arc<ResourceGroup>, ctx: Arc<Context>) -> Result<Action> {
     let ns = rg.namespace().ok_or(Error::Metadata("namespace"))?;
     let key = (ns.clone(), rg.name_any());
+    // Held, not failed, until the inventory has listed: at start every
+    // group's first pass waits here instead of warning and backing off.
+    inventory_synced(&ctx.cluster, SYNC_WAIT).await?;
     let _timer = ctx.metrics.reconcile_timer();
     let api: Api<ResourceGroup> = Api::namespaced(ctx.client.clone(), &ns);
     let result = finalizer(&api, FINALIZER, rg, |event| async {
@@ -151,24 +162,50 @@ impl Observed {
     }
 }
 
-/// Reads the caches of every kind the spec names or the status records.
-async fn observe(rg: &ResourceGroup, g: &GroupRef, ctx: &Context) -> Result<Observed> {
-    let mut kinds: BTreeSet<(String, String)> = BTreeSet::new();
-    for r in &rg.spec.resources {
-        let s = |p: &str| r.pointer(p).and_then(Value::as_str).map(str::to_string);
-        if let (Some(v), Some(k)) = (s("/apiVersion"), s("/kind")) {
-            kinds.insert((v, k));
+/// The kinds a pass reads (named by the spec or recorded in status), and
+/// the names the spec lists in the group's namespace, by (API group, kind).
+struct Wanted {
+    kinds: BTreeSet<(String, String)>,
+    names: HashMap<(String, String), Vec<String>>,
+}
+
+impl Wanted {
+    fn of(rg: &ResourceGroup, namespace: &str) -> Wanted {
+        let mut w = Wanted {
+            kinds: BTreeSet::new(),
+            names: HashMap::new(),
+        };
+        for r in &rg.spec.resources {
+            let s = |p: &str| r.pointer(p).and_then(Value::as_str).map(str::to_string);
+            let (Some(v), Some(k)) = (s("/apiVersion"), s("/kind")) else {
+                continue;
+            };
+            let here = s("/metadata/namespace").is_none_or(|ns| ns == namespace);
+            if let (Some(name), true) = (s("/metadata/name"), here) {
+                let key = (group_of(&v).to_string(), k.clone());
+                w.names.entry(key).or_default().push(name);
+            }
+            w.kinds.insert((v, k));
         }
+        for m in rg.status.iter().flat_map(|s| s.members.iter()) {
+            w.kinds.insert((m.api_version.clone(), m.kind.clone()));
+        }
+        w
     }
-    for m in rg.status.iter().flat_map(|s| s.members.iter()) {
-        kinds.insert((m.api_version.clone(), m.kind.clone()));
-    }
+}
+
+/// Reads the caches of every kind the spec names or the status records:
+/// the objects that name this group (by index) and the object at each
+/// listed member's name (someone else's, for the conflict check). Never
+/// the rest of the namespace.
+async fn observe(rg: &ResourceGroup, g: &GroupRef, ctx: &Context) -> Result<Observed> {
+    let wanted = Wanted::of(rg, &g.namespace);
     let mut o = Observed {
         caches: HashMap::new(),
         scopes: HashMap::new(),
         objects: Vec::new(),
     };
-    for (api_version, kind) in kinds {
+    for (api_version, kind) in wanted.kinds {
         if api_version == API_VERSION && kind == KIND {
             // A group of groups is refused by the plan; never watched.
             o.scopes
@@ -185,24 +222,44 @@ async fn observe(rg: &ResourceGroup, g: &GroupRef, ctx: &Context) -> Result<Obse
         });
         o.scopes.insert((api_version.clone(), kind.clone()), scope);
         if let Some(c) = cache {
-            if !c.synced(Duration::from_secs(10)).await {
+            if !c.synced(SYNC_WAIT).await {
                 return Err(Error::CacheNotSynced(kind));
             }
             o.caches
                 .insert((group_of(&api_version).to_string(), kind), c);
         }
     }
-    for c in o.caches.values() {
-        if !c.namespaced {
-            continue;
-        }
-        for obj in c.store.state() {
-            if obj.metadata.namespace.as_deref() == Some(g.namespace.as_str()) {
-                o.objects.push(to_json(&obj, &c.resource));
+    let keys = [
+        GroupKey::ApplySet(applyset_id(&g.namespace, &g.name)),
+        GroupKey::Owner(g.uid.clone()),
+    ];
+    for (kind, c) in o.caches.iter().filter(|(_, c)| c.namespaced) {
+        let names = wanted.names.get(kind).map_or(&[][..], Vec::as_slice);
+        o.objects
+            .extend(group_objects(c, &keys, &g.namespace, names));
+    }
+    ctx.metrics.observed(o.objects.len());
+    Ok(o)
+}
+
+/// The objects of one kind's cache that a group's pass sees, as JSON.
+fn group_objects(c: &KindCache, keys: &[GroupKey], namespace: &str, names: &[String]) -> Vec<Value> {
+    let found: BTreeMap<Name, Arc<DynamicObject>> = {
+        let store = c.read();
+        let mut found: BTreeMap<_, _> = store
+            .of_group(keys)
+            .into_iter()
+            .filter(|(n, _)| n.namespace == namespace)
+            .collect();
+        for name in names {
+            let n = Name::new(namespace, name);
+            if let Some(obj) = store.get(&n) {
+                found.entry(n).or_insert(obj);
             }
         }
-    }
-    Ok(o)
+        found
+    };
+    found.values().map(|o| to_json(o, &c.resource)).collect()
 }
 
 /// The object as JSON with apiVersion and kind (list items lack them).
@@ -255,6 +312,20 @@ fn scope_oracle(
             .copied()
             .flatten()
     }
+}
+
+/// Waits (bounded) until the shared inventory has listed every kind the
+/// policies read: a group validated against a partial inventory could be
+/// admitted with a conflict the inventory would have shown.
+pub async fn inventory_synced(cluster: &Cluster, within: Duration) -> Result<()> {
+    let start = std::time::Instant::now();
+    while !cluster.is_ready() {
+        if start.elapsed() >= within {
+            return Err(Error::InventoryNotReady);
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    Ok(())
 }
 
 /// Every policy on every usable member, as findings for the plan, against
@@ -419,10 +490,15 @@ async fn apply(rg: &ResourceGroup, ctx: &Context) -> Result<Action> {
         .conditions
         .iter()
         .any(|c| c.type_ == "Ready" && c.status == crate::group::crd::ConditionStatus::True);
-    // Member watches wake the group on any change; the requeue is only a
-    // safety net, jittered so that groups do not come back together.
+    Ok(Action::requeue(requeue_after(ready)))
+}
+
+/// When a group that succeeded is looked at again unwoken. Member watches
+/// wake the group on any change, so this is only a safety net; jittered so
+/// that the groups a restart reconciled together do not come back together.
+fn requeue_after(ready: bool) -> Duration {
     let base = if ready { 1800 } else { 300 };
-    Ok(Action::requeue(jittered(Duration::from_secs(base))))
+    jittered(Duration::from_secs(base))
 }
 
 /// A group left invalid only because the authorizer did not answer is a
@@ -590,4 +666,23 @@ fn refusal(e: &Error) -> (&'static str, String) {
 pub fn jittered(d: Duration) -> Duration {
     let f = 0.8 + 0.4 * crate::cluster::watch::jitter_fraction();
     d.mul_f64(f)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn converged_groups_come_back_spread_over_minutes_not_together() {
+        let waits: Vec<f64> = (0..1000).map(|_| requeue_after(true).as_secs_f64()).collect();
+        assert!(waits.iter().all(|w| (1440.0..=2160.0).contains(w)));
+        // A thousand groups reconciled at one start: no minute of the
+        // window gets more than a few percent of them.
+        let mut per_minute = std::collections::BTreeMap::<u64, usize>::new();
+        for w in &waits {
+            *per_minute.entry((*w / 60.0) as u64).or_default() += 1;
+        }
+        assert!(per_minute.len() >= 11, "{per_minute:?}");
+        assert!(per_minute.values().all(|n| *n <= 150), "{per_minute:?}");
+    }
 }

@@ -124,11 +124,35 @@ pub async fn reconcile(rg: Arc<ResourceGroup>, ctx: Arc<Context>) -> Result<Acti
     // group's first pass waits here instead of warning and backing off.
     inventory_synced(&ctx.cluster, SYNC_WAIT).await?;
     let _timer = ctx.metrics.reconcile_timer();
+    let result = if lacks_finalizer(&rg) {
+        // The finalizer goes into the group's one metadata patch, with its
+        // ApplySet labels, before any member is written (`apply`): kube's
+        // helper would spend a patch and a pass on it alone.
+        apply(&rg, &ctx).await
+    } else {
+        with_finalizer(rg, &ctx).await
+    };
+    if result.is_ok() {
+        ctx.succeeded(&key);
+        ctx.metrics.reconciled();
+    }
+    result
+}
+
+/// A group that is not being deleted and has no finalizer yet.
+fn lacks_finalizer(rg: &ResourceGroup) -> bool {
+    rg.metadata.deletion_timestamp.is_none() && !rg.finalizers().iter().any(|f| f == FINALIZER)
+}
+
+/// The Apply or Cleanup arm through kube's finalizer helper, which removes
+/// the finalizer once the cleanup is done.
+async fn with_finalizer(rg: Arc<ResourceGroup>, ctx: &Context) -> Result<Action> {
+    let ns = rg.namespace().ok_or(Error::Metadata("namespace"))?;
     let api: Api<ResourceGroup> = Api::namespaced(ctx.client.clone(), &ns);
-    let result = finalizer(&api, FINALIZER, rg, |event| async {
+    finalizer(&api, FINALIZER, rg, |event| async {
         match event {
-            Event::Apply(rg) => apply(&rg, &ctx).await,
-            Event::Cleanup(rg) => cleanup(&rg, &ctx).await,
+            Event::Apply(rg) => apply(&rg, ctx).await,
+            Event::Cleanup(rg) => cleanup(&rg, ctx).await,
         }
     })
     .await
@@ -140,12 +164,7 @@ pub async fn reconcile(rg: Arc<ResourceGroup>, ctx: Arc<Context>) -> Result<Acti
             Ok(Action::await_change())
         }
         other => Err(Error::Finalizer(other.to_string())),
-    });
-    if result.is_ok() {
-        ctx.succeeded(&key);
-        ctx.metrics.reconciled();
-    }
-    result
+    })
 }
 
 /// What one pass saw: the member kinds' caches and the observed objects.
@@ -153,6 +172,9 @@ struct Observed {
     caches: HashMap<(String, String), Arc<KindCache>>,
     scopes: HashMap<(String, String), Option<Scope>>,
     objects: Vec<Value>,
+    /// Listed members the caches do not hold and that were not read:
+    /// assumed absent until a dry run says otherwise.
+    unseen: BTreeSet<ObjectKey>,
 }
 
 impl Observed {
@@ -204,6 +226,7 @@ async fn observe(rg: &ResourceGroup, g: &GroupRef, ctx: &Context) -> Result<Obse
         caches: HashMap::new(),
         scopes: HashMap::new(),
         objects: Vec::new(),
+        unseen: BTreeSet::new(),
     };
     for (api_version, kind) in wanted.kinds {
         if api_version == API_VERSION && kind == KIND {
@@ -272,13 +295,24 @@ fn to_json(o: &DynamicObject, r: &kube::api::ApiResource) -> Value {
     v
 }
 
-/// For members the caches do not hold (not labelled: new, or someone
-/// else's), one read each: that decides between "create" and "conflict".
+/// What a pass does about listed members its caches do not hold (not
+/// labelled: new, or someone else's).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Unlabelled {
+    /// Assumed absent, the common case (a new member): no read. Each is
+    /// dry-run before any write, and a dry run that finds an object there
+    /// (or is refused) has the pass decided again with [`Unlabelled::Read`].
+    Assumed,
+    /// One read each: that decides between "create" and "conflict".
+    Read,
+}
+
 async fn read_unlabelled(
     rg: &ResourceGroup,
     g: &GroupRef,
     observed: &mut Observed,
     ctx: &Context,
+    mode: Unlabelled,
 ) -> Result<()> {
     let oracle = scope_oracle(&observed.scopes);
     let known: BTreeSet<ObjectKey> = observed.objects.iter().filter_map(ObjectKey::of).collect();
@@ -290,7 +324,14 @@ async fn read_unlabelled(
         let Some(c) = observed.cache(&m.api_version, &m.kind) else {
             continue;
         };
-        if ObjectKey::of(&m.object).is_some_and(|k| known.contains(&k)) {
+        let Some(key) = ObjectKey::of(&m.object) else {
+            continue;
+        };
+        if known.contains(&key) {
+            continue;
+        }
+        if mode == Unlabelled::Assumed {
+            observed.unseen.insert(key);
             continue;
         }
         let api: Api<DynamicObject> =
@@ -409,13 +450,17 @@ fn owned_by(o: &Value, uid: &str) -> bool {
 }
 
 /// Observes, validates and plans one pass.
-async fn decide(rg: &ResourceGroup, ctx: &Context) -> Result<(GroupRef, Observed, Plan)> {
+async fn decide(
+    rg: &ResourceGroup,
+    ctx: &Context,
+    unlabelled: Unlabelled,
+) -> Result<(GroupRef, Observed, Plan)> {
     let g = GroupRef::of(rg).map_err(|e| Error::Metadata(e.0))?;
     let mut observed = observe(rg, &g, ctx).await?;
     let findings = if g.deleting {
         vec![]
     } else {
-        read_unlabelled(rg, &g, &mut observed, ctx).await?;
+        read_unlabelled(rg, &g, &mut observed, ctx, unlabelled).await?;
         findings(rg, &g, &observed, ctx)?
     };
     let p = {
@@ -434,11 +479,8 @@ async fn decide(rg: &ResourceGroup, ctx: &Context) -> Result<(GroupRef, Observed
 }
 
 async fn apply(rg: &ResourceGroup, ctx: &Context) -> Result<Action> {
-    let (g, observed, mut p) = decide(rg, ctx).await?;
-    tracing::debug!(group = %g.name, namespace = %g.namespace, generation = g.generation,
-        apply = p.apply.len(), prune = p.prune.len(), "planned");
     let writer = Writer {
-        namespace: &g.namespace,
+        namespace: rg.metadata.namespace.as_deref().unwrap_or(""),
         service_account: &rg.spec.service_account_name,
     };
     let client = ctx.as_writer(&writer)?;
@@ -446,13 +488,20 @@ async fn apply(rg: &ResourceGroup, ctx: &Context) -> Result<Action> {
     // the ServiceAccount, other admission webhooks): a group the API server
     // would refuse in part is not written at all. Then the applies, in
     // order; a refusal stops the pass (and the prune).
-    let mut refused = None;
-    for d in &p.apply {
-        if let Err(e) = server_side_apply(&client, &observed, d, true).await {
-            refused = Some((d.target.clone(), e));
-            break;
+    let (g, observed, p) = decide(rg, ctx, Unlabelled::Assumed).await?;
+    let (observed, mut p, mut refused) = match dry_run(&client, &observed, &p).await {
+        DryRun::Unseen => {
+            let (_, observed, p) = decide(rg, ctx, Unlabelled::Read).await?;
+            let refused = dry_run(&client, &observed, &p).await.refusal();
+            (observed, p, refused)
         }
-    }
+        other => (observed, p, other.refusal()),
+    };
+    tracing::debug!(group = %g.name, namespace = %g.namespace, generation = g.generation,
+        apply = p.apply.len(), prune = p.prune.len(), "planned");
+    // Before any member: the finalizer, and the ApplySet's kinds as a
+    // superset of what is written (KEP-3659).
+    write_parent_metadata(rg, &g, &p, ctx).await?;
     let dry_run_refused = refused.is_some();
     for d in p.apply.iter().filter(|_| !dry_run_refused) {
         if let Err(e) = server_side_apply(&client, &observed, d, false).await {
@@ -482,7 +531,6 @@ async fn apply(rg: &ResourceGroup, ctx: &Context) -> Result<Action> {
             chrono::Utc::now(),
         );
     }
-    write_parent_metadata(rg, &g, &p, ctx).await?;
     write_status(rg, &g, &p.status, ctx).await?;
     unanswered(&p.status)?;
     let ready = p
@@ -514,7 +562,7 @@ fn unanswered(status: &ResourceGroupStatus) -> Result<()> {
 }
 
 async fn cleanup(rg: &ResourceGroup, ctx: &Context) -> Result<Action> {
-    let (g, observed, p) = decide(rg, ctx).await?;
+    let (g, observed, p) = decide(rg, ctx, Unlabelled::Read).await?;
     write_status(rg, &g, &p.status, ctx).await?;
     // Deletion is done as the controller: the members belong to the group
     // being deleted (the garbage collector would remove them too), and the
@@ -565,12 +613,52 @@ fn record(ctx: &Context, object: &Value) {
     }
 }
 
+/// The outcome of a pass's dry runs.
+enum DryRun {
+    Passed,
+    Refused(ObjectRef, Error),
+    /// A member assumed absent exists after all, or was refused (perhaps
+    /// as a conflict the caches could not show): decide again with reads.
+    Unseen,
+}
+
+impl DryRun {
+    fn refusal(self) -> Option<(ObjectRef, Error)> {
+        match self {
+            DryRun::Refused(target, e) => Some((target, e)),
+            DryRun::Passed | DryRun::Unseen => None,
+        }
+    }
+}
+
+async fn dry_run(client: &Client, observed: &Observed, p: &Plan) -> DryRun {
+    for d in &p.apply {
+        let unseen = ObjectKey::of(&d.object).is_some_and(|k| observed.unseen.contains(&k));
+        match server_side_apply(client, observed, d, true).await {
+            Ok(o) if unseen && stored(&o) => return DryRun::Unseen,
+            Ok(_) => {}
+            Err(_) if unseen => return DryRun::Unseen,
+            Err(e) => return DryRun::Refused(d.target.clone(), e),
+        }
+    }
+    DryRun::Passed
+}
+
+/// A dry-run create answers with an object that has no resourceVersion
+/// (nothing was stored); an update, with the stored object's.
+fn stored(o: &DynamicObject) -> bool {
+    o.metadata
+        .resource_version
+        .as_deref()
+        .is_some_and(|rv| !rv.is_empty())
+}
+
 async fn server_side_apply(
     client: &Client,
     observed: &Observed,
     d: &DesiredObject,
     dry_run: bool,
-) -> Result<()> {
+) -> Result<DynamicObject> {
     let c = observed
         .cache(&d.target.api_version, &d.target.kind)
         .ok_or(Error::Metadata("kind in the cluster"))?;
@@ -578,9 +666,9 @@ async fn server_side_apply(
         Api::namespaced_with(client.clone(), &d.target.namespace, &c.resource);
     let mut params = PatchParams::apply(FIELD_MANAGER).force();
     params.dry_run = dry_run;
-    api.patch(&d.target.name, &params, &Patch::Apply(&d.object))
-        .await?;
-    Ok(())
+    Ok(api
+        .patch(&d.target.name, &params, &Patch::Apply(&d.object))
+        .await?)
 }
 
 /// Deletes an owned object; its UID is a precondition, so a new object of
@@ -611,18 +699,28 @@ async fn delete(
 }
 
 /// The group's KEP-3659 parent label and annotations (so `kubectl` sees it
-/// as an ApplySet parent), by a merge patch only when they differ.
+/// as an ApplySet parent), and the finalizer if it lacks it, by one merge
+/// patch only when they differ.
 async fn write_parent_metadata(
     rg: &ResourceGroup,
     g: &GroupRef,
     p: &Plan,
     ctx: &Context,
 ) -> Result<()> {
-    let desired = p.applyset_parent_metadata(g);
+    let mut desired = p.applyset_parent_metadata(g);
     let stored =
         json!({"metadata": {"labels": rg.metadata.labels, "annotations": rg.metadata.annotations}});
-    if !crate::group::diff::needs_apply(&desired, &stored) {
+    let add_finalizer = lacks_finalizer(rg);
+    if !add_finalizer && !crate::group::diff::needs_apply(&desired, &stored) {
         return Ok(());
+    }
+    if add_finalizer {
+        // A merge patch replaces the whole list: the resourceVersion makes
+        // it fail (409, retried) rather than drop a finalizer added since.
+        let mut finalizers = rg.finalizers().to_vec();
+        finalizers.push(FINALIZER.to_string());
+        desired["metadata"]["finalizers"] = json!(finalizers);
+        desired["metadata"]["resourceVersion"] = json!(rg.resource_version());
     }
     let api: Api<ResourceGroup> = Api::namespaced(ctx.client.clone(), &g.namespace);
     api.patch(&g.name, &PatchParams::default(), &Patch::Merge(&desired))

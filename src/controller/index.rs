@@ -143,9 +143,9 @@ impl Indexed {
             .filter(|(n, _)| !self.objects.contains_key(*n))
             .map(|(_, o)| o.clone());
         let changed = self.objects.iter().filter_map(|(n, o)| {
-            let same = old.get(n).is_some_and(|p| {
-                p.metadata.resource_version == o.metadata.resource_version
-            });
+            let same = old
+                .get(n)
+                .is_some_and(|p| p.metadata.resource_version == o.metadata.resource_version);
             (!same).then(|| o.clone())
         });
         let touched = gone.chain(changed).collect();

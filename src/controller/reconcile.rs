@@ -266,7 +266,12 @@ async fn observe(rg: &ResourceGroup, g: &GroupRef, ctx: &Context) -> Result<Obse
 }
 
 /// The objects of one kind's cache that a group's pass sees, as JSON.
-fn group_objects(c: &KindCache, keys: &[GroupKey], namespace: &str, names: &[String]) -> Vec<Value> {
+fn group_objects(
+    c: &KindCache,
+    keys: &[GroupKey],
+    namespace: &str,
+    names: &[String],
+) -> Vec<Value> {
     let found: BTreeMap<Name, Arc<DynamicObject>> = {
         let store = c.read();
         let mut found: BTreeMap<_, _> = store
@@ -772,7 +777,9 @@ mod tests {
 
     #[test]
     fn converged_groups_come_back_spread_over_minutes_not_together() {
-        let waits: Vec<f64> = (0..1000).map(|_| requeue_after(true).as_secs_f64()).collect();
+        let waits: Vec<f64> = (0..1000)
+            .map(|_| requeue_after(true).as_secs_f64())
+            .collect();
         assert!(waits.iter().all(|w| (1440.0..=2160.0).contains(w)));
         // A thousand groups reconciled at one start: no minute of the
         // window gets more than a few percent of them.

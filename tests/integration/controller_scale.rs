@@ -1,7 +1,9 @@
 //! The controller at scale, against a real kube-apiserver of its own: the
 //! work of one group's pass does not grow with the other groups of its
-//! namespace, and a restart decides every converged group from its caches
-//! with no write and no warning.
+//! namespace, a new member costs no read, and a restart decides every
+//! converged group from its caches with no write and no warning. And what
+//! the cheaper path must keep: an object the caches do not show is still
+//! never adopted from another owner.
 
 use crate::support;
 
@@ -91,6 +93,19 @@ fn wait_ready(c: &TestCluster, ctl: &Controller, ns: &str, n: usize) {
     }
 }
 
+/// kube-apiserver's count of GETs of ConfigMaps (this test's kubectl reads
+/// only ResourceGroups, so these are the controller's).
+fn configmap_gets(c: &TestCluster) -> u64 {
+    let out = c.kubectl(&["get", "--raw", "/metrics"]);
+    ok(&out, "kube-apiserver metrics");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| l.starts_with("apiserver_request_total{"))
+        .filter(|l| l.contains(r#"resource="configmaps""#) && l.contains(r#"verb="GET""#))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum::<f64>() as u64
+}
+
 /// The controller's (passes, objects observed, writes) counters.
 fn counters(ctl: &Controller) -> (u64, u64, u64) {
     (
@@ -150,7 +165,10 @@ fn observed_per_pass(c: &TestCluster, ctl: &Controller, ns: &str, name: &str) ->
         std::thread::sleep(Duration::from_millis(100));
     }
     let (passes_after, observed_after, writes_after) = quiet(ctl);
-    assert_eq!(writes_after, writes, "a converged group's pass writes nothing");
+    assert_eq!(
+        writes_after, writes,
+        "a converged group's pass writes nothing"
+    );
     // Every group has as many members, so the mean is one pass's count even
     // if another group's pass ran meanwhile.
     (observed_after - observed) as f64 / (passes_after - passes) as f64
@@ -180,11 +198,20 @@ fn a_pass_visits_its_own_members_however_many_groups_share_the_namespace() {
         .map(|i| group(&ns, &format!("other-{i}")))
         .collect();
     let list = json!({"apiVersion": "v1", "kind": "List", "items": others});
+    let gets = configmap_gets(&c);
     ok(
         &c.kubectl_stdin(&["apply", "-f", "-"], &list.to_string()),
         "the other groups",
     );
     wait_ready(&c, &ctl, &ns, OTHERS + 1);
+    let gets = configmap_gets(&c) - gets;
+    // The old path read every new member once (90 GETs); now a GET is
+    // left only for a pass that raced its members' watch events.
+    assert!(
+        gets * 4 <= (OTHERS * MEMBERS) as u64,
+        "{gets} GETs of ConfigMaps for {} new members",
+        OTHERS * MEMBERS
+    );
     let crowded = observed_per_pass(&c, &ctl, &ns, "first");
     assert_eq!(
         crowded, alone,
@@ -208,7 +235,10 @@ fn a_pass_visits_its_own_members_however_many_groups_share_the_namespace() {
     }
     let (passes, observed, writes) = quiet(&ctl);
     let log = ctl.log();
-    assert_eq!(writes, 0, "a restart writes nothing for converged groups:\n{log}");
+    assert_eq!(
+        writes, 0,
+        "a restart writes nothing for converged groups:\n{log}"
+    );
     assert_eq!(
         ctl.counter("interlock_controller_reconcile_errors_total"),
         0,
@@ -221,4 +251,135 @@ fn a_pass_visits_its_own_members_however_many_groups_share_the_namespace() {
         "each pass after the restart observed its own members only"
     );
     assert_eq!(ready_groups(&c, &ns).len(), OTHERS + 1);
+}
+
+fn config_map(c: &TestCluster, v: &Value) -> Value {
+    ok(
+        &c.kubectl_stdin(&["apply", "-f", "-"], &v.to_string()),
+        "a ConfigMap by hand",
+    );
+    get(
+        c,
+        v["metadata"]["namespace"].as_str().unwrap_or(""),
+        &format!("configmap/{}", v["metadata"]["name"].as_str().unwrap_or("")),
+    )
+    .expect("stored")
+}
+
+fn get(c: &TestCluster, ns: &str, what: &str) -> Option<Value> {
+    let out = c.kubectl(&["get", "-n", ns, what, "-o", "json"]);
+    out.status
+        .success()
+        .then(|| serde_json::from_slice(&out.stdout).expect("kubectl json"))
+}
+
+fn wait_for(
+    c: &TestCluster,
+    ctl: &Controller,
+    ns: &str,
+    name: &str,
+    f: impl Fn(&Value) -> bool,
+) -> Value {
+    let start = Instant::now();
+    loop {
+        let rg = get(c, ns, &format!("resourcegroup/{name}")).unwrap_or(Value::Null);
+        let current = rg["status"]["observedGeneration"] == rg["metadata"]["generation"];
+        if current && f(&rg) {
+            return rg;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "{name}: {}\n{}",
+            rg["status"],
+            ctl.log()
+        );
+        std::thread::sleep(Duration::from_millis(250));
+    }
+}
+
+fn condition(rg: &Value, type_: &str) -> (String, String) {
+    rg["status"]["conditions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|c| c["type"] == type_)
+        .map(|c| {
+            (
+                c["status"].as_str().unwrap_or("").into(),
+                c["reason"].as_str().unwrap_or("").into(),
+            )
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn a_member_the_caches_do_not_show_is_read_before_any_write_and_never_adopted() {
+    let c = TestCluster::start();
+    let _logs = c.logs_on_panic();
+    support::controller::install_resource_group_crd(&c);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ns = tenant(&c);
+    let ctl = Controller::start(&c, dir.path(), &["--no-leader-election"]);
+
+    // Unlabelled, so outside the controller's caches: one controlled by
+    // another object, one that nobody claims.
+    let owner = config_map(
+        &c,
+        &json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "owner", "namespace": ns}}),
+    );
+    let held = config_map(
+        &c,
+        &json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "held", "namespace": ns, "ownerReferences": [
+            {"apiVersion": "v1", "kind": "ConfigMap", "name": "owner",
+             "uid": owner["metadata"]["uid"], "controller": true}]},
+        "data": {"n": "theirs"}}),
+    );
+    config_map(
+        &c,
+        &json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "free", "namespace": ns}, "data": {"n": "old"}}),
+    );
+
+    let member = |name: &str| {
+        json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": name}, "data": {"n": "ours"}})
+    };
+    let grab = json!({"apiVersion": "interlock.dev/v1alpha1", "kind": "ResourceGroup",
+        "metadata": {"name": "grab", "namespace": ns},
+        "spec": {"serviceAccountName": "deployer", "resources": [member("grab-new"), member("held")]}});
+    let take = json!({"apiVersion": "interlock.dev/v1alpha1", "kind": "ResourceGroup",
+        "metadata": {"name": "take", "namespace": ns},
+        "spec": {"serviceAccountName": "deployer", "resources": [member("free")]}});
+    for g in [&grab, &take] {
+        ok(
+            &c.kubectl_stdin(&["apply", "-f", "-"], &g.to_string()),
+            "a group",
+        );
+    }
+
+    let rg = wait_for(&c, &ctl, &ns, "grab", |rg| {
+        condition(rg, "Applied").0 == "False"
+    });
+    assert_eq!(condition(&rg, "Applied").1, "Conflict", "{}", rg["status"]);
+    let now = get(&c, &ns, "configmap/held").expect("held");
+    assert_eq!(
+        now["metadata"]["resourceVersion"], held["metadata"]["resourceVersion"],
+        "another owner's object is not written: {now}"
+    );
+    assert!(
+        get(&c, &ns, "configmap/grab-new").is_none(),
+        "nothing of a group in conflict is written"
+    );
+
+    wait_for(&c, &ctl, &ns, "take", |rg| {
+        condition(rg, "Ready").0 == "True"
+    });
+    let free = get(&c, &ns, "configmap/free").expect("free");
+    assert_eq!(
+        free["data"]["n"], "ours",
+        "an object nobody claims is taken over: {free}"
+    );
+    assert!(free["metadata"]["labels"]["applyset.kubernetes.io/part-of"].is_string());
 }

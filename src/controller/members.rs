@@ -1,28 +1,33 @@
-//! The controller's caches of group members: one reflector per member kind,
+//! The controller's caches of group members: one watch per member kind,
 //! started when a group first names the kind, watching only objects that
-//! carry the ApplySet part-of label. Every change to such an object wakes
-//! the group that owns it (its controller ownerReference), so a member
-//! edited or deleted by hand is reconciled back.
+//! carry the ApplySet part-of label, into a store indexed by group
+//! ([`super::index`]). Every change to such an object wakes the group that
+//! owns it (its controller ownerReference), so a member edited or deleted
+//! by hand is reconciled back.
 
+use super::index::Indexed;
 use crate::group::crd::{ResourceGroup, API_VERSION, KIND, PART_OF_LABEL};
 use crate::k8s::kinds::{group_of, version_of};
 use futures::StreamExt;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
 use kube::discovery::Scope;
-use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::reflector::ObjectRef;
 use kube::runtime::{watcher, WatchStreamExt};
 use kube::Client;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard};
 use std::time::Duration;
 use tokio::sync::mpsc::UnboundedSender;
+use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 /// One member kind: how to reach it, and what of it the cache holds.
 pub struct KindCache {
     pub resource: ApiResource,
     pub namespaced: bool,
-    pub store: Store<DynamicObject>,
+    store: Arc<RwLock<Indexed>>,
+    /// True once the first list is complete.
+    listed: watch::Receiver<bool>,
     task: JoinHandle<()>,
 }
 
@@ -35,9 +40,15 @@ impl Drop for KindCache {
 impl KindCache {
     /// Waits (bounded) for the first list; false if it has not completed.
     pub async fn synced(&self, within: Duration) -> bool {
-        tokio::time::timeout(within, self.store.wait_until_ready())
+        let mut listed = self.listed.clone();
+        tokio::time::timeout(within, listed.wait_for(|l| *l))
             .await
             .is_ok_and(|r| r.is_ok())
+    }
+
+    /// The store, to read (held briefly: the watch waits for it).
+    pub fn read(&self) -> RwLockReadGuard<'_, Indexed> {
+        self.store.read().unwrap_or_else(|p| p.into_inner())
     }
 }
 
@@ -89,35 +100,60 @@ impl Members {
     }
 
     fn start(&self, resource: ApiResource, namespaced: bool) -> KindCache {
-        let writer = reflector::store::Writer::<DynamicObject>::new(resource.clone());
-        let store = writer.as_reader();
         let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &resource);
         let config = watcher::Config::default().labels(PART_OF_LABEL);
-        let wake = self.wake.clone();
-        let kind = resource.kind.clone();
-        let stream = reflector::reflector(writer, watcher::watcher(api, config).default_backoff())
-            .touched_objects();
-        let task = tokio::spawn(async move {
-            futures::pin_mut!(stream);
-            while let Some(event) = stream.next().await {
-                match event {
-                    Ok(o) => {
-                        if let Some(g) = owner(&o) {
-                            let _ = wake.send(g);
-                        }
-                    }
-                    // The watcher re-lists by itself (410 Gone included).
-                    Err(e) => {
-                        tracing::warn!(kind = %kind, error = %e, "member watch error; re-listing")
-                    }
-                }
-            }
-        });
+        let events = watcher::watcher(api, config).default_backoff();
+        let store = Arc::new(RwLock::new(Indexed::default()));
+        let (listed_tx, listed) = watch::channel(false);
+        let task = tokio::spawn(feed(
+            events,
+            store.clone(),
+            listed_tx,
+            self.wake.clone(),
+            resource.kind.clone(),
+        ));
         KindCache {
             resource,
             namespaced,
             store,
+            listed,
             task,
+        }
+    }
+}
+
+/// Applies the watch's events to the store and wakes the groups of the
+/// objects they touch. The first list wakes nobody: every group whose pass
+/// reads this kind waits for that list before deciding.
+async fn feed(
+    events: impl futures::Stream<Item = watcher::Result<watcher::Event<DynamicObject>>>,
+    store: Arc<RwLock<Indexed>>,
+    listed: watch::Sender<bool>,
+    wake: UnboundedSender<ObjectRef<ResourceGroup>>,
+    kind: String,
+) {
+    futures::pin_mut!(events);
+    while let Some(event) = events.next().await {
+        let event = match event {
+            Ok(e) => e,
+            // The watcher re-lists by itself (410 Gone included).
+            Err(e) => {
+                tracing::warn!(kind = %kind, error = %e, "member watch error; re-listing");
+                continue;
+            }
+        };
+        let list_done = matches!(event, watcher::Event::InitDone);
+        let touched = store
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .handle(event);
+        if list_done && !*listed.borrow() {
+            listed.send_replace(true);
+            tracing::debug!(kind = %kind, "member cache listed");
+            continue;
+        }
+        for g in touched.iter().filter_map(|o| owner(o)) {
+            let _ = wake.send(g);
         }
     }
 }

@@ -12,6 +12,7 @@ type Labels = Vec<(String, String)>;
 #[derive(Clone)]
 pub struct Metrics {
     reconciles: Counter,
+    observed: Counter,
     errors: Family<Labels, Counter>,
     writes: Family<Labels, Counter>,
     duration: Histogram,
@@ -23,6 +24,7 @@ impl Default for Metrics {
     fn default() -> Self {
         Metrics {
             reconciles: Counter::default(),
+            observed: Counter::default(),
             errors: Family::default(),
             writes: Family::default(),
             duration: Histogram::new(exponential_buckets(0.001, 2.0, 16)),
@@ -54,6 +56,11 @@ impl Metrics {
             "reconciles",
             "Reconciles that succeeded",
             self.reconciles.clone(),
+        );
+        r.register(
+            "observed_objects",
+            "Cached objects a reconcile read to observe its group (its own members, never the namespace's)",
+            self.observed.clone(),
         );
         r.register(
             "reconcile_errors",
@@ -92,6 +99,10 @@ impl Metrics {
 
     pub fn reconciled(&self) {
         self.reconciles.inc();
+    }
+
+    pub fn observed(&self, objects: usize) {
+        self.observed.inc_by(objects as u64);
     }
 
     pub fn failed(&self, reason: &str) {

@@ -8,17 +8,21 @@
 //! Decisions, and why:
 //! - **kube-runtime's `Controller`**, with the members' watches feeding it
 //!   through `reconcile_on`: member kinds are only known from the groups'
-//!   specs, so their caches start on demand ([`members`]), one reflector
-//!   per kind, filtered by the ApplySet part-of label.
-//! - **Reads from caches.** Observed members come from those reflectors, and
-//!   no group is decided before the caches of its kinds have synced. An
-//!   object at a member's name that the cache lacks (not labelled: new, or
-//!   someone else's) is read once with a GET: that read decides "conflict"
-//!   versus "create". The GET stays on purpose: the label filter is what
-//!   keeps the caches to the groups' own objects (an unfiltered cache would
-//!   hold and follow every ConfigMap, Secret and Service in the cluster),
-//!   and a converged group has no such member, so it costs nothing in the
-//!   steady state.
+//!   specs, so their caches start on demand ([`members`]), one watch per
+//!   kind, filtered by the ApplySet part-of label.
+//! - **Reads from caches, by index.** Observed members come from those
+//!   caches, through an index by group ([`index`]: the part-of label, the
+//!   ownerReferences' UIDs) and a lookup per listed member, so a pass costs
+//!   O(its members), never O(the namespace); no group is decided before the
+//!   caches of its kinds have synced, nor before the policies' inventory
+//!   has. An object at a member's name that the cache lacks (not
+//!   labelled: new, or someone else's) is assumed new and not read: its
+//!   server-side dry run, which every write has anyway, says whether an
+//!   object is there (a resourceVersion) and only then is the pass decided
+//!   again with one GET of it, which decides "conflict" versus "take over".
+//!   The label filter is what keeps the caches to the groups' own objects
+//!   (an unfiltered cache would hold and follow every ConfigMap, Secret and
+//!   Service in the cluster).
 //! - **Writes as the group's ServiceAccount** (impersonation), so a group
 //!   can create only what its ServiceAccount may. Status is written as the
 //!   controller, through the status subresource, only when it changed.
@@ -41,6 +45,7 @@
 //!   the group. A denied check is a policy verdict, like any other.
 
 pub mod error;
+pub mod index;
 pub mod lease;
 pub mod members;
 pub mod metrics;

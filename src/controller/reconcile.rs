@@ -4,6 +4,7 @@
 //! the same observation and plan; only what is carried out differs.
 
 use super::error::{Error, Result};
+use super::index::{GroupKey, Name};
 use super::members::{KindCache, Members};
 use super::metrics::Metrics;
 use crate::cel::interrupt::Interrupt;
@@ -11,7 +12,8 @@ use crate::cel::k8s_authz::Authorizer;
 use crate::cluster::impersonate::{self, cancel_after, off_runtime};
 use crate::cluster::Cluster;
 use crate::group::crd::{
-    GroupFinding, ResourceGroup, ResourceGroupStatus, API_VERSION, FIELD_MANAGER, FINALIZER, KIND,
+    applyset_id, GroupFinding, ResourceGroup, ResourceGroupStatus, API_VERSION, FIELD_MANAGER,
+    FINALIZER, KIND,
 };
 use crate::group::member::{parse_member, Scope};
 use crate::group::plan::{
@@ -27,13 +29,19 @@ use kube::runtime::controller::Action;
 use kube::runtime::finalizer::{finalizer, Event};
 use kube::{Client, ResourceExt};
 use serde_json::{json, Value};
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// The longest one validation of a group may take, authorizer reviews
 /// included (each at most `cluster::authz::CALL_TIMEOUT`).
 pub const VALIDATION_DEADLINE: Duration = Duration::from_secs(10);
+
+/// How long a pass waits for a cache's first list (a member kind's, or
+/// the shared inventory's, or its re-list after a policy reload) before it
+/// counts as a failure. Generous: at start every group's pass waits on the
+/// same lists, and a wait is a hold, not a retry with a warning.
+pub const SYNC_WAIT: Duration = Duration::from_secs(60);
 
 /// What every reconcile shares.
 pub struct Context {
@@ -105,12 +113,39 @@ impl Context {
 pub async fn reconcile(rg: Arc<ResourceGroup>, ctx: Arc<Context>) -> Result<Action> {
     let ns = rg.namespace().ok_or(Error::Metadata("namespace"))?;
     let key = (ns.clone(), rg.name_any());
+    // Held, not failed, until the inventory has listed: at start every
+    // group's first pass waits here instead of warning and backing off.
+    inventory_synced(&ctx.cluster, SYNC_WAIT).await?;
     let _timer = ctx.metrics.reconcile_timer();
+    let result = if lacks_finalizer(&rg) {
+        // The finalizer goes into the group's one metadata patch, with its
+        // ApplySet labels, before any member is written (`apply`): kube's
+        // helper would spend a patch and a pass on it alone.
+        apply(&rg, &ctx).await
+    } else {
+        with_finalizer(rg, &ctx).await
+    };
+    if result.is_ok() {
+        ctx.succeeded(&key);
+        ctx.metrics.reconciled();
+    }
+    result
+}
+
+/// A group that is not being deleted and has no finalizer yet.
+fn lacks_finalizer(rg: &ResourceGroup) -> bool {
+    rg.metadata.deletion_timestamp.is_none() && !rg.finalizers().iter().any(|f| f == FINALIZER)
+}
+
+/// The Apply or Cleanup arm through kube's finalizer helper, which removes
+/// the finalizer once the cleanup is done.
+async fn with_finalizer(rg: Arc<ResourceGroup>, ctx: &Context) -> Result<Action> {
+    let ns = rg.namespace().ok_or(Error::Metadata("namespace"))?;
     let api: Api<ResourceGroup> = Api::namespaced(ctx.client.clone(), &ns);
-    let result = finalizer(&api, FINALIZER, rg, |event| async {
+    finalizer(&api, FINALIZER, rg, |event| async {
         match event {
-            Event::Apply(rg) => apply(&rg, &ctx).await,
-            Event::Cleanup(rg) => cleanup(&rg, &ctx).await,
+            Event::Apply(rg) => apply(&rg, ctx).await,
+            Event::Cleanup(rg) => cleanup(&rg, ctx).await,
         }
     })
     .await
@@ -122,12 +157,7 @@ pub async fn reconcile(rg: Arc<ResourceGroup>, ctx: Arc<Context>) -> Result<Acti
             Ok(Action::await_change())
         }
         other => Err(Error::Finalizer(other.to_string())),
-    });
-    if result.is_ok() {
-        ctx.succeeded(&key);
-        ctx.metrics.reconciled();
-    }
-    result
+    })
 }
 
 /// What one pass saw: the member kinds' caches and the observed objects.
@@ -135,6 +165,9 @@ struct Observed {
     caches: HashMap<(String, String), Arc<KindCache>>,
     scopes: HashMap<(String, String), Option<Scope>>,
     objects: Vec<Value>,
+    /// Listed members the caches do not hold and that were not read:
+    /// assumed absent until a dry run says otherwise.
+    unseen: BTreeSet<ObjectKey>,
 }
 
 impl Observed {
@@ -144,24 +177,51 @@ impl Observed {
     }
 }
 
-/// Reads the caches of every kind the spec names or the status records.
-async fn observe(rg: &ResourceGroup, g: &GroupRef, ctx: &Context) -> Result<Observed> {
-    let mut kinds: BTreeSet<(String, String)> = BTreeSet::new();
-    for r in &rg.spec.resources {
-        let s = |p: &str| r.pointer(p).and_then(Value::as_str).map(str::to_string);
-        if let (Some(v), Some(k)) = (s("/apiVersion"), s("/kind")) {
-            kinds.insert((v, k));
+/// The kinds a pass reads (named by the spec or recorded in status), and
+/// the names the spec lists in the group's namespace, by (API group, kind).
+struct Wanted {
+    kinds: BTreeSet<(String, String)>,
+    names: HashMap<(String, String), Vec<String>>,
+}
+
+impl Wanted {
+    fn of(rg: &ResourceGroup, namespace: &str) -> Wanted {
+        let mut w = Wanted {
+            kinds: BTreeSet::new(),
+            names: HashMap::new(),
+        };
+        for r in &rg.spec.resources {
+            let s = |p: &str| r.pointer(p).and_then(Value::as_str).map(str::to_string);
+            let (Some(v), Some(k)) = (s("/apiVersion"), s("/kind")) else {
+                continue;
+            };
+            let here = s("/metadata/namespace").is_none_or(|ns| ns == namespace);
+            if let (Some(name), true) = (s("/metadata/name"), here) {
+                let key = (group_of(&v).to_string(), k.clone());
+                w.names.entry(key).or_default().push(name);
+            }
+            w.kinds.insert((v, k));
         }
+        for m in rg.status.iter().flat_map(|s| s.members.iter()) {
+            w.kinds.insert((m.api_version.clone(), m.kind.clone()));
+        }
+        w
     }
-    for m in rg.status.iter().flat_map(|s| s.members.iter()) {
-        kinds.insert((m.api_version.clone(), m.kind.clone()));
-    }
+}
+
+/// Reads the caches of every kind the spec names or the status records:
+/// the objects that name this group (by index) and the object at each
+/// listed member's name (someone else's, for the conflict check). Never
+/// the rest of the namespace.
+async fn observe(rg: &ResourceGroup, g: &GroupRef, ctx: &Context) -> Result<Observed> {
+    let wanted = Wanted::of(rg, &g.namespace);
     let mut o = Observed {
         caches: HashMap::new(),
         scopes: HashMap::new(),
         objects: Vec::new(),
+        unseen: BTreeSet::new(),
     };
-    for (api_version, kind) in kinds {
+    for (api_version, kind) in wanted.kinds {
         if api_version == API_VERSION && kind == KIND {
             // A group of groups is refused by the plan; never watched.
             o.scopes
@@ -178,24 +238,49 @@ async fn observe(rg: &ResourceGroup, g: &GroupRef, ctx: &Context) -> Result<Obse
         });
         o.scopes.insert((api_version.clone(), kind.clone()), scope);
         if let Some(c) = cache {
-            if !c.synced(Duration::from_secs(10)).await {
+            if !c.synced(SYNC_WAIT).await {
                 return Err(Error::CacheNotSynced(kind));
             }
             o.caches
                 .insert((group_of(&api_version).to_string(), kind), c);
         }
     }
-    for c in o.caches.values() {
-        if !c.namespaced {
-            continue;
-        }
-        for obj in c.store.state() {
-            if obj.metadata.namespace.as_deref() == Some(g.namespace.as_str()) {
-                o.objects.push(to_json(&obj, &c.resource));
+    let keys = [
+        GroupKey::ApplySet(applyset_id(&g.namespace, &g.name)),
+        GroupKey::Owner(g.uid.clone()),
+    ];
+    for (kind, c) in o.caches.iter().filter(|(_, c)| c.namespaced) {
+        let names = wanted.names.get(kind).map_or(&[][..], Vec::as_slice);
+        o.objects
+            .extend(group_objects(c, &keys, &g.namespace, names));
+    }
+    ctx.metrics.observed(o.objects.len());
+    Ok(o)
+}
+
+/// The objects of one kind's cache that a group's pass sees, as JSON.
+fn group_objects(
+    c: &KindCache,
+    keys: &[GroupKey],
+    namespace: &str,
+    names: &[String],
+) -> Vec<Value> {
+    let found: BTreeMap<Name, Arc<DynamicObject>> = {
+        let store = c.read();
+        let mut found: BTreeMap<_, _> = store
+            .of_group(keys)
+            .into_iter()
+            .filter(|(n, _)| n.namespace == namespace)
+            .collect();
+        for name in names {
+            let n = Name::new(namespace, name);
+            if let Some(obj) = store.get(&n) {
+                found.entry(n).or_insert(obj);
             }
         }
-    }
-    Ok(o)
+        found
+    };
+    found.values().map(|o| to_json(o, &c.resource)).collect()
 }
 
 /// The object as JSON with apiVersion and kind (list items lack them).
@@ -208,13 +293,24 @@ fn to_json(o: &DynamicObject, r: &kube::api::ApiResource) -> Value {
     v
 }
 
-/// For members the caches do not hold (not labelled: new, or someone
-/// else's), one read each: that decides between "create" and "conflict".
+/// What a pass does about listed members its caches do not hold (not
+/// labelled: new, or someone else's).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Unlabelled {
+    /// Assumed absent, the common case (a new member): no read. Each is
+    /// dry-run before any write, and a dry run that finds an object there
+    /// (or is refused) has the pass decided again with [`Unlabelled::Read`].
+    Assumed,
+    /// One read each: that decides between "create" and "conflict".
+    Read,
+}
+
 async fn read_unlabelled(
     rg: &ResourceGroup,
     g: &GroupRef,
     observed: &mut Observed,
     ctx: &Context,
+    mode: Unlabelled,
 ) -> Result<()> {
     let oracle = scope_oracle(&observed.scopes);
     let known: BTreeSet<ObjectKey> = observed.objects.iter().filter_map(ObjectKey::of).collect();
@@ -226,7 +322,14 @@ async fn read_unlabelled(
         let Some(c) = observed.cache(&m.api_version, &m.kind) else {
             continue;
         };
-        if ObjectKey::of(&m.object).is_some_and(|k| known.contains(&k)) {
+        let Some(key) = ObjectKey::of(&m.object) else {
+            continue;
+        };
+        if known.contains(&key) {
+            continue;
+        }
+        if mode == Unlabelled::Assumed {
+            observed.unseen.insert(key);
             continue;
         }
         let api: Api<DynamicObject> =
@@ -248,6 +351,20 @@ fn scope_oracle(
             .copied()
             .flatten()
     }
+}
+
+/// Waits (bounded) until the shared inventory has listed every kind the
+/// policies read: a group validated against a partial inventory could be
+/// admitted with a conflict the inventory would have shown.
+pub async fn inventory_synced(cluster: &Cluster, within: Duration) -> Result<()> {
+    let start = std::time::Instant::now();
+    while !cluster.is_ready() {
+        if start.elapsed() >= within {
+            return Err(Error::InventoryNotReady);
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    Ok(())
 }
 
 /// Every policy on every usable member, as findings for the plan, against
@@ -303,13 +420,17 @@ fn owned_by(o: &Value, uid: &str) -> bool {
 }
 
 /// Observes, validates and plans one pass.
-async fn decide(rg: &ResourceGroup, ctx: &Context) -> Result<(GroupRef, Observed, Plan)> {
+async fn decide(
+    rg: &ResourceGroup,
+    ctx: &Context,
+    unlabelled: Unlabelled,
+) -> Result<(GroupRef, Observed, Plan)> {
     let g = GroupRef::of(rg).map_err(|e| Error::Metadata(e.0))?;
     let mut observed = observe(rg, &g, ctx).await?;
     let findings = if g.deleting {
         vec![]
     } else {
-        read_unlabelled(rg, &g, &mut observed, ctx).await?;
+        read_unlabelled(rg, &g, &mut observed, ctx, unlabelled).await?;
         findings(rg, &g, &observed, ctx)?
     };
     let p = {
@@ -328,11 +449,8 @@ async fn decide(rg: &ResourceGroup, ctx: &Context) -> Result<(GroupRef, Observed
 }
 
 async fn apply(rg: &ResourceGroup, ctx: &Context) -> Result<Action> {
-    let (g, observed, mut p) = decide(rg, ctx).await?;
-    tracing::debug!(group = %g.name, namespace = %g.namespace, generation = g.generation,
-        apply = p.apply.len(), prune = p.prune.len(), "planned");
     let writer = Writer {
-        namespace: &g.namespace,
+        namespace: rg.metadata.namespace.as_deref().unwrap_or(""),
         service_account: &rg.spec.service_account_name,
     };
     let client = ctx.as_writer(&writer)?;
@@ -340,13 +458,20 @@ async fn apply(rg: &ResourceGroup, ctx: &Context) -> Result<Action> {
     // the ServiceAccount, other admission webhooks): a group the API server
     // would refuse in part is not written at all. Then the applies, in
     // order; a refusal stops the pass (and the prune).
-    let mut refused = None;
-    for d in &p.apply {
-        if let Err(e) = server_side_apply(&client, &observed, d, true).await {
-            refused = Some((d.target.clone(), e));
-            break;
+    let (g, observed, p) = decide(rg, ctx, Unlabelled::Assumed).await?;
+    let (observed, mut p, mut refused) = match dry_run(&client, &observed, &p).await {
+        DryRun::Unseen => {
+            let (_, observed, p) = decide(rg, ctx, Unlabelled::Read).await?;
+            let refused = dry_run(&client, &observed, &p).await.refusal();
+            (observed, p, refused)
         }
-    }
+        other => (observed, p, other.refusal()),
+    };
+    tracing::debug!(group = %g.name, namespace = %g.namespace, generation = g.generation,
+        apply = p.apply.len(), prune = p.prune.len(), "planned");
+    // Before any member: the finalizer, and the ApplySet's kinds as a
+    // superset of what is written (KEP-3659).
+    write_parent_metadata(rg, &g, &p, ctx).await?;
     let dry_run_refused = refused.is_some();
     for d in p.apply.iter().filter(|_| !dry_run_refused) {
         if let Err(e) = server_side_apply(&client, &observed, d, false).await {
@@ -376,7 +501,6 @@ async fn apply(rg: &ResourceGroup, ctx: &Context) -> Result<Action> {
             chrono::Utc::now(),
         );
     }
-    write_parent_metadata(rg, &g, &p, ctx).await?;
     write_status(rg, &g, &p.status, ctx).await?;
     unanswered(&p.status)?;
     let ready = p
@@ -384,10 +508,15 @@ async fn apply(rg: &ResourceGroup, ctx: &Context) -> Result<Action> {
         .conditions
         .iter()
         .any(|c| c.type_ == "Ready" && c.status == crate::group::crd::ConditionStatus::True);
-    // Member watches wake the group on any change; the requeue is only a
-    // safety net, jittered so that groups do not come back together.
+    Ok(Action::requeue(requeue_after(ready)))
+}
+
+/// When a group that succeeded is looked at again unwoken. Member watches
+/// wake the group on any change, so this is only a safety net; jittered so
+/// that the groups a restart reconciled together do not come back together.
+fn requeue_after(ready: bool) -> Duration {
     let base = if ready { 1800 } else { 300 };
-    Ok(Action::requeue(jittered(Duration::from_secs(base))))
+    jittered(Duration::from_secs(base))
 }
 
 /// A group left invalid only because the authorizer did not answer is a
@@ -403,7 +532,7 @@ fn unanswered(status: &ResourceGroupStatus) -> Result<()> {
 }
 
 async fn cleanup(rg: &ResourceGroup, ctx: &Context) -> Result<Action> {
-    let (g, observed, p) = decide(rg, ctx).await?;
+    let (g, observed, p) = decide(rg, ctx, Unlabelled::Read).await?;
     write_status(rg, &g, &p.status, ctx).await?;
     // Deletion is done as the controller: the members belong to the group
     // being deleted (the garbage collector would remove them too), and the
@@ -454,17 +583,56 @@ fn record(ctx: &Context, object: &Value) {
     }
 }
 
+/// The outcome of a pass's dry runs.
+enum DryRun {
+    Passed,
+    Refused(ObjectRef, Error),
+    /// A member assumed absent exists after all, or was refused (perhaps
+    /// as a conflict the caches could not show): decide again with reads.
+    Unseen,
+}
+
+impl DryRun {
+    fn refusal(self) -> Option<(ObjectRef, Error)> {
+        match self {
+            DryRun::Refused(target, e) => Some((target, e)),
+            DryRun::Passed | DryRun::Unseen => None,
+        }
+    }
+}
+
+async fn dry_run(client: &Client, observed: &Observed, p: &Plan) -> DryRun {
+    for d in &p.apply {
+        let unseen = ObjectKey::of(&d.object).is_some_and(|k| observed.unseen.contains(&k));
+        match server_side_apply(client, observed, d, true).await {
+            Ok(o) if unseen && stored(&o) => return DryRun::Unseen,
+            Ok(_) => {}
+            Err(_) if unseen => return DryRun::Unseen,
+            Err(e) => return DryRun::Refused(d.target.clone(), e),
+        }
+    }
+    DryRun::Passed
+}
+
+/// A dry-run create answers with an object that has no resourceVersion
+/// (nothing was stored); an update, with the stored object's.
+fn stored(o: &DynamicObject) -> bool {
+    o.metadata
+        .resource_version
+        .as_deref()
+        .is_some_and(|rv| !rv.is_empty())
+}
+
 async fn server_side_apply(
     client: &Client,
     observed: &Observed,
     d: &DesiredObject,
     dry_run: bool,
-) -> Result<()> {
+) -> Result<DynamicObject> {
     let c = observed
         .cache(&d.target.api_version, &d.target.kind)
         .ok_or(Error::Metadata("kind in the cluster"))?;
-    impersonate::apply_member(client, &c.resource, d, dry_run).await?;
-    Ok(())
+    Ok(impersonate::apply_member(client, &c.resource, d, dry_run).await?)
 }
 
 /// Deletes an owned object; its UID is a precondition, so a new object of
@@ -495,18 +663,28 @@ async fn delete(
 }
 
 /// The group's KEP-3659 parent label and annotations (so `kubectl` sees it
-/// as an ApplySet parent), by a merge patch only when they differ.
+/// as an ApplySet parent), and the finalizer if it lacks it, by one merge
+/// patch only when they differ.
 async fn write_parent_metadata(
     rg: &ResourceGroup,
     g: &GroupRef,
     p: &Plan,
     ctx: &Context,
 ) -> Result<()> {
-    let desired = p.applyset_parent_metadata(g);
+    let mut desired = p.applyset_parent_metadata(g);
     let stored =
         json!({"metadata": {"labels": rg.metadata.labels, "annotations": rg.metadata.annotations}});
-    if !crate::group::diff::needs_apply(&desired, &stored) {
+    let add_finalizer = lacks_finalizer(rg);
+    if !add_finalizer && !crate::group::diff::needs_apply(&desired, &stored) {
         return Ok(());
+    }
+    if add_finalizer {
+        // A merge patch replaces the whole list: the resourceVersion makes
+        // it fail (409, retried) rather than drop a finalizer added since.
+        let mut finalizers = rg.finalizers().to_vec();
+        finalizers.push(FINALIZER.to_string());
+        desired["metadata"]["finalizers"] = json!(finalizers);
+        desired["metadata"]["resourceVersion"] = json!(rg.resource_version());
     }
     let api: Api<ResourceGroup> = Api::namespaced(ctx.client.clone(), &g.namespace);
     api.patch(&g.name, &PatchParams::default(), &Patch::Merge(&desired))
@@ -550,4 +728,25 @@ fn refusal(e: &Error) -> (&'static str, String) {
 pub fn jittered(d: Duration) -> Duration {
     let f = 0.8 + 0.4 * crate::cluster::watch::jitter_fraction();
     d.mul_f64(f)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn converged_groups_come_back_spread_over_minutes_not_together() {
+        let waits: Vec<f64> = (0..1000)
+            .map(|_| requeue_after(true).as_secs_f64())
+            .collect();
+        assert!(waits.iter().all(|w| (1440.0..=2160.0).contains(w)));
+        // A thousand groups reconciled at one start: no minute of the
+        // window gets more than a few percent of them.
+        let mut per_minute = std::collections::BTreeMap::<u64, usize>::new();
+        for w in &waits {
+            *per_minute.entry((*w / 60.0) as u64).or_default() += 1;
+        }
+        assert!(per_minute.len() >= 11, "{per_minute:?}");
+        assert!(per_minute.values().all(|n| *n <= 150), "{per_minute:?}");
+    }
 }

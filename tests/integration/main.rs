@@ -28,6 +28,7 @@ mod celwarn_schemas;
 mod control_plane;
 mod controller;
 mod controller_replicas;
+mod controller_scale;
 mod ctrlauthz_controller;
 mod defaults_apiserver;
 mod group_plan;

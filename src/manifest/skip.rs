@@ -158,12 +158,14 @@ fn is_kustomize_patch(path: &Path) -> bool {
             .any(|p| p.get("path").is_some_and(named))
 }
 
-/// A document shaped like an object but without `metadata`: `apiVersion`
-/// and `kind` strings, no `metadata` key, not a list. Configuration of a
-/// tool, not something a cluster stores.
+/// A document shaped like an object but without `metadata`: a `kind`
+/// string (and an `apiVersion` string, or none), no `metadata` key, not a
+/// list. Configuration or data of a tool (an istioctl profile, kwok's
+/// stages with `apiGroup`, `kind` and `name`), not something a cluster
+/// stores: without metadata it has no name to be stored under.
 pub(crate) fn is_configuration(v: &Value) -> bool {
     let Value::Object(map) = v else { return false };
-    map.get("apiVersion").is_some_and(Value::is_string)
+    map.get("apiVersion").is_none_or(Value::is_string)
         && map.get("kind").is_some_and(Value::is_string)
         && !map.contains_key("metadata")
         && !super::object::is_list(v)

@@ -2,8 +2,9 @@
 //! the test's own (the shipped webhook configurations fail closed, so they
 //! must never reach the shared cluster): `kubectl apply -k` of the
 //! interlock-certs overlay, as shipped, is accepted object by object; the
-//! same apply again changes nothing; the documented uninstall leaves
-//! nothing behind.
+//! same apply again changes nothing; with the webhook down, the documented
+//! bypass lets a tenant's write through and the apply restores it; the
+//! documented uninstall leaves nothing behind.
 //!
 //! Not shown here (no kubelet runs pods in the test cluster): the
 //! Deployments becoming Ready, and admission through the shipped Service.
@@ -47,7 +48,7 @@ fn versions(cluster: &TestCluster, overlay: &str) -> Vec<String> {
 }
 
 #[test]
-fn install_apply_twice_is_a_no_op_and_uninstall_leaves_nothing() {
+fn install_overlay_applies_reapplies_as_a_no_op_bypasses_and_uninstalls() {
     let cluster = TestCluster::start_with(Options {
         // The namespace controller: uninstall deletes interlock-system.
         controller_manager: true,
@@ -87,6 +88,67 @@ fn install_apply_twice_is_a_no_op_and_uninstall_leaves_nothing() {
         versions(&cluster, overlay),
         before,
         "the second apply wrote:\n{again}"
+    );
+
+    // No webhook pod runs here, as when every replica is down: the strict
+    // webhook refuses a tenant's Ingress, the documented bypass
+    // (docs/webhook-down.md) lets it through, and applying the overlay
+    // again restores failurePolicy Fail.
+    ok(&cluster, &["create", "namespace", "tenant-a"]);
+    let ingress = "apiVersion: networking.k8s.io/v1\nkind: Ingress\n\
+                   metadata: {name: shop, namespace: tenant-a}\n\
+                   spec: {rules: [{host: shop.example.com}]}\n";
+    let refused = cluster.kubectl_stdin(&["create", "-f", "-"], ingress);
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        !refused.status.success() && stderr.contains("validate.interlock.dev"),
+        "the strict webhook, unreachable, refuses the write: {stderr}"
+    );
+    let hooks = "jsonpath={.webhooks[*].name}";
+    let names = ok(
+        &cluster,
+        &[
+            "get",
+            "validatingwebhookconfiguration",
+            "interlock",
+            "-o",
+            hooks,
+        ],
+    );
+    assert!(names.starts_with("validate.interlock.dev "), "{names}");
+    ok(
+        &cluster,
+        &[
+            "patch",
+            "validatingwebhookconfiguration",
+            "interlock",
+            "--type=json",
+            "-p",
+            r#"[{"op":"replace","path":"/webhooks/0/failurePolicy","value":"Ignore"}]"#,
+        ],
+    );
+    let admitted = cluster.kubectl_stdin(&["create", "-f", "-"], ingress);
+    assert!(
+        admitted.status.success(),
+        "bypassed: {}",
+        String::from_utf8_lossy(&admitted.stderr)
+    );
+    ok(&cluster, &["apply", "-k", overlay]);
+    let policy = "jsonpath={.webhooks[0].failurePolicy}";
+    let restored = ok(
+        &cluster,
+        &[
+            "get",
+            "validatingwebhookconfiguration",
+            "interlock",
+            "-o",
+            policy,
+        ],
+    );
+    assert_eq!(restored, "Fail", "apply -k restores the strict webhook");
+    ok(
+        &cluster,
+        &["delete", "namespace", "tenant-a", "--wait=false"],
     );
 
     // Uninstall, in the documented order: admission first, so nothing the

@@ -32,6 +32,7 @@ mod ctrlauthz_controller;
 mod defaults_apiserver;
 mod group_plan;
 mod group_ready_when;
+mod image;
 mod install;
 mod policies;
 mod prereq;

@@ -114,7 +114,7 @@ pub fn run(opts: &AuditOptions) -> Report {
     });
     let (client, mut snapshot, exceptions) = match listed {
         Ok(l) => l,
-        Err(e) => return failed(vec![cluster_error(e.to_string())]),
+        Err(e) => return failed(vec![cluster_error(crate::cluster::api_error::explain(&e))]),
     };
     let mut policies = loaded.policies;
     match exceptions {

@@ -55,9 +55,9 @@ pub struct CheckOptions {
     pub kustomize: KustomizeMode,
     /// `--values`: values files for every Helm chart rendered.
     pub values: Vec<PathBuf>,
-    /// `--remote-bases skip`: a kustomization whose remote base cannot be
-    /// fetched is a notice instead of an error (its objects go unchecked).
-    pub skip_remote_bases: bool,
+    /// `--remote-bases error`: a kustomization whose remote base cannot be
+    /// fetched is an error (exit 2), not a notice.
+    pub remote_bases_fail: bool,
     /// Images a build tool of the repository makes (Skaffold artifacts):
     /// pinned before the policies see them (`skaffold`). Found by `run`.
     pub built_images: std::collections::BTreeSet<String>,
@@ -450,10 +450,10 @@ fn render_kustomizations(
     });
     let mut docs = Vec::new();
     for r in kustomize::render_all(&renderer, &layout.roots, load) {
-        // A layout left unrendered is a layout left unchecked: a CI job
-        // must not pass on it unless told to.
+        // A well-formed layout that needs the network is not broken input;
+        // a CI job that must not pass on it says so.
         let r = match r {
-            Rendered::NotHere(e) if !opts.skip_remote_bases => Rendered::Failed(e),
+            Rendered::NotHere(e) if opts.remote_bases_fail => Rendered::Failed(e),
             r => r,
         };
         r.sort_into(&mut docs, &mut report.errors, &mut report.notices);

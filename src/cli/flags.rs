@@ -62,10 +62,11 @@ pub enum Command {
         /// rendered with `helm template` when helm is on PATH).
         #[arg(long = "values", value_name = "FILE")]
         values: Vec<PathBuf>,
-        /// error: a kustomization whose remote base cannot be fetched
-        /// here stops the run (exit 2), since its objects go unchecked;
-        /// skip: check the rest and name it in a notice.
-        #[arg(long, default_value = "error", value_parser = ["error", "skip"])]
+        /// notice: a kustomization whose remote base cannot be fetched
+        /// here is named in a notice, and the local kustomizations it
+        /// includes are checked on their own; error: it stops the run
+        /// (exit 2), for CI jobs that must check every layout whole.
+        #[arg(long, default_value = "notice", value_parser = ["notice", "error"])]
         remote_bases: String,
         #[command(flatten)]
         overrides: Overrides,

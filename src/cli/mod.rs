@@ -63,7 +63,7 @@ fn dispatch(command: Command) -> u8 {
                     _ => check::render::kustomize::KustomizeMode::Auto,
                 },
                 values,
-                skip_remote_bases: remote_bases == "skip",
+                remote_bases_fail: remote_bases == "error",
                 ..Default::default()
             }),
             output,

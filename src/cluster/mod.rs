@@ -26,6 +26,7 @@
 //!   finds the cluster lacking what it needs ([`prereq`]) holds readiness
 //!   down apart, until it is there.
 
+pub mod api_error;
 pub mod authz;
 pub mod exceptions;
 pub mod impersonate;

@@ -143,7 +143,8 @@ async fn discover(client: &Client, kind: &KindName) -> Api<DynamicObject> {
             Ok((ar, _caps)) => return Api::all_with(client.clone(), &ar),
             Err(e) => {
                 let wait = backoff(attempt, Duration::from_millis(500), Duration::from_secs(30));
-                tracing::warn!(api_version = %api_version, kind = %name, error = %e, retry_in = ?wait,
+                let error = super::api_error::explain(&e);
+                tracing::warn!(api_version = %api_version, kind = %name, %error, retry_in = ?wait,
                     "cannot find this kind in the cluster; not ready until it is served");
                 attempt += 1;
                 tokio::time::sleep(wait).await;
@@ -200,7 +201,10 @@ async fn watch_kind(client: Client, cluster: Arc<Cluster>, kind: KindName) {
                 }
             }
             // The watcher re-lists by itself (410 Gone included).
-            Some(Err(e)) => tracing::warn!(kind = %kind.1, error = %e, "watch error; re-listing"),
+            Some(Err(e)) => {
+                let error = super::api_error::explain(&e);
+                tracing::warn!(kind = %kind.1, %error, "watch error; re-listing");
+            }
         }
     }
 }

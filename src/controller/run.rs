@@ -57,6 +57,11 @@ pub async fn run(
     cfg: ControllerConfig,
     companion: Option<Arc<dyn crate::cluster::Companion>>,
 ) -> anyhow::Result<()> {
+    // Bound first: a replica that cannot serve its probes and metrics must
+    // not run unseen (exit 2, as `serve` does on its --listen).
+    let admin_listener = crate::server::admin::bind(cfg.admin_addr)
+        .await
+        .map_err(|e| anyhow::anyhow!("--admin-addr: {e}"))?;
     let kube_config = kube::Config::infer()
         .await
         .map_err(|e| anyhow::anyhow!("no cluster to reconcile against ({e})"))?;
@@ -95,7 +100,7 @@ pub async fn run(
         c.register_metrics(registry.sub_registry_with_prefix("interlock"));
     }
     let admin = tokio::spawn(crate::server::admin::serve(
-        cfg.admin_addr,
+        admin_listener,
         Arc::new(registry),
         Arc::new(Health(cluster.clone())),
         crate::server::shutdown_signal(),

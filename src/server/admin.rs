@@ -33,14 +33,22 @@ pub fn router(registry: Arc<Registry>, health: Arc<dyn Health>) -> Router {
         .with_state(AdminState { registry, health })
 }
 
-/// Serves the admin routes on `addr` until `shutdown` completes.
+/// Binds the admin endpoint's address. Separate from [`serve`] so that a
+/// process can fail at start on an address it cannot bind, instead of
+/// running on without probes or metrics.
+pub async fn bind(addr: SocketAddr) -> Result<tokio::net::TcpListener, super::ServerError> {
+    tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|source| super::ServerError::Bind { addr, source })
+}
+
+/// Serves the admin routes on `listener` until `shutdown` completes.
 pub async fn serve(
-    addr: SocketAddr,
+    listener: tokio::net::TcpListener,
     registry: Arc<Registry>,
     health: Arc<dyn Health>,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let listener = tokio::net::TcpListener::bind(addr).await?;
     tracing::info!(addr = %listener.local_addr()?, "admin endpoint listening (/metrics, /healthz, /readyz)");
     axum::serve(listener, router(registry, health))
         .with_graceful_shutdown(shutdown)

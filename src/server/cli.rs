@@ -16,6 +16,18 @@ pub const DEFAULT_MAX_BODY_BYTES: usize = 3 * 1024 * 1024;
 /// 170 MiB, while kube-apiserver replicas open a few connections each.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 4096;
 
+/// Default cap per peer address: a kube-apiserver replica holds a handful
+/// of connections to a webhook (HTTP/2 multiplexes its requests), so 256
+/// leaves it ample room while one flooding client can take at most a
+/// sixteenth of the default `--max-connections`.
+pub const DEFAULT_MAX_CONNECTIONS_PER_SOURCE: usize = 256;
+
+/// Default `--tls-expiry-margin`: a certificate that close to its expiry
+/// means its rotation failed (cert-manager renews at two thirds of the
+/// lifetime, kubelet publishes a Secret within a minute or two), and the
+/// margin covers clock skew between the webhook and kube-apiserver.
+pub const DEFAULT_TLS_EXPIRY_MARGIN: Duration = Duration::from_secs(3600);
+
 /// `interlock serve`: the TLS admission webhook.
 #[derive(Debug, Clone, Args)]
 pub struct ServeArgs {
@@ -78,23 +90,40 @@ pub struct ServeArgs {
     /// (HTTP/1.1: closed; HTTP/2: GOAWAY). Longer than the 90 s after which
     /// Go clients (kube-apiserver) drop idle connections themselves, so the
     /// apiserver's own connections are normally closed by the apiserver.
-    /// An HTTP/1.1 connection waiting for the next request's head is closed
-    /// sooner, after the handshake timeout.
+    /// A connection that has not sent its first request head, and an
+    /// HTTP/1.1 connection waiting for the next one, are closed sooner,
+    /// after the handshake timeout.
     #[arg(long, value_name = "DURATION", default_value = "120s", value_parser = parse_duration)]
     pub idle_timeout: Duration,
 
     /// Most client connections open at once; a connection past it is closed
-    /// at once (logged, counted in interlock_refused_connections_total).
+    /// at once (logged, counted in
+    /// interlock_refused_connections_total{reason="max_connections"}).
     #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_CONNECTIONS)]
     pub max_connections: usize,
 
-    /// Time allowed for a TLS handshake (and for reading request headers).
+    /// Most client connections open at once from one address; a connection
+    /// past it is closed at once (logged, counted in
+    /// interlock_refused_connections_total{reason="max_connections_per_source"}).
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_CONNECTIONS_PER_SOURCE)]
+    pub max_connections_per_source: usize,
+
+    /// Time allowed for a TLS handshake, and then for each request head
+    /// (the first one on every connection, later ones on HTTP/1.1): a
+    /// connection that sends nothing after its handshake is closed after it.
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
     pub tls_handshake_timeout: Duration,
 
     /// How often the certificate and key files are compared with what is served.
     #[arg(long, value_name = "DURATION", default_value = "3s", value_parser = parse_duration)]
     pub cert_poll_interval: Duration,
+
+    /// Report unready (/readyz 503, with the reason, and one log line) while
+    /// the serving certificate is expired, not yet valid, or expires within
+    /// this margin; its expiry is exported as
+    /// interlock_tls_certificate_expiry_timestamp_seconds.
+    #[arg(long, value_name = "DURATION", default_value = "1h", value_parser = parse_duration)]
+    pub tls_expiry_margin: Duration,
 
     /// After SIGTERM, keep accepting (while /readyz answers 503) for this long,
     /// so endpoints are removed before the listener closes.

@@ -66,7 +66,56 @@ macro_rules! label_value {
         }
     )*};
 }
-label_value!(Endpoint, Decision, HandshakeFailure);
+impl Refusal {
+    /// The label value (`max_connections` / `max_connections_per_source`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Refusal::MaxConnections => "max_connections",
+            Refusal::PerSource => "max_connections_per_source",
+        }
+    }
+}
+
+impl Closed {
+    /// The label value (`header_timeout` / `idle`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Closed::HeaderTimeout => "header_timeout",
+            Closed::Idle => "idle",
+        }
+    }
+}
+
+label_value!(Endpoint, Decision, HandshakeFailure, Refusal, Closed);
+
+/// Which cap refused a connection as it was accepted.
+#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq)]
+pub enum Refusal {
+    /// `--max-connections` were open.
+    MaxConnections,
+    /// `--max-connections-per-source` were open from the peer's address.
+    PerSource,
+}
+
+/// Why the server closed an established connection.
+#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq)]
+pub enum Closed {
+    /// No complete request head within the header timeout (the first
+    /// request's, or on HTTP/1.1 the next one's).
+    HeaderTimeout,
+    /// No request in flight for `--idle-timeout`.
+    Idle,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RefusalLabels {
+    reason: Refusal,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ClosedLabels {
+    reason: Closed,
+}
 
 /// How an admission request ended.
 #[derive(Clone, Copy, Debug, Hash, PartialEq, Eq)]
@@ -132,9 +181,10 @@ pub struct ServerMetrics {
     cost_limit_exceeded: Counter,
     evaluations_interrupted: Counter,
     open_connections: Gauge,
-    refused_connections: Counter,
-    idle_connections_closed: Counter,
+    refused_connections: Family<RefusalLabels, Counter>,
+    connections_closed: Family<ClosedLabels, Counter>,
     accept_errors: Counter,
+    cert_expiry: Gauge,
 }
 
 impl ServerMetrics {
@@ -152,9 +202,10 @@ impl ServerMetrics {
             cost_limit_exceeded: Counter::default(),
             evaluations_interrupted: Counter::default(),
             open_connections: Gauge::default(),
-            refused_connections: Counter::default(),
-            idle_connections_closed: Counter::default(),
+            refused_connections: Family::default(),
+            connections_closed: Family::default(),
             accept_errors: Counter::default(),
+            cert_expiry: Gauge::default(),
         };
         registry.register(
             "admission_requests",
@@ -208,13 +259,18 @@ impl ServerMetrics {
         );
         registry.register(
             "refused_connections",
-            "Connections closed at once because --max-connections were open",
+            "Connections closed as they were accepted, by the cap that was reached",
             m.refused_connections.clone(),
         );
         registry.register(
-            "idle_connections_closed",
-            "Connections closed by the server after --idle-timeout without a request in flight",
-            m.idle_connections_closed.clone(),
+            "connections_closed",
+            "Connections closed by the server: no request head within the header timeout, or no request in flight for --idle-timeout",
+            m.connections_closed.clone(),
+        );
+        registry.register(
+            "tls_certificate_expiry_timestamp_seconds",
+            "When the served certificate expires (its notAfter), in seconds since the Unix epoch",
+            m.cert_expiry.clone(),
         );
         registry.register(
             "accept_errors",
@@ -231,14 +287,23 @@ impl ServerMetrics {
         self.evaluations_interrupted.inc_by(stats.interrupted);
     }
 
-    /// Count a connection refused for the connection cap.
-    pub(crate) fn connection_refused(&self) {
-        self.refused_connections.inc();
+    /// Count a connection refused by one of the connection caps.
+    pub(crate) fn connection_refused(&self, reason: Refusal) {
+        self.refused_connections
+            .get_or_create(&RefusalLabels { reason })
+            .inc();
     }
 
-    /// Count a connection closed for idling.
-    pub(crate) fn idle_connection_closed(&self) {
-        self.idle_connections_closed.inc();
+    /// Count a connection the server closed.
+    pub(crate) fn connection_closed(&self, reason: Closed) {
+        self.connections_closed
+            .get_or_create(&ClosedLabels { reason })
+            .inc();
+    }
+
+    /// Record the served certificate's notAfter.
+    pub(crate) fn set_cert_expiry(&self, unix_seconds: i64) {
+        self.cert_expiry.set(unix_seconds);
     }
 
     /// Count a failed `accept`.

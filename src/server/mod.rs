@@ -33,20 +33,28 @@
 //!   what it built; a request whose deadline passed while it waited for a
 //!   thread is not evaluated at all. What the evaluations ran into (errors,
 //!   spent budgets, interruptions) is counted and logged per request.
-//! - **Connections.** At most `--max-connections` at once: past it a new
-//!   connection is closed as it is accepted (logged at most once per 10 s,
-//!   `interlock_refused_connections_total`), not left in the backlog. A
+//! - **Connections.** At most `--max-connections` at once, and at most
+//!   `--max-connections-per-source` from one peer address (`sources.rs`):
+//!   past either a new connection is closed as it is accepted (logged at
+//!   most once per 10 s per cap, `interlock_refused_connections_total` by
+//!   reason), not left in the backlog. A connection that has not sent a
+//!   complete first request head within the handshake timeout after its
+//!   handshake is closed, whatever its protocol (timed here: hyper's auto
+//!   builder reads the HTTP/2 preface without a timer, and HTTP/2 has no
+//!   header timeout); an HTTP/1.1 connection is closed the same way while
+//!   it waits for a later request's head (hyper's header read timeout),
+//!   and clients reopen idle connections as Go's transport does. Both count
+//!   in `interlock_connections_closed_total{reason="header_timeout"}`. A
 //!   connection with no request in flight for `--idle-timeout` is closed
-//!   (HTTP/1.1) or sent a GOAWAY (HTTP/2), whether it never sent a request
-//!   or went quiet; the timer counts requests, not bytes, so HTTP/2 PINGs
-//!   do not keep a connection alive. An HTTP/1.1 connection is closed
-//!   sooner, after the handshake timeout without a complete request head
-//!   (hyper's header read timeout runs while it waits for the next
-//!   request too): slow headers are cut at 10 s, and clients reopen idle
-//!   connections as Go's transport does. The server's own PINGs (every idle
-//!   timeout, answered within the handshake timeout) close connections to
-//!   peers that vanished. `accept` errors (file descriptors exhausted) back
-//!   off up to a second instead of spinning.
+//!   (HTTP/1.1) or sent a GOAWAY (HTTP/2); the timer counts requests, not
+//!   bytes, so HTTP/2 PINGs do not keep a connection alive. An HTTP/2
+//!   connection that has served a request may idle that long: it is how
+//!   kube-apiserver holds its few long-lived connections, and the
+//!   per-source cap bounds how many one client holds that way. The
+//!   server's own PINGs (every idle timeout, answered within the handshake
+//!   timeout) close connections to peers that vanished. `accept` errors
+//!   (file descriptors exhausted) back off up to a second instead of
+//!   spinning.
 //! - **Limits.** A semaphore of `max_concurrent_requests` slots; a slot is
 //!   held until the evaluation finishes (even when the deadline has already
 //!   answered; the interrupt makes that soon), so the pool never queues
@@ -77,6 +85,7 @@ mod executor;
 mod logging;
 pub mod metrics;
 mod routes;
+mod sources;
 pub mod tls;
 
 use std::future::Future;
@@ -240,10 +249,17 @@ pub struct ServerConfig {
     pub idle_timeout: Duration,
     /// Most connections open at once; more are closed as they are accepted.
     pub max_connections: usize,
+    /// Most connections open at once from one peer address; more from it
+    /// are closed as they are accepted.
+    pub max_connections_per_source: usize,
     /// Time allowed for the TLS handshake and for reading request headers.
     pub tls_handshake_timeout: Duration,
-    /// How often the certificate files are re-read.
+    /// How often the certificate files are re-read (and their validity
+    /// judged against the clock).
     pub cert_poll_interval: Duration,
+    /// A certificate this close to its expiry already makes the server
+    /// unready.
+    pub tls_expiry_margin: Duration,
     /// After the shutdown signal, keep accepting this long (readyz 503).
     pub shutdown_delay: Duration,
     /// After the listener closes, wait at most this long for in-flight requests.
@@ -264,8 +280,10 @@ impl ServerConfig {
             eval_threads: None,
             idle_timeout: Duration::from_secs(120),
             max_connections: cli::DEFAULT_MAX_CONNECTIONS,
+            max_connections_per_source: cli::DEFAULT_MAX_CONNECTIONS_PER_SOURCE,
             tls_handshake_timeout: Duration::from_secs(10),
             cert_poll_interval: Duration::from_secs(3),
+            tls_expiry_margin: cli::DEFAULT_TLS_EXPIRY_MARGIN,
             shutdown_delay: Duration::ZERO,
             shutdown_timeout: Duration::from_secs(20),
         }
@@ -285,8 +303,10 @@ impl From<&ServeArgs> for ServerConfig {
             eval_threads: a.eval_threads,
             idle_timeout: a.idle_timeout,
             max_connections: a.max_connections,
+            max_connections_per_source: a.max_connections_per_source,
             tls_handshake_timeout: a.tls_handshake_timeout,
             cert_poll_interval: a.cert_poll_interval,
+            tls_expiry_margin: a.tls_expiry_margin,
             shutdown_delay: a.shutdown_delay,
             shutdown_timeout: a.shutdown_timeout,
         }
@@ -324,6 +344,7 @@ impl Server {
             &config.tls_key,
             provider.clone(),
             metrics.clone(),
+            config.tls_expiry_margin,
         )?);
         let tls_config =
             tls::server_config(reloader.clone(), config.client_ca.as_deref(), provider)?;
@@ -337,6 +358,7 @@ impl Server {
             executor: executor::Executor::new(config.eval_threads).map_err(ServerError::Pool)?,
             max_body_bytes: config.max_body_bytes,
             shutting_down: shutting_down.clone(),
+            certificate: reloader.clone(),
             slots: Arc::new(tokio::sync::Semaphore::new(
                 config.max_concurrent_requests.max(1),
             )),
@@ -412,6 +434,7 @@ impl Server {
         // is waiting for every connection to finish.
         let max_connections = config.max_connections.clamp(1, u32::MAX as usize);
         let connections = Arc::new(tokio::sync::Semaphore::new(max_connections));
+        let sources = sources::SourceCap::new(config.max_connections_per_source);
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(());
         let limits = ConnLimits {
             handshake_timeout: config.tls_handshake_timeout,
@@ -419,7 +442,12 @@ impl Server {
             shutdown_timeout: config.shutdown_timeout,
         };
 
-        tracing::info!(addr = %local_addr, max_connections, "serving admission webhook");
+        tracing::info!(
+            addr = %local_addr,
+            max_connections,
+            max_connections_per_source = sources.limit(),
+            "serving admission webhook"
+        );
         let stop = async {
             shutdown.await;
             shutting_down.store(true, Ordering::SeqCst);
@@ -465,21 +493,20 @@ impl Server {
                     }
                 }
             };
+            // Refused rather than left in the backlog: the peer learns at
+            // once, and a flood of idle connections cannot queue the
+            // apiserver's behind them.
+            let Some(source) = sources.try_enter(peer.ip()) else {
+                refuse(&metrics, peer, metrics::Refusal::PerSource, sources.limit());
+                continue;
+            };
             let Ok(permit) = connections.clone().try_acquire_owned() else {
-                // Refused rather than left in the backlog: the peer learns
-                // at once, and a flood of idle connections cannot queue the
-                // apiserver's behind them.
-                metrics.connection_refused();
-                static REFUSED: RateLimit = RateLimit::new();
-                if let Some(suppressed) = REFUSED.allow() {
-                    tracing::warn!(
-                        %peer,
-                        max_connections,
-                        suppressed,
-                        "connection refused: --max-connections connections are open"
-                    );
-                }
-                drop(tcp);
+                refuse(
+                    &metrics,
+                    peer,
+                    metrics::Refusal::MaxConnections,
+                    max_connections,
+                );
                 continue;
             };
             let _ = tcp.set_nodelay(true);
@@ -492,7 +519,7 @@ impl Server {
                 metrics.clone(),
                 stop_rx.clone(),
                 limits,
-                permit,
+                (permit, source),
             ));
         }
         drop(listener);
@@ -516,9 +543,32 @@ impl Server {
     }
 }
 
+/// Count and log (once per interval and cap) a connection closed as it
+/// was accepted; the caller drops it.
+fn refuse(metrics: &ServerMetrics, peer: SocketAddr, reason: metrics::Refusal, limit: usize) {
+    metrics.connection_refused(reason);
+    static GLOBAL: RateLimit = RateLimit::new();
+    static PER_SOURCE: RateLimit = RateLimit::new();
+    let (rate, message) = match reason {
+        metrics::Refusal::MaxConnections => (
+            &GLOBAL,
+            "connection refused: --max-connections connections are open",
+        ),
+        metrics::Refusal::PerSource => (
+            &PER_SOURCE,
+            "connection refused: --max-connections-per-source connections are open from this address",
+        ),
+    };
+    if let Some(suppressed) = rate.allow() {
+        tracing::warn!(%peer, limit, reason = reason.as_str(), suppressed, "{message}");
+    }
+}
+
 /// The timeouts one connection lives by.
 #[derive(Clone, Copy)]
 struct ConnLimits {
+    /// For the TLS handshake, then for each request head (the first one
+    /// here, later ones on HTTP/1.1 by hyper's header read timeout).
     handshake_timeout: Duration,
     idle_timeout: Duration,
     shutdown_timeout: Duration,
@@ -536,9 +586,9 @@ async fn serve_connection(
     metrics: Arc<ServerMetrics>,
     mut stop: tokio::sync::watch::Receiver<()>,
     limits: ConnLimits,
-    permit: tokio::sync::OwnedSemaphorePermit,
+    slots: (tokio::sync::OwnedSemaphorePermit, sources::SourceSlot),
 ) {
-    let _permit = permit;
+    let _slots = slots;
     let _open = metrics::Open::enter(metrics.clone());
     let tls = match tokio::time::timeout(limits.handshake_timeout, acceptor.accept(tcp)).await {
         Ok(Ok(tls)) => tls,
@@ -580,20 +630,29 @@ async fn serve_connection(
     // on it (a peer that never acknowledges the GOAWAY).
     let mut closing: Option<tokio::time::Instant> = None;
     loop {
-        let idle_check = match activity.idle_check(limits.idle_timeout) {
-            Ok(()) if closing.is_none() => {
-                metrics.idle_connection_closed();
+        let idle_check = match activity.check(&limits) {
+            Err(metrics::Closed::HeaderTimeout) => {
+                // Nothing was asked: there is nothing to finish gracefully.
+                metrics.connection_closed(metrics::Closed::HeaderTimeout);
+                tracing::debug!(%peer, "no request head within the header timeout; closed");
+                return;
+            }
+            Err(metrics::Closed::Idle) if closing.is_none() => {
+                metrics.connection_closed(metrics::Closed::Idle);
                 tracing::debug!(%peer, "closing idle connection");
                 conn.as_mut().graceful_shutdown();
                 closing = Some(tokio::time::Instant::now() + limits.handshake_timeout);
                 continue;
             }
-            Ok(()) => tokio::time::Instant::now() + limits.idle_timeout,
-            Err(at) => at,
+            Err(metrics::Closed::Idle) => tokio::time::Instant::now() + limits.idle_timeout,
+            Ok(at) => at,
         };
         tokio::select! {
             r = conn.as_mut() => {
                 if let Err(e) = r {
+                    if is_header_timeout(&*e) {
+                        metrics.connection_closed(metrics::Closed::HeaderTimeout);
+                    }
                     tracing::debug!(%peer, error = %e, "connection ended with an error");
                 }
                 return;
@@ -612,9 +671,19 @@ async fn serve_connection(
     }
 }
 
+/// hyper's HTTP/1.1 header read timeout (a later request's head, or the
+/// first one's when hyper's timer fires before ours).
+fn is_header_timeout(e: &(dyn std::error::Error + 'static)) -> bool {
+    e.downcast_ref::<hyper::Error>()
+        .is_some_and(hyper::Error::is_timeout)
+}
+
 /// Requests in flight on one connection and when the last one ended.
 struct Activity {
+    /// The end of the TLS handshake.
     born: tokio::time::Instant,
+    /// Whether a request head ever arrived.
+    asked: AtomicBool,
     in_flight: std::sync::atomic::AtomicUsize,
     /// Milliseconds after `born` when the last request ended.
     last_ms: std::sync::atomic::AtomicU64,
@@ -624,28 +693,40 @@ impl Activity {
     fn new() -> Self {
         Activity {
             born: tokio::time::Instant::now(),
+            asked: AtomicBool::new(false),
             in_flight: Default::default(),
             last_ms: Default::default(),
         }
     }
 
     fn begin(self: &Arc<Self>) -> Busy {
+        self.asked.store(true, Ordering::SeqCst);
         self.in_flight.fetch_add(1, Ordering::SeqCst);
         Busy(self.clone())
     }
 
-    /// `Ok` if no request has been in flight for `idle`; else when to look again.
-    fn idle_check(&self, idle: Duration) -> Result<(), tokio::time::Instant> {
+    /// Why the connection should be closed now, or when to look again.
+    ///
+    /// The first request head is timed here for every protocol: before it,
+    /// hyper's auto builder reads the HTTP/2 preface without a timer, and
+    /// HTTP/2 has no header timeout at all, so a silent connection was held
+    /// for the whole idle timeout.
+    fn check(&self, limits: &ConnLimits) -> Result<tokio::time::Instant, metrics::Closed> {
         let now = tokio::time::Instant::now();
         if self.in_flight.load(Ordering::SeqCst) > 0 {
-            return Err(now + idle);
+            return Ok(now + limits.idle_timeout);
         }
         let since = self.born + Duration::from_millis(self.last_ms.load(Ordering::SeqCst));
-        if now >= since + idle {
-            Ok(())
-        } else {
-            Err(since + idle)
+        let idle_at = since + limits.idle_timeout;
+        let head_at =
+            (!self.asked.load(Ordering::SeqCst)).then(|| self.born + limits.handshake_timeout);
+        if head_at.is_some_and(|at| now >= at) {
+            return Err(metrics::Closed::HeaderTimeout);
         }
+        if now >= idle_at {
+            return Err(metrics::Closed::Idle);
+        }
+        Ok(head_at.map_or(idle_at, |at| at.min(idle_at)))
     }
 }
 

@@ -35,6 +35,9 @@ pub(crate) struct AppState {
     pub executor: Executor,
     pub max_body_bytes: usize,
     pub shutting_down: Arc<AtomicBool>,
+    /// The served certificate: one that is expired or about to be makes
+    /// the server unready.
+    pub certificate: Arc<super::tls::CertReloader>,
     /// Admission requests being evaluated or waiting for the evaluator.
     pub slots: Arc<tokio::sync::Semaphore>,
 }
@@ -569,6 +572,9 @@ async fn healthz() -> &'static str {
 async fn readyz(State(state): State<AppState>) -> Response {
     if state.shutting_down.load(Ordering::Relaxed) {
         (StatusCode::SERVICE_UNAVAILABLE, "shutting down\n").into_response()
+    } else if let Some(problem) = state.certificate.problem() {
+        let reason = format!("not ready: the serving certificate {problem}\n");
+        (StatusCode::SERVICE_UNAVAILABLE, reason).into_response()
     } else if state.reviewer.ready() {
         (StatusCode::OK, "ok\n").into_response()
     } else {

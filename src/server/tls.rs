@@ -11,9 +11,20 @@
 //! previous one serving, is logged once per distinct content and counted.
 //! Established connections are never touched: the pair is only read at
 //! handshake time.
+//!
+//! The served certificate's validity is checked at start, at every poll
+//! (the clock moves on) and on every reload: expired, not yet valid, or
+//! expiring within the margin (`--tls-expiry-margin`) makes the server
+//! unready with the reason ([`CertReloader::problem`]); each change of that
+//! verdict is logged once, naming the file and the date, and the expiry is
+//! exported as `interlock_tls_certificate_expiry_timestamp_seconds`. Every
+//! handshake with an expired certificate fails at the client, so a pod that
+//! served one while reporting Ready refused every write under
+//! `failurePolicy: Fail`.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use arc_swap::ArcSwap;
 use rustls::crypto::CryptoProvider;
@@ -48,6 +59,149 @@ pub fn load_pair(
     CertifiedKey::from_der(chain, key, provider).map_err(|e| format!("certificate and key: {e}"))
 }
 
+/// The validity window of a certificate, in seconds since the Unix epoch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Validity {
+    /// notBefore.
+    pub not_before: i64,
+    /// notAfter.
+    pub not_after: i64,
+}
+
+/// Why the served certificate makes the server unready.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CertProblem {
+    /// Past its notAfter (at this time).
+    Expired(i64),
+    /// Within the margin of its notAfter (at this time).
+    ExpiresSoon(i64),
+    /// Before its notBefore (at this time).
+    NotYetValid(i64),
+}
+
+impl std::fmt::Display for CertProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            CertProblem::Expired(at) => write!(f, "expired at {}", rfc3339(at)),
+            CertProblem::ExpiresSoon(at) => write!(f, "expires at {}", rfc3339(at)),
+            CertProblem::NotYetValid(at) => write!(f, "not valid before {}", rfc3339(at)),
+        }
+    }
+}
+
+fn rfc3339(unix: i64) -> String {
+    chrono::DateTime::from_timestamp(unix, 0).map_or_else(
+        || format!("{unix} s after the Unix epoch"),
+        |t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+    )
+}
+
+impl Validity {
+    /// What is wrong with a certificate of this validity at `now` (Unix
+    /// seconds), with `margin` before its expiry counted as expiring.
+    pub fn problem(&self, now: i64, margin: Duration) -> Option<CertProblem> {
+        let margin = i64::try_from(margin.as_secs()).unwrap_or(i64::MAX);
+        if now >= self.not_after {
+            Some(CertProblem::Expired(self.not_after))
+        } else if now < self.not_before {
+            Some(CertProblem::NotYetValid(self.not_before))
+        } else if self.not_after.saturating_sub(margin) <= now {
+            Some(CertProblem::ExpiresSoon(self.not_after))
+        } else {
+            None
+        }
+    }
+}
+
+/// The validity of a DER certificate: the `validity` of its
+/// `tbsCertificate` (RFC 5280, 4.1), read with a minimal DER walk rather
+/// than a full X.509 parser.
+pub fn validity(der: &[u8]) -> Result<Validity, String> {
+    let cert = Der(der).expect(0x30, "certificate")?;
+    let mut tbs = Der(Der(cert).expect(0x30, "tbsCertificate")?);
+    if tbs.peek() == Some(0xa0) {
+        tbs.next("version")?;
+    }
+    tbs.expect(0x02, "serialNumber")?;
+    tbs.expect(0x30, "signature")?;
+    tbs.expect(0x30, "issuer")?;
+    let mut window = Der(tbs.expect(0x30, "validity")?);
+    let not_before = window.time("notBefore")?;
+    let not_after = window.time("notAfter")?;
+    Ok(Validity {
+        not_before,
+        not_after,
+    })
+}
+
+/// A DER reader over a sequence of TLVs.
+struct Der<'a>(&'a [u8]);
+
+impl<'a> Der<'a> {
+    fn peek(&self) -> Option<u8> {
+        self.0.first().copied()
+    }
+
+    /// The next element's tag and content.
+    fn next(&mut self, what: &str) -> Result<(u8, &'a [u8]), String> {
+        let short = || format!("certificate: {what} is truncated");
+        let (&tag, rest) = self.0.split_first().ok_or_else(short)?;
+        let (&first, rest) = rest.split_first().ok_or_else(short)?;
+        let (len, rest) = if first < 0x80 {
+            (usize::from(first), rest)
+        } else {
+            let n = usize::from(first & 0x7f);
+            if n == 0 || n > 4 || rest.len() < n {
+                return Err(format!("certificate: {what} has a bad length"));
+            }
+            let len = rest[..n]
+                .iter()
+                .fold(0usize, |acc, &b| (acc << 8) | usize::from(b));
+            (len, &rest[n..])
+        };
+        if rest.len() < len {
+            return Err(short());
+        }
+        let (content, rest) = rest.split_at(len);
+        self.0 = rest;
+        Ok((tag, content))
+    }
+
+    /// The next element's content, which must have tag `tag`.
+    fn expect(&mut self, tag: u8, what: &str) -> Result<&'a [u8], String> {
+        match self.next(what)? {
+            (t, content) if t == tag => Ok(content),
+            (t, _) => Err(format!(
+                "certificate: {what} has tag {t:#04x}, not {tag:#04x}"
+            )),
+        }
+    }
+
+    /// The next element as a UTCTime or GeneralizedTime, in Unix seconds.
+    fn time(&mut self, what: &str) -> Result<i64, String> {
+        let bad = || format!("certificate: {what} is not a valid time");
+        let (tag, content) = self.next(what)?;
+        let text = std::str::from_utf8(content).map_err(|_| bad())?;
+        let text = text.strip_suffix('Z').ok_or_else(bad)?;
+        // UTCTime's two-digit years: 50-99 are 19xx (RFC 5280, 4.1.2.5.1).
+        let full = match (tag, text.len()) {
+            (0x17, 12) => {
+                let century = if text < "50" { "20" } else { "19" };
+                format!("{century}{text}")
+            }
+            (0x18, 14) => text.to_owned(),
+            _ => return Err(bad()),
+        };
+        chrono::NaiveDateTime::parse_from_str(&full, "%Y%m%d%H%M%S")
+            .map(|t| t.and_utc().timestamp())
+            .map_err(|_| bad())
+    }
+}
+
+fn unix_now() -> i64 {
+    chrono::Utc::now().timestamp()
+}
+
 /// What the poller saw last, so each distinct content is tried (and logged)
 /// once.
 #[derive(PartialEq, Eq)]
@@ -64,6 +218,12 @@ pub struct CertReloader {
     current: ArcSwap<CertifiedKey>,
     seen: Mutex<Seen>,
     metrics: Arc<ServerMetrics>,
+    /// The served certificate's validity, and the margin before its expiry
+    /// that already counts as expiring.
+    validity: Mutex<Validity>,
+    margin: Duration,
+    /// The verdict last logged (and served on `/readyz`).
+    problem: Mutex<Option<CertProblem>>,
 }
 
 impl std::fmt::Debug for CertReloader {
@@ -76,12 +236,15 @@ impl std::fmt::Debug for CertReloader {
 }
 
 impl CertReloader {
-    /// Load the initial pair; failing here is fatal (nothing to serve).
+    /// Load the initial pair; failing here is fatal (nothing to serve). A
+    /// certificate that is expired or expires within `margin` loads (the
+    /// server starts, unready, and recovers when a valid one is written).
     pub fn load(
         cert_path: &Path,
         key_path: &Path,
         provider: Arc<CryptoProvider>,
         metrics: Arc<ServerMetrics>,
+        margin: Duration,
     ) -> Result<Self, ServerError> {
         let read = |p: &Path| {
             std::fs::read(p).map_err(|e| ServerError::Certificate {
@@ -91,19 +254,52 @@ impl CertReloader {
         };
         let cert = read(cert_path)?;
         let key = read(key_path)?;
-        let pair =
-            load_pair(&cert, &key, &provider).map_err(|reason| ServerError::Certificate {
-                path: cert_path.to_owned(),
-                reason,
-            })?;
-        Ok(CertReloader {
+        let invalid = |reason| ServerError::Certificate {
+            path: cert_path.to_owned(),
+            reason,
+        };
+        let pair = load_pair(&cert, &key, &provider).map_err(invalid)?;
+        let window = leaf_validity(&pair).map_err(invalid)?;
+        metrics.set_cert_expiry(window.not_after);
+        let reloader = CertReloader {
             cert_path: cert_path.to_owned(),
             key_path: key_path.to_owned(),
             provider,
             current: ArcSwap::from_pointee(pair),
             seen: Mutex::new(Seen::Pair(cert, key)),
             metrics,
-        })
+            validity: Mutex::new(window),
+            margin,
+            problem: Mutex::new(None),
+        };
+        reloader.check_validity(unix_now());
+        Ok(reloader)
+    }
+
+    /// Why the served certificate makes the server unready, if it does.
+    pub fn problem(&self) -> Option<CertProblem> {
+        *lock(&self.problem)
+    }
+
+    /// Judge the served certificate at `now` (Unix seconds): remember the
+    /// verdict for `/readyz` and log it when it changed.
+    fn check_validity(&self, now: i64) {
+        let verdict = lock(&self.validity).problem(now, self.margin);
+        let mut last = lock(&self.problem);
+        if *last == verdict {
+            return;
+        }
+        let cert = self.cert_path.display();
+        match verdict {
+            Some(problem) => tracing::error!(
+                cert = %cert,
+                %problem,
+                margin_s = self.margin.as_secs(),
+                "serving certificate {problem}; not ready until a valid one is written"
+            ),
+            None => tracing::info!(cert = %cert, "serving certificate valid again; ready"),
+        }
+        *last = verdict;
     }
 
     /// The pair served to new handshakes.
@@ -111,10 +307,17 @@ impl CertReloader {
         self.current.load_full()
     }
 
-    /// Re-read both files; swap in the pair if it changed and is valid.
+    /// Re-read both files; swap in the pair if it changed and is valid;
+    /// then judge the served certificate's validity against the clock.
     /// Returns whether a new pair was installed. Blocking file I/O: call from
     /// a blocking context (the poller uses `spawn_blocking`).
     pub fn poll(&self) -> bool {
+        let installed = self.reload();
+        self.check_validity(unix_now());
+        installed
+    }
+
+    fn reload(&self) -> bool {
         let now = match (
             std::fs::read(&self.cert_path),
             std::fs::read(&self.key_path),
@@ -123,21 +326,21 @@ impl CertReloader {
             (Err(e), _) => Seen::Unreadable(format!("{}: {e}", self.cert_path.display())),
             (_, Err(e)) => Seen::Unreadable(format!("{}: {e}", self.key_path.display())),
         };
-        let mut seen = match self.seen.lock() {
-            Ok(g) => g,
-            Err(poisoned) => poisoned.into_inner(),
-        };
+        let mut seen = lock(&self.seen);
         if *seen == now {
             return false;
         }
         let result = match &now {
-            Seen::Pair(c, k) => load_pair(c, k, &self.provider),
+            Seen::Pair(c, k) => load_pair(c, k, &self.provider)
+                .and_then(|pair| leaf_validity(&pair).map(|window| (pair, window))),
             Seen::Unreadable(reason) => Err(reason.clone()),
         };
         *seen = now;
         match result {
-            Ok(pair) => {
+            Ok((pair, window)) => {
                 self.current.store(Arc::new(pair));
+                *lock(&self.validity) = window;
+                self.metrics.set_cert_expiry(window.not_after);
                 self.metrics.cert_reloaded();
                 tracing::info!(
                     cert = %self.cert_path.display(),
@@ -158,6 +361,20 @@ impl CertReloader {
             }
         }
     }
+}
+
+/// The validity of a pair's first (leaf) certificate.
+fn leaf_validity(pair: &CertifiedKey) -> Result<Validity, String> {
+    let leaf = pair
+        .cert
+        .first()
+        .ok_or_else(|| "certificate: no CERTIFICATE block found".to_owned())?;
+    validity(leaf.as_ref())
+}
+
+/// A panic elsewhere cannot leave these values half-written: use them.
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// Hands rustls the current pair at every handshake.
@@ -207,4 +424,72 @@ pub fn server_config(
     let mut config = builder.with_cert_resolver(Arc::new(Resolver(reloader)));
     config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     Ok(config)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A self-signed certificate valid from `not_before` to `not_after`
+    /// (Unix seconds).
+    fn cert(not_before: i64, not_after: i64) -> Vec<u8> {
+        let key = rcgen::KeyPair::generate().expect("key");
+        let mut params =
+            rcgen::CertificateParams::new(vec!["localhost".to_owned()]).expect("params");
+        params.not_before = time::OffsetDateTime::from_unix_timestamp(not_before).expect("time");
+        params.not_after = time::OffsetDateTime::from_unix_timestamp(not_after).expect("time");
+        params.self_signed(&key).expect("sign").der().to_vec()
+    }
+
+    #[test]
+    fn the_validity_window_is_read_from_the_certificate() {
+        // 2001 and 2049 are UTCTime; 2051 is GeneralizedTime (RFC 5280).
+        for (from, to) in [(978_307_200, 2_524_607_999), (1_700_000_000, 2_556_143_999)] {
+            assert_eq!(
+                validity(&cert(from, to)),
+                Ok(Validity {
+                    not_before: from,
+                    not_after: to
+                })
+            );
+        }
+    }
+
+    #[test]
+    fn a_truncated_or_foreign_certificate_is_an_error_not_a_panic() {
+        let der = cert(1_700_000_000, 1_800_000_000);
+        for cut in [0, 1, 2, 10, 100, der.len() / 2, der.len() - 1] {
+            let _ = validity(&der[..cut]);
+        }
+        assert!(validity(&der[..20]).is_err());
+        assert!(validity(b"not a certificate").is_err());
+        assert!(validity(&[0x30, 0x84, 0xff, 0xff, 0xff, 0xff]).is_err());
+    }
+
+    #[test]
+    fn expired_expiring_and_not_yet_valid_certificates_are_problems() {
+        let v = Validity {
+            not_before: 1000,
+            not_after: 10_000,
+        };
+        let hour = Duration::from_secs(3600);
+        assert_eq!(v.problem(5000, Duration::from_secs(60)), None);
+        assert_eq!(v.problem(10_000, hour), Some(CertProblem::Expired(10_000)));
+        assert_eq!(
+            v.problem(7000, hour),
+            Some(CertProblem::ExpiresSoon(10_000))
+        );
+        assert_eq!(
+            v.problem(999, Duration::ZERO),
+            Some(CertProblem::NotYetValid(1000))
+        );
+        assert_eq!(
+            v.problem(5000, Duration::MAX),
+            Some(CertProblem::ExpiresSoon(10_000))
+        );
+        assert_eq!(
+            CertProblem::Expired(0).to_string(),
+            "expired at 1970-01-01T00:00:00Z"
+        );
+    }
 }

@@ -314,21 +314,7 @@ fn openreports_are_written_when_served_or_chosen() {
     let (code, report) = run("auto");
     assert_eq!(code, 1, "{report:#}");
     assert_eq!(report_writes(&report), "Reports: 1 written, 0 unchanged");
-    let out = cluster.kubectl(&[
-        "-n",
-        &ns,
-        "get",
-        "reports.openreports.io",
-        "interlock",
-        "-o",
-        "json",
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let stored: Value = serde_json::from_slice(&out.stdout).expect("Report JSON");
+    let stored = stored(&cluster, &ns, "reports.openreports.io");
     assert_eq!(stored["summary"]["fail"], 1, "{stored:#}");
     assert_eq!(stored["results"][0]["policy"], "pod-references-exist");
     assert_eq!(stored["results"][0]["resources"][0]["name"], "web");
@@ -342,10 +328,14 @@ fn openreports_are_written_when_served_or_chosen() {
 }
 
 fn stored_report(cluster: &TestCluster, ns: &str) -> Value {
-    let out = cluster.kubectl(&["-n", ns, "get", "policyreport", "interlock", "-o", "json"]);
+    stored(cluster, ns, "policyreport")
+}
+
+fn stored(cluster: &TestCluster, ns: &str, resource: &str) -> Value {
+    let out = cluster.kubectl(&["-n", ns, "get", resource, "interlock", "-o", "json"]);
     assert!(
         out.status.success(),
-        "kubectl get polr: {}",
+        "kubectl get {resource}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
     serde_json::from_slice(&out.stdout).expect("PolicyReport JSON")
@@ -355,20 +345,10 @@ fn stored_report(cluster: &TestCluster, ns: &str) -> Value {
 fn reports_follow_the_results_and_are_not_rewritten_when_nothing_changed() {
     let cluster = TestCluster::shared();
     let _logs = cluster.logs_on_panic();
-    let crds = Path::new(env!("CARGO_MANIFEST_DIR")).join("manifests/policyreport/crds.yaml");
-    kubectl_ok(
+    install_crds(
         cluster,
-        &["apply", "--server-side", "-f", &crds.display().to_string()],
-    );
-    kubectl_ok(
-        cluster,
-        &[
-            "wait",
-            "--for",
-            "condition=established",
-            "--timeout=60s",
-            "crd/policyreports.wgpolicyk8s.io",
-        ],
+        "manifests/policyreport/crds.yaml",
+        &["crd/policyreports.wgpolicyk8s.io"],
     );
     let ns = cluster.create_namespace("audit-polr");
     let refs = policy("pod-references-exist");

@@ -9,6 +9,7 @@
 mod support;
 
 mod admission_robustness;
+mod api_tls;
 mod audit_cli;
 mod audit_e2e;
 mod audit_live;
@@ -34,6 +35,7 @@ mod group_plan;
 mod group_ready_when;
 mod image;
 mod install;
+mod listeners;
 mod policies;
 mod prereq;
 mod projection;

@@ -273,50 +273,61 @@ fn a_kustomization_kustomize_refuses_is_an_error_at_its_file() {
     assert!(stderr.contains("missing.yaml"), "{stderr}");
 }
 
-/// A layout whose base is a remote one this machine cannot fetch: its
-/// objects would go unchecked, so the run stops unless told to skip it.
+/// A layout whose base is a remote one this machine cannot fetch: a
+/// notice names it, the local kustomization it includes is checked on its
+/// own, and `--remote-bases error` stops the run.
 #[test]
-fn a_remote_base_that_cannot_be_fetched_stops_the_run_unless_skipped() {
+fn a_remote_base_that_cannot_be_fetched_is_named_and_its_local_parts_checked() {
     let tmp = tempfile::tempdir().unwrap();
     let d = tmp.path();
     write(
         d,
-        "deploy/kustomization.yaml",
-        "resources:\n- https://github.invalid/acme/app//config/default?ref=v1.0.0\n",
+        "deploy/install/kustomization.yaml",
+        "resources:\n- https://github.invalid/acme/app//config/default?ref=v1.0.0\n- ../rbac\n",
+    );
+    write(
+        d,
+        "deploy/rbac/kustomization.yaml",
+        "resources: [sa.yaml]\n",
+    );
+    write(
+        d,
+        "deploy/rbac/sa.yaml",
+        "apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: app, namespace: apps}\n",
     );
     write(
         d,
         "plain/cm.yaml",
         "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: plain, namespace: apps}\n",
     );
-    let out = check_in(d, &path_with_kubectl(), &["."], None);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(stderr.contains("deploy/kustomization.yaml"), "{stderr}");
-    assert!(
-        stderr.contains("none of its objects were checked"),
-        "{stderr}"
-    );
-    assert!(stderr.contains("--remote-bases skip"), "{stderr}");
-
-    let out = check_in(
-        d,
-        &path_with_kubectl(),
-        &["--remote-bases", "skip", "-o", "json", "."],
-        None,
-    );
+    let out = check_in(d, &path_with_kubectl(), &["-o", "json", "."], None);
     let report = json(&out);
     assert_eq!(out.status.code(), Some(0), "{report}");
     assert_eq!(report["summary"]["errors"], 0, "{report}");
     assert_eq!(
-        report["summary"]["objects"], 1,
-        "the plain ConfigMap: {report}"
+        report["summary"]["objects"], 2,
+        "the plain ConfigMap and the ServiceAccount of the local part: {report}"
     );
     let notices = report["notices"].to_string();
     assert!(
-        notices.contains("none of its objects were checked"),
+        notices.contains("deploy/install/kustomization.yaml"),
         "{report}"
     );
+    assert!(notices.contains("loads a remote base"), "{report}");
+
+    let out = check_in(
+        d,
+        &path_with_kubectl(),
+        &["--remote-bases", "error", "."],
+        None,
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("deploy/install/kustomization.yaml"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("--remote-bases error"), "{stderr}");
 }
 
 /// A chart (named unlike its folder) with a vendored subchart, a helper

@@ -295,11 +295,52 @@ impl Renderer {
     }
 }
 
-/// Renders every root, in parallel (each is a process of its own).
+/// Renders every root, in parallel (each is a process of its own). A root
+/// that cannot be rendered here (a remote base) leaves a notice, and the
+/// local kustomizations it includes are rendered on their own instead, so
+/// that what the files hold is still checked.
 pub fn render_all(renderer: &Renderer, roots: &[PathBuf], opts: &LoadOptions) -> Vec<Rendered> {
-    roots
-        .par_iter()
-        .map(|root| render(renderer, root, opts))
+    let mut done: HashSet<PathBuf> = roots.iter().map(|r| canonical(r)).collect();
+    let mut todo = roots.to_vec();
+    let mut out = Vec::new();
+    while !todo.is_empty() {
+        let rendered: Vec<(PathBuf, Rendered)> = std::mem::take(&mut todo)
+            .into_par_iter()
+            .map(|root| {
+                let r = render(renderer, &root, opts);
+                (root, r)
+            })
+            .collect();
+        for (root, r) in rendered {
+            if matches!(r, Rendered::NotHere(_)) {
+                todo.extend(
+                    local_parts(&root)
+                        .into_iter()
+                        .filter(|p| done.insert(canonical(p))),
+                );
+            }
+            out.push(r);
+        }
+    }
+    out
+}
+
+/// The kustomizations (not Components: they do not build alone) that the
+/// one in `dir` includes from local folders.
+fn local_parts(dir: &Path) -> Vec<PathBuf> {
+    let Some(file) = kustomization_in(dir) else {
+        return vec![];
+    };
+    let Ok(r) = refs(dir, &file) else {
+        return vec![];
+    };
+    r.dirs
+        .into_iter()
+        .filter(|d| {
+            kustomization_in(d)
+                .and_then(|k| refs(d, &k).ok())
+                .is_some_and(|r| !r.component)
+        })
         .collect()
 }
 
@@ -344,7 +385,7 @@ fn render(renderer: &Renderer, root: &Path, opts: &LoadOptions) -> Rendered {
         let message = format!("{} failed: {reason}", renderer.describe());
         return if reason_is_remote(&reason) {
             Rendered::NotHere(error(format!(
-                "not rendered, so none of its objects were checked: it loads a remote base this machine cannot fetch ({message}); check it where the base can be fetched (`kubectl kustomize DIR | interlock check -`), or pass --remote-bases skip to check the rest"
+                "not rendered: it loads a remote base this machine cannot fetch ({message}); the local kustomizations it includes are checked on their own, but not what it adds (its own resources, patches, namespace, prefixes, images): check it where the base can be fetched (`kubectl kustomize DIR | interlock check -`); --remote-bases error makes this an error"
             )))
         } else {
             Rendered::Failed(error(message))

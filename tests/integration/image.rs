@@ -99,6 +99,7 @@ fn is_root() -> bool {
 /// the binary from the tree with the tree as its working directory.
 fn in_image(rootfs: &Path, args: &[&str]) -> Output {
     let mut cmd = if is_root() {
+        runtime_devices(rootfs);
         let mut c = Command::new("/usr/sbin/chroot");
         c.arg(rootfs).arg("/interlock");
         c
@@ -112,6 +113,29 @@ fn in_image(rootfs: &Path, args: &[&str]) -> Output {
         .stdin(Stdio::null())
         .output()
         .expect("run the image's interlock")
+}
+
+/// The device nodes every OCI runtime creates in a container's /dev (the
+/// runtime spec's default devices), which a bare chroot lacks: without
+/// /dev/urandom, where the getrandom syscall is unavailable, the binary's
+/// random seeds cannot be read. Only what a runtime always provides, so
+/// the image still brings everything else itself.
+fn runtime_devices(rootfs: &Path) {
+    let dev = rootfs.join("dev");
+    std::fs::create_dir_all(&dev).unwrap();
+    for (name, minor) in [
+        ("null", "3"),
+        ("zero", "5"),
+        ("random", "8"),
+        ("urandom", "9"),
+    ] {
+        let node = dev.join(name);
+        if !node.exists() {
+            run(Command::new("mknod")
+                .arg(&node)
+                .args(["-m", "0666", "c", "1", minor]));
+        }
+    }
 }
 
 const DUPLICATE_HOST: &str = "\

@@ -304,12 +304,19 @@ pub fn generate(policies: &PolicySet, options: &Options) -> (Json, Json) {
         m["reinvocationPolicy"] = json!("IfNeeded");
     }
     let config = |kind: &str, webhooks: Vec<Json>| {
-        json!({
+        let mut config = json!({
             "apiVersion": "admissionregistration.k8s.io/v1",
             "kind": kind,
             "metadata": {"name": NAME, "labels": {"app.kubernetes.io/name": "interlock"}},
-            "webhooks": webhooks,
-        })
+        });
+        // No `webhooks: []`: the API server stores an empty list as no
+        // field, so `kubectl apply` would see a change and rewrite the
+        // object on every apply of the same manifests. An absent field
+        // still removes the webhooks of an older apply.
+        if !webhooks.is_empty() {
+            config["webhooks"] = Json::Array(webhooks);
+        }
+        config
     };
     (
         config("ValidatingWebhookConfiguration", validating),
@@ -539,7 +546,7 @@ mod tests {
             }
         }
         // No bundled policy mutates: no mutating webhook to fail.
-        assert_eq!(m["webhooks"], json!([]));
+        assert_eq!(m.get("webhooks"), None);
     }
 
     #[test]

@@ -19,6 +19,11 @@ export INTERLOCK_HELM_DIR="$helm_dir"
 export INTERLOCK_CONTROL_PLANE_DIR="$bin_dir"
 echo "    $bin_dir"
 
+# The image test packs this binary (scripts/image.sh); building it here, not
+# in the middle of the parallel integration tests, keeps them off a busy CPU.
+echo "==> the image's static binary (cached in ~/.cache/interlock/image-target)"
+scripts/image.sh binary >/dev/null
+
 echo "==> CEL conformance (pass rate per file)"
 cargo test --test cel_conformance -- --nocapture
 

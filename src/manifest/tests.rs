@@ -955,7 +955,11 @@ fn configuration_without_metadata_is_skipped_when_asked() {
     // stage test data) is not an object either.
     let stage = "apiGroup: v1\nkind: Node\nname: node-not-ready\nstages: []\n";
     let l = load_str(Source::file("s.yaml"), stage, Format::Yaml, &opts);
-    assert!(l.documents.is_empty() && l.errors.is_empty(), "{:?}", l.errors);
+    assert!(
+        l.documents.is_empty() && l.errors.is_empty(),
+        "{:?}",
+        l.errors
+    );
     assert_eq!(l.skipped.map(|s| s.reason), Some(SkipReason::Configuration));
     // Metadata without a name stays an error: that is a broken object.
     let broken = "apiVersion: v1\nkind: ConfigMap\nmetadata: {labels: {}}\n";

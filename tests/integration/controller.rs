@@ -11,6 +11,7 @@ use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 use support::cluster::TestCluster;
 use support::controller::Controller;
+use support::tenant::*;
 
 /// The shared cluster with the CRD installed.
 fn cluster() -> &'static TestCluster {
@@ -50,35 +51,14 @@ fn controller() -> std::sync::MutexGuard<'static, Option<Controller>> {
     g
 }
 
-fn ok(out: &std::process::Output, what: &str) {
-    assert!(
-        out.status.success(),
-        "{what}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
 /// A namespace with ServiceAccount `deployer`, allowed to manage
 /// ConfigMaps, Services, ServiceAccounts and Deployments (not Secrets).
 fn tenant(prefix: &str) -> String {
-    let c = cluster();
-    let ns = c.create_namespace(prefix);
-    let rbac = json!({"apiVersion": "v1", "kind": "List", "items": [
-        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "deployer", "namespace": ns}},
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
-         "metadata": {"name": "deployer", "namespace": ns},
-         "rules": [
-            {"apiGroups": [""], "resources": ["configmaps", "services", "serviceaccounts"], "verbs": ["*"]},
-            {"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["*"]}]},
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-         "metadata": {"name": "deployer", "namespace": ns},
-         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "deployer"},
-         "subjects": [{"kind": "ServiceAccount", "name": "deployer", "namespace": ns}]}]});
-    ok(
-        &c.kubectl_stdin(&["apply", "-f", "-"], &rbac.to_string()),
-        "tenant RBAC",
-    );
-    ns
+    let rules = [
+        all_verbs("", &["configmaps", "services", "serviceaccounts"]),
+        all_verbs("apps", &["deployments"]),
+    ];
+    namespace_with_deployer(cluster(), prefix, &rules)
 }
 
 fn group(ns: &str, name: &str, resources: Value) -> Value {

@@ -12,34 +12,12 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 use support::cluster::{Options, TestCluster};
 use support::controller::Controller;
-
-fn ok(out: &std::process::Output, what: &str) -> String {
-    assert!(
-        out.status.success(),
-        "{what}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
+use support::tenant::*;
 
 /// A namespace with ServiceAccount `deployer`, allowed to manage
 /// ConfigMaps and Services (not Secrets).
 pub(crate) fn tenant(c: &TestCluster, prefix: &str) -> String {
-    let ns = c.create_namespace(prefix);
-    let rbac = json!({"apiVersion": "v1", "kind": "List", "items": [
-        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "deployer", "namespace": ns}},
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
-         "metadata": {"name": "deployer", "namespace": ns},
-         "rules": [{"apiGroups": [""], "resources": ["configmaps", "services"], "verbs": ["*"]}]},
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-         "metadata": {"name": "deployer", "namespace": ns},
-         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "deployer"},
-         "subjects": [{"kind": "ServiceAccount", "name": "deployer", "namespace": ns}]}]});
-    ok(
-        &c.kubectl_stdin(&["apply", "-f", "-"], &rbac.to_string()),
-        "tenant RBAC",
-    );
-    ns
+    namespace_with_deployer(c, prefix, &[all_verbs("", &["configmaps", "services"])])
 }
 
 pub(crate) fn apply_group(c: &TestCluster, ns: &str, name: &str, resources: Value) {

@@ -11,35 +11,14 @@ use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 use support::cluster::TestCluster;
 use support::controller::Controller;
+use support::tenant::*;
 
 const MEMBERS: usize = 3;
 const OTHERS: usize = 30;
 
-fn ok(out: &std::process::Output, what: &str) {
-    assert!(
-        out.status.success(),
-        "{what}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
 /// A namespace with ServiceAccount `deployer`, allowed to manage ConfigMaps.
 fn tenant(c: &TestCluster) -> String {
-    let ns = c.create_namespace("rg-scale");
-    let rbac = json!({"apiVersion": "v1", "kind": "List", "items": [
-        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "deployer", "namespace": ns}},
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
-         "metadata": {"name": "deployer", "namespace": ns},
-         "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["*"]}]},
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-         "metadata": {"name": "deployer", "namespace": ns},
-         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "deployer"},
-         "subjects": [{"kind": "ServiceAccount", "name": "deployer", "namespace": ns}]}]});
-    ok(
-        &c.kubectl_stdin(&["apply", "-f", "-"], &rbac.to_string()),
-        "tenant RBAC",
-    );
-    ns
+    namespace_with_deployer(c, "rg-scale", &[all_verbs("", &["configmaps"])])
 }
 
 /// A group of `MEMBERS` ConfigMaps named after it.

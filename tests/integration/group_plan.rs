@@ -12,35 +12,16 @@ use std::process::Output;
 use std::time::{Duration, Instant};
 use support::cluster::TestCluster;
 use support::controller::Controller;
-
-fn ok(out: &Output, what: &str) {
-    assert!(
-        out.status.success(),
-        "{what}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
+use support::tenant::*;
 
 /// A namespace with ServiceAccount `deployer`, allowed to manage
 /// ConfigMaps, Services and Deployments (not Secrets).
 fn tenant(c: &TestCluster, prefix: &str) -> String {
-    let ns = c.create_namespace(prefix);
-    let rbac = json!({"apiVersion": "v1", "kind": "List", "items": [
-        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "deployer", "namespace": ns}},
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
-         "metadata": {"name": "deployer", "namespace": ns},
-         "rules": [
-            {"apiGroups": [""], "resources": ["configmaps", "services"], "verbs": ["*"]},
-            {"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["*"]}]},
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-         "metadata": {"name": "deployer", "namespace": ns},
-         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "deployer"},
-         "subjects": [{"kind": "ServiceAccount", "name": "deployer", "namespace": ns}]}]});
-    ok(
-        &c.kubectl_stdin(&["apply", "-f", "-"], &rbac.to_string()),
-        "tenant RBAC",
-    );
-    ns
+    let rules = [
+        all_verbs("", &["configmaps", "services"]),
+        all_verbs("apps", &["deployments"]),
+    ];
+    namespace_with_deployer(c, prefix, &rules)
 }
 
 fn group(ns: &str, name: &str, resources: Value) -> Value {

@@ -6,19 +6,11 @@
 use crate::support;
 
 use serde_json::{json, Value};
-use std::process::Output;
 use std::time::{Duration, Instant};
 use support::cluster::TestCluster;
 use support::controller::Controller;
+use support::tenant::*;
 use support::webhook::Scope;
-
-fn ok(out: &Output, what: &str) {
-    assert!(
-        out.status.success(),
-        "{what}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
 
 const WIDGET_CRD: &str = r#"{"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
   "metadata": {"name": "widgets.example.com"},
@@ -45,19 +37,7 @@ fn install_widgets(c: &TestCluster) {
 
 /// A namespace whose ServiceAccount `deployer` may manage Widgets.
 fn tenant(c: &TestCluster, ns: &str) {
-    let rbac = json!({"apiVersion": "v1", "kind": "List", "items": [
-        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "deployer", "namespace": ns}},
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
-         "metadata": {"name": "deployer", "namespace": ns},
-         "rules": [{"apiGroups": ["example.com"], "resources": ["widgets"], "verbs": ["*"]}]},
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-         "metadata": {"name": "deployer", "namespace": ns},
-         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "deployer"},
-         "subjects": [{"kind": "ServiceAccount", "name": "deployer", "namespace": ns}]}]});
-    ok(
-        &c.kubectl_stdin(&["apply", "-f", "-"], &rbac.to_string()),
-        "tenant RBAC",
-    );
+    grant_deployer(c, ns, &[all_verbs("example.com", &["widgets"])]);
 }
 
 fn group(ns: &str, name: &str, expression: &str) -> Value {

@@ -17,18 +17,10 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 use support::cluster::TestCluster;
 use support::controller::Controller;
+use support::tenant::*;
 
 /// The log line of a process held unready by what is missing.
 const UNREADY: &str = "the cluster lacks what this process needs";
-
-fn ok(out: &std::process::Output, what: &str) -> String {
-    assert!(
-        out.status.success(),
-        "{what}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
 
 /// Polls `f` until it holds, for at most `limit` (a generous bound).
 fn eventually(what: &str, limit: Duration, log: impl Fn() -> String, mut f: impl FnMut() -> bool) {

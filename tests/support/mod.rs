@@ -6,6 +6,7 @@ pub mod admission_engine;
 pub mod celgen;
 pub mod cluster;
 pub mod rng;
+pub mod tenant;
 
 pub mod controller;
 

@@ -1,14 +1,21 @@
 //! Writes as a group's ServiceAccount, shared by the controller and
 //! `interlock plan`: an impersonating client, the server-side apply of one
-//! member (for real or as a dry run), and the thread a group's validation
-//! runs on. Sharing them is what makes `plan`'s answers the controller's.
+//! member (for real or as a dry run), and a group's validation on a thread
+//! of its own. Sharing them is what makes `plan`'s answers the controller's.
 
 use crate::cel::interrupt::{self, Interrupt};
+use crate::cel::k8s_authz::Authorizer;
+use crate::cluster::Cluster;
+use crate::group::crd::GroupFinding;
 use crate::group::crd::FIELD_MANAGER;
-use crate::group::plan::DesiredObject;
-use crate::group::validate::Writer;
+use crate::group::member::ScopeOracle;
+use crate::group::plan::{owned_by, DesiredObject, GroupRef};
+use crate::group::validate::{spec_findings, Writer};
+use crate::group::ResourceGroupSpec;
+use crate::inventory::ObjectKey;
 use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
 use kube::Client;
+use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -81,4 +88,43 @@ pub fn off_runtime<T: Send>(deadline: &Arc<Interrupt>, f: impl FnOnce() -> T + S
             .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
         })
     })
+}
+
+/// The longest one validation of a group may take, authorizer reviews
+/// included (each at most `cluster::authz::CALL_TIMEOUT`).
+pub const VALIDATION_DEADLINE: Duration = Duration::from_secs(10);
+
+/// A group's desired members judged as writes by its ServiceAccount
+/// ([`spec_findings`]) under the state's read lock, on a thread outside the
+/// runtime, within [`VALIDATION_DEADLINE`]. `observed` are the objects the
+/// caller found of the group; those it owns are the members replaced.
+/// `None` when the deadline cut it short: some evaluations then stopped
+/// with an error that a policy under failurePolicy Ignore would skip, so
+/// there is no verdict to act on.
+pub async fn validate_group(
+    cluster: &Cluster,
+    group: &GroupRef,
+    spec: &ResourceGroupSpec,
+    authorizer: Option<&Arc<dyn Authorizer>>,
+    observed: &[Value],
+    scopes: &(dyn ScopeOracle + Sync),
+) -> Option<Vec<GroupFinding>> {
+    let current: Vec<ObjectKey> = observed
+        .iter()
+        .filter(|o| owned_by(o, &group.uid))
+        .filter_map(ObjectKey::of)
+        .collect();
+    let deadline = Interrupt::new();
+    let timer = cancel_after(&deadline, VALIDATION_DEADLINE);
+    let found = off_runtime(&deadline, || {
+        cluster.read(|st| {
+            let (policies, base) = (&st.policies, &st.inventory);
+            let ns = &group.namespace;
+            spec_findings(
+                policies, base, ns, spec, authorizer, &current, scopes, false,
+            )
+        })
+    });
+    timer.abort();
+    (!deadline.is_cancelled()).then_some(found)
 }

@@ -7,9 +7,8 @@ use super::error::{Error, Result};
 use super::index::{GroupKey, Name};
 use super::members::{KindCache, Members};
 use super::metrics::Metrics;
-use crate::cel::interrupt::Interrupt;
 use crate::cel::k8s_authz::Authorizer;
-use crate::cluster::impersonate::{self, cancel_after, off_runtime};
+use crate::cluster::impersonate::{self, validate_group, VALIDATION_DEADLINE};
 use crate::cluster::Cluster;
 use crate::group::crd::{
     applyset_id, GroupFinding, ResourceGroup, ResourceGroupStatus, API_VERSION, FIELD_MANAGER,
@@ -19,7 +18,7 @@ use crate::group::member::{parse_member, Scope};
 use crate::group::plan::{
     plan, reason, DesiredObject, Finalize, GroupRef, ObjectRef, Plan, PlanInput, VALID,
 };
-use crate::group::validate::{spec_findings, Writer};
+use crate::group::validate::Writer;
 use crate::inventory::ObjectKey;
 use crate::k8s::kinds::group_of;
 use kube::api::{
@@ -32,10 +31,6 @@ use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-
-/// The longest one validation of a group may take, authorizer reviews
-/// included (each at most `cluster::authz::CALL_TIMEOUT`).
-pub const VALIDATION_DEADLINE: Duration = Duration::from_secs(10);
 
 /// How long a pass waits for a cache's first list (a member kind's, or
 /// the shared inventory's, or its re-list after a policy reload) before it
@@ -369,7 +364,7 @@ pub async fn inventory_synced(cluster: &Cluster, within: Duration) -> Result<()>
 
 /// Every policy on every usable member, as findings for the plan, against
 /// the shared inventory with this group's members in place.
-fn findings(
+async fn findings(
     rg: &ResourceGroup,
     g: &GroupRef,
     observed: &Observed,
@@ -379,44 +374,17 @@ fn findings(
         return Err(Error::InventoryNotReady);
     }
     let oracle = scope_oracle(&observed.scopes);
-    let current: Vec<ObjectKey> = observed
-        .objects
-        .iter()
-        .filter(|o| owned_by(o, &g.uid))
-        .filter_map(ObjectKey::of)
-        .collect();
-    let deadline = Interrupt::new();
-    let timer = cancel_after(&deadline, VALIDATION_DEADLINE);
-    let found = off_runtime(&deadline, || {
-        ctx.cluster.read(|st| {
-            spec_findings(
-                &st.policies,
-                &st.inventory,
-                &g.namespace,
-                &rg.spec,
-                ctx.authorizer.as_ref(),
-                &current,
-                &oracle,
-                false,
-            )
-        })
-    });
-    timer.abort();
-    // Cut short, some evaluations stopped with an error that a policy
-    // under failurePolicy Ignore would skip: no verdict to apply on.
-    if deadline.is_cancelled() {
-        return Err(Error::ValidationDeadline(VALIDATION_DEADLINE));
-    }
-    Ok(found)
-}
-
-fn owned_by(o: &Value, uid: &str) -> bool {
-    o.pointer("/metadata/ownerReferences")
-        .and_then(Value::as_array)
-        .is_some_and(|refs| {
-            refs.iter()
-                .any(|r| r.get("uid").and_then(Value::as_str) == Some(uid))
-        })
+    let authorizer = ctx.authorizer.as_ref();
+    validate_group(
+        &ctx.cluster,
+        g,
+        &rg.spec,
+        authorizer,
+        &observed.objects,
+        &oracle,
+    )
+    .await
+    .ok_or(Error::ValidationDeadline(VALIDATION_DEADLINE))
 }
 
 /// Observes, validates and plans one pass.
@@ -431,7 +399,7 @@ async fn decide(
         vec![]
     } else {
         read_unlabelled(rg, &g, &mut observed, ctx, unlabelled).await?;
-        findings(rg, &g, &observed, ctx)?
+        findings(rg, &g, &observed, ctx).await?
     };
     let p = {
         let oracle = scope_oracle(&observed.scopes);

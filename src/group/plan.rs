@@ -587,7 +587,8 @@ fn owner_refs(v: &Value) -> &[Value] {
         .map_or(&[], Vec::as_slice)
 }
 
-fn owned_by(v: &Value, uid: &str) -> bool {
+/// Whether `v` names the object of `uid` among its ownerReferences.
+pub fn owned_by(v: &Value, uid: &str) -> bool {
     owner_refs(v)
         .iter()
         .any(|r| r.get("uid").and_then(Value::as_str) == Some(uid))

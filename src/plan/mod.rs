@@ -27,10 +27,9 @@ pub mod output;
 
 pub use input::{InputError, InputGroup};
 
-use crate::cel::interrupt::Interrupt;
 use crate::cel::k8s_authz::Authorizer;
 use crate::cluster::authz::SarAuthorizer;
-use crate::cluster::impersonate::{apply_member, cancel_after, client_as, off_runtime};
+use crate::cluster::impersonate::{apply_member, client_as, validate_group, VALIDATION_DEADLINE};
 use crate::cluster::reload::{self, Sources, Supervisor};
 use crate::cluster::{Cluster, ClusterOptions};
 use crate::group::crd::{
@@ -42,9 +41,8 @@ use crate::group::plan::{plan, reason, GroupRef, ObjectRef, Plan, PlanInput, VAL
 use crate::group::preview::{
     action_of, after_apply, changed_fields, id_of, member_id, Action, FieldChange, ObjectId,
 };
-use crate::group::validate::{spec_findings, Writer};
+use crate::group::validate::Writer;
 use crate::group::ResourceGroupSpec;
-use crate::inventory::ObjectKey;
 use crate::k8s::kinds::{group_of, version_of};
 use crate::policy::overrides::Overrides;
 use kube::api::{
@@ -58,8 +56,6 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// The longest one group's validation may take (the controller's bound).
-const VALIDATION_DEADLINE: Duration = Duration::from_secs(10);
 /// How long the cluster state may take to list every kind policies read.
 const SYNC_DEADLINE: Duration = Duration::from_secs(60);
 /// The uid a group not yet stored is planned with: its members' would-be
@@ -270,7 +266,7 @@ impl Ctx<'_> {
         let group = group_ref(stored.as_ref(), &input.spec, namespace, &input.name);
         let previous = stored.as_ref().and_then(|s| s.status.as_ref());
         let observed = self.observe(&input.spec, previous, &group).await?;
-        let findings = self.findings(&input.spec, &group, &observed)?;
+        let findings = self.findings(&input.spec, &group, &observed).await?;
         let oracle = |v: &str, k: &str| observed.scope(v, k);
         let now = chrono::Utc::now();
         let decide = |objects: &[Value]| {
@@ -404,41 +400,20 @@ impl Ctx<'_> {
     }
 
     /// Every policy on every member, as the controller evaluates them.
-    fn findings(
+    async fn findings(
         &self,
         spec: &ResourceGroupSpec,
         g: &GroupRef,
         o: &Observed,
     ) -> Result<Vec<GroupFinding>, PlanError> {
         let oracle = |v: &str, k: &str| o.scope(v, k);
-        let current: Vec<ObjectKey> = o
-            .objects
-            .iter()
-            .filter(|v| owned_by(v, &g.uid))
-            .filter_map(ObjectKey::of)
-            .collect();
-        let deadline = Interrupt::new();
-        let timer = cancel_after(&deadline, VALIDATION_DEADLINE);
-        let found = off_runtime(&deadline, || {
-            self.cluster.read(|st| {
-                spec_findings(
-                    &st.policies,
-                    &st.inventory,
-                    &g.namespace,
-                    spec,
-                    Some(&self.authorizer),
-                    &current,
-                    &oracle,
-                    false,
-                )
+        let authorizer = Some(&self.authorizer);
+        validate_group(self.cluster, g, spec, authorizer, &o.objects, &oracle)
+            .await
+            .ok_or_else(|| {
+                let name = format!("{}/{}", g.namespace, g.name);
+                PlanError::ValidationDeadline(name, VALIDATION_DEADLINE)
             })
-        });
-        timer.abort();
-        if deadline.is_cancelled() {
-            let name = format!("{}/{}", g.namespace, g.name);
-            return Err(PlanError::ValidationDeadline(name, VALIDATION_DEADLINE));
-        }
-        Ok(found)
     }
 
     /// The plan's applies, then its prunes, as dry runs by the group's
@@ -624,13 +599,4 @@ fn to_json(o: &DynamicObject, r: &ApiResource) -> Value {
         m.insert("kind".into(), r.kind.clone().into());
     }
     v
-}
-
-fn owned_by(o: &Value, uid: &str) -> bool {
-    o.pointer("/metadata/ownerReferences")
-        .and_then(Value::as_array)
-        .is_some_and(|refs| {
-            refs.iter()
-                .any(|r| r.get("uid").and_then(Value::as_str) == Some(uid))
-        })
 }

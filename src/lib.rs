@@ -5,6 +5,8 @@
 //! offline checks ([`check`]) and the admission webhook ([`admission`],
 //! [`server`]), and the ResourceGroup controller ([`controller`]).
 
+#![forbid(unsafe_code)]
+
 pub mod admission;
 pub mod audit;
 pub mod bundled;

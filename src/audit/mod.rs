@@ -40,7 +40,7 @@ use std::path::PathBuf;
 
 /// The identity the audit's requests are made as: `check`'s auditor, so a
 /// policy that exempts the auditor does so in both.
-pub const USER: &str = crate::check::DEFAULT_USER;
+pub const USER: &str = crate::policy::OFFLINE_USER;
 
 /// The `source.file` of every result: the object came from the cluster.
 pub const SOURCE_FILE: &str = "cluster";

@@ -12,8 +12,8 @@
 
 use super::crd::{applyset_id, GroupFinding, GROUP, KIND, PART_OF_LABEL};
 use super::member::{parse_member, BuiltinScopes, Member};
-use crate::check::InputError;
 use crate::manifest::Document;
+use crate::policy::finding::InputError;
 use crate::policy::resources::group_of;
 use serde_json::Value;
 use std::collections::HashMap;

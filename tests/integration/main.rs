@@ -10,6 +10,7 @@ mod support;
 
 mod admission_robustness;
 mod api_tls;
+mod architecture;
 mod audit_cli;
 mod audit_e2e;
 mod audit_live;

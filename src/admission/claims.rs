@@ -46,7 +46,7 @@ pub struct ClaimArgs {
     pub claims_namespace: Option<String>,
     /// How long a claim that no stored object holds is kept (covers a
     /// write admitted but not yet seen by the watch).
-    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = crate::server::cli::parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = crate::k8s::duration::parse)]
     pub claim_grace: Duration,
     /// Do not claim unique keys on the API server (one replica only: two
     /// replicas may then both admit a duplicate written at the same time).

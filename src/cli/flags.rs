@@ -115,9 +115,10 @@ pub enum Command {
         /// tenant only learns the kind of another tenant's object).
         #[arg(long)]
         reveal_other_namespaces: bool,
-        /// Seconds one watch request lasts before it is re-established.
-        #[arg(long, default_value_t = 290)]
-        watch_timeout: u64,
+        /// How long one watch request lasts before it is re-established
+        /// (a number of seconds, or a duration: 290s, 4m50s).
+        #[arg(long, value_name = "DURATION", default_value = "290s", value_parser = crate::k8s::duration::parse)]
+        watch_timeout: Duration,
         #[command(flatten)]
         boundary: crate::admission::boundary::BoundaryArgs,
         #[command(flatten)]
@@ -160,7 +161,7 @@ pub enum Command {
         /// How long the Lease lasts unrenewed; it is renewed every third of
         /// this, and a leader that could not renew stops reconciling after
         /// two thirds of it.
-        #[arg(long, value_name = "DURATION", default_value = "15s", value_parser = crate::server::cli::parse_duration)]
+        #[arg(long, value_name = "DURATION", default_value = "15s", value_parser = crate::k8s::duration::parse)]
         lease_duration: Duration,
         /// Name of the leader-election Lease.
         #[arg(long, default_value = "interlock-controller")]

@@ -102,9 +102,7 @@ fn dispatch(command: Command) -> u8 {
                 boundary: boundary.config(),
                 ..Default::default()
             };
-            let cluster_options = crate::cluster::ClusterOptions {
-                watch_timeout: Duration::from_secs(watch_timeout),
-            };
+            let cluster_options = crate::cluster::ClusterOptions { watch_timeout };
             block_on("serve", async move {
                 crate::admission::serve::run(
                     args,

@@ -3,6 +3,7 @@
 //! ask discovery, which this module does not do.
 
 pub mod defaults;
+pub mod duration;
 pub mod kinds;
 pub mod openapi;
 pub mod pod_template;

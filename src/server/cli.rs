@@ -1,6 +1,7 @@
 //! Command-line arguments of `interlock serve` and `interlock certs`, as
 //! clap `Args` structs that `main.rs` mounts as subcommands.
 
+use crate::k8s::duration::parse as parse_duration;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -187,30 +188,6 @@ impl LogFormat {
     }
 }
 
-/// Parse `250ms`, `4s`, `2m`, `1h`, or a bare number of seconds (`1.5`).
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let s = s.trim();
-    let split = s
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(s.len());
-    let (num, unit) = s.split_at(split);
-    let value: f64 = num
-        .parse()
-        .map_err(|_| format!("invalid duration {s:?}: expected e.g. 500ms, 4s, 2m"))?;
-    let factor = match unit.trim() {
-        "ms" => 0.001,
-        "" | "s" => 1.0,
-        "m" => 60.0,
-        "h" => 3600.0,
-        other => {
-            return Err(format!(
-                "invalid duration unit {other:?} in {s:?}: use ms, s, m or h"
-            ))
-        }
-    };
-    Duration::try_from_secs_f64(value * factor).map_err(|e| format!("invalid duration {s:?}: {e}"))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -225,18 +202,6 @@ mod tests {
     enum Cmd {
         Serve(Box<ServeArgs>),
         Certs(CertsArgs),
-    }
-
-    #[test]
-    fn durations() {
-        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
-        assert_eq!(parse_duration("4s"), Ok(Duration::from_secs(4)));
-        assert_eq!(parse_duration("2"), Ok(Duration::from_secs(2)));
-        assert_eq!(parse_duration("1.5"), Ok(Duration::from_millis(1500)));
-        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
-        assert!(parse_duration("4 parsecs").is_err());
-        assert!(parse_duration("").is_err());
-        assert!(parse_duration("-1s").is_err());
     }
 
     #[test]
@@ -262,6 +227,21 @@ mod tests {
         assert_eq!(a.policy.len(), 2);
         assert_eq!(a.request_timeout, Duration::from_secs(4));
         assert!(a.client_ca.is_none());
+    }
+
+    #[test]
+    fn duration_flags_take_go_syntax_and_name_the_flag_when_wrong() {
+        let serve = |timeout: &str| {
+            let args = ["interlock", "serve", "--tls-cert", "c", "--tls-key", "k"];
+            Cli::try_parse_from(args.into_iter().chain(["--request-timeout", timeout]))
+        };
+        let Cmd::Serve(a) = serve("1m30s").expect("parses").cmd else {
+            panic!("not serve")
+        };
+        assert_eq!(a.request_timeout, Duration::from_secs(90));
+        let err = serve("4parsecs").err().expect("refused").to_string();
+        assert!(err.contains("--request-timeout"), "{err}");
+        assert!(err.contains("\"4parsecs\""), "{err}");
     }
 
     #[test]

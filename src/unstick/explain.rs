@@ -110,24 +110,6 @@ pub fn deleting_for(metadata: &Json, now: DateTime<Utc>) -> Option<i64> {
     Some((now - at.with_timezone(&Utc)).num_seconds().max(0))
 }
 
-/// `90s`, `15m`, `2h`, `1d`, or a bare number of seconds.
-pub fn parse_duration(s: &str) -> Result<u64, String> {
-    let s = s.trim();
-    let (digits, unit) = s.split_at(s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len()));
-    let n: u64 = digits
-        .parse()
-        .map_err(|_| format!("'{s}' is not a duration (e.g. 90s, 15m, 2h, 1d)"))?;
-    let factor = match unit {
-        "" | "s" => 1,
-        "m" => 60,
-        "h" => 3600,
-        "d" => 86400,
-        _ => return Err(format!("'{s}': unit must be s, m, h or d")),
-    };
-    n.checked_mul(factor)
-        .ok_or_else(|| format!("'{s}' is too long"))
-}
-
 /// `45s`, `12m`, `3h20m`, `2d4h`: ages as kubectl prints them.
 pub fn human_age(secs: i64) -> String {
     match secs {
@@ -226,17 +208,6 @@ mod tests {
         assert_eq!(human_age(1800), "30m");
         assert_eq!(human_age(90), "90s");
         assert_eq!(human_age(93_600), "1d2h");
-    }
-
-    #[test]
-    fn durations_parse_or_say_why_not() {
-        assert_eq!(parse_duration("90s"), Ok(90));
-        assert_eq!(parse_duration("15m"), Ok(900));
-        assert_eq!(parse_duration("2h"), Ok(7200));
-        assert_eq!(parse_duration("0"), Ok(0));
-        assert!(parse_duration("5w").is_err());
-        assert!(parse_duration("m").is_err());
-        assert!(parse_duration("99999999999999999999d").is_err());
     }
 
     #[test]

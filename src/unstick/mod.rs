@@ -31,7 +31,7 @@ pub struct UnstickArgs {
     /// Every namespace, and cluster-scoped objects.
     #[arg(short = 'A', long)]
     pub all_namespaces: bool,
-    /// Only deletions older than this (90s, 15m, 2h, 1d).
+    /// Only deletions older than this (90s, 15m, 1h30m, 2d).
     #[arg(long, default_value = "5m")]
     pub older_than: String,
     /// Output format.
@@ -108,7 +108,9 @@ pub async fn run(args: &UnstickArgs) -> Result<i32, Error> {
         (Some(f), Some(t)) => clear(&client, args, f, t).await,
         (None, Some(_)) => Err(Error::Usage("a TARGET is only taken with --clear".into())),
         _ => {
-            let older = explain::parse_duration(&args.older_than).map_err(Error::Usage)?;
+            let older = crate::k8s::duration::parse(&args.older_than)
+                .map_err(|e| Error::Usage(format!("--older-than: {e}")))?
+                .as_secs();
             let stuck = list(&client, args, older as i64).await?;
             print(args, &stuck);
             Ok(i32::from(!stuck.is_empty()))

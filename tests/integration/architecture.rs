@@ -62,6 +62,11 @@ fn mentions(code: &str, needle: &str) -> bool {
     })
 }
 
+/// Fails with `what` and every offending line when there are any.
+fn no_hits(hits: Vec<String>, what: &str) {
+    assert!(hits.is_empty(), "{what}:\n{}", hits.join("\n"));
+}
+
 fn crate_paths(modules: &[&str]) -> Vec<String> {
     modules.iter().map(|m| format!("crate::{m}")).collect()
 }
@@ -71,11 +76,7 @@ fn front_ends_never_import_each_other() {
     for m in FRONT_ENDS {
         let others: Vec<&str> = FRONT_ENDS.iter().copied().filter(|o| o != m).collect();
         let hits = naming(m, &crate_paths(&others));
-        assert!(
-            hits.is_empty(),
-            "front-end {m} imports another:\n{}",
-            hits.join("\n")
-        );
+        no_hits(hits, &format!("front-end {m} imports another"));
     }
 }
 
@@ -91,11 +92,7 @@ fn the_engine_and_live_state_never_name_a_front_end() {
     ]);
     for m in ["cluster", "policy", "inventory", "group"] {
         let hits = naming(m, &above);
-        assert!(
-            hits.is_empty(),
-            "{m} names a module above it:\n{}",
-            hits.join("\n")
-        );
+        no_hits(hits, &format!("{m} names a module above it"));
     }
 }
 
@@ -113,11 +110,7 @@ fn the_pure_layers_use_no_kube_tokio_or_axum() {
     .to_vec();
     for m in ["policy", "inventory", "cel", "manifest"] {
         let hits = naming(m, &runtime);
-        assert!(
-            hits.is_empty(),
-            "{m} uses the runtime:\n{}",
-            hits.join("\n")
-        );
+        no_hits(hits, &format!("{m} uses the runtime"));
     }
 }
 
@@ -146,11 +139,7 @@ fn the_server_and_unstick_stand_alone() {
         .filter(|m| !allowed_in_server.contains(m))
         .collect();
     let hits = naming("server", &crate_paths(&server));
-    assert!(
-        hits.is_empty(),
-        "server imports the crate:\n{}",
-        hits.join("\n")
-    );
+    no_hits(hits, &format!("server imports the crate"));
     let cel = naming("server", &["crate::cel".to_string()]);
     assert!(
         cel.iter()
@@ -164,9 +153,5 @@ fn the_server_and_unstick_stand_alone() {
         .filter(|m| !["unstick", "k8s"].contains(m))
         .collect();
     let hits = naming("unstick", &crate_paths(&unstick));
-    assert!(
-        hits.is_empty(),
-        "unstick imports the crate:\n{}",
-        hits.join("\n")
-    );
+    no_hits(hits, &format!("unstick imports the crate"));
 }

@@ -139,7 +139,7 @@ fn the_server_and_unstick_stand_alone() {
         .filter(|m| !allowed_in_server.contains(m))
         .collect();
     let hits = naming("server", &crate_paths(&server));
-    no_hits(hits, &format!("server imports the crate"));
+    no_hits(hits, "server imports the crate");
     let cel = naming("server", &["crate::cel".to_string()]);
     assert!(
         cel.iter()
@@ -153,5 +153,5 @@ fn the_server_and_unstick_stand_alone() {
         .filter(|m| !["unstick", "k8s"].contains(m))
         .collect();
     let hits = naming("unstick", &crate_paths(&unstick));
-    no_hits(hits, &format!("unstick imports the crate"));
+    no_hits(hits, "unstick imports the crate");
 }

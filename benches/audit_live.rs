@@ -23,11 +23,11 @@ mod gen_cluster;
 use interlock::admission::{Engine, EngineOptions};
 use interlock::audit::live::pass::{self, Auditor};
 use interlock::audit::live::store::Shared;
-use interlock::cluster::reload::Loaded;
 use interlock::cluster::{Cluster, ClusterOptions};
 use interlock::inventory::ObjectKey;
 use interlock::k8s::kinds::group_of;
 use interlock::manifest::{self, LoadOptions};
+use interlock::policy::load::LoadedPolicies;
 use interlock::server::Reviewer;
 use kube::core::admission::{AdmissionRequest, AdmissionReview};
 use kube::core::DynamicObject;
@@ -85,7 +85,7 @@ fn mib(bytes: usize) -> f64 {
 /// The cluster state `serve` would hold (bundled policies, the read kinds
 /// projected in the inventory) and the audit's store of matched objects.
 fn build(docs: &[Json]) -> (Arc<Cluster>, Shared, usize) {
-    let loaded = Loaded::from_paths(&[]).expect("bundled policies");
+    let loaded = LoadedPolicies::from_paths(&[]).expect("bundled policies");
     let mut inventory = loaded.inventory().expect("inventory");
     let policies = loaded.policies;
     let store = Shared::default();

@@ -23,8 +23,8 @@
 //! wildcards say, and neither is anything in kube-system or the webhook's
 //! own namespace (namespaceSelector).
 
-use crate::cluster::reload::{LoadError, Loaded};
 use crate::k8s::kinds::{group_of, resource_of, version_of};
+use crate::policy::load::{LoadedPolicies, PolicyLoadError};
 use crate::policy::model::ResourceRule;
 use crate::policy::{FailurePolicy, PolicySet};
 use serde_json::{json, Value as Json};
@@ -66,7 +66,7 @@ const NEVER_SENT: &[(&str, &str)] = &[
 #[derive(Debug, thiserror::Error)]
 pub enum WebhookConfigError {
     #[error(transparent)]
-    Load(#[from] LoadError),
+    Load(#[from] PolicyLoadError),
     #[error("--service must be NAMESPACE/NAME, got {0:?}")]
     Service(String),
     #[error("--url must be an https:// URL, got {0:?}")]
@@ -155,7 +155,7 @@ pub fn run(
     endpoint: Endpoint,
     ca_bundle: Option<&std::path::Path>,
 ) -> Result<String, WebhookConfigError> {
-    let loaded = Loaded::from_paths(paths)?;
+    let loaded = LoadedPolicies::from_paths(paths)?;
     let mut options = Options::new(endpoint);
     if let Some(path) = ca_bundle {
         let pem = std::fs::read_to_string(path).map_err(|source| WebhookConfigError::CaBundle {
@@ -462,7 +462,7 @@ mod tests {
     use super::*;
 
     fn bundled() -> PolicySet {
-        Loaded::from_paths(&[])
+        LoadedPolicies::from_paths(&[])
             .expect("the bundled library loads")
             .policies
     }

@@ -27,8 +27,8 @@ pub mod live;
 pub mod policy_report;
 pub mod write;
 
-use crate::cluster::reload::{LoadError, Loaded};
 use crate::inventory::{Inventory, ObjectKey, Source};
+use crate::policy::load::{LoadedPolicies, PolicyLoadError};
 use crate::policy::{PolicySet, Request};
 use crate::report::{
     Evaluated, Finding, InputError, ObjectRef, RelatedObject, Report, SourceLocation,
@@ -88,7 +88,7 @@ pub enum AuditError {
 /// Audits the cluster of the current kubeconfig (a CLI call: it runs its
 /// own runtime for the listing, then evaluates on every core).
 pub fn run(opts: &AuditOptions) -> Report {
-    let loaded = match Loaded::from_paths_with(&opts.policies, &opts.overrides) {
+    let loaded = match LoadedPolicies::from_paths_with(&opts.policies, &opts.overrides) {
         Ok(l) => l,
         Err(e) => return failed(policy_errors(e, opts)),
     };
@@ -220,7 +220,7 @@ fn cluster_error(message: String) -> InputError {
 
 /// Policy errors as input errors; `file:line: message` is split back into
 /// its place when it has one.
-fn policy_errors(e: LoadError, opts: &AuditOptions) -> Vec<InputError> {
+fn policy_errors(e: PolicyLoadError, opts: &AuditOptions) -> Vec<InputError> {
     let origin = if opts.policies.is_empty() {
         "<bundled library>".to_string()
     } else {
@@ -231,7 +231,7 @@ fn policy_errors(e: LoadError, opts: &AuditOptions) -> Vec<InputError> {
             .join(", ")
     };
     let messages = match e {
-        LoadError::Policies(v) => v,
+        PolicyLoadError::Policies(v) => v,
         other => vec![other.to_string()],
     };
     messages
@@ -283,7 +283,7 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
-    pub fn new(loaded: &Loaded, opts: &AuditOptions) -> Result<Snapshot, LoadError> {
+    pub fn new(loaded: &LoadedPolicies, opts: &AuditOptions) -> Result<Snapshot, PolicyLoadError> {
         Ok(Snapshot {
             inventory: loaded.inventory()?,
             items: Vec::new(),

@@ -5,8 +5,8 @@ use super::*;
 use kube::discovery::{ApiCapabilities, ApiResource, Scope};
 use serde_json::json;
 
-fn bundled() -> Loaded {
-    Loaded::from_paths(&[]).expect("the bundled library loads")
+fn bundled() -> LoadedPolicies {
+    LoadedPolicies::from_paths(&[]).expect("the bundled library loads")
 }
 
 fn deployment(ns: &str, name: &str, config_map: &str) -> Json {
@@ -34,7 +34,7 @@ fn ingress(ns: &str, name: &str, host: &str) -> Json {
 }
 
 /// Adds objects as listing would: read and matched as the policies say.
-fn audit(loaded: &Loaded, opts: &AuditOptions, objects: &[Json]) -> Report {
+fn audit(loaded: &LoadedPolicies, opts: &AuditOptions, objects: &[Json]) -> Report {
     let mut snapshot = Snapshot::new(loaded, opts).expect("snapshot");
     for o in objects {
         let (group, kind) = crate::k8s::kinds::group_kind(o);
@@ -242,7 +242,7 @@ spec: {policyName: writer-reads-secrets, validationActions: [Deny]}
 "#,
     )
     .expect("write");
-    let loaded = Loaded::from_paths(&[policy]).expect("loads");
+    let loaded = LoadedPolicies::from_paths(&[policy]).expect("loads");
     let opts = AuditOptions::default();
     let r = audit(
         &loaded,

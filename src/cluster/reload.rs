@@ -5,11 +5,10 @@
 
 use super::watch::Watchers;
 use super::{Cluster, KindName};
-use crate::inventory::projection::Projection;
-use crate::inventory::{IndexDecl, Inventory, Prepared, Source};
+use crate::inventory::{Inventory, Prepared, Source};
 use crate::manifest::{self, LoadOptions};
+use crate::policy::load::{LoadedPolicies, PolicyLoadError};
 use crate::policy::overrides::Overrides;
-use crate::policy::PolicySet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
@@ -18,25 +17,6 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::task::JoinHandle;
-
-/// Why policies or inventory files did not load; the whole set is refused.
-#[derive(Debug, thiserror::Error)]
-pub enum LoadError {
-    #[error("policies do not load:\n{}", join(.0))]
-    Policies(Vec<String>),
-    #[error("an index declared by the policies does not compile: {0}")]
-    Index(#[from] crate::cel::CompileError),
-    #[error("--inventory: {0}")]
-    Inventory(String),
-    #[error(
-        "no policy in {0}: refusing to enforce nothing (give --allow-empty to serve an empty set)"
-    )]
-    Empty(String),
-}
-
-fn join(v: &[String]) -> String {
-    v.join("\n")
-}
 
 /// What /metrics shows of policy loading (handles share their values).
 #[derive(Clone, Default)]
@@ -65,77 +45,19 @@ impl ReloadMetrics {
     }
 }
 
-/// A compiled policy set with what the inventory must keep and index for
-/// it, built without touching any live inventory.
-pub struct Loaded {
-    pub policies: PolicySet,
-    pub projection: Projection,
-    pub indexes: Vec<IndexDecl>,
-}
-
-impl Loaded {
-    /// The policies of `-p` paths, or the bundled library when none; an
-    /// empty set is refused unless `allow_empty`.
-    pub fn from_sources(sources: &Sources) -> Result<Loaded, LoadError> {
-        let loaded = Loaded::from_paths_with(&sources.policies, &sources.overrides)?;
-        if loaded.policies.is_empty() && !sources.allow_empty {
-            let paths: Vec<String> = sources
-                .policies
-                .iter()
-                .map(|p| p.display().to_string())
-                .collect();
-            return Err(LoadError::Empty(paths.join(", ")));
-        }
-        Ok(loaded)
+/// The policies of `-p` paths, or the bundled library when none; an
+/// empty set is refused unless `allow_empty`.
+pub fn load(sources: &Sources) -> Result<LoadedPolicies, PolicyLoadError> {
+    let loaded = LoadedPolicies::from_paths_with(&sources.policies, &sources.overrides)?;
+    if loaded.policies.is_empty() && !sources.allow_empty {
+        let paths: Vec<String> = sources
+            .policies
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect();
+        return Err(PolicyLoadError::Empty(paths.join(", ")));
     }
-
-    /// The policies of `-p` paths, or the bundled library when none.
-    pub fn from_paths(paths: &[PathBuf]) -> Result<Loaded, LoadError> {
-        Loaded::from_paths_with(paths, &Overrides::default())
-    }
-
-    /// [`Loaded::from_paths`], with policies turned off or their actions
-    /// changed by `overrides`.
-    pub fn from_paths_with(paths: &[PathBuf], overrides: &Overrides) -> Result<Loaded, LoadError> {
-        let mut docs = crate::policy::files::load_documents(paths);
-        if !docs.errors.is_empty() {
-            return Err(LoadError::Policies(
-                docs.errors.iter().map(|e| e.to_string()).collect(),
-            ));
-        }
-        // Index ids are positions in the scratch inventory's declarations;
-        // `install` makes the live inventory's declarations the same list.
-        let mut scratch = Inventory::new();
-        overrides
-            .apply(&mut docs.documents)
-            .map_err(LoadError::Policies)?;
-        let (policies, errors) = PolicySet::compile_documents(docs.documents, &mut scratch);
-        if !errors.is_empty() {
-            return Err(LoadError::Policies(
-                errors.iter().map(|e| e.to_string()).collect(),
-            ));
-        }
-        let projection = policies.projection(&scratch);
-        Ok(Loaded {
-            policies,
-            projection,
-            indexes: scratch.index_decls(),
-        })
-    }
-
-    /// An empty inventory that stores and indexes objects as these
-    /// policies need.
-    pub fn inventory(&self) -> Result<Inventory, LoadError> {
-        let mut inv = Inventory::new();
-        inv.set_indexes(&self.indexes)?;
-        inv.set_projection(self.projection.clone());
-        Ok(inv)
-    }
-
-    /// The kinds watchers must keep in the inventory.
-    pub fn kinds(&self) -> Vec<KindName> {
-        self.policies.kinds_read()
-    }
+    Ok(loaded)
 }
 
 impl Cluster {
@@ -145,9 +67,9 @@ impl Cluster {
     /// whether the projection changed.
     pub fn install(
         &self,
-        loaded: Loaded,
+        loaded: LoadedPolicies,
         objects: Option<Vec<(Prepared, Source)>>,
-    ) -> Result<bool, LoadError> {
+    ) -> Result<bool, PolicyLoadError> {
         self.update(|st| {
             st.inventory.set_indexes(&loaded.indexes)?;
             let changed = *st.inventory.projection() != loaded.projection;
@@ -174,24 +96,27 @@ impl Cluster {
 pub fn prepare_files(
     shape: &Inventory,
     paths: &[PathBuf],
-) -> Result<Vec<(Prepared, Source)>, LoadError> {
+) -> Result<Vec<(Prepared, Source)>, PolicyLoadError> {
     let (prepared, errors) = manifest::load_paths_map(paths, &LoadOptions::default(), |d| {
         (shape.prepare(&d.value), Source::of(&d))
     });
     if let Some(e) = errors.first() {
-        return Err(LoadError::Inventory(e.to_string()));
+        return Err(PolicyLoadError::Inventory(e.to_string()));
     }
     prepared
         .into_iter()
         .map(|(p, s)| {
             p.map(|p| (p, s.clone()))
-                .map_err(|e| LoadError::Inventory(format!("{}:{}: {e}", s.file, s.line)))
+                .map_err(|e| PolicyLoadError::Inventory(format!("{}:{}: {e}", s.file, s.line)))
         })
         .collect()
 }
 
 /// Loads objects from files into an inventory.
-pub fn inventory_from_files(inventory: &mut Inventory, paths: &[PathBuf]) -> Result<(), LoadError> {
+pub fn inventory_from_files(
+    inventory: &mut Inventory,
+    paths: &[PathBuf],
+) -> Result<(), PolicyLoadError> {
     for (p, source) in prepare_files(inventory, paths)? {
         inventory.insert(p, Some(source));
     }
@@ -229,8 +154,8 @@ impl Sources {
 pub fn initial(
     sources: &Sources,
     options: super::ClusterOptions,
-) -> Result<(Cluster, Vec<KindName>), LoadError> {
-    let loaded = Loaded::from_sources(sources)?;
+) -> Result<(Cluster, Vec<KindName>), PolicyLoadError> {
+    let loaded = load(sources)?;
     tracing::info!(policies = loaded.policies.len(), "policies loaded");
     let kinds = loaded.kinds();
     let mut inventory = loaded.inventory()?;
@@ -343,8 +268,8 @@ async fn reload_loop(cluster: Arc<Cluster>, sources: Sources, mut watchers: Opti
 }
 
 /// One reload: everything slow happens before the swap.
-fn reload(cluster: &Cluster, sources: &Sources) -> Result<(Vec<KindName>, bool), LoadError> {
-    let loaded = Loaded::from_sources(sources)?;
+fn reload(cluster: &Cluster, sources: &Sources) -> Result<(Vec<KindName>, bool), PolicyLoadError> {
+    let loaded = load(sources)?;
     let kinds = loaded.kinds();
     let projection_changed = cluster.read(|st| *st.inventory.projection() != loaded.projection);
     // Stored file objects lack what the new policies read: read them again
@@ -463,8 +388,8 @@ mod tests {
     #[test]
     fn the_library_folder_loads_without_its_test_cases() {
         let folder = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("policies");
-        let loaded = Loaded::from_paths(&[folder]).expect("policies/ loads");
-        let bundled = Loaded::from_paths(&[]).expect("the bundled library loads");
+        let loaded = LoadedPolicies::from_paths(&[folder]).expect("policies/ loads");
+        let bundled = LoadedPolicies::from_paths(&[]).expect("the bundled library loads");
         assert_eq!(loaded.policies.len(), bundled.policies.len());
         assert!(loaded.policies.len() >= 8, "{}", loaded.policies.len());
     }

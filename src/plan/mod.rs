@@ -78,7 +78,7 @@ pub enum PlanError {
     #[error("{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))]
     Input(Vec<InputError>),
     #[error("policies: {0}")]
-    Policies(#[from] reload::LoadError),
+    Policies(#[from] crate::policy::load::PolicyLoadError),
     #[error("no cluster to plan against ({0})")]
     NoCluster(String),
     #[error("kubernetes API: {0}")]

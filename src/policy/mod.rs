@@ -7,6 +7,7 @@ pub mod exceptions;
 pub mod files;
 pub mod finding;
 pub mod host;
+pub mod load;
 mod matching;
 pub mod model;
 pub mod overrides;

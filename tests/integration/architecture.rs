@@ -97,6 +97,17 @@ fn the_engine_and_live_state_never_name_a_front_end() {
 }
 
 #[test]
+fn webhook_config_is_computed_from_the_policies_alone() {
+    // Offline: it loads them as every front-end does (policy::load),
+    // never through the live state.
+    let hits = naming(
+        "webhook_config",
+        &crate_paths(&["cluster", "server", "admission"]),
+    );
+    no_hits(hits, "webhook_config names the live state");
+}
+
+#[test]
 fn the_pure_layers_use_no_kube_tokio_or_axum() {
     let runtime: Vec<String> = [
         "kube::",

@@ -1,0 +1,91 @@
+//! A policy set loaded and compiled from files or the bundled library,
+//! with what an inventory must keep and index for it, built without
+//! touching any live inventory. Every front-end loads through here: check
+//! and audit, `eval`, `webhook-config`, the controller and the webhook's
+//! reloads alike.
+
+use super::overrides::Overrides;
+use super::PolicySet;
+use crate::inventory::projection::Projection;
+use crate::inventory::{IndexDecl, Inventory};
+use std::path::PathBuf;
+
+/// Why policies or inventory files did not load; the whole set is refused.
+#[derive(Debug, thiserror::Error)]
+pub enum PolicyLoadError {
+    #[error("policies do not load:\n{}", join(.0))]
+    Policies(Vec<String>),
+    #[error("an index declared by the policies does not compile: {0}")]
+    Index(#[from] crate::cel::CompileError),
+    #[error("--inventory: {0}")]
+    Inventory(String),
+    #[error(
+        "no policy in {0}: refusing to enforce nothing (give --allow-empty to serve an empty set)"
+    )]
+    Empty(String),
+}
+
+fn join(v: &[String]) -> String {
+    v.join("\n")
+}
+
+/// A compiled policy set with what the inventory must keep and index for
+/// it, built without touching any live inventory.
+pub struct LoadedPolicies {
+    pub policies: PolicySet,
+    pub projection: Projection,
+    pub indexes: Vec<IndexDecl>,
+}
+
+impl LoadedPolicies {
+    /// The policies of `-p` paths, or the bundled library when none.
+    pub fn from_paths(paths: &[PathBuf]) -> Result<LoadedPolicies, PolicyLoadError> {
+        LoadedPolicies::from_paths_with(paths, &Overrides::default())
+    }
+
+    /// [`LoadedPolicies::from_paths`], with policies turned off or their actions
+    /// changed by `overrides`.
+    pub fn from_paths_with(
+        paths: &[PathBuf],
+        overrides: &Overrides,
+    ) -> Result<LoadedPolicies, PolicyLoadError> {
+        let mut docs = crate::policy::files::load_documents(paths);
+        if !docs.errors.is_empty() {
+            return Err(PolicyLoadError::Policies(
+                docs.errors.iter().map(|e| e.to_string()).collect(),
+            ));
+        }
+        // Index ids are positions in the scratch inventory's declarations;
+        // `install` makes the live inventory's declarations the same list.
+        let mut scratch = Inventory::new();
+        overrides
+            .apply(&mut docs.documents)
+            .map_err(PolicyLoadError::Policies)?;
+        let (policies, errors) = PolicySet::compile_documents(docs.documents, &mut scratch);
+        if !errors.is_empty() {
+            return Err(PolicyLoadError::Policies(
+                errors.iter().map(|e| e.to_string()).collect(),
+            ));
+        }
+        let projection = policies.projection(&scratch);
+        Ok(LoadedPolicies {
+            policies,
+            projection,
+            indexes: scratch.index_decls(),
+        })
+    }
+
+    /// An empty inventory that stores and indexes objects as these
+    /// policies need.
+    pub fn inventory(&self) -> Result<Inventory, PolicyLoadError> {
+        let mut inv = Inventory::new();
+        inv.set_indexes(&self.indexes)?;
+        inv.set_projection(self.projection.clone());
+        Ok(inv)
+    }
+
+    /// The kinds watchers must keep in the inventory.
+    pub fn kinds(&self) -> Vec<(String, String)> {
+        self.policies.kinds_read()
+    }
+}

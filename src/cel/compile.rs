@@ -5,7 +5,7 @@ use super::ast::{Expr, ExprKind, Literal, Pos};
 use super::error::CompileError;
 use super::functions::{self, FnDecl, Lib, LibSet, Style};
 use super::parser::{self, qualified_name, ParseLimits, ACCU};
-use super::plan::Checked;
+use super::plan::Planned;
 use super::program::{Guard, Node, OptionalEnd, Program};
 use super::types::Ty;
 use super::value::{Type, Value};
@@ -162,8 +162,8 @@ impl Env {
     }
 
     /// Parses, checks and validates `src` as kube-apiserver's cel-go
-    /// compiles it, and plans its program (see [`Checked`]).
-    pub fn check_expression(&self, src: &str) -> Result<Checked, CompileError> {
+    /// compiles it, and plans its program (see [`Planned`]).
+    pub fn check_expression(&self, src: &str) -> Result<Planned, CompileError> {
         let ast = parser::parse(src, self.limits)?;
         let checked = self
             .checks_types()
@@ -182,7 +182,7 @@ impl Env {
         };
         let root = c.compile(&ast)?;
         let Some(checked) = checked else {
-            return Ok(Checked {
+            return Ok(Planned {
                 program: Program::new(root, src, None),
                 planning: None,
             });
@@ -190,7 +190,7 @@ impl Env {
         if let Some(issue) = self.validate(src, &ast, checked.homogeneous) {
             return Err(issue);
         }
-        Ok(Checked {
+        Ok(Planned {
             program: Program::new(root, src, Some(checked.ty)),
             planning: self.planning_failure(src, &ast, &checked.type_valued_locals),
         })
@@ -227,12 +227,16 @@ impl Env {
             .map_err(|e| e.message().to_string())
     }
 
-    fn check(&self, src: &str, ast: &Expr) -> Result<super::check::Checked, CompileError> {
+    fn check(&self, src: &str, ast: &Expr) -> Result<super::checker::TypeChecked, CompileError> {
         self.check_all(src, ast)
             .map_err(|mut errors| errors.swap_remove(0))
     }
 
-    fn check_all(&self, src: &str, ast: &Expr) -> Result<super::check::Checked, Vec<CompileError>> {
+    fn check_all(
+        &self,
+        src: &str,
+        ast: &Expr,
+    ) -> Result<super::checker::TypeChecked, Vec<CompileError>> {
         let variables: Vec<(Arc<str>, Ty)> = self
             .variables
             .iter()
@@ -255,7 +259,7 @@ impl Env {
                 .or_else(|| functions::named_type(self.libs, name))
                 .map(|t| static_type_of(&t))
         };
-        let scope = super::check::Scope {
+        let scope = super::checker::Scope {
             variables: &variables,
             hidden: &self.hidden,
             lazy: self.lazy_enabled.then_some(lazy.as_slice()),
@@ -266,7 +270,7 @@ impl Env {
             bind_enabled: self.libs.has(Lib::Bind),
             type_name: &type_name,
         };
-        super::check::check_all(src, ast, &scope)
+        super::checker::check_all(src, ast, &scope)
     }
 }
 
@@ -299,10 +303,10 @@ struct Compiler<'e> {
     /// Local names in scope, innermost last; the index is the runtime slot.
     scope: Vec<Arc<str>>,
     /// Where the checker resolved `sort` or `sortBy` to one overload
-    /// ([`super::check::Checked::tracked`]).
+    /// ([`super::checker::TypeChecked::tracked`]).
     tracked: Vec<Pos>,
     /// The calls the checker resolved to one overload
-    /// ([`super::check::Checked::resolved`]).
+    /// ([`super::checker::TypeChecked::resolved`]).
     resolved: HashMap<(Pos, String), Arc<[Ty]>>,
 }
 
@@ -707,7 +711,7 @@ impl<'e> Compiler<'e> {
         if let Some(params) = self.resolved.get(&(pos, decl.name.to_string())) {
             return (!open(params)).then(|| Guard::One(params.clone()));
         }
-        let overloads = super::check::overloads_of(decl.name, arity)?;
+        let overloads = super::checker::overloads_of(decl.name, arity)?;
         let guarded = !overloads.is_empty() && !overloads.iter().any(|p| open(p));
         guarded.then(|| Guard::Any(overloads.into()))
     }

@@ -14,7 +14,7 @@
 pub mod ast;
 #[cfg(test)]
 mod budget_tests;
-pub mod check;
+pub mod checker;
 mod compile;
 pub mod error;
 #[cfg(test)]
@@ -43,7 +43,7 @@ pub mod value;
 pub use compile::{Env, HostFunction, DEFAULT_COST_LIMIT};
 pub use error::{CompileError, EvalError, EvalResult};
 pub use interrupt::{CancelOnDrop, Interrupt};
-pub use plan::Checked;
+pub use plan::Planned;
 pub use program::{Activation, Ctx, Host, Program, DEFAULT_MEMORY_LIMIT};
 pub use types::Ty;
 pub use value::{Json, Key, List, Map, Str, Type, Value};

@@ -21,12 +21,12 @@ use std::sync::Arc;
 /// but not yet given out: kube-apiserver checks the result type first, so
 /// `uint(-1)` as a validation is `must evaluate to bool but got uint`.
 #[derive(Debug)]
-pub struct Checked {
+pub struct Planned {
     pub(super) program: Program,
     pub(super) planning: Option<CompileError>,
 }
 
-impl Checked {
+impl Planned {
     /// The expression's static type, when the environment checks types.
     pub fn static_type(&self) -> Option<&Ty> {
         self.program.static_type()

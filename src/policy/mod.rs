@@ -20,7 +20,7 @@ pub mod typecheck;
 pub use finding::Action;
 
 use crate::cel::value::{Key, Str};
-use crate::cel::{check, k8s_authz, Activation, CompileError, Env, Program, Ty, Value};
+use crate::cel::{checker, k8s_authz, Activation, CompileError, Env, Program, Ty, Value};
 use crate::inventory::{IndexId, Inventory, Lookup, ObjectKey, ObjectKeyRef, Source};
 use host::{InventoryHost, SelfIdentity};
 use model::{BindingSpec, MatchResources, ParamRef, PolicySpec};
@@ -889,9 +889,9 @@ fn compile_policy(
     let slots = Slots {
         object: env.add_variable("object"),
         old_object: env.add_variable("oldObject"),
-        request: env.add_typed_variable("request", check::request_type()),
+        request: env.add_typed_variable("request", checker::request_type()),
         params: env.add_variable("params"),
-        namespace_object: env.add_typed_variable("namespaceObject", check::namespace_type()),
+        namespace_object: env.add_typed_variable("namespaceObject", checker::namespace_type()),
         authorizer: env.add_typed_variable("authorizer", Ty::Named(k8s_authz::AUTHORIZER.into())),
         request_resource: env.add_typed_variable(
             "authorizer.requestResource",

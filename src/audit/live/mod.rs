@@ -114,7 +114,7 @@ impl LiveAudit {
     /// Runs until the task is aborted.
     pub async fn run(self, cluster: Arc<Cluster>, client: Client) {
         let store = store::Shared::default();
-        let mut watchers = store::Watchers::new(client.clone(), store.clone());
+        let mut watchers = store::AuditWatchers::new(client.clone(), store.clone());
         let mut reporter = self
             .options
             .write_reports

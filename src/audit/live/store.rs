@@ -124,15 +124,15 @@ impl Shared {
 }
 
 /// One watcher task per matched kind, level-triggered over the set.
-pub struct Watchers {
+pub struct AuditWatchers {
     client: Client,
     store: Shared,
     running: HashMap<GroupKind, JoinHandle<()>>,
 }
 
-impl Watchers {
+impl AuditWatchers {
     pub fn new(client: Client, store: Shared) -> Self {
-        Watchers {
+        AuditWatchers {
             client,
             store,
             running: HashMap::new(),
@@ -168,7 +168,7 @@ impl Watchers {
     }
 }
 
-impl Drop for Watchers {
+impl Drop for AuditWatchers {
     fn drop(&mut self) {
         for t in self.running.values() {
             t.abort();

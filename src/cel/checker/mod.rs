@@ -119,7 +119,7 @@ pub struct Scope<'e> {
 
 /// What the checker leaves for the validators and the planner.
 #[derive(Debug)]
-pub struct Checked {
+pub struct TypeChecked {
     /// The expression's static type.
     pub ty: Ty,
     /// The homogeneous-literal validator's issues.
@@ -143,7 +143,7 @@ pub struct Checked {
 /// sorts its issues by location, stably, and runs its validators only on a
 /// checked AST). Policy loads report the first; kube-apiserver's
 /// type-checking controller lists them all.
-pub fn check_all(src: &str, ast: &Expr, scope: &Scope) -> Result<Checked, Vec<CompileError>> {
+pub fn check_all(src: &str, ast: &Expr, scope: &Scope) -> Result<TypeChecked, Vec<CompileError>> {
     let mut c = Checker {
         tracked: Vec::new(),
         resolved: HashMap::new(),
@@ -178,7 +178,7 @@ pub fn check_all(src: &str, ast: &Expr, scope: &Scope) -> Result<Checked, Vec<Co
         .filter(|(_, _, t)| matches!(types::substitute(&c.mapping, t, true), Ty::Type(_)))
         .map(|(pos, name, _)| (*pos, name.clone()))
         .collect();
-    Ok(Checked {
+    Ok(TypeChecked {
         ty: types::substitute(&c.mapping, &t, true),
         homogeneous: c.errors,
         type_valued_locals,
@@ -188,9 +188,9 @@ pub fn check_all(src: &str, ast: &Expr, scope: &Scope) -> Result<Checked, Vec<Co
 }
 
 struct Checker<'s, 'e> {
-    /// See [`Checked::tracked`].
+    /// See [`TypeChecked::tracked`].
     tracked: Vec<Pos>,
-    /// See [`Checked::resolved`].
+    /// See [`TypeChecked::resolved`].
     resolved: HashMap<(Pos, String), Arc<[Ty]>>,
     /// The overload the last resolution found, when it found one only.
     single: Option<Arc<[Ty]>>,
@@ -595,7 +595,7 @@ impl Checker<'_, '_> {
     }
 
     /// [`Checker::resolve`] for the call written at `at`, noting the
-    /// overload when it is the only one (see [`Checked::resolved`]).
+    /// overload when it is the only one (see [`TypeChecked::resolved`]).
     fn resolve_call(&mut self, at: Pos, pos: Pos, name: &str, args: &[Ty], member: bool) -> Ty {
         let t = self.resolve(pos, name, args, member);
         if let Some(params) = self.single.take() {

@@ -1,10 +1,10 @@
 //! `interlock check`: offline checks over manifest files, and their reports.
 
+pub mod built_images;
 pub mod policy_test;
 pub mod producers;
 pub mod render;
 pub mod run;
-pub mod skaffold;
 
 pub use crate::report::{
     stdout_wants_color, Action, Evaluated, Finding, InputError, ObjectRef, OutputFormat,

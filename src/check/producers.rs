@@ -59,6 +59,35 @@ pub fn made_by(object: &Json) -> Vec<Json> {
     made
 }
 
+/// The namespaces where `object` installs objects that are fetched from
+/// elsewhere, so the files cannot show them: a Flux HelmRelease's chart
+/// (its namespace, and `spec.targetNamespace`) and an Argo CD
+/// Application's source (`spec.destination.namespace`). A HelmRelease
+/// without a namespace is in `default_ns` (kubectl's, `-n`): kube's kinds
+/// table does not know the custom kind to put it there itself.
+pub fn unshown_in(object: &Json, default_ns: &str) -> Vec<String> {
+    let s = |p: &str| object.pointer(p).and_then(Json::as_str).unwrap_or("");
+    let group = s("/apiVersion").rsplit_once('/').map_or("", |(g, _)| g);
+    let places: &[&str] = match (group, s("/kind")) {
+        ("helm.toolkit.fluxcd.io", "HelmRelease") => {
+            &["/metadata/namespace", "/spec/targetNamespace"]
+        }
+        ("argoproj.io", "Application") => &["/spec/destination/namespace"],
+        _ => &[],
+    };
+    let mut out: Vec<String> = places
+        .iter()
+        .map(|p| match s(p) {
+            "" if *p == "/metadata/namespace" => default_ns,
+            ns => ns,
+        })
+        .filter(|ns| !ns.is_empty())
+        .map(str::to_string)
+        .collect();
+    out.dedup();
+    out
+}
+
 /// The kinds that run pods from a template of their own.
 fn is_workload(group: &str, kind: &str) -> bool {
     matches!(
@@ -138,6 +167,15 @@ fn made_by_kind(
         // Job mentions is taken as a Secret it may make; a heuristic, and a
         // missing Secret that such a Job mentions is no longer reported.
         ("batch", "Job") => job_secret_names(object, name)
+            .into_iter()
+            .map(|made| secret(&made))
+            .collect(),
+        // A Role that lets its subject create Secrets and names the
+        // Secrets it may read or rewrite belongs to whatever writes them
+        // in place: an init container that generates a password, a
+        // certificate Job. RBAC cannot limit `create` by name, so the
+        // names come from the Role's other rules on secrets.
+        ("rbac.authorization.k8s.io", "Role") => secrets_a_role_writes(object)
             .into_iter()
             .map(|made| secret(&made))
             .collect(),
@@ -258,6 +296,41 @@ fn named_by_flags(object: &Json) -> Vec<(&'static str, String)> {
     out
 }
 
+/// The Secrets a Role may create, by name: when one of its rules allows
+/// `create` on core `secrets`, the `resourceNames` of its rules on
+/// secrets.
+fn secrets_a_role_writes(role: &Json) -> Vec<String> {
+    let rules = role
+        .get("rules")
+        .and_then(Json::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    let has = |rule: &Json, field: &str, want: &[&str]| {
+        rule.get(field)
+            .and_then(Json::as_array)
+            .is_some_and(|v| v.iter().filter_map(Json::as_str).any(|x| want.contains(&x)))
+    };
+    let on_secrets =
+        |r: &Json| has(r, "apiGroups", &["", "*"]) && has(r, "resources", &["secrets", "*"]);
+    if !rules
+        .iter()
+        .any(|r| on_secrets(r) && has(r, "verbs", &["create", "*"]))
+    {
+        return vec![];
+    }
+    let mut out: Vec<String> = rules
+        .iter()
+        .filter(|r| on_secrets(r))
+        .filter_map(|r| r.get("resourceNames").and_then(Json::as_array))
+        .flatten()
+        .filter_map(Json::as_str)
+        .map(str::to_string)
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
 /// The names a Job mentions: the leading parts of its own name (at `-`),
 /// and the name-like words of its containers' command, args and env values.
 fn job_secret_names(job: &Json, name: &str) -> Vec<String> {
@@ -368,6 +441,63 @@ mod tests {
         assert!(names(&made_by(&init)).contains(&"Secret argocd/argocd-redis".to_string()));
         let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}});
         assert!(made_by(&cm).is_empty());
+    }
+
+    /// Flux's HelmRelease installs its chart into its own namespace or
+    /// spec.targetNamespace; an Argo CD Application into
+    /// spec.destination.namespace.
+    #[test]
+    fn releases_and_applications_install_what_the_files_do_not_show() {
+        let release = json!({"apiVersion": "helm.toolkit.fluxcd.io/v2", "kind": "HelmRelease",
+            "metadata": {"name": "dns", "namespace": "flux-system"},
+            "spec": {"targetNamespace": "network"}});
+        assert_eq!(unshown_in(&release, "default"), ["flux-system", "network"]);
+        let bare = json!({"apiVersion": "helm.toolkit.fluxcd.io/v2", "kind": "HelmRelease",
+            "metadata": {"name": "dns"}});
+        assert_eq!(unshown_in(&bare, "apps"), ["apps"]);
+        let app = json!({"apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
+            "metadata": {"name": "web", "namespace": "argocd"},
+            "spec": {"destination": {"namespace": "shop"}}});
+        assert_eq!(unshown_in(&app, "default"), ["shop"]);
+        let deployment = json!({"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "d", "namespace": "a"}});
+        assert!(unshown_in(&deployment, "default").is_empty());
+    }
+
+    /// RBAC's documented limit: `create` cannot be restricted by
+    /// resourceNames, so a Role that writes named Secrets grants create
+    /// on all of them and names them in its other rules.
+    #[test]
+    fn a_role_that_may_create_secrets_makes_the_secrets_it_names() {
+        let role = |rules: Json| {
+            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+                   "metadata": {"name": "redis", "namespace": "argocd"}, "rules": rules})
+        };
+        let writes = role(json!([
+            {"apiGroups": [""], "resources": ["secrets"], "resourceNames": ["argocd-redis"], "verbs": ["get"]},
+            {"apiGroups": [""], "resources": ["secrets"], "verbs": ["create"]},
+            {"apiGroups": [""], "resources": ["configmaps"], "resourceNames": ["not-a-secret"], "verbs": ["get"]}
+        ]));
+        let made = made_by(&writes);
+        assert_eq!(names(&made), ["Secret argocd/argocd-redis"]);
+        assert_eq!(
+            made[0]["metadata"]["annotations"][PRODUCED_BY],
+            "Role argocd/redis"
+        );
+        // Reading named Secrets without create makes nothing.
+        let reads = role(json!([
+            {"apiGroups": [""], "resources": ["secrets"], "resourceNames": ["argocd-redis"], "verbs": ["get", "update"]}
+        ]));
+        assert!(made_by(&reads).is_empty());
+        // Create with no names: which Secrets is unknown.
+        let anonymous =
+            role(json!([{"apiGroups": [""], "resources": ["secrets"], "verbs": ["*"]}]));
+        assert!(made_by(&anonymous).is_empty());
+        // Another group's `secrets` resource is not the core kind.
+        let other = role(json!([
+            {"apiGroups": ["example.com"], "resources": ["secrets"], "resourceNames": ["x"], "verbs": ["create", "get"]}
+        ]));
+        assert!(made_by(&other).is_empty());
     }
 
     /// A controller told by flag or environment which Secret or ConfigMap

@@ -15,7 +15,7 @@ use crate::report::{
 use rayon::prelude::*;
 use serde_json::Value as Json;
 use std::borrow::Cow;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Mutex;
 
@@ -58,9 +58,10 @@ pub struct CheckOptions {
     /// `--remote-bases error`: a kustomization whose remote base cannot be
     /// fetched is an error (exit 2), not a notice.
     pub remote_bases_fail: bool,
-    /// Images a build tool of the repository makes (Skaffold artifacts):
-    /// pinned before the policies see them (`skaffold`). Found by `run`.
-    pub built_images: std::collections::BTreeSet<String>,
+    /// Images a tool of the repository builds or tags (Skaffold, Tilt,
+    /// release scripts): pinned before the policies see them
+    /// (`built_images`). Found by `run`.
+    pub built_images: super::built_images::BuiltImages,
 }
 
 impl CheckOptions {
@@ -69,7 +70,7 @@ impl CheckOptions {
     pub(crate) fn as_admitted(&self, value: &mut Json) {
         default_namespace(value, self.namespace());
         drop_nulls(value);
-        super::skaffold::pin_built_images(value, &self.built_images);
+        self.built_images.pin(value);
         if !self.no_defaults {
             crate::k8s::defaults::apply(value);
         }
@@ -259,7 +260,7 @@ fn skipped_notice(skipped: &[manifest::Skipped], report: &mut Report) {
 
 pub fn run(opts: &CheckOptions) -> Report {
     let opts = &CheckOptions {
-        built_images: super::skaffold::artifact_images(&opts.inputs),
+        built_images: super::built_images::BuiltImages::find(&opts.inputs),
         ..opts.clone()
     };
     let mut report = Report::default();
@@ -551,6 +552,9 @@ struct Item {
     body: Option<Box<[u8]>>,
     /// What the object will make in a cluster (see `producers`).
     made: Vec<Prepared>,
+    /// Namespaces where the object makes objects the files do not show
+    /// (`producers::unshown_in`).
+    unshown_in: Vec<String>,
     /// Can it be checked at all (as a CREATE request)?
     reviewable: bool,
     prepared: Option<Result<Prepared, crate::inventory::NoIdentity>>,
@@ -607,9 +611,11 @@ impl Item {
             .iter()
             .filter_map(|m| inventory.prepare(m).ok())
             .collect();
+        let unshown_in = producers::unshown_in(&d.value, opts.namespace());
         Item {
             reviewable,
             made,
+            unshown_in,
             prepared: Some(inventory.prepare(&d.value)),
             object,
             source: SourceLocation::from_document(&d),
@@ -650,6 +656,7 @@ impl Item {
                 Item {
                     reviewable: true,
                     made: vec![],
+                    unshown_in: vec![],
                     prepared: None,
                     object,
                     source: SourceLocation {
@@ -908,13 +915,24 @@ fn check_items(
             });
         }
     }
+    let unsettled = Unsettled::of(&items);
     report.objects = items.iter().filter(|it| !it.derived).count();
     report.policies = policies.len();
     let duplicated = Duplicated {
         copies: &copies,
         sources: &sources,
     };
+    let units = ApplyUnits::of(&items, &duplicated);
     let bodies: Vec<Option<Box<[u8]>>> = items.iter_mut().map(|it| it.body.take()).collect();
+    let ctx = CheckContext {
+        items: &items,
+        policies,
+        inventory: &inventory,
+        duplicated: &duplicated,
+        units: &units,
+        unsettled: &unsettled,
+        opts,
+    };
     let per_object: Vec<Checked> = bodies
         .into_par_iter()
         .enumerate()
@@ -924,15 +942,7 @@ fn check_items(
                 let json = lz4_flex::block::decompress_size_prepended(&body).ok()?;
                 serde_json::from_slice(&json).ok()
             });
-            check_one(
-                value.as_ref(),
-                i,
-                &items,
-                policies,
-                &inventory,
-                &duplicated,
-                opts,
-            )
+            check_one(value.as_ref(), i, &ctx)
         })
         .collect();
     for it in items.iter_mut() {
@@ -946,10 +956,119 @@ fn check_items(
     inventory
 }
 
+/// Namespaces whose objects the files cannot show in full: `kube-system`,
+/// which every distribution fills (cluster DNS, kube-proxy, its network
+/// and cloud agents), and those where a HelmRelease or an Argo CD
+/// Application of the inputs installs what it fetches from elsewhere.
+/// There a lookup that found nothing settles nothing: a finding of a
+/// policy that looks objects up and names no object it found (a PDB that
+/// selects nothing, a missing reference) is uncertain, and `check`
+/// reports only what is certain.
+struct Unsettled(HashMap<String, String>);
+
+impl Unsettled {
+    fn of(items: &[Item]) -> Self {
+        let mut why: HashMap<String, String> = HashMap::new();
+        why.insert(
+            "kube-system".into(),
+            "the cluster's own components live in kube-system".into(),
+        );
+        for it in items {
+            for ns in &it.unshown_in {
+                why.entry(ns.clone()).or_insert_with(|| {
+                    format!(
+                        "{} installs into namespace {ns} objects that are not in the files",
+                        it.object
+                    )
+                });
+            }
+        }
+        Unsettled(why)
+    }
+
+    /// Why a finding of `policy` on `it` is uncertain, if it is.
+    fn why(
+        &self,
+        it: &Item,
+        policy: &str,
+        related: &[ObjectKey],
+        policies: &PolicySet,
+    ) -> Option<&str> {
+        let ns = it.object.namespace.as_deref()?;
+        let why = self.0.get(ns)?;
+        (related.is_empty() && policies.looks_up_objects(policy)).then_some(why.as_str())
+    }
+}
+
 /// Keys given more than once, and where each first copy is.
 struct Duplicated<'a> {
     copies: &'a HashMap<ObjectKey, Vec<usize>>,
     sources: &'a HashMap<ObjectKey, usize>,
+}
+
+/// Which objects are applied together, for conflicts between objects.
+/// The raw files are one install, applied with everything; each top-level
+/// render (a kustomization, a chart) is one install of its own, and two
+/// renders are alternatives (overlays of one base, an install in two
+/// modes) that are not applied together for certain. A raw file that
+/// repeats objects a render gives (an install YAML committed as the
+/// output of a kustomization) is another such alternative.
+struct ApplyUnits {
+    /// Per item: `None` for the shared raw files, else its unit.
+    unit: Vec<Option<String>>,
+}
+
+impl ApplyUnits {
+    fn of(items: &[Item], duplicated: &Duplicated<'_>) -> Self {
+        let mut rendered_copies: HashSet<&str> = HashSet::new();
+        for (key, later) in duplicated.copies {
+            let all: Vec<usize> = std::iter::once(duplicated.sources[key])
+                .chain(later.iter().copied())
+                .collect();
+            if all.iter().any(|&i| items[i].source.rendered_by.is_some()) {
+                rendered_copies.extend(
+                    all.iter()
+                        .filter(|&&i| items[i].source.rendered_by.is_none())
+                        .map(|&i| items[i].source.file.as_str()),
+                );
+            }
+        }
+        let unit = items
+            .iter()
+            .map(|it| match &it.source.rendered_by {
+                Some(r) => Some(r.clone()),
+                None => rendered_copies
+                    .contains(it.source.file.as_str())
+                    .then(|| it.source.file.clone()),
+            })
+            .collect();
+        ApplyUnits { unit }
+    }
+
+    /// Whether some copy of `key` is applied together with item `i`. A key
+    /// no input gives (the baseline inventory, a made object) is taken as
+    /// applied with everything.
+    fn applied_with(&self, key: &ObjectKey, i: usize, duplicated: &Duplicated<'_>) -> bool {
+        let Some(&first) = duplicated.sources.get(key) else {
+            return true;
+        };
+        let mine = &self.unit[i];
+        std::iter::once(first)
+            .chain(duplicated.copies.get(key).into_iter().flatten().copied())
+            .any(|c| mine.is_none() || self.unit[c].is_none() || self.unit[c] == *mine)
+    }
+}
+
+/// What every object's check reads.
+#[derive(Clone, Copy)]
+struct CheckContext<'a> {
+    items: &'a [Item],
+    policies: &'a PolicySet,
+    inventory: &'a Inventory,
+    duplicated: &'a Duplicated<'a>,
+    units: &'a ApplyUnits,
+    unsettled: &'a Unsettled,
+    opts: &'a CheckOptions,
 }
 
 /// What checking one object gave.
@@ -997,15 +1116,16 @@ pub(super) fn drop_nulls(value: &mut Json) {
 }
 
 /// `value`: `None` when no policy can match the object.
-fn check_one(
-    value: Option<&Json>,
-    i: usize,
-    items: &[Item],
-    policies: &PolicySet,
-    inventory: &Inventory,
-    duplicated: &Duplicated<'_>,
-    opts: &CheckOptions,
-) -> Checked {
+fn check_one(value: Option<&Json>, i: usize, ctx: &CheckContext<'_>) -> Checked {
+    let CheckContext {
+        items,
+        policies,
+        inventory,
+        duplicated,
+        units,
+        unsettled,
+        opts,
+    } = *ctx;
     let it = &items[i];
     let mut checked = Checked {
         findings: vec![],
@@ -1016,7 +1136,7 @@ fn check_one(
         return checked;
     }
     let request = value.and_then(|v| opts.request(v, &opts.user));
-    let verdicts = match &request {
+    let mut verdicts = match &request {
         Some(req) if duplicated.copies.is_empty() => policies.evaluate(req, inventory).verdicts,
         Some(req) => {
             let (verdicts, read) = crate::policy::host::recording_lookups(|| {
@@ -1050,6 +1170,39 @@ fn check_one(
         }
         None => vec![],
     };
+    verdicts.retain(|v| {
+        let Some(why) = unsettled.why(it, &v.policy, &v.related, policies) else {
+            return true;
+        };
+        checked.notices.push(InputError {
+            file: it.source.file.clone(),
+            line: Some(it.source.line),
+            column: None,
+            message: format!(
+                "{}: {} not reported: what it looked for may exist where the files cannot show it ({why})",
+                it.object, v.policy
+            ),
+        });
+        false
+    });
+    verdicts.retain(|v| {
+        let together = v.related.is_empty()
+            || v.related.iter().any(|k| units.applied_with(k, i, duplicated));
+        if !together {
+            checked.notices.push(InputError {
+                file: it.source.file.clone(),
+                line: Some(it.source.line),
+                column: None,
+                message: format!(
+                    "{}: {} not reported: every object it conflicts with ({}) comes from another render of the install, and alternatives are not applied together",
+                    it.object,
+                    v.policy,
+                    v.related.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
+                ),
+            });
+        }
+        together
+    });
     let object = &it.object;
     let source = &it.source;
     checked.findings = verdicts

@@ -636,3 +636,54 @@ fn type_check_warnings_are_notices_typed_by_the_crds_given() {
     });
     assert!(r.notices.is_empty(), "{:?}", r.notices);
 }
+
+const PDB_FOR_WEB: &str = "apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: web, namespace: NS}
+spec:
+  maxUnavailable: 1
+  selector: {matchLabels: {app: web}}
+";
+
+/// A lookup that finds nothing settles nothing where the files cannot show
+/// every object: kube-system (the distribution fills it), and a namespace
+/// a HelmRelease or an Argo CD Application installs into.
+#[test]
+fn absences_in_namespaces_the_files_cannot_show_are_notices() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for ns in ["shop", "kube-system", "dns", "web"] {
+        write(
+            dir.path(),
+            &format!("{ns}/pdb.yaml"),
+            &PDB_FOR_WEB.replace("NS", ns),
+        );
+    }
+    write(
+        dir.path(),
+        "dns/release.yaml",
+        "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata: {name: web, namespace: dns}\nspec: {}\n",
+    );
+    write(
+        dir.path(),
+        "apps/web.yaml",
+        "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: web, namespace: argocd}\nspec: {destination: {namespace: web}}\n",
+    );
+    let r = run_on(dir.path(), |_| {});
+    let pdb: Vec<String> = findings(&r, "pdb-selects-workload")
+        .iter()
+        .map(|f| f.object.to_string())
+        .collect();
+    assert_eq!(pdb.len(), 1, "{pdb:?}");
+    assert!(pdb[0].contains("shop/web"), "{pdb:?}");
+    let notices: Vec<&str> = r.notices.iter().map(|n| n.message.as_str()).collect();
+    for why in [
+        "the cluster's own components live in kube-system",
+        "installs into namespace dns",
+        "installs into namespace web",
+    ] {
+        assert!(
+            notices.iter().any(|n| n.contains(why)),
+            "{why}: {notices:#?}"
+        );
+    }
+}

@@ -822,6 +822,14 @@ impl PolicySet {
         self.policies.len()
     }
 
+    /// Whether the policy named `name` looks objects up in the inventory
+    /// (a finding of one may rest on what it did not find).
+    pub fn looks_up_objects(&self, name: &str) -> bool {
+        self.policies
+            .iter()
+            .any(|p| p.name == name && (p.computed_lookup || !p.kinds_read.is_empty()))
+    }
+
     pub fn is_empty(&self) -> bool {
         self.policies.is_empty()
     }

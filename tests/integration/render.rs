@@ -460,3 +460,71 @@ fn without_helm_a_chart_is_skipped_with_a_notice_and_one_that_needs_values_too()
     assert!(notices.contains("ingress.host is required"), "{notices}");
     assert!(notices.contains("--values FILE"), "{notices}");
 }
+
+/// Two top-level kustomizations of one install (its Deployment mode and
+/// its StatefulSet mode) are alternatives: a conflict between them is not
+/// certain and is a notice; a raw install YAML that repeats one of them is
+/// a third alternative. A raw file of its own is applied with each.
+#[test]
+fn conflicts_between_alternative_renders_are_notices_not_findings() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let service = |name: &str, target: u16| {
+        format!("apiVersion: v1\nkind: Service\nmetadata: {{name: {name}, namespace: app}}\nspec:\n  selector: {{app: controller}}\n  ports: [{{name: metrics, port: 80, targetPort: {target}}}]\n")
+    };
+    let workload = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: controller, namespace: app}\nspec:\n  selector: {matchLabels: {app: controller}}\n  template:\n    metadata: {labels: {app: controller}}\n    spec:\n      containers: [{name: c, image: 'c:1', resources: {limits: {memory: 1Gi}, requests: {cpu: 1}}}]\n";
+    write(
+        d,
+        "statefulset-mode/kustomization.yaml",
+        "resources: [workload.yaml, metrics.yaml]\n",
+    );
+    write(d, "statefulset-mode/workload.yaml", workload);
+    write(
+        d,
+        "statefulset-mode/metrics.yaml",
+        &service("metrics", 8082),
+    );
+    write(
+        d,
+        "deployment-mode/kustomization.yaml",
+        "resources: [workload.yaml, service.yaml]\n",
+    );
+    write(d, "deployment-mode/workload.yaml", workload);
+    write(
+        d,
+        "deployment-mode/service.yaml",
+        &service("controller", 8084),
+    );
+    // The committed output of `kustomize build statefulset-mode`.
+    write(
+        d,
+        "install.yaml",
+        &format!("{workload}---\n{}", service("metrics", 8082)),
+    );
+    let path = path_with_kubectl();
+    let out = check_in(d, &path, &["-o", "json", "."], None);
+    let report = json(&out);
+    assert_eq!(report["summary"]["errors"], 0, "{report}");
+    let ports: Vec<String> = findings(&report)
+        .into_iter()
+        .filter(|f| f.starts_with("service-port-names-agree"))
+        .collect();
+    assert!(ports.is_empty(), "{ports:#?}");
+    let notices = report["notices"].to_string();
+    assert!(
+        notices.contains("service-port-names-agree not reported"),
+        "{notices}"
+    );
+    // A raw Service of its own is applied with every render: its conflict
+    // is certain.
+    write(d, "extra/monitor.yaml", &service("monitor", 9000));
+    let report = json(&check_in(d, &path, &["-o", "json", "."], None));
+    let ports: Vec<String> = findings(&report)
+        .into_iter()
+        .filter(|f| f.starts_with("service-port-names-agree"))
+        .collect();
+    assert!(
+        ports.iter().any(|f| f.contains("Service app/monitor")),
+        "{ports:#?}"
+    );
+}

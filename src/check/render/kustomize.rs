@@ -67,6 +67,8 @@ struct Refs {
     dirs: Vec<PathBuf>,
     files: Vec<PathBuf>,
     component: bool,
+    /// It lists a base, resource or component kustomize would fetch.
+    remote: bool,
 }
 
 fn kustomization_in(dir: &Path) -> Option<PathBuf> {
@@ -217,9 +219,14 @@ fn refs(dir: &Path, file: &Path) -> Result<Refs, InputError> {
             })
             .unwrap_or_default()
     };
+    let mut remote = false;
     let mut local = |s: &str| {
         // Inline patches (a string holding YAML) and remote bases are not files.
-        if s.contains('\n') || is_remote(s) {
+        if s.contains('\n') {
+            return;
+        }
+        if is_remote(s) {
+            remote = true;
             return;
         }
         let p = dir.join(s);
@@ -259,7 +266,29 @@ fn refs(dir: &Path, file: &Path) -> Result<Refs, InputError> {
             }
         }
     }
+    r.remote = remote;
     Ok(r)
+}
+
+/// Whether the kustomization in `dir`, or a local one it includes at any
+/// depth, lists something kustomize would fetch over the network.
+fn loads_remote(dir: &Path) -> bool {
+    let mut seen = HashSet::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        if !seen.insert(canonical(&d)) {
+            continue;
+        }
+        let Some(file) = kustomization_in(&d) else {
+            continue;
+        };
+        let Ok(r) = refs(&d, &file) else { continue };
+        if r.remote {
+            return true;
+        }
+        todo.extend(r.dirs);
+    }
+    false
 }
 
 /// The program that renders kustomizations.
@@ -383,7 +412,10 @@ fn render(renderer: &Renderer, root: &Path, opts: &LoadOptions) -> Rendered {
     if !output.success {
         let reason = kustomize_reason(&output.stderr);
         let message = format!("{} failed: {reason}", renderer.describe());
-        return if reason_is_remote(&reason) {
+        // kustomize's message for an unreachable base varies with how the
+        // fetch failed (git may report only its exit status), so the
+        // kustomization's own references decide as well.
+        return if reason_is_remote(&reason) || loads_remote(root) {
             Rendered::NotHere(error(format!(
                 "not rendered: it loads a remote base this machine cannot fetch ({message}); the local kustomizations it includes are checked on their own, but not what it adds (its own resources, patches, namespace, prefixes, images): check it where the base can be fetched (`kubectl kustomize DIR | interlock check -`); --remote-bases error makes this an error"
             )))

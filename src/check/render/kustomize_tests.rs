@@ -122,3 +122,27 @@ fn origin_annotations_are_taken_off_the_object() {
         serde_json::json!({"x": "y"})
     );
 }
+
+#[test]
+fn a_remote_reference_anywhere_below_a_kustomization_is_found() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(root, "overlay/kustomization.yaml", "resources: [../base]\n");
+    write(
+        root,
+        "base/kustomization.yaml",
+        "resources:\n- deploy.yaml\n- https://github.com/org/repo/releases/download/v1/crds.yaml\n",
+    );
+    write(root, "base/deploy.yaml", "kind: Deployment\n");
+    write(
+        root,
+        "local/kustomization.yaml",
+        "resources: [deploy.yaml, ../base2]\n",
+    );
+    write(root, "local/deploy.yaml", "kind: Deployment\n");
+    write(root, "base2/kustomization.yaml", "resources: [../local]\n");
+    assert!(loads_remote(&root.join("overlay")));
+    assert!(loads_remote(&root.join("base")));
+    // A cycle of local kustomizations ends, and finds nothing remote.
+    assert!(!loads_remote(&root.join("local")));
+}

@@ -1,0 +1,398 @@
+//! Images that a tool of the repository builds or tags, known from the
+//! repository's own files.
+//!
+//! A manifest in a source repository often names an image the way its
+//! build or release tooling expects to find it, not as it will run:
+//!
+//! - Skaffold builds every `build.artifacts[].image` and replaces a
+//!   manifest's reference to it with the built, tagged image
+//!   ([`skaffold`]);
+//! - Tilt builds every image its Tiltfile names in `docker_build` or
+//!   `custom_build` and injects the built reference into the manifests
+//!   it deploys ([`tilt`]);
+//! - a release script or Makefile that runs `kustomize edit set image`
+//!   writes the release's tag into a kustomization before the install
+//!   YAML is built; a development branch keeps `latest` there on purpose
+//!   ([`release`]).
+//!
+//! None of these references reaches a cluster as written, so `interlock
+//! check` marks each one ([`BuiltImages::pin`]) before the policies see
+//! the object. The same bare image in a rendered install with no such
+//! tooling around it is still `latest`.
+
+mod release;
+mod skaffold;
+mod tilt;
+
+use serde_json::Value as Json;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// The tool that writes an image's tag.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Builder {
+    Skaffold,
+    Tilt,
+    ReleaseScript,
+}
+
+impl Builder {
+    /// The tag a pinned reference gets: it stands for the tag the tool
+    /// will write there.
+    pub fn tag(self) -> &'static str {
+        match self {
+            Builder::Skaffold => "skaffold-built",
+            Builder::Tilt => "tilt-built",
+            Builder::ReleaseScript => "release-set",
+        }
+    }
+
+    /// Whether a reference written with `:latest` is replaced too. Tilt
+    /// matches references by name whatever their tag, and a release
+    /// script's `edit set image` replaces the tag a kustomization gives;
+    /// Skaffold is held to bare references, as it always was here.
+    fn replaces_latest(self) -> bool {
+        !matches!(self, Builder::Skaffold)
+    }
+}
+
+/// Image repositories (no tag, no digest) and the tool that tags each.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct BuiltImages(BTreeMap<String, Builder>);
+
+impl BuiltImages {
+    /// Every image the tooling around `inputs` builds or tags: Skaffold
+    /// and Tilt files inside the inputs and in their ancestors up to the
+    /// repository's root, and `kustomize edit set image` in the
+    /// repository's scripts and Makefiles.
+    pub fn find(inputs: &[PathBuf]) -> Self {
+        let mut images = BuiltImages::default();
+        // The first builder found wins; a later one adds only new images.
+        for (builder, found) in [
+            (Builder::Skaffold, skaffold::artifact_images(inputs)),
+            (Builder::Tilt, tilt::images(inputs)),
+            (Builder::ReleaseScript, release::images(inputs)),
+        ] {
+            for image in found {
+                images.0.entry(image).or_insert(builder);
+            }
+        }
+        images
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    #[cfg(test)]
+    fn of(builder: Builder, names: &[&str]) -> Self {
+        BuiltImages(names.iter().map(|n| (n.to_string(), builder)).collect())
+    }
+
+    /// Rewrites each container, init container and ephemeral container
+    /// image of `object`'s pod spec (or pod template) that names a built
+    /// image without a tag (or, where its builder replaces it, with
+    /// `:latest`) to `IMAGE:TAG`, TAG being [`Builder::tag`]. A reference
+    /// with another tag or a digest, or to an image no tool here builds,
+    /// is left as written.
+    pub fn pin(&self, object: &mut Json) {
+        if self.0.is_empty() {
+            return;
+        }
+        for pointer in pod_spec_pointers(object) {
+            let Some(spec) = object.pointer_mut(&pointer) else {
+                continue;
+            };
+            for list in ["containers", "initContainers", "ephemeralContainers"] {
+                let Some(containers) = spec.get_mut(list).and_then(Json::as_array_mut) else {
+                    continue;
+                };
+                for c in containers {
+                    let Some(image) = c.get("image").and_then(Json::as_str) else {
+                        continue;
+                    };
+                    let repo = repository(image);
+                    let Some(&builder) = self.0.get(repo) else {
+                        continue;
+                    };
+                    let latest =
+                        image.len() == repo.len() + ":latest".len() && image.ends_with(":latest");
+                    if repo == image || (latest && builder.replaces_latest()) {
+                        c["image"] = Json::String(format!("{repo}:{}", builder.tag()));
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The files named one of `names` that govern `inputs`: inside each
+/// input directory, at any depth (hidden directories such as `.git` are
+/// not entered, nor are symbolic links to directories), and in the
+/// directory of each input and its ancestors, up to and including the
+/// repository's root ([`repository_root`]).
+fn files_named(inputs: &[PathBuf], names: &[&str]) -> BTreeSet<PathBuf> {
+    let mut files = BTreeSet::new();
+    for input in inputs {
+        let input = input.canonicalize().unwrap_or_else(|_| input.clone());
+        if input.is_dir() {
+            find_inside(&input, names, &mut files);
+        }
+        let start = if input.is_dir() {
+            Some(input.as_path())
+        } else {
+            input.parent()
+        };
+        let root = repository_root(&input);
+        for dir in start.into_iter().flat_map(Path::ancestors) {
+            for name in names {
+                let f = dir.join(name);
+                if f.is_file() {
+                    files.insert(f);
+                }
+            }
+            if dir.join(".git").exists() || Some(dir) == root.as_deref() {
+                break;
+            }
+        }
+    }
+    files
+}
+
+/// The repository `input` belongs to: the first of its ancestors that
+/// holds `.git`; failing that (an exported tree), the working directory
+/// when `input` is inside it, as when `interlock check` runs at a
+/// repository's root in CI.
+fn repository_root(input: &Path) -> Option<PathBuf> {
+    let input = input.canonicalize().unwrap_or_else(|_| input.to_path_buf());
+    if let Some(git) = input.ancestors().find(|d| d.join(".git").exists()) {
+        return Some(git.to_path_buf());
+    }
+    let cwd = std::env::current_dir().ok()?.canonicalize().ok()?;
+    input.starts_with(&cwd).then_some(cwd)
+}
+
+fn find_inside(dir: &Path, names: &[&str], files: &mut BTreeSet<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let Ok(t) = e.file_type() else { continue };
+        let name = e.file_name();
+        let name = name.to_string_lossy();
+        if t.is_dir() {
+            if !name.starts_with('.') {
+                find_inside(&e.path(), names, files);
+            }
+        } else if names.contains(&name.as_ref()) {
+            files.insert(e.path());
+        }
+    }
+}
+
+/// The documents of a YAML stream as JSON, every scalar a string (only
+/// strings are read here). A skaffold.yaml or a kustomization has no `metadata.name` to
+/// require, so the manifest loader, which reads Kubernetes objects, is not
+/// used. Aliases read as null; a syntax error ends the stream (what was
+/// read before it is kept).
+fn yaml_documents(text: &str) -> Vec<Json> {
+    use saphyr_parser::{Event, Parser};
+    enum Open {
+        Seq(Vec<Json>),
+        Map(serde_json::Map<String, Json>, Option<String>),
+    }
+    fn put(stack: &mut [Open], docs: &mut Vec<Json>, v: Json) {
+        match stack.last_mut() {
+            None => docs.push(v),
+            Some(Open::Seq(items)) => items.push(v),
+            Some(Open::Map(map, key)) => match key.take() {
+                None => *key = Some(v.as_str().map_or_else(|| v.to_string(), str::to_string)),
+                Some(k) => {
+                    map.insert(k, v);
+                }
+            },
+        }
+    }
+    let mut docs = Vec::new();
+    let mut stack: Vec<Open> = Vec::new();
+    let mut parser = Parser::new_from_str(text);
+    while let Some(Ok((ev, _))) = parser.next_event() {
+        match ev {
+            Event::Scalar(text, ..) => put(&mut stack, &mut docs, Json::String(text.into_owned())),
+            Event::Alias(_) => put(&mut stack, &mut docs, Json::Null),
+            Event::SequenceStart(..) => stack.push(Open::Seq(Vec::new())),
+            Event::MappingStart(..) => stack.push(Open::Map(serde_json::Map::new(), None)),
+            Event::SequenceEnd | Event::MappingEnd => {
+                let v = match stack.pop() {
+                    Some(Open::Seq(items)) => Json::Array(items),
+                    Some(Open::Map(map, _)) => Json::Object(map),
+                    None => break,
+                };
+                put(&mut stack, &mut docs, v);
+            }
+            _ => {}
+        }
+    }
+    docs
+}
+
+/// The image without its digest and tag (the tag is what follows the last
+/// `:` of the last path segment, so a registry port is kept).
+fn repository(image: &str) -> &str {
+    let image = image.split_once('@').map_or(image, |(r, _)| r);
+    let last = image.rfind('/').map_or(0, |i| i + 1);
+    match image[last..].rfind(':') {
+        Some(i) => &image[..last + i],
+        None => image,
+    }
+}
+
+/// Where pod specs are kept: a Pod's `spec`, a PodTemplate's
+/// `template.spec`, and the templates of workloads, CronJobs and CRDs
+/// that embed one (`k8s::pod_template`).
+fn pod_spec_pointers(object: &Json) -> Vec<String> {
+    let kind = object.get("kind").and_then(Json::as_str).unwrap_or("");
+    let mut out: Vec<String> = crate::k8s::pod_template::TEMPLATE_PATHS
+        .iter()
+        .map(|p| format!("{p}/spec"))
+        .collect();
+    match kind {
+        "Pod" => out.push("/spec".into()),
+        "PodTemplate" => out.push("/template/spec".into()),
+        _ => {}
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn references_to_built_images_are_pinned_in_every_pod_spec() {
+        let images = BuiltImages::of(Builder::Skaffold, &["frontend", "localhost:5000/worker"]);
+        let containers = json!([
+            {"name": "a", "image": "frontend"},
+            {"name": "b", "image": "frontend:latest"},
+            {"name": "c", "image": "frontend@sha256:abc"},
+            {"name": "d", "image": "redis"},
+            {"name": "e", "image": "localhost:5000/worker"},
+            {"name": "f"}
+        ]);
+        let want = json!([
+            {"name": "a", "image": "frontend:skaffold-built"},
+            {"name": "b", "image": "frontend:latest"},
+            {"name": "c", "image": "frontend@sha256:abc"},
+            {"name": "d", "image": "redis"},
+            {"name": "e", "image": "localhost:5000/worker:skaffold-built"},
+            {"name": "f"}
+        ]);
+        let spec = json!({"containers": containers, "initContainers": containers,
+                          "ephemeralContainers": containers});
+        let want_spec = json!({"containers": want, "initContainers": want,
+                               "ephemeralContainers": want});
+        let cases = [
+            (json!({"kind": "Pod", "spec": spec}), "/spec"),
+            (
+                json!({"kind": "Deployment", "spec": {"template": {"spec": spec}}}),
+                "/spec/template/spec",
+            ),
+            (
+                json!({"kind": "CronJob", "spec": {"jobTemplate": {"spec": {"template": {"spec": spec}}}}}),
+                "/spec/jobTemplate/spec/template/spec",
+            ),
+            (
+                json!({"kind": "PodTemplate", "template": {"spec": spec}}),
+                "/template/spec",
+            ),
+        ];
+        for (mut object, at) in cases {
+            images.pin(&mut object);
+            assert_eq!(object.pointer(at).unwrap(), &want_spec, "{at}");
+        }
+        // A Deployment's spec is not a pod spec; nothing built: unchanged.
+        let mut d = json!({"kind": "Deployment", "spec": {"containers": [{"image": "frontend"}]}});
+        let before = d.clone();
+        images.pin(&mut d);
+        assert_eq!(d, before);
+        let mut p = json!({"kind": "Pod", "spec": {"containers": [{"image": "frontend"}]}});
+        BuiltImages::default().pin(&mut p);
+        assert_eq!(p["spec"]["containers"][0]["image"], "frontend");
+    }
+
+    #[test]
+    fn tilt_and_release_scripts_replace_latest_as_well() {
+        for (builder, tag) in [
+            (Builder::Tilt, "tilt-built"),
+            (Builder::ReleaseScript, "release-set"),
+        ] {
+            let images = BuiltImages::of(builder, &["quay.io/org/app"]);
+            let mut pod = json!({"kind": "Pod", "spec": {"containers": [
+                {"image": "quay.io/org/app:latest"},
+                {"image": "quay.io/org/app"},
+                {"image": "quay.io/org/app:v1.2"},
+                {"image": "quay.io/org/app:latest-debug"},
+                {"image": "quay.io/org/other:latest"}
+            ]}});
+            images.pin(&mut pod);
+            let got: Vec<&str> = pod["spec"]["containers"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|c| c["image"].as_str().unwrap())
+                .collect();
+            let pinned = format!("quay.io/org/app:{tag}");
+            assert_eq!(
+                got,
+                [
+                    pinned.as_str(),
+                    pinned.as_str(),
+                    "quay.io/org/app:v1.2",
+                    "quay.io/org/app:latest-debug",
+                    "quay.io/org/other:latest"
+                ]
+            );
+        }
+    }
+
+    #[test]
+    fn the_first_builder_found_keeps_an_image() {
+        let repo = tempfile::tempdir().unwrap();
+        let root = repo.path();
+        std::fs::create_dir_all(root.join(".git")).unwrap();
+        std::fs::write(
+            root.join("skaffold.yaml"),
+            "apiVersion: skaffold/v4beta11\nkind: Config\nbuild:\n  artifacts:\n    - image: app\n",
+        )
+        .unwrap();
+        std::fs::write(
+            root.join("Tiltfile"),
+            "docker_build('app', '.')\ndocker_build('ui', '.')\n",
+        )
+        .unwrap();
+        let found = BuiltImages::find(&[root.to_path_buf()]);
+        assert_eq!(
+            found,
+            BuiltImages(
+                [
+                    ("app".to_string(), Builder::Skaffold),
+                    ("ui".to_string(), Builder::Tilt)
+                ]
+                .into_iter()
+                .collect()
+            )
+        );
+    }
+
+    #[test]
+    fn repository_drops_tag_and_digest_but_not_a_port() {
+        assert_eq!(repository("frontend"), "frontend");
+        assert_eq!(repository("frontend:1.2"), "frontend");
+        assert_eq!(repository("localhost:5000/app"), "localhost:5000/app");
+        assert_eq!(
+            repository("localhost:5000/app:v1@sha256:x"),
+            "localhost:5000/app"
+        );
+    }
+}

@@ -1,0 +1,165 @@
+//! Images that Skaffold builds, known from the repository's skaffold.yaml.
+//!
+//! Skaffold's documented image handling (skaffold.dev, "Image Handling"
+//! and the `skaffold.yaml` reference): every `build.artifacts[].image`
+//! (and every profile's `profiles[].build.artifacts[].image`) is built and
+//! tagged by Skaffold, and a manifest's image reference that names the
+//! artifact is replaced with the built, tagged image before the manifest
+//! is deployed. So `image: frontend` in a repository whose skaffold.yaml
+//! builds `frontend` never runs as `frontend:latest`; the same bare image
+//! in a rendered install, with no skaffold.yaml around it, does.
+//!
+//! `interlock check` reads the skaffold.yaml files of its inputs
+//! ([`artifact_images`]); `super::BuiltImages::pin` marks each such
+//! reference as built before the policies see the object.
+
+use serde_json::Value as Json;
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+
+const FILE_NAMES: &[&str] = &["skaffold.yaml", "skaffold.yml"];
+
+/// The artifact images of every Skaffold config that governs `inputs`
+/// (`super::files_named`: inside the inputs and above them up to the
+/// repository's root). Each file may hold several YAML documents; the
+/// `apiVersion: skaffold/*`, `kind: Config` ones are read
+/// (`build.artifacts[].image` and `profiles[].build.artifacts[].image`).
+/// Files that cannot be read or parsed give nothing. Images are returned
+/// without a tag or digest.
+pub(super) fn artifact_images(inputs: &[PathBuf]) -> BTreeSet<String> {
+    let mut images = BTreeSet::new();
+    for f in super::files_named(inputs, FILE_NAMES) {
+        if let Ok(text) = std::fs::read_to_string(&f) {
+            images.extend(images_of(&text));
+        }
+    }
+    images
+}
+
+/// The artifact images of the Skaffold configs in one (multi-document)
+/// YAML text.
+fn images_of(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for v in super::yaml_documents(text) {
+        let api = v.get("apiVersion").and_then(Json::as_str).unwrap_or("");
+        if !api.starts_with("skaffold/") || v.get("kind").and_then(Json::as_str) != Some("Config") {
+            continue;
+        }
+        let builds = std::iter::once(v.get("build")).chain(
+            v.get("profiles")
+                .and_then(Json::as_array)
+                .into_iter()
+                .flatten()
+                .map(|p| p.get("build")),
+        );
+        for build in builds.flatten() {
+            let artifacts = build.get("artifacts").and_then(Json::as_array);
+            for a in artifacts.into_iter().flatten() {
+                if let Some(image) = a.get("image").and_then(Json::as_str) {
+                    let repo = super::repository(image);
+                    if !repo.is_empty() {
+                        out.push(repo.to_string());
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // skaffold.yaml reference: build.artifacts[].image is "the image name
+    // to be built"; profiles[].build overrides build per profile; a file
+    // may hold several configs separated by `---` (multi-config projects).
+    const CONFIG: &str = "apiVersion: skaffold/v4beta11
+kind: Config
+metadata: {name: app}
+build:
+  artifacts:
+    - image: frontend
+    - image: gcr.io/team/backend:ignored-tag
+      docker: {dockerfile: Dockerfile}
+profiles:
+  - name: ci
+    build:
+      artifacts:
+        - image: localhost:5000/worker
+---
+apiVersion: skaffold/v2beta29
+kind: Config
+build:
+  artifacts:
+    - image: second-config
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: not-skaffold}
+build:
+  artifacts:
+    - image: not-an-artifact
+";
+
+    fn set(names: &[&str]) -> BTreeSet<String> {
+        names.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn artifacts_are_read_from_every_skaffold_config_document() {
+        let got: BTreeSet<String> = images_of(CONFIG).into_iter().collect();
+        assert_eq!(
+            got,
+            set(&[
+                "frontend",
+                "gcr.io/team/backend",
+                "localhost:5000/worker",
+                "second-config"
+            ])
+        );
+        assert!(images_of("not: [valid").is_empty());
+    }
+
+    #[test]
+    fn skaffold_files_inside_and_above_the_inputs_up_to_the_repository_root() {
+        let root = tempfile::tempdir().unwrap();
+        let outside = root.path().join("outside");
+        let repo = outside.join("repo");
+        let deploy = repo.join("deploy/base");
+        std::fs::create_dir_all(&deploy).unwrap();
+        std::fs::create_dir_all(repo.join(".git")).unwrap();
+        std::fs::create_dir_all(repo.join("services/api/.hidden")).unwrap();
+        let cfg = |image: &str| {
+            format!("apiVersion: skaffold/v4beta11\nkind: Config\nbuild:\n  artifacts:\n    - image: {image}\n")
+        };
+        // Above the repository's root (.git): not read.
+        std::fs::write(outside.join("skaffold.yaml"), cfg("beyond-root")).unwrap();
+        std::fs::write(repo.join("skaffold.yaml"), cfg("at-root")).unwrap();
+        std::fs::write(repo.join("services/api/skaffold.yml"), cfg("nested")).unwrap();
+        std::fs::write(
+            repo.join("services/api/.hidden/skaffold.yaml"),
+            cfg("hidden"),
+        )
+        .unwrap();
+        std::fs::write(deploy.join("app.yaml"), "kind: Pod\n").unwrap();
+        // A file input: its directory and ancestors.
+        assert_eq!(
+            artifact_images(&[deploy.join("app.yaml")]),
+            set(&["at-root"])
+        );
+        // A directory input: inside it, at any depth, and above it.
+        assert_eq!(
+            artifact_images(std::slice::from_ref(&repo)),
+            set(&["at-root", "nested"])
+        );
+        assert_eq!(
+            artifact_images(&[repo.join("services")]),
+            set(&["at-root", "nested"])
+        );
+        // No skaffold.yaml anywhere: nothing is built.
+        let bare = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(bare.path().join(".git")).unwrap();
+        assert!(artifact_images(&[bare.path().to_path_buf()]).is_empty());
+    }
+}

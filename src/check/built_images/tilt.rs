@@ -1,0 +1,159 @@
+//! Images that Tilt builds, known from the repository's Tiltfile.
+//!
+//! Tilt's API reference: `docker_build(ref, context, ...)`,
+//! `custom_build(ref, command, deps, ...)` and the `restart_process`
+//! extension's `docker_build_with_restart(ref, context, ...)` build the
+//! image `ref` names, and "if this image will be used in a k8s
+//! resource(s), this ref must match the spec.container.image param for
+//! that resource(s)": Tilt replaces that reference with the image it
+//! built before it applies the manifest. So `image: argocd-ui` in a
+//! repository whose Tiltfile builds `argocd-ui` never runs as written.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+
+const FILE_NAMES: &[&str] = &["Tiltfile"];
+
+/// The functions whose first argument (or `ref=`) names a built image.
+const BUILDS: &[&str] = &["docker_build_with_restart", "docker_build", "custom_build"];
+
+/// The images every Tiltfile that governs `inputs` builds, without a tag
+/// or digest.
+pub(super) fn images(inputs: &[PathBuf]) -> BTreeSet<String> {
+    let mut images = BTreeSet::new();
+    for f in super::files_named(inputs, FILE_NAMES) {
+        if let Ok(text) = std::fs::read_to_string(&f) {
+            images.extend(images_of(&text));
+        }
+    }
+    images
+}
+
+/// The refs of the build calls in one Tiltfile (Starlark). Only string
+/// literals are read: a ref computed at run time cannot be known here.
+fn images_of(text: &str) -> Vec<String> {
+    let code: String = text
+        .lines()
+        .map(|l| strip_comment(l).to_string() + "\n")
+        .collect();
+    let mut out = Vec::new();
+    let mut rest = code.as_str();
+    while let Some((at, name)) = next_call(rest) {
+        let args = &rest[at + name.len() + 1..];
+        if let Some(image) = first_string_argument(args) {
+            let repo = super::repository(&image);
+            if !repo.is_empty() {
+                out.push(repo.to_string());
+            }
+        }
+        rest = args;
+    }
+    out
+}
+
+/// The next `NAME(` of a build function, not part of a longer name.
+fn next_call(code: &str) -> Option<(usize, &'static str)> {
+    let mut best: Option<(usize, &'static str)> = None;
+    for name in BUILDS {
+        let mut from = 0;
+        while let Some(i) = code[from..].find(&format!("{name}(")).map(|i| i + from) {
+            let before = code[..i].chars().next_back();
+            if before.is_none_or(|c| !(c.is_ascii_alphanumeric() || c == '_' || c == '.')) {
+                if best.is_none_or(|(b, _)| i < b) {
+                    best = Some((i, name));
+                }
+                break;
+            }
+            from = i + 1;
+        }
+    }
+    best
+}
+
+/// The call's first positional argument, or its `ref=` argument, when it
+/// is a string literal.
+fn first_string_argument(args: &str) -> Option<String> {
+    let args = args.trim_start();
+    let literal = |s: &str| -> Option<String> {
+        let quote = s.chars().next().filter(|c| *c == '\'' || *c == '"')?;
+        let end = s[1..].find(quote)?;
+        Some(s[1..1 + end].to_string())
+    };
+    if let Some(v) = literal(args) {
+        return Some(v);
+    }
+    // `ref = '...'` among keyword arguments, before the call closes.
+    let call = &args[..args.find(')').unwrap_or(args.len())];
+    let at = call.find("ref")?;
+    let after = call[at + 3..].trim_start().strip_prefix('=')?;
+    literal(after.trim_start())
+}
+
+/// A line without its `#` comment (a `#` inside a string literal is kept).
+fn strip_comment(line: &str) -> &str {
+    let mut quote: Option<char> = None;
+    for (i, c) in line.char_indices() {
+        match (quote, c) {
+            (None, '#') => return &line[..i],
+            (None, '\'' | '"') => quote = Some(c),
+            (Some(q), c) if c == q => quote = None,
+            _ => {}
+        }
+    }
+    line
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Shapes from Tilt's API reference and its restart_process extension.
+    const TILTFILE: &str = r#"load('ext://restart_process', 'docker_build_with_restart')
+# docker_build('commented-out', '.')
+docker_build('frontend', '.', dockerfile='Dockerfile.ui')
+docker_build(
+    "gcr.io/team/backend:dev",
+    context='.',
+)
+docker_build_with_restart(
+  'quay.io/org/server',
+  '.',
+  entrypoint=['/server'],
+)
+custom_build(ref='worker', command='make image', deps=['./worker'])
+my_docker_build('not-a-tilt-call', '.')
+docker_build(image_name, '.')
+"#;
+
+    #[test]
+    fn build_refs_are_read_from_string_literals() {
+        let got: BTreeSet<String> = images_of(TILTFILE).into_iter().collect();
+        let want: BTreeSet<String> = [
+            "frontend",
+            "gcr.io/team/backend",
+            "quay.io/org/server",
+            "worker",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        assert_eq!(got, want);
+        assert!(images_of("k8s_yaml('app.yaml')\n").is_empty());
+    }
+
+    #[test]
+    fn a_tiltfile_above_the_input_up_to_the_repository_root_is_read() {
+        let root = tempfile::tempdir().unwrap();
+        let repo = root.path().join("repo");
+        std::fs::create_dir_all(repo.join(".git")).unwrap();
+        std::fs::create_dir_all(repo.join("manifests/dev")).unwrap();
+        std::fs::write(
+            root.path().join("Tiltfile"),
+            "docker_build('beyond-root', '.')\n",
+        )
+        .unwrap();
+        std::fs::write(repo.join("Tiltfile"), "docker_build('ui', '.')\n").unwrap();
+        let got = images(&[repo.join("manifests")]);
+        assert_eq!(got.into_iter().collect::<Vec<_>>(), ["ui"]);
+    }
+}

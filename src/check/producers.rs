@@ -88,6 +88,66 @@ pub fn unshown_in(object: &Json, default_ns: &str) -> Vec<String> {
     out
 }
 
+/// The Secrets a pod spec of `object` names: volumes (and projected
+/// sources), `env[].valueFrom.secretKeyRef`, `envFrom[].secretRef` of
+/// every container, init container and ephemeral container, and
+/// `imagePullSecrets`.
+pub fn secret_references(object: &Json) -> Vec<String> {
+    let specs = ["/spec", "/template/spec"]
+        .into_iter()
+        .map(str::to_string)
+        .chain(
+            crate::k8s::pod_template::TEMPLATE_PATHS
+                .iter()
+                .map(|p| format!("{p}/spec")),
+        );
+    let list = |v: &Json, key: &str| -> Vec<Json> {
+        v.get(key)
+            .and_then(Json::as_array)
+            .cloned()
+            .unwrap_or_default()
+    };
+    let name = |v: Option<&Json>| {
+        v.and_then(Json::as_str)
+            .filter(|n| !n.is_empty())
+            .map(str::to_string)
+    };
+    let mut out = Vec::new();
+    for pointer in specs {
+        let Some(spec) = object.pointer(&pointer) else {
+            continue;
+        };
+        for v in list(spec, "volumes") {
+            out.extend(name(v.pointer("/secret/secretName")));
+            for source in v
+                .pointer("/projected/sources")
+                .and_then(Json::as_array)
+                .into_iter()
+                .flatten()
+            {
+                out.extend(name(source.pointer("/secret/name")));
+            }
+        }
+        for p in list(spec, "imagePullSecrets") {
+            out.extend(name(p.get("name")));
+        }
+        for c in ["containers", "initContainers", "ephemeralContainers"]
+            .iter()
+            .flat_map(|k| list(spec, k))
+        {
+            for e in list(&c, "env") {
+                out.extend(name(e.pointer("/valueFrom/secretKeyRef/name")));
+            }
+            for e in list(&c, "envFrom") {
+                out.extend(name(e.pointer("/secretRef/name")));
+            }
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
 /// The kinds that run pods from a template of their own.
 fn is_workload(group: &str, kind: &str) -> bool {
     matches!(
@@ -179,6 +239,20 @@ fn made_by_kind(
             .into_iter()
             .map(|made| secret(&made))
             .collect(),
+        // OpenShift's service-ca operator writes a serving certificate into
+        // the Secret a Service's annotation names (OpenShift docs,
+        // "Securing service traffic using service serving certificate
+        // secrets"; the alpha annotation is the older spelling).
+        ("", "Service") => [
+            "service.beta.openshift.io/serving-cert-secret-name",
+            "service.alpha.openshift.io/serving-cert-secret-name",
+        ]
+        .iter()
+        .filter_map(|a| object.pointer(&format!("/metadata/annotations/{}", a.replace('/', "~1"))))
+        .filter_map(Json::as_str)
+        .filter(|n| !n.is_empty())
+        .map(|made| secret(made))
+        .collect(),
         // One claim per template and replica: <template>-<set>-<ordinal>.
         // (A StatefulSet is also a workload: see `named_by_flags` below.)
         ("apps", "StatefulSet") => {
@@ -441,6 +515,41 @@ mod tests {
         assert!(names(&made_by(&init)).contains(&"Secret argocd/argocd-redis".to_string()));
         let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}});
         assert!(made_by(&cm).is_empty());
+    }
+
+    #[test]
+    fn an_openshift_service_annotation_makes_its_serving_certificate() {
+        let svc = json!({"apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": "console", "namespace": "plugin",
+                         "annotations": {"service.beta.openshift.io/serving-cert-secret-name": "plugin-serving-cert"}}});
+        let made = made_by(&svc);
+        assert_eq!(names(&made), ["Secret plugin/plugin-serving-cert"]);
+        assert_eq!(
+            made[0]["metadata"]["annotations"][PRODUCED_BY],
+            "Service plugin/console"
+        );
+        let plain = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": "a"}});
+        assert!(made_by(&plain).is_empty());
+    }
+
+    #[test]
+    fn secret_references_of_every_pod_spec_place() {
+        let d = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+            "spec": {"template": {"spec": {
+                "imagePullSecrets": [{"name": "pull"}],
+                "volumes": [{"name": "a", "secret": {"secretName": "vol"}},
+                            {"name": "b", "projected": {"sources": [{"secret": {"name": "proj"}}, {"configMap": {"name": "cm"}}]}},
+                            {"name": "c", "configMap": {"name": "cm"}}],
+                "initContainers": [{"name": "i", "envFrom": [{"secretRef": {"name": "from"}}, {"configMapRef": {"name": "cm"}}]}],
+                "containers": [{"name": "c", "env": [{"name": "P", "valueFrom": {"secretKeyRef": {"name": "key", "key": "k"}}},
+                                                     {"name": "Q", "value": "x"}]}]}}}});
+        assert_eq!(
+            secret_references(&d),
+            ["from", "key", "proj", "pull", "vol"]
+        );
+        let cron = json!({"kind": "CronJob", "spec": {"jobTemplate": {"spec": {"template": {"spec": {
+            "volumes": [{"name": "a", "secret": {"secretName": "nightly"}}]}}}}}});
+        assert_eq!(secret_references(&cron), ["nightly"]);
     }
 
     /// Flux's HelmRelease installs its chart into its own namespace or

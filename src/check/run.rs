@@ -555,6 +555,8 @@ struct Item {
     /// Namespaces where the object makes objects the files do not show
     /// (`producers::unshown_in`).
     unshown_in: Vec<String>,
+    /// The Secrets its pod spec names (`producers::secret_references`).
+    secret_refs: Vec<String>,
     /// Can it be checked at all (as a CREATE request)?
     reviewable: bool,
     prepared: Option<Result<Prepared, crate::inventory::NoIdentity>>,
@@ -612,10 +614,12 @@ impl Item {
             .filter_map(|m| inventory.prepare(m).ok())
             .collect();
         let unshown_in = producers::unshown_in(&d.value, opts.namespace());
+        let secret_refs = producers::secret_references(&d.value);
         Item {
             reviewable,
             made,
             unshown_in,
+            secret_refs,
             prepared: Some(inventory.prepare(&d.value)),
             object,
             source: SourceLocation::from_document(&d),
@@ -657,6 +661,7 @@ impl Item {
                     reviewable: true,
                     made: vec![],
                     unshown_in: vec![],
+                    secret_refs: vec![],
                     prepared: None,
                     object,
                     source: SourceLocation {
@@ -901,6 +906,7 @@ fn check_items(
             }
         }
     }
+    supplied_out_of_band(&items, &mut inventory, report);
     for (key, later) in &copies {
         let first = &items[sources[key]].source;
         for &i in later {
@@ -954,6 +960,49 @@ fn check_items(
         report.notices.extend(c.notices);
     }
     inventory
+}
+
+/// Secrets are kept out of repositories by design: credentials are made
+/// by hand, by a secret manager or by a script the README names. So in a
+/// namespace where the inputs give no Secret at all (none written, none
+/// made by a SealedSecret, ExternalSecret, Certificate or another known
+/// producer), a Secret a pod names is taken as supplied out of band: it is
+/// put in the inventory, and one notice per namespace says so. Where the
+/// inputs do manage the namespace's Secrets, a missing one is reported.
+fn supplied_out_of_band(items: &[Item], inventory: &mut Inventory, report: &mut Report) {
+    let mut wanted: std::collections::BTreeMap<&str, std::collections::BTreeSet<&str>> =
+        Default::default();
+    for it in items {
+        if let Some(ns) = it.object.namespace.as_deref() {
+            wanted
+                .entry(ns)
+                .or_default()
+                .extend(it.secret_refs.iter().map(String::as_str));
+        }
+    }
+    for (ns, names) in wanted {
+        if names.is_empty() || !inventory.list("", "Secret", Some(ns)).is_empty() {
+            continue;
+        }
+        for name in &names {
+            let assumed = serde_json::json!({"apiVersion": "v1", "kind": "Secret",
+                "metadata": {"name": name, "namespace": ns,
+                             "annotations": {producers::PRODUCED_BY: "supplied out of band"}}});
+            if let Ok(p) = inventory.prepare(&assumed) {
+                inventory.insert(p, None);
+            }
+        }
+        report.notices.push(InputError {
+            file: ns.to_string(),
+            line: None,
+            column: None,
+            message: format!(
+                "namespace {ns}: no Secret is given in the inputs, so the {} its pods name ({}) are taken as supplied out of band and not reported missing",
+                if names.len() == 1 { "Secret" } else { "Secrets" },
+                names.iter().take(10).copied().collect::<Vec<_>>().join(", ")
+            ),
+        });
+    }
 }
 
 /// Namespaces whose objects the files cannot show in full: `kube-system`,

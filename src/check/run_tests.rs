@@ -263,9 +263,10 @@ fn namespace_option_places_objects_without_one() {
     write(
         dir.path(),
         "app.yaml",
-        "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{name: c, image: 'nginx:1.27', envFrom: [{secretRef: {name: creds}}]}]\n---\napiVersion: v1\nkind: Secret\nmetadata: {name: creds, namespace: team-a}\n",
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{name: c, image: 'nginx:1.27', envFrom: [{secretRef: {name: creds}}]}]\n---\napiVersion: v1\nkind: Secret\nmetadata: {name: creds, namespace: team-a}\n---\napiVersion: v1\nkind: Secret\nmetadata: {name: tls}\n",
     );
-    // In `default` the Secret (in team-a) is missing.
+    // In `default` (whose Secrets the inputs manage: tls) the Secret (in
+    // team-a) is missing.
     let r = run_on(dir.path(), |_| {});
     let refs = findings(&r, "pod-references-exist");
     assert_eq!(refs.len(), 1, "{:?}", r.results);
@@ -284,7 +285,44 @@ fn namespace_option_places_objects_without_one() {
         "{:?}",
         r.results
     );
-    assert_eq!(r.objects, 2);
+    assert_eq!(r.objects, 3);
+}
+
+/// Secrets are kept out of repositories: where the inputs give no Secret
+/// of a namespace, the ones its pods name are supplied out of band (a
+/// notice); where they give some, a missing one is reported.
+#[test]
+fn secrets_of_a_namespace_the_inputs_do_not_manage_are_supplied_out_of_band() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let pod = |ns: &str| {
+        format!("apiVersion: v1\nkind: Pod\nmetadata: {{name: p, namespace: {ns}}}\nspec:\n  imagePullSecrets: [{{name: pull}}]\n  containers: [{{name: c, image: 'nginx:1.27', envFrom: [{{secretRef: {{name: creds}}}}]}}]\n")
+    };
+    write(dir.path(), "by-hand.yaml", &pod("by-hand"));
+    write(
+        dir.path(),
+        "managed.yaml",
+        &format!(
+            "{}---\napiVersion: v1\nkind: Secret\nmetadata: {{name: pull, namespace: managed}}\n",
+            pod("managed")
+        ),
+    );
+    let r = run_on(dir.path(), |_| {});
+    let refs = findings(&r, "pod-references-exist");
+    assert_eq!(refs.len(), 1, "{:?}", r.results);
+    assert_eq!(refs[0].object.namespace.as_deref(), Some("managed"));
+    assert!(
+        refs[0].message.contains("Secret creds"),
+        "{}",
+        refs[0].message
+    );
+    assert!(
+        r.notices.iter().any(
+            |n| n.message.contains("namespace by-hand: no Secret is given")
+                && n.message.contains("creds, pull")
+        ),
+        "{:?}",
+        r.notices
+    );
 }
 
 #[test]

@@ -47,7 +47,7 @@ impl fmt::Display for SkipReason {
             SkipReason::Helm => "Helm chart",
             SkipReason::Skaffold => "Skaffold configuration",
             SkipReason::NotObjects => "no Kubernetes objects",
-            SkipReason::Configuration => "configuration without metadata",
+            SkipReason::Configuration => "configuration without a name (not an object)",
         })
     }
 }
@@ -158,17 +158,33 @@ fn is_kustomize_patch(path: &Path) -> bool {
             .any(|p| p.get("path").is_some_and(named))
 }
 
-/// A document shaped like an object but without `metadata`: a `kind`
-/// string (and an `apiVersion` string, or none), no `metadata` key, not a
-/// list. Configuration or data of a tool (an istioctl profile, kwok's
-/// stages with `apiGroup`, `kind` and `name`), not something a cluster
-/// stores: without metadata it has no name to be stored under.
+/// A document shaped like an object but without a name to be stored
+/// under: a `kind` string (and an `apiVersion` string, or none), not a
+/// list, and either no `metadata` key, or (for a kind that is not one of
+/// Kubernetes' own) a `metadata` with neither `name` nor `generateName`.
+/// Configuration or data of a tool (an istioctl profile or IstioOperator
+/// with only a namespace, kwok's stages with `apiGroup`, `kind` and
+/// `name`), not something a cluster stores. A built-in kind without a name
+/// stays an error: that is a broken object.
 pub(crate) fn is_configuration(v: &Value) -> bool {
     let Value::Object(map) = v else { return false };
-    map.get("apiVersion").is_none_or(Value::is_string)
+    let shaped = map.get("apiVersion").is_none_or(Value::is_string)
         && map.get("kind").is_some_and(Value::is_string)
-        && !map.contains_key("metadata")
-        && !super::object::is_list(v)
+        && !super::object::is_list(v);
+    if !shaped {
+        return false;
+    }
+    match map.get("metadata") {
+        None => true,
+        Some(Value::Object(meta)) => {
+            let named = |k: &str| meta.get(k).is_some_and(|n| !n.is_null());
+            let (group, kind) = crate::k8s::kinds::group_kind(v);
+            !named("name")
+                && !named("generateName")
+                && crate::k8s::kinds::is_namespaced(group, kind).is_none()
+        }
+        Some(_) => false,
+    }
 }
 
 /// Known by what its documents hold: every document is a tool's

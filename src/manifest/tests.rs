@@ -961,6 +961,16 @@ fn configuration_without_metadata_is_skipped_when_asked() {
         l.errors
     );
     assert_eq!(l.skipped.map(|s| s.reason), Some(SkipReason::Configuration));
+    // A tool's configuration of a kind of its own, with a namespace but no
+    // name (istioctl's IstioOperator), is not an object either.
+    let operator = "apiVersion: install.istio.io/v1alpha1\nkind: IstioOperator\nmetadata: {namespace: istio-system}\nspec: {profile: default}\n";
+    let l = load_str(Source::file("o.yaml"), operator, Format::Yaml, &opts);
+    assert!(
+        l.documents.is_empty() && l.errors.is_empty(),
+        "{:?}",
+        l.errors
+    );
+    assert_eq!(l.skipped.map(|s| s.reason), Some(SkipReason::Configuration));
     // Metadata without a name stays an error: that is a broken object.
     let broken = "apiVersion: v1\nkind: ConfigMap\nmetadata: {labels: {}}\n";
     let l = load_str(Source::file("b.yaml"), broken, Format::Yaml, &opts);

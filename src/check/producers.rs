@@ -251,7 +251,7 @@ fn made_by_kind(
         .filter_map(|a| object.pointer(&format!("/metadata/annotations/{}", a.replace('/', "~1"))))
         .filter_map(Json::as_str)
         .filter(|n| !n.is_empty())
-        .map(|made| secret(made))
+        .map(secret)
         .collect(),
         // One claim per template and replica: <template>-<set>-<ordinal>.
         // (A StatefulSet is also a workload: see `named_by_flags` below.)

@@ -71,6 +71,18 @@ pub struct Options {
     /// Also run kube-controller-manager with the garbagecollector and
     /// namespace controllers (cascading deletion, namespace cleanup).
     pub controller_manager: bool,
+    /// kube-controller-manager's controllers act as their own
+    /// ServiceAccounts of kube-system
+    /// (`--use-service-account-credentials=true`, as kubeadm runs them)
+    /// instead of as the admin user, so admission webhooks see the
+    /// identities they see in a real cluster (the garbage collector as
+    /// `system:serviceaccount:kube-system:generic-garbage-collector`).
+    pub controller_service_accounts: bool,
+    /// More kube-controller-manager controllers besides the garbage
+    /// collector and namespace controllers, e.g.
+    /// `clusterrole-aggregation-controller` (which fills the built-in
+    /// `admin`, `edit` and `view` roles). Needs `controller_manager`.
+    pub extra_controllers: Vec<String>,
     /// Extra kube-apiserver flags, e.g. `--watch-cache=false` or
     /// `--enable-aggregator-routing=true`.
     pub apiserver_args: Vec<String>,
@@ -96,6 +108,8 @@ impl Default for Options {
             .unwrap_or(180);
         Options {
             controller_manager: false,
+            controller_service_accounts: false,
+            extra_controllers: Vec::new(),
             apiserver_args: Vec::new(),
             serving_addresses: Vec::new(),
             timeout: Duration::from_secs(secs),
@@ -721,13 +735,21 @@ impl Starter {
 
     fn start_controller_manager(&mut self, kubeconfig: &Path) -> Result<(), String> {
         let kc = kubeconfig.display().to_string();
+        let mut controllers = vec![
+            "garbage-collector-controller".to_string(),
+            "namespace-controller".into(),
+        ];
+        controllers.extend(self.options.extra_controllers.iter().cloned());
         for attempt in 0..PORT_ATTEMPTS {
             let ([port], _taken) = self.ports::<1>(attempt)?;
             let args = vec![
                 format!("--kubeconfig={kc}"),
-                "--controllers=garbage-collector-controller,namespace-controller".into(),
+                format!("--controllers={}", controllers.join(",")),
                 "--leader-elect=false".into(),
-                "--use-service-account-credentials=false".into(),
+                format!(
+                    "--use-service-account-credentials={}",
+                    self.options.controller_service_accounts
+                ),
                 "--bind-address=127.0.0.1".into(),
                 format!("--secure-port={port}"),
             ];

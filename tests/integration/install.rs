@@ -742,8 +742,8 @@ fn install_runs_with_the_shipped_accounts_through_the_shipped_service() {
     );
     assert!(labelled.status.success(), "{}", text(&labelled));
 
-    // ResourceGroups converge; one deleted while the controller runs goes
-    // with its members (docs/install.md, uninstall: groups first).
+    // ResourceGroups converge; deleted while the controller runs, a group
+    // goes with its members (docs/install.md, uninstall: groups first).
     let group = |name: &str| {
         format!(
             "apiVersion: interlock.dev/v1alpha1\nkind: ResourceGroup\n\
@@ -790,25 +790,25 @@ fn install_runs_with_the_shipped_accounts_through_the_shipped_service() {
         assert!(members.status.success(), "{}", text(&members));
     };
     converged("shop");
-    converged("cart");
-    let deleted = as_alice(
+    // docs/install.md, uninstall, first command (with a bound on the wait).
+    ok(
+        &cluster,
         &[
-            "-n",
-            team_a,
             "delete",
-            "resourcegroup",
-            "shop",
+            "resourcegroups",
+            "--all",
+            "-A",
+            "--wait",
             "--timeout=180s",
         ],
-        None,
     );
-    assert!(deleted.status.success(), "{}", text(&deleted));
     let left = as_alice(&["-n", team_a, "get", "configmaps", "-o", "name"], None);
     assert!(
         left.status.success() && !text_out(&left).contains("shop-"),
         "the deleted group's members are gone:\n{}",
         text(&left)
     );
+    converged("cart");
 
     // A violation the audit reports: admission only warns about a missing
     // reference (pod-references-exist), the audit counts it as a failure.

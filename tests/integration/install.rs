@@ -6,8 +6,13 @@
 //! bypass lets a tenant's write through and the apply restores it; the
 //! documented uninstall leaves nothing behind.
 //!
+//! Then the same install with the shipped ServiceAccounts' tokens, the
+//! webhook reached through the shipped Service
+//! ([`install_runs_with_the_shipped_accounts_through_the_shipped_service`]).
+//!
 //! Not shown here (no kubelet runs pods in the test cluster): the
-//! Deployments becoming Ready, and admission through the shipped Service.
+//! Deployments' pods (image, probes, mounts, securityContext) becoming
+//! Ready, and a rolling upgrade to a next version.
 
 use std::collections::BTreeSet;
 use std::net::Ipv4Addr;
@@ -211,7 +216,7 @@ fn install_overlay_applies_reapplies_as_a_no_op_bypasses_and_uninstalls() {
 /// row names something they do not grant. Some rows may be used in one run
 /// and not in another (a Lease renewal, a claim's renewal): they are listed
 /// because a run need not use them.
-const NOT_EXERCISED: &[(&str, &[&str], &str, &[&str], &str)] = &[
+const NOT_EXERCISED: &[Unexercised] = &[
     (
         "interlock",
         &["get"],
@@ -432,6 +437,15 @@ const NOT_EXERCISED: &[(&str, &[&str], &str, &[&str], &str)] = &[
     ),
 ];
 
+/// A row of [`NOT_EXERCISED`]: account, verbs, group, resources, why.
+type Unexercised = (
+    &'static str,
+    &'static [&'static str],
+    &'static str,
+    &'static [&'static str],
+    &'static str,
+);
+
 /// [`NOT_EXERCISED`] as permission strings.
 fn not_exercised() -> BTreeSet<String> {
     let mut out = BTreeSet::new();
@@ -458,23 +472,45 @@ fn not_exercised() -> BTreeSet<String> {
 /// serving certificate against the caBundle the overlay wrote. The overlay
 /// is applied as shipped, with the certificates of the documented command.
 ///
-/// Then, as tenants with kubectl: a second namespace's Ingress with a host
-/// the first holds is refused; a ResourceGroup converges (Ready True); a
+/// Then, as tenants with kubectl (ServiceAccounts of their namespaces with
+/// the built-in `admin` role there): a second namespace's Ingress with a
+/// host the first holds is refused by `validate.interlock.dev`; the
+/// owner's update of its Ingress is admitted; a ResourceGroup converges
+/// (Ready True, its members written as its `deployer`), and the documented
+/// uninstall's first command (`kubectl delete resourcegroups --all -A
+/// --wait`) deletes it with its members while the controller runs; a
 /// Deployment that references a missing ConfigMap, admitted with a
 /// warning, is listed as a failure in the namespace's OpenReports Report
 /// by the continuous audit (`--audit`, as shipped); with the controller
-/// stopped, a deleted group stays on `interlock.dev/members` and a tenant
-/// with only the RBAC of docs/finalizers.md ("Who may run it") lists it
-/// with `interlock unstick` and clears it.
+/// stopped, a deleted group stays on `interlock.dev/members`, and a
+/// tenant's account with only the RBAC of docs/finalizers.md ("Who may run
+/// it") lists it with `interlock unstick` (the controller's Lease read) and
+/// clears it.
 ///
 /// Any request of the two ServiceAccounts that kube-apiserver refused with
 /// 403 fails the test (from kube-apiserver's audit log), and so do a
 /// process that is not ready and a log line of theirs that says forbidden.
 /// From the same audit log, every permission the shipped roles grant the
-/// two accounts is checked as used, except those in [`NOT_EXERCISED`].
+/// two accounts is checked as used, except those in [`NOT_EXERCISED`]
+/// (with the reason for each). In short, not exercised: `get` on every
+/// kind either process reads (both read through list and watch); the
+/// webhook's list/watch of Pods, DaemonSets, Jobs, CronJobs,
+/// PodDisruptionBudgets and HorizontalPodAutoscalers (no bundled policy
+/// reads them); the renewal, sweep and release of claims; SubjectAccessReviews
+/// (no bundled policy calls `authorizer`); the controller's Lease renewal;
+/// `get`/`update` on ResourceGroups and `update` on
+/// `resourcegroups/finalizers`; the controller's own `patch` (release) and
+/// `delete` of member kinds other than ConfigMaps, and every verb on
+/// NetworkPolicies; PolicyReports (the cluster serves OpenReports) and the
+/// OpenReports ClusterReport (no cluster-scoped violation).
 ///
-/// Needs CAP_NET_ADMIN and iproute2 (`ip netns`) and curl; without them it
-/// fails, naming what is missing.
+/// The cluster's kube-controller-manager runs its controllers as their own
+/// kube-system ServiceAccounts, as kubeadm does (which the shipped webhooks
+/// leave alone); the pods of the Deployments themselves are not run (no
+/// kubelet).
+///
+/// Needs CAP_NET_ADMIN, iproute2 (`ip netns`) and curl: without them it
+/// fails, naming what is missing; it does not skip.
 #[test]
 fn install_runs_with_the_shipped_accounts_through_the_shipped_service() {
     let addrs = VethAddrs::for_this_process();

@@ -960,7 +960,11 @@ fn install_runs_with_the_shipped_accounts_through_the_shipped_service() {
                 && s["finalizers"][0]["name"] == "interlock.dev/members"
                 && s["finalizers"][0]["controller_status"]
                     .as_str()
-                    .is_some_and(|c| c.contains("Lease interlock-system/interlock-controller"))
+                    .is_some_and(|c| {
+                        // Read, not "unknown (cannot read Lease ...)".
+                        !c.starts_with("unknown")
+                            && c.contains("Lease interlock-system/interlock-controller")
+                    })
         });
     assert!(
         held,

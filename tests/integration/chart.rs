@@ -89,7 +89,7 @@ impl Manifests {
         self.dir.path().join("manifests")
     }
 
-    fn certs(&self) -> PathBuf {
+    pub(crate) fn certs(&self) -> PathBuf {
         self.root().join("overlays/interlock-certs/certs")
     }
 

@@ -71,8 +71,28 @@ pub struct Options {
     /// Also run kube-controller-manager with the garbagecollector and
     /// namespace controllers (cascading deletion, namespace cleanup).
     pub controller_manager: bool,
-    /// Extra kube-apiserver flags, e.g. `--watch-cache=false`.
+    /// kube-controller-manager's controllers act as their own
+    /// ServiceAccounts of kube-system
+    /// (`--use-service-account-credentials=true`, as kubeadm runs them)
+    /// instead of as the admin user, so admission webhooks see the
+    /// identities they see in a real cluster (the garbage collector as
+    /// `system:serviceaccount:kube-system:generic-garbage-collector`).
+    pub controller_service_accounts: bool,
+    /// More kube-controller-manager controllers besides the garbage
+    /// collector and namespace controllers, e.g.
+    /// `clusterrole-aggregation-controller` (which fills the built-in
+    /// `admin`, `edit` and `view` roles). Needs `controller_manager`.
+    pub extra_controllers: Vec<String>,
+    /// Extra kube-apiserver flags, e.g. `--watch-cache=false` or
+    /// `--enable-aggregator-routing=true`.
     pub apiserver_args: Vec<String>,
+    /// Addresses besides loopback at which clients reach kube-apiserver
+    /// (the host's end of a veth pair, for a process in a network namespace
+    /// of the test's own). When any is given, kube-apiserver binds every
+    /// address (`--bind-address=0.0.0.0`, still advertising 127.0.0.1) and
+    /// its serving certificate names them too. Empty (the default): loopback
+    /// only.
+    pub serving_addresses: Vec<Ipv4Addr>,
     /// How long the whole start may take before it fails.
     pub timeout: Duration,
     /// Fault injection for the harness's own tests: the first attempt of
@@ -88,7 +108,10 @@ impl Default for Options {
             .unwrap_or(180);
         Options {
             controller_manager: false,
+            controller_service_accounts: false,
+            extra_controllers: Vec::new(),
             apiserver_args: Vec::new(),
+            serving_addresses: Vec::new(),
             timeout: Duration::from_secs(secs),
             simulate_port_conflict: false,
         }
@@ -504,7 +527,7 @@ impl Starter {
     }
 
     fn start(&mut self) -> Result<TestCluster, String> {
-        let certs = Certs::write(&self.path.join("certs"))?;
+        let certs = Certs::write(&self.path.join("certs"), &self.options.serving_addresses)?;
         let etcd_url = self.start_etcd()?;
         let (url, kubeconfig, config) = self.start_apiserver(&certs, &etcd_url)?;
         if self.options.controller_manager {
@@ -650,7 +673,11 @@ impl Starter {
             let d = &certs.dir;
             let mut args = vec![
                 "--advertise-address=127.0.0.1".to_string(),
-                "--bind-address=127.0.0.1".into(),
+                if self.options.serving_addresses.is_empty() {
+                    "--bind-address=127.0.0.1".into()
+                } else {
+                    "--bind-address=0.0.0.0".into()
+                },
                 format!("--secure-port={port}"),
                 "--allow-privileged=true".into(),
                 "--authorization-mode=RBAC".into(),
@@ -708,13 +735,21 @@ impl Starter {
 
     fn start_controller_manager(&mut self, kubeconfig: &Path) -> Result<(), String> {
         let kc = kubeconfig.display().to_string();
+        let mut controllers = vec![
+            "garbage-collector-controller".to_string(),
+            "namespace-controller".into(),
+        ];
+        controllers.extend(self.options.extra_controllers.iter().cloned());
         for attempt in 0..PORT_ATTEMPTS {
             let ([port], _taken) = self.ports::<1>(attempt)?;
             let args = vec![
                 format!("--kubeconfig={kc}"),
-                "--controllers=garbage-collector-controller,namespace-controller".into(),
+                format!("--controllers={}", controllers.join(",")),
                 "--leader-elect=false".into(),
-                "--use-service-account-credentials=false".into(),
+                format!(
+                    "--use-service-account-credentials={}",
+                    self.options.controller_service_accounts
+                ),
                 "--bind-address=127.0.0.1".into(),
                 format!("--secure-port={port}"),
             ];
@@ -949,14 +984,16 @@ struct Certs {
 impl Certs {
     /// Client CA, serving CA and serving certificate, admin client
     /// certificate (CN=admin, O=system:masters), service-account key pair.
-    fn write(dir: &Path) -> Result<Certs, String> {
+    /// The serving certificate names loopback, the `kubernetes` Service and
+    /// `extra` addresses.
+    fn write(dir: &Path, extra: &[Ipv4Addr]) -> Result<Certs, String> {
         fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
         let e = |e: rcgen::Error| format!("certificate generation failed: {e}");
 
         let client_ca = ca("interlock-test-client-ca").map_err(e)?;
         let serving_ca = ca("interlock-test-serving-ca").map_err(e)?;
 
-        let mut serving = CertificateParams::new(vec![
+        let mut names = vec![
             "127.0.0.1".to_string(),
             "::1".into(),
             "localhost".into(),
@@ -965,8 +1002,9 @@ impl Certs {
             "kubernetes.default".into(),
             "kubernetes.default.svc".into(),
             "kubernetes.default.svc.cluster.local".into(),
-        ])
-        .map_err(e)?;
+        ];
+        names.extend(extra.iter().map(Ipv4Addr::to_string));
+        let mut serving = CertificateParams::new(names).map_err(e)?;
         serving.distinguished_name = dn("kube-apiserver", None);
         serving.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
         serving.key_usages = vec![

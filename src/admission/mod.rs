@@ -366,7 +366,7 @@ impl Engine {
             if visible {
                 related.push(k.to_string());
             } else {
-                related.push(format!("{} in another namespace", k.kind));
+                related.push(format!("{} in another namespace", k.gk.kind));
             }
         }
         related.dedup();

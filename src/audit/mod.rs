@@ -362,12 +362,12 @@ impl Snapshot {
     fn object_ref(&self, key: &ObjectKey) -> ObjectRef {
         let api_version = self
             .api_versions
-            .get(&(key.group.to_string(), key.kind.to_string()))
+            .get(&(key.gk.group.to_string(), key.gk.kind.to_string()))
             .cloned()
-            .unwrap_or_else(|| key.group.to_string());
+            .unwrap_or_else(|| key.gk.group.to_string());
         ObjectRef {
             api_version,
-            kind: key.kind.to_string(),
+            kind: key.gk.kind.to_string(),
             namespace: (!key.namespace.is_empty()).then(|| key.namespace.to_string()),
             name: key.name.to_string(),
         }

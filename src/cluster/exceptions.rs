@@ -206,7 +206,7 @@ impl Drop for Hold {
 /// Watches the cluster's InterlockExceptions into `cluster` until aborted.
 pub async fn watch(client: Client, cluster: Arc<Cluster>, cluster_wide: String) {
     let api = discover(&client).await;
-    let kind: KindName = (API_VERSION.into(), CLUSTER_KIND.into());
+    let kind = KindName::from_api_version(API_VERSION, CLUSTER_KIND);
     cluster.hold(&kind);
     let _hold = Hold {
         cluster: cluster.clone(),

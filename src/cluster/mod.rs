@@ -45,8 +45,8 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, RwLock, RwLockWriteGuard};
 use std::time::Duration;
 
-/// A kind as policies name it: (apiVersion, kind).
-pub type KindName = (String, String);
+/// A kind as policies name it: apiVersion and kind.
+pub type KindName = crate::k8s::kind::GroupVersionKind;
 
 #[derive(Debug, Clone)]
 pub struct ClusterOptions {

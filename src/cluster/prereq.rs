@@ -16,6 +16,7 @@
 //!   nothing, so an operator reads one line, not one per retry.
 
 use super::{Cluster, KindName};
+use crate::k8s::kind::GroupResource;
 use k8s_openapi::api::authorization::v1::{
     ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec,
 };
@@ -125,16 +126,20 @@ impl fmt::Display for Missing {
                 "not allowed to {a} (grant it: manifests/base/rbac.yaml and controller.yaml, or {INSTALL})"
             ),
             Missing::Kind {
-                kind: (v, k),
+                kind,
                 crd: Some(file),
             } => write!(
                 f,
-                "{k} ({v}) is not served (kubectl apply -f manifests/base/{file}, or {INSTALL})"
+                "{} ({}) is not served (kubectl apply -f manifests/base/{file}, or {INSTALL})",
+                kind.kind(),
+                kind.api_version()
             ),
-            Missing::Kind {
-                kind: (v, k),
-                crd: None,
-            } => write!(f, "{k} ({v}) is not served (install its CRD)"),
+            Missing::Kind { kind, crd: None } => write!(
+                f,
+                "{} ({}) is not served (install its CRD)",
+                kind.kind(),
+                kind.api_version()
+            ),
             Missing::Unchecked(what) => write!(f, "could not check: {what}"),
         }
     }
@@ -173,10 +178,15 @@ async fn check_one(client: &kube::Client, need: &Need) -> Result<(), Vec<Missing
         Need::Access(a) => allowed(client, a).await.map_err(|m| vec![m]),
         Need::Served { kind, crd } => served(client, kind, Some(crd)).await.map(drop),
         Need::Watched(kind) => {
-            let (group, plural) = served(client, kind, None).await?;
+            let resource = served(client, kind, None).await?;
             let mut missing = Vec::new();
             for verb in ["list", "watch"] {
-                if let Err(m) = allowed(client, &Access::new(verb, &group, &plural)).await {
+                if let Err(m) = allowed(
+                    client,
+                    &Access::new(verb, resource.group(), resource.resource()),
+                )
+                .await
+                {
                     missing.push(m);
                 }
             }
@@ -201,25 +211,26 @@ async fn namespace_exists(client: &kube::Client, ns: &str) -> Result<(), Vec<Mis
     }
 }
 
-/// (group, plural) of a served kind.
+/// The resource of a served kind.
 async fn served(
     client: &kube::Client,
-    (api_version, kind): &KindName,
+    kind: &KindName,
     crd: Option<&&'static str>,
-) -> Result<(String, String), Vec<Missing>> {
+) -> Result<GroupResource, Vec<Missing>> {
+    let api_version = kind.api_version();
     let (group, version) = match api_version.split_once('/') {
         Some((g, v)) => (g, v),
-        None => ("", api_version.as_str()),
+        None => ("", api_version),
     };
-    let gvk = GroupVersionKind::gvk(group, version, kind);
+    let gvk = GroupVersionKind::gvk(group, version, kind.kind());
     let not_served = || {
         vec![Missing::Kind {
-            kind: (api_version.clone(), kind.clone()),
+            kind: kind.clone(),
             crd: crd.copied(),
         }]
     };
     match kube::discovery::pinned_kind(client, &gvk).await {
-        Ok((ar, _)) => Ok((ar.group, ar.plural)),
+        Ok((ar, _)) => Ok(GroupResource::new(ar.group, ar.plural)),
         // The group is served without the kind, or not served at all.
         Err(kube::Error::Discovery(_)) => Err(not_served()),
         Err(kube::Error::Api(s)) if s.code == 404 => Err(not_served()),
@@ -323,7 +334,7 @@ mod tests {
                     .named("interlock-controller"),
             ),
             Missing::Kind {
-                kind: ("interlock.dev/v1alpha1".into(), "ResourceGroup".into()),
+                kind: KindName::from_api_version("interlock.dev/v1alpha1", "ResourceGroup"),
                 crd: Some("crd-resourcegroup.yaml"),
             },
         ]);

@@ -20,7 +20,7 @@
 
 use super::{Cluster, KindName};
 use crate::inventory::ObjectKey;
-use crate::k8s::kinds::{group_of, version_of};
+use crate::k8s::kinds::group_of;
 use futures::StreamExt;
 use kube::api::{Api, DynamicObject, GroupVersionKind};
 use kube::runtime::watcher::{self, Event};
@@ -54,7 +54,7 @@ impl Watchers {
         self.running.retain(|k, task| {
             let keep = wanted.contains(k);
             if !keep {
-                tracing::info!(api_version = %k.0, kind = %k.1, "no policy reads this kind now; watch stopped");
+                tracing::info!(api_version = %k.api_version(), kind = %k.kind(), "no policy reads this kind now; watch stopped");
                 task.abort();
             }
             keep
@@ -135,8 +135,8 @@ pub(crate) fn jitter_fraction() -> f64 {
 
 /// Finds the kind by discovery, retrying while the cluster does not serve it.
 async fn discover(client: &Client, kind: &KindName) -> Api<DynamicObject> {
-    let (api_version, name) = kind;
-    let gvk = GroupVersionKind::gvk(group_of(api_version), version_of(api_version), name);
+    let (api_version, name) = (kind.api_version(), kind.kind());
+    let gvk = GroupVersionKind::gvk(kind.group(), kind.version(), name);
     let mut attempt = 0;
     loop {
         match kube::discovery::pinned_kind(client, &gvk).await {
@@ -171,7 +171,7 @@ async fn watch_kind(client: Client, cluster: Arc<Cluster>, kind: KindName) {
     let mut stream = start();
     let mut relist = cluster.relist_requests();
     relist.mark_unchanged();
-    let mut sync = KindSync::new(&kind.0, &kind.1);
+    let mut sync = KindSync::new(kind.api_version(), kind.kind());
     loop {
         let event = tokio::select! {
             event = stream.next() => event,
@@ -179,7 +179,7 @@ async fn watch_kind(client: Client, cluster: Arc<Cluster>, kind: KindName) {
                 relist.mark_unchanged();
                 // A new stream starts with a list; KindSync reconciles it
                 // without emptying the indexes.
-                tracing::info!(kind = %kind.1, "re-listing: the policies read more of this kind");
+                tracing::info!(kind = %kind.kind(), "re-listing: the policies read more of this kind");
                 stream = start();
                 reg.relisting = true;
                 continue;
@@ -203,7 +203,7 @@ async fn watch_kind(client: Client, cluster: Arc<Cluster>, kind: KindName) {
             // The watcher re-lists by itself (410 Gone included).
             Some(Err(e)) => {
                 let error = super::api_error::explain(&e);
-                tracing::warn!(kind = %kind.1, %error, "watch error; re-listing");
+                tracing::warn!(kind = %kind.kind(), %error, "watch error; re-listing");
             }
         }
     }

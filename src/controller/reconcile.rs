@@ -545,7 +545,7 @@ fn record(ctx: &Context, object: &Value) {
     };
     let mut st = ctx.cluster.write();
     let st = &mut *st;
-    if st.policies.reads_kind(&key.group, &key.kind) {
+    if st.policies.reads_kind(&key.gk.group, &key.gk.kind) {
         st.pending
             .record(&mut st.inventory, object, ctx.pending_ttl);
     }

@@ -132,7 +132,7 @@ pub async fn run(
 /// CRD and its verbs on groups, the kinds its policies read, and with
 /// leader election its namespace and its Lease (manifests/base/controller.yaml).
 fn needs(kinds: &[KindName], lease: Option<&LeaseConfig>) -> Vec<Need> {
-    let kind = (API_VERSION.to_string(), KIND.to_string());
+    let kind = KindName::from_api_version(API_VERSION, KIND);
     let mut needs = vec![Need::Served {
         kind,
         crd: "crd-resourcegroup.yaml",

@@ -12,6 +12,7 @@ use crate::cluster::prereq::{self, Access, Need};
 use crate::cluster::reload::{self, Sources, Supervisor};
 use crate::cluster::{Cluster, ClusterOptions, KindName};
 use crate::group::crd::{ResourceGroup, API_VERSION, GROUP, KIND};
+use crate::k8s::kind::NamespacedName;
 use futures::StreamExt;
 use kube::api::Api;
 use kube::runtime::controller::{self, Action, Controller};
@@ -255,7 +256,7 @@ pub fn error_policy(rg: Arc<ResourceGroup>, e: &Error, ctx: Arc<Context>) -> Act
         return Action::requeue(Duration::from_secs(2));
     }
     ctx.metrics.failed(e.metric_label());
-    let key = (rg.namespace().unwrap_or_default(), rg.name_any());
+    let key = NamespacedName::new(rg.namespace().unwrap_or_default(), rg.name_any());
     let (attempt, failing) = {
         let mut failures = ctx.failures.lock().unwrap_or_else(|p| p.into_inner());
         let n = failures.entry(key.clone()).or_insert(0);
@@ -264,7 +265,7 @@ pub fn error_policy(rg: Arc<ResourceGroup>, e: &Error, ctx: Arc<Context>) -> Act
     };
     ctx.metrics.set_backing_off(failing);
     let wait = backoff(attempt);
-    tracing::warn!(group = %key.1, namespace = %key.0, error = %e, reason = e.metric_label(), attempt, retry_in = ?wait, "reconcile failed");
+    tracing::warn!(group = %key.name, namespace = %key.namespace, error = %e, reason = e.metric_label(), attempt, retry_in = ?wait, "reconcile failed");
     Action::requeue(wait)
 }
 

@@ -12,6 +12,7 @@
 
 pub mod explain;
 
+use crate::k8s::kind::NamespacedName;
 use chrono::Utc;
 use explain::Remover;
 use k8s_openapi::api::coordination::v1::Lease;
@@ -245,22 +246,25 @@ async fn list(client: &Client, args: &UnstickArgs, older: i64) -> Result<Vec<Stu
             stuck.push((ar.clone(), meta, name, namespace, age, finalizers));
         }
     }
-    let mut leases: HashMap<(String, String), String> = HashMap::new();
+    let mut leases: HashMap<NamespacedName, String> = HashMap::new();
     let mut out = Vec::new();
     for (ar, meta, name, namespace, age, finalizers) in stuck {
         let mut reports = Vec::new();
         for f in finalizers {
             let mut remover = explain::remover(&f, &meta);
             let lease = if f == explain::INTERLOCK_FINALIZER {
-                Some((args.lease_namespace.clone(), args.lease_name.clone()))
+                Some(NamespacedName::new(
+                    args.lease_namespace.as_str(),
+                    args.lease_name.as_str(),
+                ))
             } else {
-                remover.lease.map(|(n, l)| (n.to_string(), l.to_string()))
+                remover.lease.map(|(n, l)| NamespacedName::new(n, l))
             };
             remover.lease = None;
             let controller_status = match lease {
                 Some(key) => {
                     if !leases.contains_key(&key) {
-                        let s = liveness(client, &key.0, &key.1).await;
+                        let s = liveness(client, &key.namespace, &key.name).await;
                         leases.insert(key.clone(), s);
                     }
                     leases[&key].clone()

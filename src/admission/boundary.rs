@@ -266,7 +266,7 @@ pub(super) fn check(
     let options = req.options.as_ref().map(|o| &o.0);
     let groups = req.user_info.groups.as_deref().unwrap_or_default();
     let w = Write {
-        operation: super::operation(&req.operation),
+        operation: super::operation(&req.operation).as_str(),
         subresource: req.sub_resource.as_deref().unwrap_or_default(),
         kind: &req.kind.kind,
         namespace: req.namespace.as_deref().unwrap_or_default(),

@@ -507,12 +507,13 @@ fn to_json(o: Option<&DynamicObject>) -> Result<Option<Json>, serde_json::Error>
     o.map(serde_json::to_value).transpose()
 }
 
-fn operation(op: &Operation) -> &'static str {
+fn operation(op: &Operation) -> crate::policy::Operation {
+    use crate::policy::Operation as Op;
     match op {
-        Operation::Create => "CREATE",
-        Operation::Update => "UPDATE",
-        Operation::Delete => "DELETE",
-        Operation::Connect => "CONNECT",
+        Operation::Create => Op::Create,
+        Operation::Update => Op::Update,
+        Operation::Delete => Op::Delete,
+        Operation::Connect => Op::Connect,
     }
 }
 
@@ -547,7 +548,7 @@ fn request<'a>(
     authorizer: Option<&'a Arc<dyn Authorizer>>,
 ) -> Request<'a> {
     Request {
-        operation: operation(&req.operation).into(),
+        operation: operation(&req.operation),
         object,
         old_object: match old {
             None => OldObject::None,

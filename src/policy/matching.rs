@@ -71,7 +71,7 @@ fn rule_matches(r: &ResourceRule, req: &Request) -> bool {
 
 /// [`rule_matches`] for any name.
 fn rule_matches_resource(r: &ResourceRule, req: &Request) -> bool {
-    any_or(&r.operations, &req.operation)
+    any_or(&r.operations, req.operation.as_str())
         && any_or(&r.api_groups, &req.group)
         && any_or(&r.api_versions, &req.version)
         && r.resources

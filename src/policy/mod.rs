@@ -221,25 +221,30 @@ impl OldObject<'_> {
     }
 }
 
-/// The operations a request made offline can have.
+/// The operation of a request. Offline requests (`check`, `test`, `eval`)
+/// are a CREATE, UPDATE or DELETE; kube-apiserver also sends CONNECT.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum Operation {
     #[default]
     Create,
     Update,
     Delete,
+    Connect,
 }
 
 impl Operation {
+    /// As AdmissionRequest spells it.
     pub fn as_str(self) -> &'static str {
         match self {
             Operation::Create => "CREATE",
             Operation::Update => "UPDATE",
             Operation::Delete => "DELETE",
+            Operation::Connect => "CONNECT",
         }
     }
 
-    /// `CREATE`, `UPDATE` or `DELETE` (as AdmissionRequest spells them).
+    /// `CREATE`, `UPDATE` or `DELETE` (as AdmissionRequest spells them):
+    /// the operations a request made offline can have.
     pub fn parse(s: &str) -> Option<Operation> {
         match s {
             "CREATE" => Some(Operation::Create),
@@ -279,7 +284,7 @@ impl RequestShape {
 /// An admission request, or an object checked offline as one.
 #[derive(Debug, Clone)]
 pub struct Request<'a> {
-    pub operation: String,
+    pub operation: Operation,
     pub object: Option<&'a Json>,
     pub old_object: OldObject<'a>,
     pub group: String,
@@ -332,9 +337,9 @@ impl<'a> Request<'a> {
         shape: &RequestShape,
     ) -> Option<Request<'a>> {
         let mut r = Request::named(object, &shape.user)?;
-        r.operation = shape.operation.as_str().into();
+        r.operation = shape.operation;
         match shape.operation {
-            Operation::Create => {}
+            Operation::Create | Operation::Connect => {}
             Operation::Update => r.old_object = old.map_or(OldObject::None, OldObject::Json),
             Operation::Delete => {
                 r.object = None;
@@ -366,7 +371,7 @@ impl<'a> Request<'a> {
             field("namespace")
         };
         Some(Request {
-            operation: "CREATE".into(),
+            operation: Operation::Create,
             object: Some(object),
             old_object: OldObject::None,
             group: group.to_string(),
@@ -457,7 +462,7 @@ impl<'a> Request<'a> {
         }
         let groups = self.groups.iter().map(|g| s(g)).collect();
         entries.extend([
-            ("operation", s(&self.operation)),
+            ("operation", s(self.operation.as_str())),
             (
                 "userInfo",
                 map(vec![

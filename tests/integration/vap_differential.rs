@@ -819,7 +819,7 @@ fn engine(
         return (vec![], vec![], errors);
     };
     if let Some(old) = old {
-        req.operation = "UPDATE".into();
+        req.operation = policy::Operation::Update;
         req.old_object = policy::OldObject::Json(old);
     }
     let o = set.evaluate(&req, &inventory);

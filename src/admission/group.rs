@@ -16,8 +16,8 @@ pub const POLICY: &str = "resource-group-members";
 
 /// Whether `r` writes a ResourceGroup's spec.
 pub fn is_group_write(r: &Request) -> bool {
-    r.kind == KIND
-        && r.group == group_of(API_VERSION)
+    r.gvk.kind() == KIND
+        && r.gvk.group() == group_of(API_VERSION)
         && r.subresource.is_empty()
         && matches!(r.operation, Operation::Create | Operation::Update)
 }

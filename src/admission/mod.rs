@@ -12,6 +12,7 @@ use crate::cluster::live::Live;
 use crate::cluster::{Cluster, ClusterOptions, State};
 use crate::inventory::view::Nothing;
 use crate::inventory::{Inventory, Lookup};
+use crate::k8s::kind::GroupVersionKind;
 use crate::k8s::kinds::group_of;
 use crate::policy::{
     Action, FailurePolicy, OldObject, Outcome, Part, Partial, PolicySet, Request,
@@ -261,7 +262,7 @@ impl Engine {
         if wanted.is_empty() {
             return None;
         }
-        let subject = format!("{} {}/{}", r.kind, r.namespace, r.name);
+        let subject = format!("{} {}/{}", r.gvk.kind(), r.namespace, r.name);
         let (error, refused) = claims.claim(&self.cluster, &wanted, &subject).err()?;
         let message = match &error {
             claims::ClaimError::Taken { key, holder, .. } => {
@@ -555,9 +556,7 @@ fn request<'a>(
             Some(Old::Json(j)) => OldObject::Json(j),
             Some(Old::Text(t)) => OldObject::Text(t.get(), Default::default()),
         },
-        group: req.kind.group.clone(),
-        version: req.kind.version.clone(),
-        kind: req.kind.kind.clone(),
+        gvk: GroupVersionKind::new(&req.kind.group, &req.kind.version, req.kind.kind.as_str()),
         resource: req.resource.resource.clone(),
         subresource: req.sub_resource.clone().unwrap_or_default(),
         namespace: req.namespace.clone().unwrap_or_default(),

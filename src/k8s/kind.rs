@@ -50,12 +50,7 @@ impl GroupKind {
 
     /// The kind in `version` of its group.
     pub fn with_version(&self, version: &str) -> GroupVersionKind {
-        let api_version = if self.group.is_empty() {
-            version.to_string()
-        } else {
-            format!("{}/{version}", self.group)
-        };
-        GroupVersionKind::from_api_version(api_version, self.kind.clone())
+        GroupVersionKind::new(&self.group, version, self.kind.clone())
     }
 }
 
@@ -89,6 +84,16 @@ impl GroupVersionKind {
             api_version: api_version.into(),
             kind: kind.into(),
         }
+    }
+
+    /// From its parts, as an AdmissionRequest names a kind.
+    pub fn new(group: &str, version: &str, kind: impl Into<Arc<str>>) -> GroupVersionKind {
+        let api_version = if group.is_empty() {
+            version.to_string()
+        } else {
+            format!("{group}/{version}")
+        };
+        GroupVersionKind::from_api_version(api_version, kind)
     }
 
     /// The apiVersion and kind of an object, if it has both.

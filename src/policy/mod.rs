@@ -287,9 +287,8 @@ pub struct Request<'a> {
     pub operation: Operation,
     pub object: Option<&'a Json>,
     pub old_object: OldObject<'a>,
-    pub group: String,
-    pub version: String,
-    pub kind: String,
+    /// The kind of the object (its group, version and kind).
+    pub gvk: GroupVersionKind,
     pub resource: String,
     pub subresource: String,
     pub namespace: String,
@@ -374,9 +373,7 @@ impl<'a> Request<'a> {
             operation: Operation::Create,
             object: Some(object),
             old_object: OldObject::None,
-            group: group.to_string(),
-            version: resources::version_of(api_version).to_string(),
-            kind: kind.to_string(),
+            gvk: GroupVersionKind::from_api_version(api_version, kind),
             resource: resources::resource_of(group, kind),
             subresource: String::new(),
             namespace: namespace.to_string(),
@@ -407,7 +404,7 @@ impl<'a> Request<'a> {
     /// Is this a request on a Namespace itself? Its `namespace` is then the
     /// Namespace's name, but it is cluster-scoped and has no namespaceObject.
     pub fn is_namespace_request(&self) -> bool {
-        self.group.is_empty() && self.resource == "namespaces"
+        self.gvk.group().is_empty() && self.resource == "namespaces"
     }
 
     /// Is this a request from kube-apiserver (which gives every admission
@@ -438,12 +435,12 @@ impl<'a> Request<'a> {
         let s = |v: &str| Value::string(v);
         let gvk = |last: &'static str, value: &str| {
             map(vec![
-                ("group", s(&self.group)),
-                ("version", s(&self.version)),
+                ("group", s(self.gvk.group())),
+                ("version", s(self.gvk.version())),
                 (last, s(value)),
             ])
         };
-        let kind = gvk("kind", &self.kind);
+        let kind = gvk("kind", self.gvk.kind());
         let resource = gvk("resource", &self.resource);
         let mut entries = vec![
             ("uid", s(&self.uid)),
@@ -1432,7 +1429,7 @@ impl CompiledPolicy {
                 s.request_resource,
                 k8s_authz::request_resource(
                     authority.clone(),
-                    &req.group,
+                    req.gvk.group(),
                     &req.resource,
                     &req.subresource,
                     &req.namespace,

@@ -20,7 +20,7 @@
 
 use super::{Cluster, KindName};
 use crate::inventory::ObjectKey;
-use crate::k8s::kinds::group_of;
+use crate::k8s::kind::GroupKind;
 use futures::StreamExt;
 use kube::api::{Api, DynamicObject, GroupVersionKind};
 use kube::runtime::watcher::{self, Event};
@@ -171,7 +171,7 @@ async fn watch_kind(client: Client, cluster: Arc<Cluster>, kind: KindName) {
     let mut stream = start();
     let mut relist = cluster.relist_requests();
     relist.mark_unchanged();
-    let mut sync = KindSync::new(kind.api_version(), kind.kind());
+    let mut sync = KindSync::new(&kind);
     loop {
         let event = tokio::select! {
             event = stream.next() => event,
@@ -211,19 +211,17 @@ async fn watch_kind(client: Client, cluster: Arc<Cluster>, kind: KindName) {
 
 /// One kind's watch state: the keys a (re-)list has shown so far.
 pub struct KindSync {
-    api_version: String,
-    group: String,
-    kind: String,
+    kind: KindName,
+    gk: GroupKind,
     seen: HashSet<ObjectKey>,
     synced: bool,
 }
 
 impl KindSync {
-    pub fn new(api_version: &str, kind: &str) -> Self {
+    pub fn new(kind: &KindName) -> Self {
         KindSync {
-            api_version: api_version.into(),
-            group: group_of(api_version).into(),
-            kind: kind.into(),
+            kind: kind.clone(),
+            gk: kind.group_kind(),
             seen: HashSet::new(),
             synced: false,
         }
@@ -235,10 +233,10 @@ impl KindSync {
         let mut json = serde_json::to_value(o).ok()?;
         let m = json.as_object_mut()?;
         if !m.contains_key("apiVersion") {
-            m.insert("apiVersion".into(), self.api_version.clone().into());
+            m.insert("apiVersion".into(), self.kind.api_version().into());
         }
         if !m.contains_key("kind") {
-            m.insert("kind".into(), self.kind.clone().into());
+            m.insert("kind".into(), self.kind.kind().into());
         }
         Some(json)
     }
@@ -253,7 +251,7 @@ impl KindSync {
                 }
             }
             Event::InitDone => {
-                remove_unseen(cluster, &self.group, &self.kind, &self.seen);
+                remove_unseen(cluster, &self.gk, &self.seen);
                 self.seen.clear();
                 let first = !self.synced;
                 self.synced = true;
@@ -288,10 +286,10 @@ fn apply(cluster: &Cluster, json: Json) -> Option<ObjectKey> {
     Some(key)
 }
 
-fn remove_unseen(cluster: &Cluster, group: &str, kind: &str, seen: &HashSet<ObjectKey>) {
+fn remove_unseen(cluster: &Cluster, gk: &GroupKind, seen: &HashSet<ObjectKey>) {
     cluster.update_inventory(|inventory, pending| {
         let stale: Vec<ObjectKey> = inventory
-            .list(group, kind, None)
+            .list(gk.group(), gk.kind(), None)
             .into_iter()
             .map(|e| e.key.clone())
             .filter(|k| !seen.contains(k) && !pending.contains(k))
@@ -335,7 +333,10 @@ mod tests {
             )
             .unwrap();
         let cluster = Cluster::new(PolicySet::default(), inv, ClusterOptions::default());
-        let mut sync = KindSync::new("networking.k8s.io/v1", "Ingress");
+        let mut sync = KindSync::new(&KindName::from_api_version(
+            "networking.k8s.io/v1",
+            "Ingress",
+        ));
         assert!(!sync.on_event(&cluster, Event::Init));
         sync.on_event(
             &cluster,
@@ -403,7 +404,10 @@ mod reload_tests {
         let set = compile(&[HOSTS], &mut inv);
         inv.set_projection(set.projection(&inv));
         let cluster = Cluster::new(set, inv, ClusterOptions::default());
-        let mut sync = KindSync::new("networking.k8s.io/v1", "Ingress");
+        let mut sync = KindSync::new(&KindName::from_api_version(
+            "networking.k8s.io/v1",
+            "Ingress",
+        ));
         let one = ingress("one", "u1", "cert");
         sync.on_event(&cluster, Event::Init);
         sync.on_event(

@@ -239,8 +239,7 @@ impl Prepared {
 /// A declared index: objects of one kind, keyed by the strings a CEL
 /// expression yields for each.
 struct IndexState {
-    group: String,
-    kind: String,
+    gk: GroupKind,
     source: String,
     program: Program,
     env: Env,
@@ -250,12 +249,11 @@ struct IndexState {
 
 pub type IndexId = usize;
 
-/// An index as policies declare it: objects of (group, kind), keyed by the
+/// An index as policies declare it: objects of a kind, keyed by the
 /// strings the CEL expression `keys` yields for each.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IndexDecl {
-    pub group: String,
-    pub kind: String,
+    pub gk: GroupKind,
     pub keys: String,
 }
 
@@ -340,8 +338,7 @@ impl Inventory {
         keys: &str,
     ) -> Result<IndexId, crate::cel::CompileError> {
         let decl = IndexDecl {
-            group: group_of(api_version).to_string(),
-            kind: kind.to_string(),
+            gk: GroupKind::new(group_of(api_version), kind),
             keys: keys.to_string(),
         };
         if let Some(i) = self.indexes.iter().position(|x| x.declares(&decl)) {
@@ -358,8 +355,7 @@ impl Inventory {
         self.indexes
             .iter()
             .map(|i| IndexDecl {
-                group: i.group.clone(),
-                kind: i.kind.clone(),
+                gk: i.gk.clone(),
                 keys: i.source.clone(),
             })
             .collect()
@@ -416,8 +412,7 @@ impl Inventory {
             .indexes
             .iter()
             .map(|i| IndexState {
-                group: i.group.clone(),
-                kind: i.kind.clone(),
+                gk: i.gk.clone(),
                 source: i.source.clone(),
                 program: i.program.clone(),
                 env: i.env.clone(),
@@ -433,8 +428,7 @@ impl Inventory {
         let env = Env::interlock().with_variables(&["object"]);
         let program = env.compile(&decl.keys)?;
         let mut state = IndexState {
-            group: decl.group.clone(),
-            kind: decl.kind.clone(),
+            gk: decl.gk.clone(),
             source: decl.keys.clone(),
             program,
             env,
@@ -466,19 +460,16 @@ impl Inventory {
     }
 
     /// The kind an index is declared on.
-    pub fn index_kind(&self, id: IndexId) -> Option<(&str, &str)> {
-        self.indexes
-            .get(id)
-            .map(|i| (i.group.as_str(), i.kind.as_str()))
+    pub fn index_kind(&self, id: IndexId) -> Option<&GroupKind> {
+        self.indexes.get(id).map(|i| &i.gk)
     }
 
-    /// Every declared index: group, kind, key program and the slot of
-    /// `object` in it.
-    pub fn index_definitions(&self) -> impl Iterator<Item = (&str, &str, &Program, usize)> {
+    /// Every declared index: kind, key program and the slot of `object`
+    /// in it.
+    pub fn index_definitions(&self) -> impl Iterator<Item = (&GroupKind, &Program, usize)> {
         self.indexes.iter().map(|i| {
             (
-                i.group.as_str(),
-                i.kind.as_str(),
+                &i.gk,
                 &i.program,
                 i.env.variable_slot("object").unwrap_or(0),
             )
@@ -742,12 +733,12 @@ impl Inventory {
 
 impl IndexState {
     fn declares(&self, d: &IndexDecl) -> bool {
-        self.group == d.group && self.kind == d.kind && self.source == d.keys
+        self.gk == d.gk && self.source == d.keys
     }
 
     /// The keys this index yields for an object (none for other kinds).
     fn keys_of(&self, key: &ObjectKey, object: &Json) -> Result<Vec<String>, IndexError> {
-        if *key.gk.kind != *self.kind || *key.gk.group != *self.group {
+        if key.gk.kind != self.gk.kind || key.gk.group != self.gk.group {
             return Ok(Vec::new());
         }
         let err = |message: String| IndexError {

@@ -50,8 +50,8 @@ impl PolicySet {
             add_reads(&mut sets, policy_reads(p, inventory, &kinds));
             whole_kinds.extend(p.param_kind.clone());
         }
-        for (group, kind, program, slot) in inventory.index_definitions() {
-            let tag = kinds.borrow_mut().tag(group, kind);
+        for (gk, program, slot) in inventory.index_definitions() {
+            let tag = kinds.borrow_mut().tag(gk.group(), gk.kind());
             let none = |_: usize, _: &[Option<String>]| None;
             let mut flow = Flow::new(&none, vec![(slot, tag)]);
             flow.result(program);
@@ -114,7 +114,7 @@ fn policy_reads(p: &CompiledPolicy, inventory: &Inventory, kinds: &RefCell<Kinds
                 arg(0)
                     .and_then(|name| p.indexes.get(&name))
                     .and_then(|&id| inventory.index_kind(id))
-                    .map_or(ANY_KIND, |(g, k)| kinds.borrow_mut().tag(g, k)),
+                    .map_or(ANY_KIND, |gk| kinds.borrow_mut().tag(gk.group(), gk.kind())),
             ),
             _ => None,
         }

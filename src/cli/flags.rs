@@ -102,7 +102,7 @@ pub enum Command {
     /// Evaluate one CEL expression with the variables a policy sees.
     Eval {
         #[command(flatten)]
-        opts: crate::eval::EvalOptions,
+        opts: super::args::EvalArgs,
         /// Output: json prints {"type": T, "value": V}; text prints the value.
         #[arg(short, long, default_value = "json")]
         output: String,
@@ -212,7 +212,7 @@ pub enum Command {
     /// Objects stuck in deletion and their finalizers (docs/finalizers.md).
     Unstick {
         #[command(flatten)]
-        args: crate::unstick::UnstickArgs,
+        args: super::args::UnstickArgs,
     },
     /// The bundled policy library.
     Policies {

@@ -6,6 +6,7 @@
 //! finding (or a failed policy test), 2 the command could not do its job
 //! (bad input, no cluster, a server that stopped with an error).
 
+mod args;
 mod flags;
 
 use std::path::PathBuf;
@@ -86,7 +87,7 @@ fn dispatch(command: Command) -> u8 {
             }),
             output,
         ),
-        Command::Eval { opts, output } => eval(&opts, &output),
+        Command::Eval { opts, output } => eval(&opts.into(), &output),
         Command::Serve {
             args,
             reveal_other_namespaces,
@@ -176,7 +177,7 @@ fn dispatch(command: Command) -> u8 {
             url,
             ca_bundle,
         } => webhook_config(&policy, service, url, ca_bundle),
-        Command::Unstick { args } => exit_status(crate::unstick::main(&args)),
+        Command::Unstick { args } => exit_status(crate::unstick::main(&args.into())),
         Command::Crd { kind } => {
             let kind = kind.as_deref();
             if kind != Some("InterlockException") {

@@ -1,0 +1,140 @@
+//! Flag groups of commands, flattened into [`super::flags`]: each is
+//! parsed here and handed to the library as its plain options.
+
+use clap::Args;
+use std::path::PathBuf;
+
+#[derive(Args, Debug, Clone)]
+pub struct UnstickArgs {
+    /// Only this namespace (and the Namespace object itself).
+    #[arg(short = 'n', long, conflicts_with = "all_namespaces")]
+    pub namespace: Option<String>,
+    /// Every namespace, and cluster-scoped objects.
+    #[arg(short = 'A', long)]
+    pub all_namespaces: bool,
+    /// Only deletions older than this (90s, 15m, 1h30m, 2d).
+    #[arg(long, default_value = "5m")]
+    pub older_than: String,
+    /// Output format.
+    #[arg(short, long, default_value = "human", value_parser = ["human", "json"])]
+    pub output: String,
+    /// Remove this finalizer from TARGET (with --yes).
+    #[arg(long, value_name = "FINALIZER", requires = "target")]
+    pub clear: Option<String>,
+    /// Confirm --clear: without it nothing is written.
+    #[arg(long)]
+    pub yes: bool,
+    /// The resourceVersion the clear is for (as listed); default: the
+    /// current one. If the object changed since, the clear is refused.
+    #[arg(long, value_name = "RV", requires = "clear")]
+    pub resource_version: Option<String>,
+    /// Namespace of the Interlock controller's leader-election Lease.
+    #[arg(long, default_value = "interlock-system")]
+    pub lease_namespace: String,
+    /// Name of the Interlock controller's leader-election Lease.
+    #[arg(long, default_value = "interlock-controller")]
+    pub lease_name: String,
+    /// KIND/NAME of the object to clear (kind, plural or singular name).
+    pub target: Option<String>,
+}
+
+impl From<UnstickArgs> for crate::unstick::UnstickOptions {
+    fn from(a: UnstickArgs) -> Self {
+        crate::unstick::UnstickOptions {
+            namespace: a.namespace,
+            all_namespaces: a.all_namespaces,
+            older_than: a.older_than,
+            output: a.output,
+            clear: a.clear,
+            yes: a.yes,
+            resource_version: a.resource_version,
+            lease_namespace: a.lease_namespace,
+            lease_name: a.lease_name,
+            target: a.target,
+        }
+    }
+}
+
+#[derive(Args, Debug, Clone, Default)]
+pub struct EvalArgs {
+    /// The CEL expression.
+    #[arg(
+        short,
+        long,
+        allow_hyphen_values = true,
+        required_unless_present_any = ["validation", "interactive"]
+    )]
+    pub expr: Option<String>,
+    /// Read expressions from standard input, one a line, with the context
+    /// loaded once (:help lists the commands).
+    #[arg(short, long, conflicts_with_all = ["expr", "validation"])]
+    pub interactive: bool,
+    /// Evaluate in this policy's context: its variables, params and
+    /// indexes, with `request` made from --object as admission sends it.
+    #[arg(long, conflicts_with_all = ["request", "namespace_object", "strict"])]
+    pub policy: Option<PathBuf>,
+    /// With --policy: evaluate spec.validations[N].expression (and its
+    /// message when it fails) instead of --expr.
+    #[arg(long, requires = "policy", conflicts_with = "expr")]
+    pub validation: Option<usize>,
+    /// With --policy: the request's operation (CREATE, UPDATE or DELETE;
+    /// a DELETE sends --old-object, or --object, as oldObject).
+    #[arg(long, requires = "policy", default_value = "CREATE", value_parser = ["CREATE", "UPDATE", "DELETE"])]
+    pub operation: String,
+    /// With --policy: the requesting user.
+    #[arg(long, requires = "policy", default_value = crate::policy::OFFLINE_USER)]
+    pub user: String,
+    /// With --policy: the user's groups (repeatable; default system:authenticated).
+    #[arg(long = "group", requires = "policy")]
+    pub groups: Vec<String>,
+    /// With --policy: the subresource (status, scale, ...).
+    #[arg(long, requires = "policy", default_value = "")]
+    pub subresource: String,
+    /// With --policy: a dry-run request.
+    #[arg(long, requires = "policy")]
+    pub dry_run: bool,
+    /// The `object` variable (JSON or YAML file).
+    #[arg(long)]
+    pub object: Option<PathBuf>,
+    /// The `oldObject` variable.
+    #[arg(long)]
+    pub old_object: Option<PathBuf>,
+    /// The `params` variable.
+    #[arg(long)]
+    pub params: Option<PathBuf>,
+    /// The `namespaceObject` variable.
+    #[arg(long)]
+    pub namespace_object: Option<PathBuf>,
+    /// The `request` variable.
+    #[arg(long)]
+    pub request: Option<PathBuf>,
+    /// Objects the inventory functions can find (files or folders).
+    #[arg(long)]
+    pub inventory: Vec<PathBuf>,
+    /// Exactly kube-apiserver's environment (what a ValidatingAdmissionPolicy gets).
+    #[arg(long)]
+    pub strict: bool,
+}
+
+impl From<EvalArgs> for crate::eval::EvalOptions {
+    fn from(a: EvalArgs) -> Self {
+        crate::eval::EvalOptions {
+            expr: a.expr,
+            interactive: a.interactive,
+            policy: a.policy,
+            validation: a.validation,
+            operation: a.operation,
+            user: a.user,
+            groups: a.groups,
+            subresource: a.subresource,
+            dry_run: a.dry_run,
+            object: a.object,
+            old_object: a.old_object,
+            params: a.params,
+            namespace_object: a.namespace_object,
+            request: a.request,
+            inventory: a.inventory,
+            strict: a.strict,
+        }
+    }
+}

@@ -70,32 +70,6 @@ impl Default for Boundary {
     }
 }
 
-/// `interlock serve` flags of the boundary.
-#[derive(clap::Args, Debug, Clone)]
-pub struct BoundaryArgs {
-    /// Writes to ResourceGroup members by anyone but the controller:
-    /// refused (deny), admitted with a warning (warn), or not looked at (off).
-    #[arg(long, value_enum, default_value = "deny")]
-    pub member_writes: Mode,
-    /// The Interlock controller's own user (repeatable).
-    #[arg(long = "boundary-controller", default_value = DEFAULT_CONTROLLER)]
-    pub controllers: Vec<String>,
-    /// Break-glass: a user (`NAME`, `PREFIX*`) or group (`group:NAME`) that
-    /// may write members (repeatable).
-    #[arg(long = "boundary-exempt")]
-    pub exempt: Vec<String>,
-}
-
-impl BoundaryArgs {
-    pub fn config(&self) -> Boundary {
-        Boundary {
-            mode: self.member_writes,
-            controllers: self.controllers.clone(),
-            exempt: self.exempt.clone(),
-        }
-    }
-}
-
 /// One write as the boundary sees it.
 #[derive(Debug, Default)]
 pub struct Write<'a> {

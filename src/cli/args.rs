@@ -1,7 +1,15 @@
-//! Flag groups of commands, flattened into [`super::flags`]: each is
-//! parsed here and handed to the library as its plain options.
+//! Flag groups of commands, flattened into [`super::flags`]: parsed here
+//! and handed to the library as its plain options (`UnstickOptions`,
+//! `EvalOptions`, `Boundary`, `ClaimOptions`, the continuous audit's `LiveOptions`).
 
 use clap::Args;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::admission::boundary::{Boundary, Mode, DEFAULT_CONTROLLER};
+use crate::admission::claims::ClaimOptions;
+use crate::audit::live::{LiveAudit, LiveOptions};
+use crate::cluster::Companion;
 use std::path::PathBuf;
 
 #[derive(Args, Debug, Clone)]
@@ -136,5 +144,100 @@ impl From<EvalArgs> for crate::eval::EvalOptions {
             inventory: a.inventory,
             strict: a.strict,
         }
+    }
+}
+
+/// `serve`'s claim flags.
+#[derive(Debug, Clone, Args)]
+pub struct ClaimArgs {
+    /// Namespace of the claim Leases that arbitrate unique keys between
+    /// replicas (the webhook's own; default interlock-system, or outside a
+    /// cluster without it the kubeconfig context's namespace).
+    #[arg(long, env = "POD_NAMESPACE")]
+    pub claims_namespace: Option<String>,
+    /// How long a claim that no stored object holds is kept (covers a
+    /// write admitted but not yet seen by the watch).
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = crate::k8s::duration::parse)]
+    pub claim_grace: Duration,
+    /// Do not claim unique keys on the API server (one replica only: two
+    /// replicas may then both admit a duplicate written at the same time).
+    #[arg(long)]
+    pub no_claims: bool,
+}
+
+impl ClaimArgs {
+    /// The options, or `None` when claims are off.
+    pub fn options(&self) -> Option<ClaimOptions> {
+        (!self.no_claims).then(|| ClaimOptions {
+            namespace: self
+                .claims_namespace
+                .clone()
+                .unwrap_or_else(|| crate::cluster::prereq::DEFAULT_NAMESPACE.into()),
+            namespace_given: self.claims_namespace.is_some(),
+            grace: self.claim_grace,
+            timeout: Duration::from_secs(2),
+        })
+    }
+}
+
+/// `interlock serve` flags of the boundary.
+#[derive(Args, Debug, Clone)]
+pub struct BoundaryArgs {
+    /// Writes to ResourceGroup members by anyone but the controller:
+    /// refused (deny), admitted with a warning (warn), or not looked at (off).
+    #[arg(long, value_enum, default_value = "deny")]
+    pub member_writes: Mode,
+    /// The Interlock controller's own user (repeatable).
+    #[arg(long = "boundary-controller", default_value = DEFAULT_CONTROLLER)]
+    pub controllers: Vec<String>,
+    /// Break-glass: a user (`NAME`, `PREFIX*`) or group (`group:NAME`) that
+    /// may write members (repeatable).
+    #[arg(long = "boundary-exempt")]
+    pub exempt: Vec<String>,
+}
+
+impl BoundaryArgs {
+    pub fn config(&self) -> Boundary {
+        Boundary {
+            mode: self.member_writes,
+            controllers: self.controllers.clone(),
+            exempt: self.exempt.clone(),
+        }
+    }
+}
+
+/// The flags of `serve` and `controller` that turn the audit on.
+#[derive(Debug, Clone, Args)]
+pub struct AuditArgs {
+    /// Audit what is stored in the cluster, continuously: objects evaluated
+    /// again when they or what their policies read change, results as
+    /// PolicyReports and interlock_audit_* metrics (docs/audit.md).
+    #[arg(long)]
+    pub audit: bool,
+    /// Seconds between full audit passes (every object, changed or not).
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        default_value_t = 3600,
+        requires = "audit"
+    )]
+    pub audit_interval: u64,
+    /// The audit's report kinds: policyreport (wgpolicyk8s.io/v1alpha2),
+    /// openreports (openreports.io/v1alpha1), or auto: OpenReports when
+    /// the cluster serves it, else PolicyReport.
+    #[arg(long, value_enum, default_value = "auto", requires = "audit")]
+    pub audit_report_format: crate::audit::policy_report::FormatChoice,
+}
+
+impl AuditArgs {
+    /// The audit to run, when `--audit` is given.
+    pub fn companion(&self) -> Option<Arc<dyn Companion>> {
+        self.audit.then(|| {
+            Arc::new(LiveAudit::new(LiveOptions {
+                full_interval: Duration::from_secs(self.audit_interval.max(1)),
+                report_format: self.audit_report_format,
+                ..LiveOptions::default()
+            })) as Arc<dyn Companion>
+        })
     }
 }

@@ -120,11 +120,11 @@ pub enum Command {
         #[arg(long, value_name = "DURATION", default_value = "290s", value_parser = crate::k8s::duration::parse)]
         watch_timeout: Duration,
         #[command(flatten)]
-        boundary: crate::admission::boundary::BoundaryArgs,
+        boundary: super::args::BoundaryArgs,
         #[command(flatten)]
-        claims: crate::admission::claims::ClaimArgs,
+        claims: super::args::ClaimArgs,
         #[command(flatten)]
-        audit: crate::audit::live::AuditArgs,
+        audit: super::args::AuditArgs,
         #[command(flatten)]
         overrides: Overrides,
     },
@@ -173,7 +173,7 @@ pub enum Command {
         #[arg(long, default_value = "text", value_parser = ["text", "json"], env = "INTERLOCK_LOG_FORMAT")]
         log_format: String,
         #[command(flatten)]
-        audit: crate::audit::live::AuditArgs,
+        audit: super::args::AuditArgs,
         #[command(flatten)]
         overrides: Overrides,
     },

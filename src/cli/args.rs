@@ -241,3 +241,36 @@ impl AuditArgs {
         })
     }
 }
+
+#[derive(Args, Debug, Clone, Default)]
+pub struct OverrideArgs {
+    /// Leave out the policy of this name (and its bindings); repeatable.
+    #[arg(long = "disable", value_name = "NAME")]
+    pub disable: Vec<String>,
+    /// Make the policy of this name only Deny, Warn or Audit (its
+    /// validationActions, admissionActions and checkActions, or its bindings'
+    /// validationActions); repeatable.
+    #[arg(long = "action", value_name = "NAME=ACTION", value_parser = crate::policy::overrides::parse_action)]
+    pub actions: Vec<(String, crate::policy::Action)>,
+    /// A PolicyConfig file (interlock.dev/v1alpha1; spec.disable: [NAME],
+    /// spec.actions: {NAME: ACTION}) added to the flags; serve and the
+    /// controller read it again when it changes.
+    #[arg(long = "policy-config", value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// The namespace whose exceptions may except objects of any namespace
+    /// (default interlock-system); an exception in any other namespace
+    /// excepts only objects of its own (docs/writing-policies.md).
+    #[arg(long = "exception-namespace", value_name = "NS")]
+    pub exception_namespace: Option<String>,
+}
+
+impl From<OverrideArgs> for crate::policy::overrides::Overrides {
+    fn from(a: OverrideArgs) -> Self {
+        crate::policy::overrides::Overrides {
+            disable: a.disable,
+            actions: a.actions,
+            config: a.config,
+            exception_namespace: a.exception_namespace,
+        }
+    }
+}

@@ -5,8 +5,8 @@ use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 use std::time::Duration;
 
+use super::args::OverrideArgs;
 use crate::check::{self, OutputFormat};
-use crate::policy::overrides::Overrides;
 
 #[derive(Parser)]
 #[command(
@@ -69,7 +69,7 @@ pub enum Command {
         #[arg(long, default_value = "notice", value_parser = ["notice", "error"])]
         remote_bases: String,
         #[command(flatten)]
-        overrides: Overrides,
+        overrides: OverrideArgs,
         /// Files, folders, or - for standard input.
         #[arg(required = true)]
         paths: Vec<PathBuf>,
@@ -97,7 +97,7 @@ pub enum Command {
         #[arg(long, value_enum, default_value = "auto", requires = "write_reports")]
         report_format: crate::audit::policy_report::FormatChoice,
         #[command(flatten)]
-        overrides: Overrides,
+        overrides: OverrideArgs,
     },
     /// Evaluate one CEL expression with the variables a policy sees.
     Eval {
@@ -126,7 +126,7 @@ pub enum Command {
         #[command(flatten)]
         audit: super::args::AuditArgs,
         #[command(flatten)]
-        overrides: Overrides,
+        overrides: OverrideArgs,
     },
     /// Write a CA and a serving certificate for the webhook.
     Certs {
@@ -175,7 +175,7 @@ pub enum Command {
         #[command(flatten)]
         audit: super::args::AuditArgs,
         #[command(flatten)]
-        overrides: Overrides,
+        overrides: OverrideArgs,
     },
     /// What the controller would do with the ResourceGroups of FILEs, in
     /// the cluster of the current kubeconfig, with every policy's findings;
@@ -189,7 +189,7 @@ pub enum Command {
         #[arg(short, long, default_value = "human", value_parser = ["human", "json"])]
         output: String,
         #[command(flatten)]
-        overrides: Overrides,
+        overrides: OverrideArgs,
         /// Files or folders with ResourceGroups, or - for standard input.
         #[arg(required = true)]
         files: Vec<PathBuf>,

@@ -57,7 +57,7 @@ fn dispatch(command: Command) -> u8 {
                 namespace,
                 inventory,
                 exclude,
-                overrides,
+                overrides: overrides.into(),
                 no_defaults,
                 kustomize: match kustomize.as_str() {
                     "never" => check::render::kustomize::KustomizeMode::Never,
@@ -83,7 +83,7 @@ fn dispatch(command: Command) -> u8 {
                 record_evaluated: output == OutputFormat::Junit,
                 write_reports,
                 report_format,
-                overrides,
+                overrides: overrides.into(),
             }),
             output,
         ),
@@ -109,7 +109,7 @@ fn dispatch(command: Command) -> u8 {
                     args,
                     options,
                     cluster_options,
-                    overrides,
+                    overrides.into(),
                     claims.options(),
                     audit.companion(),
                 )
@@ -151,7 +151,7 @@ fn dispatch(command: Command) -> u8 {
                 lease,
                 lease_namespace_given,
                 watch_timeout: Duration::from_secs(290),
-                overrides,
+                overrides: overrides.into(),
             };
             block_on(
                 "controller",
@@ -166,7 +166,7 @@ fn dispatch(command: Command) -> u8 {
         } => plan(
             &crate::plan::PlanOptions {
                 policies: policy,
-                overrides,
+                overrides: overrides.into(),
                 files,
             },
             &output,

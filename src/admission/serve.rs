@@ -8,13 +8,13 @@ use crate::cluster::prereq::{self, Access, Need};
 use crate::cluster::reload::{self, Sources, Supervisor};
 use crate::cluster::{ClusterOptions, Companion, KindName};
 use crate::policy::overrides::Overrides;
-use crate::server::ServeArgs;
+use crate::server::ServeOptions;
 use std::sync::Arc;
 
 /// Serves until a shutdown signal; `companion` (the continuous audit) runs
 /// beside admission over the same cluster state.
 pub async fn run(
-    args: ServeArgs,
+    args: ServeOptions,
     options: EngineOptions,
     cluster_options: ClusterOptions,
     overrides: Overrides,

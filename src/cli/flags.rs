@@ -110,7 +110,7 @@ pub enum Command {
     /// Serve the admission webhook (POST /validate, /mutate) over TLS.
     Serve {
         #[command(flatten)]
-        args: crate::server::ServeArgs,
+        args: super::args::ServeArgs,
         /// Name objects of other namespaces in messages (off by default: a
         /// tenant only learns the kind of another tenant's object).
         #[arg(long)]
@@ -131,7 +131,7 @@ pub enum Command {
     /// Write a CA and a serving certificate for the webhook.
     Certs {
         #[command(flatten)]
-        args: crate::server::cli::CertsArgs,
+        args: super::args::CertsArgs,
     },
     /// Print the CRDs of the project's kinds (ResourceGroup,
     /// InterlockException) as YAML.

@@ -106,7 +106,7 @@ fn dispatch(command: Command) -> u8 {
             let cluster_options = crate::cluster::ClusterOptions { watch_timeout };
             block_on("serve", async move {
                 crate::admission::serve::run(
-                    args,
+                    args.into(),
                     options,
                     cluster_options,
                     overrides.into(),
@@ -116,7 +116,10 @@ fn dispatch(command: Command) -> u8 {
                 .await
             })
         }
-        Command::Certs { args } => done("certs", crate::certs::run(&args)),
+        Command::Certs { args } => done(
+            "certs",
+            crate::certs::run(&args.options(), &args.out, args.force),
+        ),
         Command::Controller {
             policy,
             concurrency,

@@ -38,7 +38,7 @@ use serde_json::Value as Json;
 pub const DEFAULT_CONTROLLER: &str = "system:serviceaccount:interlock-system:interlock-controller";
 
 /// What happens to a write across the boundary.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Mode {
     /// Refuse it (403).
     #[default]

@@ -8,14 +8,96 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::admission::boundary::{Boundary, Mode, DEFAULT_CONTROLLER};
+use crate::admission::boundary::{Boundary, DEFAULT_CONTROLLER};
 use crate::admission::claims::ClaimOptions;
 use crate::audit::live::{LiveAudit, LiveOptions};
 use crate::cluster::Companion;
 use crate::k8s::duration::parse as parse_duration;
 use crate::server::options::{
-    LogFormat, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_CONNECTIONS_PER_SOURCE,
+    DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_CONNECTIONS_PER_SOURCE,
 };
+
+/// Mirrors a library enum as a clap `ValueEnum` (same variants, same help)
+/// and converts it.
+macro_rules! value_enum {
+    ($(#[$m:meta])* $name:ident => $lib:ty { $($(#[$vm:meta])* $v:ident,)+ }) => {
+        $(#[$m])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+        pub enum $name {
+            $($(#[$vm])* $v,)+
+        }
+
+        impl From<$name> for $lib {
+            fn from(v: $name) -> Self {
+                match v {
+                    $($name::$v => <$lib>::$v,)+
+                }
+            }
+        }
+    };
+}
+
+value_enum! {
+    /// An output format of `interlock check`.
+    OutputFormatArg => crate::check::OutputFormat {
+        /// Grouped by file, one line per finding, for people.
+        Human,
+        /// The JSON document of the command-line contract (docs/usage.md).
+        Json,
+        /// SARIF 2.1.0, for GitHub code scanning and other SARIF viewers.
+        Sarif,
+        /// JUnit XML, for CI test reports.
+        Junit,
+    }
+}
+
+value_enum! {
+    /// `--report-format`: a format, or whichever the cluster serves.
+    ReportFormatArg => crate::audit::policy_report::FormatChoice {
+        /// OpenReports when the cluster serves it, else PolicyReport.
+        Auto,
+        #[value(name = "policyreport")]
+        PolicyReport,
+        #[value(name = "openreports")]
+        OpenReports,
+    }
+}
+
+value_enum! {
+    /// An output format of `interlock test`.
+    TestFormatArg => crate::check::policy_test::TestFormat {
+        /// One line per case, failures under it, a count at the end.
+        Human,
+        /// `{"cases": [...], "passed": N, "failed": N, "errors": [...]}`.
+        Json,
+        /// JUnit XML: a test suite per policy, a test case per case file.
+        Junit,
+    }
+}
+
+value_enum! {
+    /// What happens to a write across the boundary.
+    MemberWritesArg => crate::admission::boundary::Mode {
+        /// Refuse it (403).
+        Deny,
+        /// Admit it with a kubectl warning (a gradual rollout).
+        Warn,
+        /// No boundary.
+        Off,
+    }
+}
+
+value_enum! {
+    /// Log output format.
+    LogFormatArg => crate::server::LogFormat {
+        /// JSON when stderr is not a terminal (a container), text otherwise.
+        Auto,
+        /// One JSON object per line.
+        Json,
+        /// Human-readable text.
+        Text,
+    }
+}
 
 #[derive(Args, Debug, Clone)]
 pub struct UnstickArgs {
@@ -191,7 +273,7 @@ pub struct BoundaryArgs {
     /// Writes to ResourceGroup members by anyone but the controller:
     /// refused (deny), admitted with a warning (warn), or not looked at (off).
     #[arg(long, value_enum, default_value = "deny")]
-    pub member_writes: Mode,
+    pub member_writes: MemberWritesArg,
     /// The Interlock controller's own user (repeatable).
     #[arg(long = "boundary-controller", default_value = DEFAULT_CONTROLLER)]
     pub controllers: Vec<String>,
@@ -204,7 +286,7 @@ pub struct BoundaryArgs {
 impl BoundaryArgs {
     pub fn config(&self) -> Boundary {
         Boundary {
-            mode: self.member_writes,
+            mode: self.member_writes.into(),
             controllers: self.controllers.clone(),
             exempt: self.exempt.clone(),
         }
@@ -231,7 +313,7 @@ pub struct AuditArgs {
     /// openreports (openreports.io/v1alpha1), or auto: OpenReports when
     /// the cluster serves it, else PolicyReport.
     #[arg(long, value_enum, default_value = "auto", requires = "audit")]
-    pub audit_report_format: crate::audit::policy_report::FormatChoice,
+    pub audit_report_format: ReportFormatArg,
 }
 
 impl AuditArgs {
@@ -240,7 +322,7 @@ impl AuditArgs {
         self.audit.then(|| {
             Arc::new(LiveAudit::new(LiveOptions {
                 full_interval: Duration::from_secs(self.audit_interval.max(1)),
-                report_format: self.audit_report_format,
+                report_format: self.audit_report_format.into(),
                 ..LiveOptions::default()
             })) as Arc<dyn Companion>
         })
@@ -387,8 +469,8 @@ pub struct ServeArgs {
     pub shutdown_timeout: Duration,
 
     /// Log format: `json`, `text`, or `auto` (JSON when stderr is not a terminal).
-    #[arg(long, value_enum, default_value_t = LogFormat::Auto, env = "INTERLOCK_LOG_FORMAT")]
-    pub log_format: LogFormat,
+    #[arg(long, value_enum, default_value_t = LogFormatArg::Auto, env = "INTERLOCK_LOG_FORMAT")]
+    pub log_format: LogFormatArg,
 }
 
 impl From<ServeArgs> for crate::server::ServeOptions {
@@ -413,7 +495,7 @@ impl From<ServeArgs> for crate::server::ServeOptions {
             tls_expiry_margin: a.tls_expiry_margin,
             shutdown_delay: a.shutdown_delay,
             shutdown_timeout: a.shutdown_timeout,
-            log_format: a.log_format,
+            log_format: a.log_format.into(),
         }
     }
 }

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::args::OverrideArgs;
-use crate::check::{self, OutputFormat};
+use crate::check;
 
 #[derive(Parser)]
 #[command(
@@ -31,7 +31,7 @@ pub enum Command {
         policy: Vec<PathBuf>,
         /// Output format.
         #[arg(short, long, default_value = "human")]
-        output: OutputFormat,
+        output: super::args::OutputFormatArg,
         /// The user the offline CREATE requests are made as.
         #[arg(long, default_value = check::DEFAULT_USER)]
         user: String,
@@ -82,7 +82,7 @@ pub enum Command {
         policy: Vec<PathBuf>,
         /// Output format.
         #[arg(short, long, default_value = "human")]
-        output: OutputFormat,
+        output: super::args::OutputFormatArg,
         /// Report only objects of this namespace (repeatable; lookups still
         /// see every namespace).
         #[arg(short = 'n', long)]
@@ -95,7 +95,7 @@ pub enum Command {
         /// openreports (openreports.io/v1alpha1), or auto: OpenReports when
         /// the cluster serves it, else PolicyReport.
         #[arg(long, value_enum, default_value = "auto", requires = "write_reports")]
-        report_format: crate::audit::policy_report::FormatChoice,
+        report_format: super::args::ReportFormatArg,
         #[command(flatten)]
         overrides: OverrideArgs,
     },
@@ -229,7 +229,7 @@ pub enum Command {
         run: Option<String>,
         /// Output format.
         #[arg(short, long, default_value = "human")]
-        output: check::policy_test::TestFormat,
+        output: super::args::TestFormatArg,
         /// Also send the cases of ValidatingAdmissionPolicies to the cluster
         /// of the kubeconfig (the policies and bindings renamed and confined
         /// to the case's objects, the objects as dry runs in a scratch

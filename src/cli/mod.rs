@@ -52,7 +52,7 @@ fn dispatch(command: Command) -> u8 {
                 policies: policy,
                 inputs: paths,
                 user,
-                record_evaluated: output == OutputFormat::Junit,
+                record_evaluated: OutputFormat::from(output) == OutputFormat::Junit,
                 whole_objects: false,
                 namespace,
                 inventory,
@@ -67,7 +67,7 @@ fn dispatch(command: Command) -> u8 {
                 remote_bases_fail: remote_bases == "error",
                 ..Default::default()
             }),
-            output,
+            output.into(),
         ),
         Command::Audit {
             policy,
@@ -80,12 +80,12 @@ fn dispatch(command: Command) -> u8 {
             &crate::audit::run(&crate::audit::AuditOptions {
                 policies: policy,
                 namespaces: namespace,
-                record_evaluated: output == OutputFormat::Junit,
+                record_evaluated: OutputFormat::from(output) == OutputFormat::Junit,
                 write_reports,
-                report_format,
+                report_format: report_format.into(),
                 overrides: overrides.into(),
             }),
-            output,
+            output.into(),
         ),
         Command::Eval { opts, output } => eval(&opts.into(), &output),
         Command::Serve {
@@ -97,7 +97,7 @@ fn dispatch(command: Command) -> u8 {
             audit,
             overrides,
         } => {
-            crate::server::init_tracing(args.log_format.is_json());
+            crate::server::init_tracing(crate::server::LogFormat::from(args.log_format).is_json());
             let options = crate::admission::EngineOptions {
                 redact_other_namespaces: !reveal_other_namespaces,
                 boundary: boundary.config(),
@@ -207,7 +207,7 @@ fn dispatch(command: Command) -> u8 {
                 against_cluster,
                 no_defaults,
             },
-            output,
+            output.into(),
         ),
     }
 }

@@ -5,8 +5,6 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::ValueEnum;
-
 /// Default request body limit: two objects at etcd's 1.5 MiB limit
 /// (`object` and `oldObject` of an UPDATE).
 pub const DEFAULT_MAX_BODY_BYTES: usize = 3 * 1024 * 1024;
@@ -115,7 +113,7 @@ pub struct ServeOptions {
 }
 
 /// Log output format.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LogFormat {
     /// JSON when stderr is not a terminal (a container), text otherwise.
     Auto,

@@ -3,7 +3,7 @@
 //! page by page.
 
 use super::{cluster_error, AuditError, Snapshot};
-use crate::k8s::kind::{GroupKind, GroupVersionKind as KindName};
+use crate::k8s::kind::{GroupKind, GroupVersionKind};
 use crate::policy::PolicySet;
 use kube::api::{Api, DynamicObject, ListParams};
 use kube::discovery::{verbs, ApiResource, Discovery, Scope};
@@ -34,7 +34,7 @@ pub fn plan(
     let read: BTreeSet<GroupKind> = policies
         .kinds_read()
         .iter()
-        .map(KindName::group_kind)
+        .map(GroupVersionKind::group_kind)
         .collect();
     let mut found = BTreeSet::new();
     let mut planned = Vec::new();

@@ -15,13 +15,14 @@
 //! - One line per change: a retry that finds the same things missing logs
 //!   nothing, so an operator reads one line, not one per retry.
 
-use super::{Cluster, KindName};
+use super::Cluster;
 use crate::k8s::kind::GroupResource;
+use crate::k8s::kind::GroupVersionKind;
 use k8s_openapi::api::authorization::v1::{
     ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec,
 };
 use k8s_openapi::api::core::v1::Namespace;
-use kube::api::{Api, GroupVersionKind, PostParams};
+use kube::api::{Api, PostParams};
 use std::fmt;
 use std::time::Duration;
 
@@ -95,9 +96,12 @@ pub enum Need {
     Access(Access),
     /// The kind is served (its CRD installed), and the process may list and
     /// watch it in every namespace.
-    Watched(KindName),
+    Watched(GroupVersionKind),
     /// The kind is served; `crd` is the file under manifests/ that installs it.
-    Served { kind: KindName, crd: &'static str },
+    Served {
+        kind: GroupVersionKind,
+        crd: &'static str,
+    },
 }
 
 /// One thing found missing.
@@ -106,7 +110,7 @@ pub enum Missing {
     Namespace(String),
     Access(Access),
     Kind {
-        kind: KindName,
+        kind: GroupVersionKind,
         crd: Option<&'static str>,
     },
     /// The check itself failed (the API server unreachable, a review
@@ -155,7 +159,7 @@ pub fn describe(missing: &[Missing]) -> String {
 }
 
 /// The needs of a process that watches `kinds` into its inventory.
-pub fn watching(kinds: &[KindName]) -> Vec<Need> {
+pub fn watching(kinds: &[GroupVersionKind]) -> Vec<Need> {
     kinds.iter().cloned().map(Need::Watched).collect()
 }
 
@@ -214,7 +218,7 @@ async fn namespace_exists(client: &kube::Client, ns: &str) -> Result<(), Vec<Mis
 /// The resource of a served kind.
 async fn served(
     client: &kube::Client,
-    kind: &KindName,
+    kind: &GroupVersionKind,
     crd: Option<&&'static str>,
 ) -> Result<GroupResource, Vec<Missing>> {
     let api_version = kind.api_version();
@@ -222,7 +226,7 @@ async fn served(
         Some((g, v)) => (g, v),
         None => ("", api_version),
     };
-    let gvk = GroupVersionKind::gvk(group, version, kind.kind());
+    let gvk = kube::api::GroupVersionKind::gvk(group, version, kind.kind());
     let not_served = || {
         vec![Missing::Kind {
             kind: kind.clone(),
@@ -334,7 +338,7 @@ mod tests {
                     .named("interlock-controller"),
             ),
             Missing::Kind {
-                kind: KindName::from_api_version("interlock.dev/v1alpha1", "ResourceGroup"),
+                kind: GroupVersionKind::from_api_version("interlock.dev/v1alpha1", "ResourceGroup"),
                 crd: Some("crd-resourcegroup.yaml"),
             },
         ]);

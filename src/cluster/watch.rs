@@ -18,11 +18,12 @@
 //! cannot (a CRD not installed yet), so the process stays unready, never
 //! wedged. Tasks are owned (aborted on `shutdown` or drop), never detached.
 
-use super::{Cluster, KindName};
+use super::Cluster;
 use crate::inventory::ObjectKey;
 use crate::k8s::kind::GroupKind;
+use crate::k8s::kind::GroupVersionKind;
 use futures::StreamExt;
-use kube::api::{Api, DynamicObject, GroupVersionKind};
+use kube::api::{Api, DynamicObject};
 use kube::runtime::watcher::{self, Event};
 use kube::runtime::WatchStreamExt;
 use kube::Client;
@@ -36,7 +37,7 @@ use tokio::task::JoinHandle;
 pub struct Watchers {
     client: Client,
     cluster: Arc<Cluster>,
-    running: HashMap<KindName, JoinHandle<()>>,
+    running: HashMap<GroupVersionKind, JoinHandle<()>>,
 }
 
 impl Watchers {
@@ -49,8 +50,8 @@ impl Watchers {
     }
 
     /// Watches exactly `kinds`: starts the new ones, stops the others.
-    pub fn set_kinds(&mut self, kinds: &[KindName]) {
-        let wanted: HashSet<&KindName> = kinds.iter().collect();
+    pub fn set_kinds(&mut self, kinds: &[GroupVersionKind]) {
+        let wanted: HashSet<&GroupVersionKind> = kinds.iter().collect();
         self.running.retain(|k, task| {
             let keep = wanted.contains(k);
             if !keep {
@@ -74,8 +75,8 @@ impl Watchers {
         }
     }
 
-    pub fn kinds(&self) -> Vec<KindName> {
-        let mut v: Vec<KindName> = self.running.keys().cloned().collect();
+    pub fn kinds(&self) -> Vec<GroupVersionKind> {
+        let mut v: Vec<GroupVersionKind> = self.running.keys().cloned().collect();
         v.sort();
         v
     }
@@ -102,7 +103,7 @@ impl Drop for Watchers {
 /// the task lives (dropped on abort too).
 struct Registration {
     cluster: Arc<Cluster>,
-    kind: KindName,
+    kind: GroupVersionKind,
     relisting: bool,
 }
 
@@ -134,9 +135,9 @@ pub(crate) fn jitter_fraction() -> f64 {
 }
 
 /// Finds the kind by discovery, retrying while the cluster does not serve it.
-async fn discover(client: &Client, kind: &KindName) -> Api<DynamicObject> {
+async fn discover(client: &Client, kind: &GroupVersionKind) -> Api<DynamicObject> {
     let (api_version, name) = (kind.api_version(), kind.kind());
-    let gvk = GroupVersionKind::gvk(kind.group(), kind.version(), name);
+    let gvk = kube::api::GroupVersionKind::gvk(kind.group(), kind.version(), name);
     let mut attempt = 0;
     loop {
         match kube::discovery::pinned_kind(client, &gvk).await {
@@ -153,7 +154,7 @@ async fn discover(client: &Client, kind: &KindName) -> Api<DynamicObject> {
     }
 }
 
-async fn watch_kind(client: Client, cluster: Arc<Cluster>, kind: KindName) {
+async fn watch_kind(client: Client, cluster: Arc<Cluster>, kind: GroupVersionKind) {
     cluster.watch_started(&kind);
     let mut reg = Registration {
         cluster: cluster.clone(),
@@ -211,14 +212,14 @@ async fn watch_kind(client: Client, cluster: Arc<Cluster>, kind: KindName) {
 
 /// One kind's watch state: the keys a (re-)list has shown so far.
 pub struct KindSync {
-    kind: KindName,
+    kind: GroupVersionKind,
     gk: GroupKind,
     seen: HashSet<ObjectKey>,
     synced: bool,
 }
 
 impl KindSync {
-    pub fn new(kind: &KindName) -> Self {
+    pub fn new(kind: &GroupVersionKind) -> Self {
         KindSync {
             kind: kind.clone(),
             gk: kind.group_kind(),
@@ -333,7 +334,7 @@ mod tests {
             )
             .unwrap();
         let cluster = Cluster::new(PolicySet::default(), inv, ClusterOptions::default());
-        let mut sync = KindSync::new(&KindName::from_api_version(
+        let mut sync = KindSync::new(&GroupVersionKind::from_api_version(
             "networking.k8s.io/v1",
             "Ingress",
         ));
@@ -404,7 +405,7 @@ mod reload_tests {
         let set = compile(&[HOSTS], &mut inv);
         inv.set_projection(set.projection(&inv));
         let cluster = Cluster::new(set, inv, ClusterOptions::default());
-        let mut sync = KindSync::new(&KindName::from_api_version(
+        let mut sync = KindSync::new(&GroupVersionKind::from_api_version(
             "networking.k8s.io/v1",
             "Ingress",
         ));

@@ -10,8 +10,9 @@ use super::reconcile::{jittered, reconcile, Context};
 use crate::cluster::authz::SarAuthorizer;
 use crate::cluster::prereq::{self, Access, Need};
 use crate::cluster::reload::{self, Sources, Supervisor};
-use crate::cluster::{Cluster, ClusterOptions, KindName};
+use crate::cluster::{Cluster, ClusterOptions};
 use crate::group::crd::{ResourceGroup, API_VERSION, GROUP, KIND};
+use crate::k8s::kind::GroupVersionKind;
 use crate::k8s::kind::NamespacedName;
 use futures::StreamExt;
 use kube::api::Api;
@@ -132,8 +133,8 @@ pub async fn run(
 /// What `interlock controller` needs of the cluster: the ResourceGroup
 /// CRD and its verbs on groups, the kinds its policies read, and with
 /// leader election its namespace and its Lease (manifests/base/controller.yaml).
-fn needs(kinds: &[KindName], lease: Option<&LeaseConfig>) -> Vec<Need> {
-    let kind = KindName::from_api_version(API_VERSION, KIND);
+fn needs(kinds: &[GroupVersionKind], lease: Option<&LeaseConfig>) -> Vec<Need> {
+    let kind = GroupVersionKind::from_api_version(API_VERSION, KIND);
     let mut needs = vec![Need::Served {
         kind,
         crd: "crd-resourcegroup.yaml",

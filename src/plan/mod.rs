@@ -43,12 +43,10 @@ use crate::group::preview::{
 };
 use crate::group::validate::Writer;
 use crate::group::ResourceGroupSpec;
-use crate::k8s::kind::{GroupKind, GroupVersionKind as KindName};
+use crate::k8s::kind::{GroupKind, GroupVersionKind};
 use crate::k8s::kinds::group_of;
 use crate::policy::overrides::Overrides;
-use kube::api::{
-    Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, Preconditions,
-};
+use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, ListParams, Preconditions};
 use kube::Client;
 use serde::Serialize;
 use serde_json::Value;
@@ -216,7 +214,7 @@ struct Served {
 /// What one group's plan was made from.
 struct Observed {
     /// How the cluster serves each kind (`None`: not at all).
-    kinds: HashMap<KindName, Option<Served>>,
+    kinds: HashMap<GroupVersionKind, Option<Served>>,
     objects: Vec<Value>,
 }
 
@@ -227,7 +225,7 @@ impl Observed {
         }
         let served = self
             .kinds
-            .get(&KindName::from_api_version(api_version, kind))?
+            .get(&GroupVersionKind::from_api_version(api_version, kind))?
             .as_ref()?;
         Some(if served.namespaced {
             Scope::Namespaced
@@ -317,13 +315,15 @@ impl Ctx<'_> {
         previous: Option<&crate::group::ResourceGroupStatus>,
         g: &GroupRef,
     ) -> Result<Observed, PlanError> {
-        let mut wanted: BTreeSet<KindName> =
-            spec.resources.iter().filter_map(KindName::of).collect();
+        let mut wanted: BTreeSet<GroupVersionKind> = spec
+            .resources
+            .iter()
+            .filter_map(GroupVersionKind::of)
+            .collect();
         wanted.extend(
-            previous
-                .iter()
-                .flat_map(|s| s.members.iter())
-                .map(|m| KindName::from_api_version(m.api_version.as_str(), m.kind.as_str())),
+            previous.iter().flat_map(|s| s.members.iter()).map(|m| {
+                GroupVersionKind::from_api_version(m.api_version.as_str(), m.kind.as_str())
+            }),
         );
         let mut o = Observed {
             kinds: HashMap::new(),
@@ -356,8 +356,8 @@ impl Ctx<'_> {
         Ok(o)
     }
 
-    async fn discover(&self, kind: &KindName) -> Result<Option<Served>, PlanError> {
-        let gvk = GroupVersionKind::gvk(kind.group(), kind.version(), kind.kind());
+    async fn discover(&self, kind: &GroupVersionKind) -> Result<Option<Served>, PlanError> {
+        let gvk = kube::api::GroupVersionKind::gvk(kind.group(), kind.version(), kind.kind());
         match kube::discovery::pinned_kind(self.client, &gvk).await {
             Ok((resource, caps)) => Ok(Some(Served {
                 resource,

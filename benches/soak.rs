@@ -669,7 +669,7 @@ fn main() -> Result<(), BoxError> {
             (churn_request(i, &ns), if i.is_multiple_of(2) { "churn create" } else { "churn delete" })
         }));
         let ns = namespace.clone();
-        let limit = interlock::server::cli::DEFAULT_MAX_BODY_BYTES;
+        let limit = interlock::server::options::DEFAULT_MAX_BODY_BYTES;
         // Built once: making a 3 MiB body takes the client a good part of a
         // second, and on the runtime that also times the normal traffic it
         // would be measured as the server's latency.

@@ -18,8 +18,6 @@ use rcgen::{
 };
 use time::{Duration, OffsetDateTime};
 
-use crate::server::CertsArgs;
-
 /// File names written by [`write`] (the names kubernetes.io/tls Secrets use).
 pub const CA_CERT_FILE: &str = "ca.crt";
 /// Serving certificate file name.
@@ -264,13 +262,9 @@ fn write_atomic(path: &Path, data: &[u8], mode: u32) -> Result<(), CertsError> {
 }
 
 /// `interlock certs`: generate and write, then say what was written.
-pub fn run(args: &CertsArgs) -> anyhow::Result<()> {
-    let bundle = generate(&CertsOptions {
-        hosts: args.hosts.clone(),
-        days: args.days,
-        ca_days: args.ca_days,
-    })?;
-    let written = write(&args.out, &bundle, args.force)?;
+pub fn run(opts: &CertsOptions, out: &std::path::Path, force: bool) -> anyhow::Result<()> {
+    let bundle = generate(opts)?;
+    let written = write(out, &bundle, force)?;
     for path in written {
         println!("wrote {}", path.display());
     }

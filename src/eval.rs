@@ -11,64 +11,44 @@ use serde_json::Value as Json;
 use std::collections::HashMap;
 use std::path::PathBuf;
 
-#[derive(Debug, Default, clap::Args)]
+/// What `interlock eval` is asked (the command line's flags, parsed).
+#[derive(Debug, Default, Clone)]
 pub struct EvalOptions {
     /// The CEL expression.
-    #[arg(
-        short,
-        long,
-        allow_hyphen_values = true,
-        required_unless_present_any = ["validation", "interactive"]
-    )]
     pub expr: Option<String>,
     /// Read expressions from standard input, one a line, with the context
     /// loaded once (:help lists the commands).
-    #[arg(short, long, conflicts_with_all = ["expr", "validation"])]
     pub interactive: bool,
     /// Evaluate in this policy's context: its variables, params and
     /// indexes, with `request` made from --object as admission sends it.
-    #[arg(long, conflicts_with_all = ["request", "namespace_object", "strict"])]
     pub policy: Option<PathBuf>,
     /// With --policy: evaluate spec.validations[N].expression (and its
     /// message when it fails) instead of --expr.
-    #[arg(long, requires = "policy", conflicts_with = "expr")]
     pub validation: Option<usize>,
     /// With --policy: the request's operation (CREATE, UPDATE or DELETE;
     /// a DELETE sends --old-object, or --object, as oldObject).
-    #[arg(long, requires = "policy", default_value = "CREATE", value_parser = ["CREATE", "UPDATE", "DELETE"])]
     pub operation: String,
     /// With --policy: the requesting user.
-    #[arg(long, requires = "policy", default_value = policy::OFFLINE_USER)]
     pub user: String,
     /// With --policy: the user's groups (repeatable; default system:authenticated).
-    #[arg(long = "group", requires = "policy")]
     pub groups: Vec<String>,
     /// With --policy: the subresource (status, scale, ...).
-    #[arg(long, requires = "policy", default_value = "")]
     pub subresource: String,
     /// With --policy: a dry-run request.
-    #[arg(long, requires = "policy")]
     pub dry_run: bool,
     /// The `object` variable (JSON or YAML file).
-    #[arg(long)]
     pub object: Option<PathBuf>,
     /// The `oldObject` variable.
-    #[arg(long)]
     pub old_object: Option<PathBuf>,
     /// The `params` variable.
-    #[arg(long)]
     pub params: Option<PathBuf>,
     /// The `namespaceObject` variable.
-    #[arg(long)]
     pub namespace_object: Option<PathBuf>,
     /// The `request` variable.
-    #[arg(long)]
     pub request: Option<PathBuf>,
     /// Objects the inventory functions can find (files or folders).
-    #[arg(long)]
     pub inventory: Vec<PathBuf>,
     /// Exactly kube-apiserver's environment (what a ValidatingAdmissionPolicy gets).
-    #[arg(long)]
     pub strict: bool,
 }
 

@@ -23,7 +23,7 @@
 //! wildcards say, and neither is anything in kube-system or the webhook's
 //! own namespace (namespaceSelector).
 
-use crate::k8s::kinds::{group_of, resource_of, version_of};
+use crate::k8s::kinds::resource_of;
 use crate::policy::load::{LoadedPolicies, PolicyLoadError};
 use crate::policy::model::ResourceRule;
 use crate::policy::{FailurePolicy, PolicySet};
@@ -200,15 +200,15 @@ pub fn generate(policies: &PolicySet, options: &Options) -> (Json, Json) {
     }
     // Kinds the policies look up: their writes are recorded as pending, so
     // a decision right after sees them before the watch delivers them.
-    for (api_version, kind) in policies.kinds_read() {
-        let group = group_of(&api_version);
-        let resource = resource_of(group, &kind);
+    for kind in policies.kinds_read() {
+        let group = kind.group();
+        let resource = resource_of(group, kind.kind());
         add_atom(
             &mut advise,
             group,
             &resource,
             "*",
-            version_of(&api_version),
+            kind.version(),
             ["CREATE", "UPDATE"],
         );
     }

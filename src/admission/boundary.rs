@@ -38,7 +38,7 @@ use serde_json::Value as Json;
 pub const DEFAULT_CONTROLLER: &str = "system:serviceaccount:interlock-system:interlock-controller";
 
 /// What happens to a write across the boundary.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Mode {
     /// Refuse it (403).
     #[default]
@@ -66,32 +66,6 @@ impl Default for Boundary {
             mode: Mode::Deny,
             controllers: vec![DEFAULT_CONTROLLER.into()],
             exempt: vec![],
-        }
-    }
-}
-
-/// `interlock serve` flags of the boundary.
-#[derive(clap::Args, Debug, Clone)]
-pub struct BoundaryArgs {
-    /// Writes to ResourceGroup members by anyone but the controller:
-    /// refused (deny), admitted with a warning (warn), or not looked at (off).
-    #[arg(long, value_enum, default_value = "deny")]
-    pub member_writes: Mode,
-    /// The Interlock controller's own user (repeatable).
-    #[arg(long = "boundary-controller", default_value = DEFAULT_CONTROLLER)]
-    pub controllers: Vec<String>,
-    /// Break-glass: a user (`NAME`, `PREFIX*`) or group (`group:NAME`) that
-    /// may write members (repeatable).
-    #[arg(long = "boundary-exempt")]
-    pub exempt: Vec<String>,
-}
-
-impl BoundaryArgs {
-    pub fn config(&self) -> Boundary {
-        Boundary {
-            mode: self.member_writes,
-            controllers: self.controllers.clone(),
-            exempt: self.exempt.clone(),
         }
     }
 }
@@ -266,7 +240,7 @@ pub(super) fn check(
     let options = req.options.as_ref().map(|o| &o.0);
     let groups = req.user_info.groups.as_deref().unwrap_or_default();
     let w = Write {
-        operation: super::operation(&req.operation),
+        operation: super::operation(&req.operation).as_str(),
         subresource: req.sub_resource.as_deref().unwrap_or_default(),
         kind: &req.kind.kind,
         namespace: req.namespace.as_deref().unwrap_or_default(),

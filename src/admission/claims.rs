@@ -36,39 +36,6 @@ const INDEX: &str = "interlock.dev/claim-index";
 const KEY: &str = "interlock.dev/claim-key";
 const CLAIMED_BY: &str = "interlock.dev/claimed-by";
 
-/// `serve`'s claim flags.
-#[derive(Debug, Clone, clap::Args)]
-pub struct ClaimArgs {
-    /// Namespace of the claim Leases that arbitrate unique keys between
-    /// replicas (the webhook's own; default interlock-system, or outside a
-    /// cluster without it the kubeconfig context's namespace).
-    #[arg(long, env = "POD_NAMESPACE")]
-    pub claims_namespace: Option<String>,
-    /// How long a claim that no stored object holds is kept (covers a
-    /// write admitted but not yet seen by the watch).
-    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = crate::k8s::duration::parse)]
-    pub claim_grace: Duration,
-    /// Do not claim unique keys on the API server (one replica only: two
-    /// replicas may then both admit a duplicate written at the same time).
-    #[arg(long)]
-    pub no_claims: bool,
-}
-
-impl ClaimArgs {
-    /// The options, or `None` when claims are off.
-    pub fn options(&self) -> Option<ClaimOptions> {
-        (!self.no_claims).then(|| ClaimOptions {
-            namespace: self
-                .claims_namespace
-                .clone()
-                .unwrap_or_else(|| crate::cluster::prereq::DEFAULT_NAMESPACE.into()),
-            namespace_given: self.claims_namespace.is_some(),
-            grace: self.claim_grace,
-            timeout: Duration::from_secs(2),
-        })
-    }
-}
-
 /// How claims are made.
 #[derive(Debug, Clone)]
 pub struct ClaimOptions {

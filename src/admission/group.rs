@@ -9,17 +9,17 @@ use crate::group::crd::{FindingAction, ResourceGroupSpec, ResourceGroupStatus, A
 use crate::group::member::BuiltinScopes;
 use crate::inventory::ObjectKey;
 use crate::k8s::kinds::group_of;
-use crate::policy::{Action, Request, Verdict};
+use crate::policy::{Action, Operation, Request, Verdict};
 
 /// The policy name verdicts about a group's members carry.
 pub const POLICY: &str = "resource-group-members";
 
 /// Whether `r` writes a ResourceGroup's spec.
 pub fn is_group_write(r: &Request) -> bool {
-    r.kind == KIND
-        && r.group == group_of(API_VERSION)
+    r.gvk.kind() == KIND
+        && r.gvk.group() == group_of(API_VERSION)
         && r.subresource.is_empty()
-        && matches!(r.operation.as_str(), "CREATE" | "UPDATE")
+        && matches!(r.operation, Operation::Create | Operation::Update)
 }
 
 /// The members' findings, one verdict each, named `member KIND NAME:

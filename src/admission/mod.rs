@@ -12,6 +12,7 @@ use crate::cluster::live::Live;
 use crate::cluster::{Cluster, ClusterOptions, State};
 use crate::inventory::view::Nothing;
 use crate::inventory::{Inventory, Lookup};
+use crate::k8s::kind::GroupVersionKind;
 use crate::k8s::kinds::group_of;
 use crate::policy::{
     Action, FailurePolicy, OldObject, Outcome, Part, Partial, PolicySet, Request,
@@ -261,7 +262,7 @@ impl Engine {
         if wanted.is_empty() {
             return None;
         }
-        let subject = format!("{} {}/{}", r.kind, r.namespace, r.name);
+        let subject = format!("{} {}/{}", r.gvk.kind(), r.namespace, r.name);
         let (error, refused) = claims.claim(&self.cluster, &wanted, &subject).err()?;
         let message = match &error {
             claims::ClaimError::Taken { key, holder, .. } => {
@@ -366,7 +367,7 @@ impl Engine {
             if visible {
                 related.push(k.to_string());
             } else {
-                related.push(format!("{} in another namespace", k.kind));
+                related.push(format!("{} in another namespace", k.gk.kind));
             }
         }
         related.dedup();
@@ -507,12 +508,13 @@ fn to_json(o: Option<&DynamicObject>) -> Result<Option<Json>, serde_json::Error>
     o.map(serde_json::to_value).transpose()
 }
 
-fn operation(op: &Operation) -> &'static str {
+fn operation(op: &Operation) -> crate::policy::Operation {
+    use crate::policy::Operation as Op;
     match op {
-        Operation::Create => "CREATE",
-        Operation::Update => "UPDATE",
-        Operation::Delete => "DELETE",
-        Operation::Connect => "CONNECT",
+        Operation::Create => Op::Create,
+        Operation::Update => Op::Update,
+        Operation::Delete => Op::Delete,
+        Operation::Connect => Op::Connect,
     }
 }
 
@@ -547,16 +549,14 @@ fn request<'a>(
     authorizer: Option<&'a Arc<dyn Authorizer>>,
 ) -> Request<'a> {
     Request {
-        operation: operation(&req.operation).into(),
+        operation: operation(&req.operation),
         object,
         old_object: match old {
             None => OldObject::None,
             Some(Old::Json(j)) => OldObject::Json(j),
             Some(Old::Text(t)) => OldObject::Text(t.get(), Default::default()),
         },
-        group: req.kind.group.clone(),
-        version: req.kind.version.clone(),
-        kind: req.kind.kind.clone(),
+        gvk: GroupVersionKind::new(&req.kind.group, &req.kind.version, req.kind.kind.as_str()),
         resource: req.resource.resource.clone(),
         subresource: req.sub_resource.clone().unwrap_or_default(),
         namespace: req.namespace.clone().unwrap_or_default(),

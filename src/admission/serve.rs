@@ -6,15 +6,16 @@ use super::{Engine, EngineOptions};
 use crate::cluster::authz::SarAuthorizer;
 use crate::cluster::prereq::{self, Access, Need};
 use crate::cluster::reload::{self, Sources, Supervisor};
-use crate::cluster::{ClusterOptions, Companion, KindName};
+use crate::cluster::{ClusterOptions, Companion};
+use crate::k8s::kind::GroupVersionKind;
 use crate::policy::overrides::Overrides;
-use crate::server::ServeArgs;
+use crate::server::ServeOptions;
 use std::sync::Arc;
 
 /// Serves until a shutdown signal; `companion` (the continuous audit) runs
 /// beside admission over the same cluster state.
 pub async fn run(
-    args: ServeArgs,
+    args: ServeOptions,
     options: EngineOptions,
     cluster_options: ClusterOptions,
     overrides: Overrides,
@@ -104,7 +105,7 @@ fn no_cluster(e: impl std::fmt::Display) -> anyhow::Error {
 /// What `serve` needs of the cluster: to list and watch the kinds its
 /// policies read and, with claims, its namespace and the claims' verbs on
 /// Leases there (manifests/base/rbac.yaml, `interlock-claims`).
-fn needs(kinds: &[KindName], claims: Option<&super::claims::ClaimOptions>) -> Vec<Need> {
+fn needs(kinds: &[GroupVersionKind], claims: Option<&super::claims::ClaimOptions>) -> Vec<Need> {
     let mut needs = prereq::watching(kinds);
     if let Some(c) = claims {
         needs.push(Need::Namespace(c.namespace.clone()));

@@ -3,7 +3,7 @@
 //! page by page.
 
 use super::{cluster_error, AuditError, Snapshot};
-use crate::k8s::kinds::group_of;
+use crate::k8s::kind::{GroupKind, GroupVersionKind};
 use crate::policy::PolicySet;
 use kube::api::{Api, DynamicObject, ListParams};
 use kube::discovery::{verbs, ApiResource, Discovery, Scope};
@@ -31,10 +31,10 @@ pub fn plan(
     policies: &PolicySet,
     served: &[(ApiResource, kube::discovery::ApiCapabilities)],
 ) -> (Vec<Planned>, Vec<String>) {
-    let read: BTreeSet<(String, String)> = policies
+    let read: BTreeSet<GroupKind> = policies
         .kinds_read()
-        .into_iter()
-        .map(|(v, k)| (group_of(&v).to_string(), k))
+        .iter()
+        .map(GroupVersionKind::group_kind)
         .collect();
     let mut found = BTreeSet::new();
     let mut planned = Vec::new();
@@ -42,7 +42,7 @@ pub fn plan(
         if !caps.supports_operation(verbs::LIST) {
             continue;
         }
-        let key = (ar.group.clone(), ar.kind.clone());
+        let key = GroupKind::new(ar.group.as_str(), ar.kind.as_str());
         let is_read = read.contains(&key);
         let matched = policies.may_match_kind(
             &ar.api_version,
@@ -59,7 +59,8 @@ pub fn plan(
     }
     let mut notices: Vec<String> = read
         .difference(&found)
-        .map(|(g, k)| {
+        .map(|gk| {
+            let (g, k) = (gk.group(), gk.kind());
             let g = if g.is_empty() { "core" } else { g };
             format!("the policies look up {k} ({g} group), which this cluster does not serve: those lookups find nothing")
         })

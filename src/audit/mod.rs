@@ -28,6 +28,7 @@ pub mod policy_report;
 pub mod write;
 
 use crate::inventory::{Inventory, ObjectKey, Source};
+use crate::k8s::kind::GroupKind;
 use crate::policy::load::{LoadedPolicies, PolicyLoadError};
 use crate::policy::{PolicySet, Request};
 use crate::report::{
@@ -274,7 +275,7 @@ pub struct Snapshot {
     items: Vec<Item>,
     /// The apiVersion each (group, kind) was listed at, to name related
     /// objects (the inventory keys objects by group and kind only).
-    api_versions: HashMap<(String, String), String>,
+    api_versions: HashMap<GroupKind, String>,
     scope: AuditOptions,
     /// The namespaces listed that are in scope (each gets a PolicyReport).
     namespaces: BTreeSet<String>,
@@ -308,7 +309,7 @@ impl Snapshot {
         let (namespace, name) = (field("/metadata/namespace"), field("/metadata/name"));
         let group = crate::k8s::kinds::group_of(api_version);
         self.api_versions
-            .entry((group.to_string(), kind.to_string()))
+            .entry(GroupKind::new(group, kind))
             .or_insert_with(|| api_version.to_string());
         let is_namespace = group.is_empty() && kind == "Namespace";
         let scope_ns = if is_namespace { name } else { namespace };
@@ -362,12 +363,12 @@ impl Snapshot {
     fn object_ref(&self, key: &ObjectKey) -> ObjectRef {
         let api_version = self
             .api_versions
-            .get(&(key.group.to_string(), key.kind.to_string()))
+            .get(&key.gk)
             .cloned()
-            .unwrap_or_else(|| key.group.to_string());
+            .unwrap_or_else(|| key.gk.group.to_string());
         ObjectRef {
             api_version,
-            kind: key.kind.to_string(),
+            kind: key.gk.kind.to_string(),
             namespace: (!key.namespace.is_empty()).then(|| key.namespace.to_string()),
             name: key.name.to_string(),
         }

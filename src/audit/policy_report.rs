@@ -37,14 +37,12 @@ pub enum ReportFormat {
 }
 
 /// `--report-format`: a format, or whichever the cluster serves.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum FormatChoice {
     /// OpenReports when the cluster serves it, else PolicyReport.
     #[default]
     Auto,
-    #[value(name = "policyreport")]
     PolicyReport,
-    #[value(name = "openreports")]
     OpenReports,
 }
 

@@ -5,8 +5,8 @@ use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::check::{self, OutputFormat};
-use crate::policy::overrides::Overrides;
+use super::args::OverrideArgs;
+use crate::check;
 
 #[derive(Parser)]
 #[command(
@@ -31,7 +31,7 @@ pub enum Command {
         policy: Vec<PathBuf>,
         /// Output format.
         #[arg(short, long, default_value = "human")]
-        output: OutputFormat,
+        output: super::args::OutputFormatArg,
         /// The user the offline CREATE requests are made as.
         #[arg(long, default_value = check::DEFAULT_USER)]
         user: String,
@@ -69,7 +69,7 @@ pub enum Command {
         #[arg(long, default_value = "notice", value_parser = ["notice", "error"])]
         remote_bases: String,
         #[command(flatten)]
-        overrides: Overrides,
+        overrides: OverrideArgs,
         /// Files, folders, or - for standard input.
         #[arg(required = true)]
         paths: Vec<PathBuf>,
@@ -82,7 +82,7 @@ pub enum Command {
         policy: Vec<PathBuf>,
         /// Output format.
         #[arg(short, long, default_value = "human")]
-        output: OutputFormat,
+        output: super::args::OutputFormatArg,
         /// Report only objects of this namespace (repeatable; lookups still
         /// see every namespace).
         #[arg(short = 'n', long)]
@@ -95,14 +95,14 @@ pub enum Command {
         /// openreports (openreports.io/v1alpha1), or auto: OpenReports when
         /// the cluster serves it, else PolicyReport.
         #[arg(long, value_enum, default_value = "auto", requires = "write_reports")]
-        report_format: crate::audit::policy_report::FormatChoice,
+        report_format: super::args::ReportFormatArg,
         #[command(flatten)]
-        overrides: Overrides,
+        overrides: OverrideArgs,
     },
     /// Evaluate one CEL expression with the variables a policy sees.
     Eval {
         #[command(flatten)]
-        opts: crate::eval::EvalOptions,
+        opts: super::args::EvalArgs,
         /// Output: json prints {"type": T, "value": V}; text prints the value.
         #[arg(short, long, default_value = "json")]
         output: String,
@@ -110,7 +110,7 @@ pub enum Command {
     /// Serve the admission webhook (POST /validate, /mutate) over TLS.
     Serve {
         #[command(flatten)]
-        args: crate::server::ServeArgs,
+        args: super::args::ServeArgs,
         /// Name objects of other namespaces in messages (off by default: a
         /// tenant only learns the kind of another tenant's object).
         #[arg(long)]
@@ -120,18 +120,18 @@ pub enum Command {
         #[arg(long, value_name = "DURATION", default_value = "290s", value_parser = crate::k8s::duration::parse)]
         watch_timeout: Duration,
         #[command(flatten)]
-        boundary: crate::admission::boundary::BoundaryArgs,
+        boundary: super::args::BoundaryArgs,
         #[command(flatten)]
-        claims: crate::admission::claims::ClaimArgs,
+        claims: super::args::ClaimArgs,
         #[command(flatten)]
-        audit: crate::audit::live::AuditArgs,
+        audit: super::args::AuditArgs,
         #[command(flatten)]
-        overrides: Overrides,
+        overrides: OverrideArgs,
     },
     /// Write a CA and a serving certificate for the webhook.
     Certs {
         #[command(flatten)]
-        args: crate::server::cli::CertsArgs,
+        args: super::args::CertsArgs,
     },
     /// Print the CRDs of the project's kinds (ResourceGroup,
     /// InterlockException) as YAML.
@@ -173,9 +173,9 @@ pub enum Command {
         #[arg(long, default_value = "text", value_parser = ["text", "json"], env = "INTERLOCK_LOG_FORMAT")]
         log_format: String,
         #[command(flatten)]
-        audit: crate::audit::live::AuditArgs,
+        audit: super::args::AuditArgs,
         #[command(flatten)]
-        overrides: Overrides,
+        overrides: OverrideArgs,
     },
     /// What the controller would do with the ResourceGroups of FILEs, in
     /// the cluster of the current kubeconfig, with every policy's findings;
@@ -189,7 +189,7 @@ pub enum Command {
         #[arg(short, long, default_value = "human", value_parser = ["human", "json"])]
         output: String,
         #[command(flatten)]
-        overrides: Overrides,
+        overrides: OverrideArgs,
         /// Files or folders with ResourceGroups, or - for standard input.
         #[arg(required = true)]
         files: Vec<PathBuf>,
@@ -212,7 +212,7 @@ pub enum Command {
     /// Objects stuck in deletion and their finalizers (docs/finalizers.md).
     Unstick {
         #[command(flatten)]
-        args: crate::unstick::UnstickArgs,
+        args: super::args::UnstickArgs,
     },
     /// The bundled policy library.
     Policies {
@@ -229,7 +229,7 @@ pub enum Command {
         run: Option<String>,
         /// Output format.
         #[arg(short, long, default_value = "human")]
-        output: check::policy_test::TestFormat,
+        output: super::args::TestFormatArg,
         /// Also send the cases of ValidatingAdmissionPolicies to the cluster
         /// of the kubeconfig (the policies and bindings renamed and confined
         /// to the case's objects, the objects as dry runs in a scratch

@@ -6,6 +6,7 @@
 //! finding (or a failed policy test), 2 the command could not do its job
 //! (bad input, no cluster, a server that stopped with an error).
 
+mod args;
 mod flags;
 
 use std::path::PathBuf;
@@ -51,12 +52,12 @@ fn dispatch(command: Command) -> u8 {
                 policies: policy,
                 inputs: paths,
                 user,
-                record_evaluated: output == OutputFormat::Junit,
+                record_evaluated: OutputFormat::from(output) == OutputFormat::Junit,
                 whole_objects: false,
                 namespace,
                 inventory,
                 exclude,
-                overrides,
+                overrides: overrides.into(),
                 no_defaults,
                 kustomize: match kustomize.as_str() {
                     "never" => check::render::kustomize::KustomizeMode::Never,
@@ -66,7 +67,7 @@ fn dispatch(command: Command) -> u8 {
                 remote_bases_fail: remote_bases == "error",
                 ..Default::default()
             }),
-            output,
+            output.into(),
         ),
         Command::Audit {
             policy,
@@ -79,14 +80,14 @@ fn dispatch(command: Command) -> u8 {
             &crate::audit::run(&crate::audit::AuditOptions {
                 policies: policy,
                 namespaces: namespace,
-                record_evaluated: output == OutputFormat::Junit,
+                record_evaluated: OutputFormat::from(output) == OutputFormat::Junit,
                 write_reports,
-                report_format,
-                overrides,
+                report_format: report_format.into(),
+                overrides: overrides.into(),
             }),
-            output,
+            output.into(),
         ),
-        Command::Eval { opts, output } => eval(&opts, &output),
+        Command::Eval { opts, output } => eval(&opts.into(), &output),
         Command::Serve {
             args,
             reveal_other_namespaces,
@@ -96,7 +97,7 @@ fn dispatch(command: Command) -> u8 {
             audit,
             overrides,
         } => {
-            crate::server::init_tracing(args.log_format.is_json());
+            crate::server::init_tracing(crate::server::LogFormat::from(args.log_format).is_json());
             let options = crate::admission::EngineOptions {
                 redact_other_namespaces: !reveal_other_namespaces,
                 boundary: boundary.config(),
@@ -105,17 +106,20 @@ fn dispatch(command: Command) -> u8 {
             let cluster_options = crate::cluster::ClusterOptions { watch_timeout };
             block_on("serve", async move {
                 crate::admission::serve::run(
-                    args,
+                    args.into(),
                     options,
                     cluster_options,
-                    overrides,
+                    overrides.into(),
                     claims.options(),
                     audit.companion(),
                 )
                 .await
             })
         }
-        Command::Certs { args } => done("certs", crate::certs::run(&args)),
+        Command::Certs { args } => done(
+            "certs",
+            crate::certs::run(&args.options(), &args.out, args.force),
+        ),
         Command::Controller {
             policy,
             concurrency,
@@ -150,7 +154,7 @@ fn dispatch(command: Command) -> u8 {
                 lease,
                 lease_namespace_given,
                 watch_timeout: Duration::from_secs(290),
-                overrides,
+                overrides: overrides.into(),
             };
             block_on(
                 "controller",
@@ -165,7 +169,7 @@ fn dispatch(command: Command) -> u8 {
         } => plan(
             &crate::plan::PlanOptions {
                 policies: policy,
-                overrides,
+                overrides: overrides.into(),
                 files,
             },
             &output,
@@ -176,7 +180,7 @@ fn dispatch(command: Command) -> u8 {
             url,
             ca_bundle,
         } => webhook_config(&policy, service, url, ca_bundle),
-        Command::Unstick { args } => exit_status(crate::unstick::main(&args)),
+        Command::Unstick { args } => exit_status(crate::unstick::main(&args.into())),
         Command::Crd { kind } => {
             let kind = kind.as_deref();
             if kind != Some("InterlockException") {
@@ -203,7 +207,7 @@ fn dispatch(command: Command) -> u8 {
                 against_cluster,
                 no_defaults,
             },
-            output,
+            output.into(),
         ),
     }
 }

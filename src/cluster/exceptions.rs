@@ -10,12 +10,13 @@
 //! what an exception admits. A cluster without the CRD is not an error:
 //! only file exceptions apply, and the kind is looked for again with backoff.
 
-use super::{Cluster, KindName};
+use super::Cluster;
+use crate::k8s::kind::GroupVersionKind;
 use crate::policy::exceptions::{confine, Exception, CLUSTER_KIND};
 use crate::policy::SpecError;
 use chrono::{DateTime, Utc};
 use futures::StreamExt;
-use kube::api::{Api, DynamicObject, GroupVersionKind};
+use kube::api::{Api, DynamicObject};
 use kube::runtime::watcher::{self, Event};
 use kube::runtime::WatchStreamExt;
 use kube::Client;
@@ -140,7 +141,7 @@ fn install(cluster: &Cluster, sync: &ExceptionSync) -> Option<DateTime<Utc>> {
 
 /// Finds the kind by discovery, retrying with backoff while it is not served.
 async fn discover(client: &Client) -> Api<DynamicObject> {
-    let gvk = GroupVersionKind::gvk("interlock.dev", "v1alpha1", CLUSTER_KIND);
+    let gvk = kube::api::GroupVersionKind::gvk("interlock.dev", "v1alpha1", CLUSTER_KIND);
     let mut attempt = 0;
     loop {
         match kube::discovery::pinned_kind(client, &gvk).await {
@@ -164,7 +165,7 @@ pub async fn list(
     client: &Client,
     cluster_wide: &str,
 ) -> Result<(Vec<Exception>, Vec<String>), kube::Error> {
-    let gvk = GroupVersionKind::gvk("interlock.dev", "v1alpha1", CLUSTER_KIND);
+    let gvk = kube::api::GroupVersionKind::gvk("interlock.dev", "v1alpha1", CLUSTER_KIND);
     let api: Api<DynamicObject> = match kube::discovery::pinned_kind(client, &gvk).await {
         Ok((ar, _)) => Api::all_with(client.clone(), &ar),
         // The group is served without the kind, or not served at all
@@ -194,7 +195,7 @@ pub async fn list(
 /// task ends before it).
 struct Hold {
     cluster: Arc<Cluster>,
-    kind: KindName,
+    kind: GroupVersionKind,
 }
 
 impl Drop for Hold {
@@ -206,7 +207,7 @@ impl Drop for Hold {
 /// Watches the cluster's InterlockExceptions into `cluster` until aborted.
 pub async fn watch(client: Client, cluster: Arc<Cluster>, cluster_wide: String) {
     let api = discover(&client).await;
-    let kind: KindName = (API_VERSION.into(), CLUSTER_KIND.into());
+    let kind = GroupVersionKind::from_api_version(API_VERSION, CLUSTER_KIND);
     cluster.hold(&kind);
     let _hold = Hold {
         cluster: cluster.clone(),

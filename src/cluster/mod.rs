@@ -37,6 +37,7 @@ pub mod reload;
 pub mod watch;
 
 use crate::inventory::Inventory;
+use crate::k8s::kind::GroupVersionKind;
 use crate::policy::{Outcome, PolicySet};
 use arc_swap::ArcSwap;
 use pending::Pending;
@@ -44,9 +45,6 @@ use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, RwLock, RwLockWriteGuard};
 use std::time::Duration;
-
-/// A kind as policies name it: (apiVersion, kind).
-pub type KindName = (String, String);
 
 #[derive(Debug, Clone)]
 pub struct ClusterOptions {
@@ -144,7 +142,7 @@ pub struct Cluster {
     watchers: AtomicUsize,
     relisting: AtomicUsize,
     /// Kinds watched whose first list has not completed.
-    syncing: Mutex<HashSet<KindName>>,
+    syncing: Mutex<HashSet<GroupVersionKind>>,
     /// The policies serving and the reloads refused, for /metrics.
     pub reloads: reload::ReloadMetrics,
 }
@@ -271,19 +269,19 @@ impl Cluster {
         self.relist.subscribe()
     }
 
-    fn syncing(&self) -> std::sync::MutexGuard<'_, HashSet<KindName>> {
+    fn syncing(&self) -> std::sync::MutexGuard<'_, HashSet<GroupVersionKind>> {
         self.syncing.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// A watcher for `kind` starts: not ready until it has listed.
-    fn watch_started(&self, kind: &KindName) {
+    fn watch_started(&self, kind: &GroupVersionKind) {
         self.watchers.fetch_add(1, Ordering::AcqRel);
         self.syncing().insert(kind.clone());
         self.set_ready(false);
     }
 
     /// A watcher for `kind` stopped (its kind is no longer read).
-    fn watch_stopped(&self, kind: &KindName, relisting: bool) {
+    fn watch_stopped(&self, kind: &GroupVersionKind, relisting: bool) {
         self.watchers.fetch_sub(1, Ordering::AcqRel);
         if relisting {
             self.relisting.fetch_sub(1, Ordering::AcqRel);
@@ -295,13 +293,13 @@ impl Cluster {
 
     /// Not ready until `kind` completes its first list (a watch outside
     /// [`watch::Watchers`]: the cluster's exceptions).
-    fn hold(&self, kind: &KindName) {
+    fn hold(&self, kind: &GroupVersionKind) {
         self.syncing().insert(kind.clone());
         self.set_ready(false);
     }
 
     /// `kind` completed its first list.
-    fn synced(&self, kind: &KindName) {
+    fn synced(&self, kind: &GroupVersionKind) {
         let mut syncing = self.syncing();
         if syncing.remove(kind) {
             self.settle(&syncing);
@@ -319,7 +317,7 @@ impl Cluster {
     }
 
     /// Ready when nothing is syncing or re-listing.
-    fn settle(&self, syncing: &HashSet<KindName>) {
+    fn settle(&self, syncing: &HashSet<GroupVersionKind>) {
         let ready = syncing.is_empty() && self.relisting.load(Ordering::Acquire) == 0;
         self.set_ready(ready);
     }

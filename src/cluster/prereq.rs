@@ -15,12 +15,14 @@
 //! - One line per change: a retry that finds the same things missing logs
 //!   nothing, so an operator reads one line, not one per retry.
 
-use super::{Cluster, KindName};
+use super::Cluster;
+use crate::k8s::kind::GroupResource;
+use crate::k8s::kind::GroupVersionKind;
 use k8s_openapi::api::authorization::v1::{
     ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec,
 };
 use k8s_openapi::api::core::v1::Namespace;
-use kube::api::{Api, GroupVersionKind, PostParams};
+use kube::api::{Api, PostParams};
 use std::fmt;
 use std::time::Duration;
 
@@ -94,9 +96,12 @@ pub enum Need {
     Access(Access),
     /// The kind is served (its CRD installed), and the process may list and
     /// watch it in every namespace.
-    Watched(KindName),
+    Watched(GroupVersionKind),
     /// The kind is served; `crd` is the file under manifests/ that installs it.
-    Served { kind: KindName, crd: &'static str },
+    Served {
+        kind: GroupVersionKind,
+        crd: &'static str,
+    },
 }
 
 /// One thing found missing.
@@ -105,7 +110,7 @@ pub enum Missing {
     Namespace(String),
     Access(Access),
     Kind {
-        kind: KindName,
+        kind: GroupVersionKind,
         crd: Option<&'static str>,
     },
     /// The check itself failed (the API server unreachable, a review
@@ -125,16 +130,20 @@ impl fmt::Display for Missing {
                 "not allowed to {a} (grant it: manifests/base/rbac.yaml and controller.yaml, or {INSTALL})"
             ),
             Missing::Kind {
-                kind: (v, k),
+                kind,
                 crd: Some(file),
             } => write!(
                 f,
-                "{k} ({v}) is not served (kubectl apply -f manifests/base/{file}, or {INSTALL})"
+                "{} ({}) is not served (kubectl apply -f manifests/base/{file}, or {INSTALL})",
+                kind.kind(),
+                kind.api_version()
             ),
-            Missing::Kind {
-                kind: (v, k),
-                crd: None,
-            } => write!(f, "{k} ({v}) is not served (install its CRD)"),
+            Missing::Kind { kind, crd: None } => write!(
+                f,
+                "{} ({}) is not served (install its CRD)",
+                kind.kind(),
+                kind.api_version()
+            ),
             Missing::Unchecked(what) => write!(f, "could not check: {what}"),
         }
     }
@@ -150,7 +159,7 @@ pub fn describe(missing: &[Missing]) -> String {
 }
 
 /// The needs of a process that watches `kinds` into its inventory.
-pub fn watching(kinds: &[KindName]) -> Vec<Need> {
+pub fn watching(kinds: &[GroupVersionKind]) -> Vec<Need> {
     kinds.iter().cloned().map(Need::Watched).collect()
 }
 
@@ -173,10 +182,15 @@ async fn check_one(client: &kube::Client, need: &Need) -> Result<(), Vec<Missing
         Need::Access(a) => allowed(client, a).await.map_err(|m| vec![m]),
         Need::Served { kind, crd } => served(client, kind, Some(crd)).await.map(drop),
         Need::Watched(kind) => {
-            let (group, plural) = served(client, kind, None).await?;
+            let resource = served(client, kind, None).await?;
             let mut missing = Vec::new();
             for verb in ["list", "watch"] {
-                if let Err(m) = allowed(client, &Access::new(verb, &group, &plural)).await {
+                if let Err(m) = allowed(
+                    client,
+                    &Access::new(verb, resource.group(), resource.resource()),
+                )
+                .await
+                {
                     missing.push(m);
                 }
             }
@@ -201,25 +215,26 @@ async fn namespace_exists(client: &kube::Client, ns: &str) -> Result<(), Vec<Mis
     }
 }
 
-/// (group, plural) of a served kind.
+/// The resource of a served kind.
 async fn served(
     client: &kube::Client,
-    (api_version, kind): &KindName,
+    kind: &GroupVersionKind,
     crd: Option<&&'static str>,
-) -> Result<(String, String), Vec<Missing>> {
+) -> Result<GroupResource, Vec<Missing>> {
+    let api_version = kind.api_version();
     let (group, version) = match api_version.split_once('/') {
         Some((g, v)) => (g, v),
-        None => ("", api_version.as_str()),
+        None => ("", api_version),
     };
-    let gvk = GroupVersionKind::gvk(group, version, kind);
+    let gvk = kube::api::GroupVersionKind::gvk(group, version, kind.kind());
     let not_served = || {
         vec![Missing::Kind {
-            kind: (api_version.clone(), kind.clone()),
+            kind: kind.clone(),
             crd: crd.copied(),
         }]
     };
     match kube::discovery::pinned_kind(client, &gvk).await {
-        Ok((ar, _)) => Ok((ar.group, ar.plural)),
+        Ok((ar, _)) => Ok(GroupResource::new(ar.group, ar.plural)),
         // The group is served without the kind, or not served at all.
         Err(kube::Error::Discovery(_)) => Err(not_served()),
         Err(kube::Error::Api(s)) if s.code == 404 => Err(not_served()),
@@ -323,7 +338,7 @@ mod tests {
                     .named("interlock-controller"),
             ),
             Missing::Kind {
-                kind: ("interlock.dev/v1alpha1".into(), "ResourceGroup".into()),
+                kind: GroupVersionKind::from_api_version("interlock.dev/v1alpha1", "ResourceGroup"),
                 crd: Some("crd-resourcegroup.yaml"),
             },
         ]);

@@ -4,8 +4,9 @@
 //! long-running process and shuts them down.
 
 use super::watch::Watchers;
-use super::{Cluster, KindName};
+use super::Cluster;
 use crate::inventory::{Inventory, Prepared, Source};
+use crate::k8s::kind::GroupVersionKind;
 use crate::manifest::{self, LoadOptions};
 use crate::policy::load::{LoadedPolicies, PolicyLoadError};
 use crate::policy::overrides::Overrides;
@@ -154,7 +155,7 @@ impl Sources {
 pub fn initial(
     sources: &Sources,
     options: super::ClusterOptions,
-) -> Result<(Cluster, Vec<KindName>), PolicyLoadError> {
+) -> Result<(Cluster, Vec<GroupVersionKind>), PolicyLoadError> {
     let loaded = load(sources)?;
     tracing::info!(policies = loaded.policies.len(), "policies loaded");
     let kinds = loaded.kinds();
@@ -183,7 +184,7 @@ impl Supervisor {
         cluster: Arc<Cluster>,
         client: Option<kube::Client>,
         sources: Sources,
-        kinds: Vec<KindName>,
+        kinds: Vec<GroupVersionKind>,
     ) -> Supervisor {
         let exceptions = client.clone().map(|c| {
             let wide = sources.overrides.exception_namespace().to_string();
@@ -268,7 +269,10 @@ async fn reload_loop(cluster: Arc<Cluster>, sources: Sources, mut watchers: Opti
 }
 
 /// One reload: everything slow happens before the swap.
-fn reload(cluster: &Cluster, sources: &Sources) -> Result<(Vec<KindName>, bool), PolicyLoadError> {
+fn reload(
+    cluster: &Cluster,
+    sources: &Sources,
+) -> Result<(Vec<GroupVersionKind>, bool), PolicyLoadError> {
     let loaded = load(sources)?;
     let kinds = loaded.kinds();
     let projection_changed = cluster.read(|st| *st.inventory.projection() != loaded.projection);

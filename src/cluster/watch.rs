@@ -18,11 +18,12 @@
 //! cannot (a CRD not installed yet), so the process stays unready, never
 //! wedged. Tasks are owned (aborted on `shutdown` or drop), never detached.
 
-use super::{Cluster, KindName};
+use super::Cluster;
 use crate::inventory::ObjectKey;
-use crate::k8s::kinds::{group_of, version_of};
+use crate::k8s::kind::GroupKind;
+use crate::k8s::kind::GroupVersionKind;
 use futures::StreamExt;
-use kube::api::{Api, DynamicObject, GroupVersionKind};
+use kube::api::{Api, DynamicObject};
 use kube::runtime::watcher::{self, Event};
 use kube::runtime::WatchStreamExt;
 use kube::Client;
@@ -36,7 +37,7 @@ use tokio::task::JoinHandle;
 pub struct Watchers {
     client: Client,
     cluster: Arc<Cluster>,
-    running: HashMap<KindName, JoinHandle<()>>,
+    running: HashMap<GroupVersionKind, JoinHandle<()>>,
 }
 
 impl Watchers {
@@ -49,12 +50,12 @@ impl Watchers {
     }
 
     /// Watches exactly `kinds`: starts the new ones, stops the others.
-    pub fn set_kinds(&mut self, kinds: &[KindName]) {
-        let wanted: HashSet<&KindName> = kinds.iter().collect();
+    pub fn set_kinds(&mut self, kinds: &[GroupVersionKind]) {
+        let wanted: HashSet<&GroupVersionKind> = kinds.iter().collect();
         self.running.retain(|k, task| {
             let keep = wanted.contains(k);
             if !keep {
-                tracing::info!(api_version = %k.0, kind = %k.1, "no policy reads this kind now; watch stopped");
+                tracing::info!(api_version = %k.api_version(), kind = %k.kind(), "no policy reads this kind now; watch stopped");
                 task.abort();
             }
             keep
@@ -74,8 +75,8 @@ impl Watchers {
         }
     }
 
-    pub fn kinds(&self) -> Vec<KindName> {
-        let mut v: Vec<KindName> = self.running.keys().cloned().collect();
+    pub fn kinds(&self) -> Vec<GroupVersionKind> {
+        let mut v: Vec<GroupVersionKind> = self.running.keys().cloned().collect();
         v.sort();
         v
     }
@@ -102,7 +103,7 @@ impl Drop for Watchers {
 /// the task lives (dropped on abort too).
 struct Registration {
     cluster: Arc<Cluster>,
-    kind: KindName,
+    kind: GroupVersionKind,
     relisting: bool,
 }
 
@@ -134,9 +135,9 @@ pub(crate) fn jitter_fraction() -> f64 {
 }
 
 /// Finds the kind by discovery, retrying while the cluster does not serve it.
-async fn discover(client: &Client, kind: &KindName) -> Api<DynamicObject> {
-    let (api_version, name) = kind;
-    let gvk = GroupVersionKind::gvk(group_of(api_version), version_of(api_version), name);
+async fn discover(client: &Client, kind: &GroupVersionKind) -> Api<DynamicObject> {
+    let (api_version, name) = (kind.api_version(), kind.kind());
+    let gvk = kube::api::GroupVersionKind::gvk(kind.group(), kind.version(), name);
     let mut attempt = 0;
     loop {
         match kube::discovery::pinned_kind(client, &gvk).await {
@@ -153,7 +154,7 @@ async fn discover(client: &Client, kind: &KindName) -> Api<DynamicObject> {
     }
 }
 
-async fn watch_kind(client: Client, cluster: Arc<Cluster>, kind: KindName) {
+async fn watch_kind(client: Client, cluster: Arc<Cluster>, kind: GroupVersionKind) {
     cluster.watch_started(&kind);
     let mut reg = Registration {
         cluster: cluster.clone(),
@@ -171,7 +172,7 @@ async fn watch_kind(client: Client, cluster: Arc<Cluster>, kind: KindName) {
     let mut stream = start();
     let mut relist = cluster.relist_requests();
     relist.mark_unchanged();
-    let mut sync = KindSync::new(&kind.0, &kind.1);
+    let mut sync = KindSync::new(&kind);
     loop {
         let event = tokio::select! {
             event = stream.next() => event,
@@ -179,7 +180,7 @@ async fn watch_kind(client: Client, cluster: Arc<Cluster>, kind: KindName) {
                 relist.mark_unchanged();
                 // A new stream starts with a list; KindSync reconciles it
                 // without emptying the indexes.
-                tracing::info!(kind = %kind.1, "re-listing: the policies read more of this kind");
+                tracing::info!(kind = %kind.kind(), "re-listing: the policies read more of this kind");
                 stream = start();
                 reg.relisting = true;
                 continue;
@@ -203,7 +204,7 @@ async fn watch_kind(client: Client, cluster: Arc<Cluster>, kind: KindName) {
             // The watcher re-lists by itself (410 Gone included).
             Some(Err(e)) => {
                 let error = super::api_error::explain(&e);
-                tracing::warn!(kind = %kind.1, %error, "watch error; re-listing");
+                tracing::warn!(kind = %kind.kind(), %error, "watch error; re-listing");
             }
         }
     }
@@ -211,19 +212,17 @@ async fn watch_kind(client: Client, cluster: Arc<Cluster>, kind: KindName) {
 
 /// One kind's watch state: the keys a (re-)list has shown so far.
 pub struct KindSync {
-    api_version: String,
-    group: String,
-    kind: String,
+    kind: GroupVersionKind,
+    gk: GroupKind,
     seen: HashSet<ObjectKey>,
     synced: bool,
 }
 
 impl KindSync {
-    pub fn new(api_version: &str, kind: &str) -> Self {
+    pub fn new(kind: &GroupVersionKind) -> Self {
         KindSync {
-            api_version: api_version.into(),
-            group: group_of(api_version).into(),
-            kind: kind.into(),
+            kind: kind.clone(),
+            gk: kind.group_kind(),
             seen: HashSet::new(),
             synced: false,
         }
@@ -235,10 +234,10 @@ impl KindSync {
         let mut json = serde_json::to_value(o).ok()?;
         let m = json.as_object_mut()?;
         if !m.contains_key("apiVersion") {
-            m.insert("apiVersion".into(), self.api_version.clone().into());
+            m.insert("apiVersion".into(), self.kind.api_version().into());
         }
         if !m.contains_key("kind") {
-            m.insert("kind".into(), self.kind.clone().into());
+            m.insert("kind".into(), self.kind.kind().into());
         }
         Some(json)
     }
@@ -253,7 +252,7 @@ impl KindSync {
                 }
             }
             Event::InitDone => {
-                remove_unseen(cluster, &self.group, &self.kind, &self.seen);
+                remove_unseen(cluster, &self.gk, &self.seen);
                 self.seen.clear();
                 let first = !self.synced;
                 self.synced = true;
@@ -288,10 +287,10 @@ fn apply(cluster: &Cluster, json: Json) -> Option<ObjectKey> {
     Some(key)
 }
 
-fn remove_unseen(cluster: &Cluster, group: &str, kind: &str, seen: &HashSet<ObjectKey>) {
+fn remove_unseen(cluster: &Cluster, gk: &GroupKind, seen: &HashSet<ObjectKey>) {
     cluster.update_inventory(|inventory, pending| {
         let stale: Vec<ObjectKey> = inventory
-            .list(group, kind, None)
+            .list(gk.group(), gk.kind(), None)
             .into_iter()
             .map(|e| e.key.clone())
             .filter(|k| !seen.contains(k) && !pending.contains(k))
@@ -335,7 +334,10 @@ mod tests {
             )
             .unwrap();
         let cluster = Cluster::new(PolicySet::default(), inv, ClusterOptions::default());
-        let mut sync = KindSync::new("networking.k8s.io/v1", "Ingress");
+        let mut sync = KindSync::new(&GroupVersionKind::from_api_version(
+            "networking.k8s.io/v1",
+            "Ingress",
+        ));
         assert!(!sync.on_event(&cluster, Event::Init));
         sync.on_event(
             &cluster,
@@ -403,7 +405,10 @@ mod reload_tests {
         let set = compile(&[HOSTS], &mut inv);
         inv.set_projection(set.projection(&inv));
         let cluster = Cluster::new(set, inv, ClusterOptions::default());
-        let mut sync = KindSync::new("networking.k8s.io/v1", "Ingress");
+        let mut sync = KindSync::new(&GroupVersionKind::from_api_version(
+            "networking.k8s.io/v1",
+            "Ingress",
+        ));
         let one = ingress("one", "u1", "cert");
         sync.on_event(&cluster, Event::Init);
         sync.on_event(

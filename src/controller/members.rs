@@ -7,6 +7,7 @@
 
 use super::index::Indexed;
 use crate::group::crd::{ResourceGroup, API_VERSION, KIND, PART_OF_LABEL};
+use crate::k8s::kind::GroupKind;
 use crate::k8s::kinds::{group_of, version_of};
 use futures::StreamExt;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
@@ -55,7 +56,7 @@ impl KindCache {
 pub struct Members {
     client: Client,
     wake: UnboundedSender<ObjectRef<ResourceGroup>>,
-    kinds: Mutex<HashMap<(String, String), Arc<KindCache>>>,
+    kinds: Mutex<HashMap<GroupKind, Arc<KindCache>>>,
 }
 
 impl Members {
@@ -69,7 +70,7 @@ impl Members {
 
     fn cached(&self, group: &str, kind: &str) -> Option<Arc<KindCache>> {
         let kinds = self.kinds.lock().unwrap_or_else(|p| p.into_inner());
-        kinds.get(&(group.to_string(), kind.to_string())).cloned()
+        kinds.get(&GroupKind::new(group, kind)).cloned()
     }
 
     /// The cache of a kind, started on first use. `Ok(None)`: the cluster
@@ -94,7 +95,7 @@ impl Members {
         let namespaced = matches!(caps.scope, Scope::Namespaced);
         let mut kinds = self.kinds.lock().unwrap_or_else(|p| p.into_inner());
         let entry = kinds
-            .entry((group.to_string(), kind.to_string()))
+            .entry(GroupKind::new(group, kind))
             .or_insert_with(|| Arc::new(self.start(resource, namespaced)));
         Ok(Some(entry.clone()))
     }

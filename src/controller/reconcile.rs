@@ -20,6 +20,7 @@ use crate::group::plan::{
 };
 use crate::group::validate::Writer;
 use crate::inventory::ObjectKey;
+use crate::k8s::kind::{GroupKind, GroupVersionKind, NamespacedName};
 use crate::k8s::kinds::group_of;
 use kube::api::{
     Api, DeleteParams, DynamicObject, Patch, PatchParams, Preconditions, PropagationPolicy,
@@ -48,7 +49,7 @@ pub struct Context {
     pub members: Members,
     pub metrics: Metrics,
     /// Consecutive failures per group, for backoff; reset on success.
-    pub failures: Mutex<HashMap<(String, String), u32>>,
+    pub failures: Mutex<HashMap<NamespacedName, u32>>,
     /// How long an applied member stays in the inventory before a watch
     /// shows it (so the next group's validation sees it).
     pub pending_ttl: Duration,
@@ -95,7 +96,7 @@ impl Context {
         Ok(client)
     }
 
-    fn succeeded(&self, key: &(String, String)) {
+    fn succeeded(&self, key: &NamespacedName) {
         let mut failures = self.failures.lock().unwrap_or_else(|p| p.into_inner());
         if failures.remove(key).is_some() {
             self.metrics.set_backing_off(failures.len());
@@ -107,7 +108,7 @@ impl Context {
 /// Apply or Cleanup arm.
 pub async fn reconcile(rg: Arc<ResourceGroup>, ctx: Arc<Context>) -> Result<Action> {
     let ns = rg.namespace().ok_or(Error::Metadata("namespace"))?;
-    let key = (ns.clone(), rg.name_any());
+    let key = NamespacedName::new(ns.as_str(), rg.name_any());
     // Held, not failed, until the inventory has listed: at start every
     // group's first pass waits here instead of warning and backing off.
     inventory_synced(&ctx.cluster, SYNC_WAIT).await?;
@@ -157,8 +158,10 @@ async fn with_finalizer(rg: Arc<ResourceGroup>, ctx: &Context) -> Result<Action>
 
 /// What one pass saw: the member kinds' caches and the observed objects.
 struct Observed {
-    caches: HashMap<(String, String), Arc<KindCache>>,
-    scopes: HashMap<(String, String), Option<Scope>>,
+    /// A kind's cache serves every version of it.
+    caches: HashMap<GroupKind, Arc<KindCache>>,
+    /// As discovery answered for each version named (`None`: not served).
+    scopes: HashMap<GroupVersionKind, Option<Scope>>,
     objects: Vec<Value>,
     /// Listed members the caches do not hold and that were not read:
     /// assumed absent until a dry run says otherwise.
@@ -168,15 +171,15 @@ struct Observed {
 impl Observed {
     fn cache(&self, api_version: &str, kind: &str) -> Option<&Arc<KindCache>> {
         self.caches
-            .get(&(group_of(api_version).to_string(), kind.to_string()))
+            .get(&GroupKind::new(group_of(api_version), kind))
     }
 }
 
 /// The kinds a pass reads (named by the spec or recorded in status), and
-/// the names the spec lists in the group's namespace, by (API group, kind).
+/// the names the spec lists in the group's namespace, by kind (any version).
 struct Wanted {
-    kinds: BTreeSet<(String, String)>,
-    names: HashMap<(String, String), Vec<String>>,
+    kinds: BTreeSet<GroupVersionKind>,
+    names: HashMap<GroupKind, Vec<String>>,
 }
 
 impl Wanted {
@@ -191,14 +194,17 @@ impl Wanted {
                 continue;
             };
             let here = s("/metadata/namespace").is_none_or(|ns| ns == namespace);
+            let gvk = GroupVersionKind::from_api_version(v, k);
             if let (Some(name), true) = (s("/metadata/name"), here) {
-                let key = (group_of(&v).to_string(), k.clone());
-                w.names.entry(key).or_default().push(name);
+                w.names.entry(gvk.group_kind()).or_default().push(name);
             }
-            w.kinds.insert((v, k));
+            w.kinds.insert(gvk);
         }
         for m in rg.status.iter().flat_map(|s| s.members.iter()) {
-            w.kinds.insert((m.api_version.clone(), m.kind.clone()));
+            w.kinds.insert(GroupVersionKind::from_api_version(
+                m.api_version.as_str(),
+                m.kind.as_str(),
+            ));
         }
         w
     }
@@ -216,14 +222,13 @@ async fn observe(rg: &ResourceGroup, g: &GroupRef, ctx: &Context) -> Result<Obse
         objects: Vec::new(),
         unseen: BTreeSet::new(),
     };
-    for (api_version, kind) in wanted.kinds {
-        if api_version == API_VERSION && kind == KIND {
+    for gvk in wanted.kinds {
+        if gvk.api_version() == API_VERSION && gvk.kind() == KIND {
             // A group of groups is refused by the plan; never watched.
-            o.scopes
-                .insert((api_version, kind), Some(Scope::Namespaced));
+            o.scopes.insert(gvk, Some(Scope::Namespaced));
             continue;
         }
-        let cache = ctx.members.kind(&api_version, &kind).await?;
+        let cache = ctx.members.kind(gvk.api_version(), gvk.kind()).await?;
         let scope = cache.as_ref().map(|c| {
             if c.namespaced {
                 Scope::Namespaced
@@ -231,13 +236,12 @@ async fn observe(rg: &ResourceGroup, g: &GroupRef, ctx: &Context) -> Result<Obse
                 Scope::Cluster
             }
         });
-        o.scopes.insert((api_version.clone(), kind.clone()), scope);
+        o.scopes.insert(gvk.clone(), scope);
         if let Some(c) = cache {
             if !c.synced(SYNC_WAIT).await {
-                return Err(Error::CacheNotSynced(kind));
+                return Err(Error::CacheNotSynced(gvk.kind().to_string()));
             }
-            o.caches
-                .insert((group_of(&api_version).to_string(), kind), c);
+            o.caches.insert(gvk.group_kind(), c);
         }
     }
     let keys = [
@@ -338,11 +342,11 @@ async fn read_unlabelled(
 }
 
 fn scope_oracle(
-    scopes: &HashMap<(String, String), Option<Scope>>,
+    scopes: &HashMap<GroupVersionKind, Option<Scope>>,
 ) -> impl Fn(&str, &str) -> Option<Scope> + '_ {
     move |api_version: &str, kind: &str| {
         scopes
-            .get(&(api_version.to_string(), kind.to_string()))
+            .get(&GroupVersionKind::from_api_version(api_version, kind))
             .copied()
             .flatten()
     }
@@ -545,7 +549,7 @@ fn record(ctx: &Context, object: &Value) {
     };
     let mut st = ctx.cluster.write();
     let st = &mut *st;
-    if st.policies.reads_kind(&key.group, &key.kind) {
+    if st.policies.reads_kind(&key.gk.group, &key.gk.kind) {
         st.pending
             .record(&mut st.inventory, object, ctx.pending_ttl);
     }

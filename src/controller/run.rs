@@ -10,8 +10,10 @@ use super::reconcile::{jittered, reconcile, Context};
 use crate::cluster::authz::SarAuthorizer;
 use crate::cluster::prereq::{self, Access, Need};
 use crate::cluster::reload::{self, Sources, Supervisor};
-use crate::cluster::{Cluster, ClusterOptions, KindName};
+use crate::cluster::{Cluster, ClusterOptions};
 use crate::group::crd::{ResourceGroup, API_VERSION, GROUP, KIND};
+use crate::k8s::kind::GroupVersionKind;
+use crate::k8s::kind::NamespacedName;
 use futures::StreamExt;
 use kube::api::Api;
 use kube::runtime::controller::{self, Action, Controller};
@@ -131,8 +133,8 @@ pub async fn run(
 /// What `interlock controller` needs of the cluster: the ResourceGroup
 /// CRD and its verbs on groups, the kinds its policies read, and with
 /// leader election its namespace and its Lease (manifests/base/controller.yaml).
-fn needs(kinds: &[KindName], lease: Option<&LeaseConfig>) -> Vec<Need> {
-    let kind = (API_VERSION.to_string(), KIND.to_string());
+fn needs(kinds: &[GroupVersionKind], lease: Option<&LeaseConfig>) -> Vec<Need> {
+    let kind = GroupVersionKind::from_api_version(API_VERSION, KIND);
     let mut needs = vec![Need::Served {
         kind,
         crd: "crd-resourcegroup.yaml",
@@ -255,7 +257,7 @@ pub fn error_policy(rg: Arc<ResourceGroup>, e: &Error, ctx: Arc<Context>) -> Act
         return Action::requeue(Duration::from_secs(2));
     }
     ctx.metrics.failed(e.metric_label());
-    let key = (rg.namespace().unwrap_or_default(), rg.name_any());
+    let key = NamespacedName::new(rg.namespace().unwrap_or_default(), rg.name_any());
     let (attempt, failing) = {
         let mut failures = ctx.failures.lock().unwrap_or_else(|p| p.into_inner());
         let n = failures.entry(key.clone()).or_insert(0);
@@ -264,7 +266,7 @@ pub fn error_policy(rg: Arc<ResourceGroup>, e: &Error, ctx: Arc<Context>) -> Act
     };
     ctx.metrics.set_backing_off(failing);
     let wait = backoff(attempt);
-    tracing::warn!(group = %key.1, namespace = %key.0, error = %e, reason = e.metric_label(), attempt, retry_in = ?wait, "reconcile failed");
+    tracing::warn!(group = %key.name, namespace = %key.namespace, error = %e, reason = e.metric_label(), attempt, retry_in = ?wait, "reconcile failed");
     Action::requeue(wait)
 }
 

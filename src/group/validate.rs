@@ -194,7 +194,7 @@ pub fn validate(
             .and_then(|k| base.get(&k))
             .map(|e| e.object.json().into_owned());
         if let Some(old) = &old {
-            req.operation = "UPDATE".into();
+            req.operation = crate::policy::Operation::Update;
             req.old_object = OldObject::Json(old);
         }
         let verdicts = policies.evaluate(&req, &overlay).verdicts;

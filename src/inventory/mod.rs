@@ -14,6 +14,7 @@ pub use view::Lookup;
 
 use crate::cel::value::SeededAHash;
 use crate::cel::{Activation, Env, Program, Value};
+use crate::k8s::kind::{GroupKind, NamespacedName};
 use crate::k8s::kinds::group_of;
 use projection::Projection;
 use serde_json::Value as Json;
@@ -36,8 +37,7 @@ pub struct Source {
 /// (empty for cluster-scoped), name.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ObjectKey {
-    pub group: Arc<str>,
-    pub kind: Arc<str>,
+    pub gk: GroupKind,
     pub namespace: Arc<str>,
     pub name: Arc<str>,
 }
@@ -79,8 +79,8 @@ impl hashbrown::Equivalent<ObjectKey> for ObjectKeyRef<'_> {
     fn equivalent(&self, key: &ObjectKey) -> bool {
         self.name == &*key.name
             && self.namespace == &*key.namespace
-            && self.kind == &*key.kind
-            && self.group == &*key.group
+            && self.kind == &*key.gk.kind
+            && self.group == &*key.gk.group
     }
 }
 
@@ -92,21 +92,40 @@ impl ObjectKey {
         let meta = object.get("metadata")?;
         let name = meta.get("name")?.as_str()?;
         let namespace = meta.get("namespace").and_then(Json::as_str).unwrap_or("");
-        Some(ObjectKey {
-            group: group_of(api_version).into(),
-            kind: kind.into(),
+        Some(ObjectKey::new(
+            GroupKind::new(group_of(api_version), kind),
+            namespace,
+            name,
+        ))
+    }
+
+    pub fn new(
+        gk: GroupKind,
+        namespace: impl Into<Arc<str>>,
+        name: impl Into<Arc<str>>,
+    ) -> ObjectKey {
+        ObjectKey {
+            gk,
             namespace: namespace.into(),
             name: name.into(),
-        })
+        }
+    }
+
+    /// Its namespace (empty for cluster-scoped) and name.
+    pub fn namespaced_name(&self) -> NamespacedName {
+        NamespacedName {
+            namespace: self.namespace.clone(),
+            name: self.name.clone(),
+        }
     }
 }
 
 impl std::fmt::Display for ObjectKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         if self.namespace.is_empty() {
-            write!(f, "{} {}", self.kind, self.name)
+            write!(f, "{} {}", self.gk.kind, self.name)
         } else {
-            write!(f, "{} {}/{}", self.kind, self.namespace, self.name)
+            write!(f, "{} {}/{}", self.gk.kind, self.namespace, self.name)
         }
     }
 }
@@ -220,8 +239,7 @@ impl Prepared {
 /// A declared index: objects of one kind, keyed by the strings a CEL
 /// expression yields for each.
 struct IndexState {
-    group: String,
-    kind: String,
+    gk: GroupKind,
     source: String,
     program: Program,
     env: Env,
@@ -231,12 +249,11 @@ struct IndexState {
 
 pub type IndexId = usize;
 
-/// An index as policies declare it: objects of (group, kind), keyed by the
+/// An index as policies declare it: objects of a kind, keyed by the
 /// strings the CEL expression `keys` yields for each.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IndexDecl {
-    pub group: String,
-    pub kind: String,
+    pub gk: GroupKind,
     pub keys: String,
 }
 
@@ -248,7 +265,7 @@ pub struct Inventory {
     /// guards the inventory is released (see `cluster::live`).
     objects: Table<ObjectKey, Arc<Entry>>,
     /// (group, kind) → namespace → names.
-    by_kind: Table<(Arc<str>, Arc<str>), NamesByNamespace>,
+    by_kind: Table<GroupKind, NamesByNamespace>,
     indexes: Vec<IndexState>,
     /// What is kept of each object (everything until a policy set says).
     projection: Arc<Projection>,
@@ -264,21 +281,17 @@ struct Changes {
     version: u64,
     /// The last change that concerns every kind (an index declared).
     all: u64,
-    /// (group, kind, last change): a handful of kinds, searched in order.
-    by_kind: Vec<(Arc<str>, Arc<str>, u64)>,
+    /// (kind, last change): a handful of kinds, searched in order.
+    by_kind: Vec<(GroupKind, u64)>,
 }
 
 impl Changes {
-    fn kind(&mut self, group: &Arc<str>, kind: &Arc<str>) {
+    fn kind(&mut self, gk: &GroupKind) {
         self.version += 1;
         let at = self.version;
-        match self
-            .by_kind
-            .iter_mut()
-            .find(|(g, k, _)| g == group && k == kind)
-        {
-            Some((_, _, last)) => *last = at,
-            None => self.by_kind.push((group.clone(), kind.clone(), at)),
+        match self.by_kind.iter_mut().find(|(g, _)| g == gk) {
+            Some((_, last)) => *last = at,
+            None => self.by_kind.push((gk.clone(), at)),
         }
     }
 
@@ -325,8 +338,7 @@ impl Inventory {
         keys: &str,
     ) -> Result<IndexId, crate::cel::CompileError> {
         let decl = IndexDecl {
-            group: group_of(api_version).to_string(),
-            kind: kind.to_string(),
+            gk: GroupKind::new(group_of(api_version), kind),
             keys: keys.to_string(),
         };
         if let Some(i) = self.indexes.iter().position(|x| x.declares(&decl)) {
@@ -343,8 +355,7 @@ impl Inventory {
         self.indexes
             .iter()
             .map(|i| IndexDecl {
-                group: i.group.clone(),
-                kind: i.kind.clone(),
+                gk: i.gk.clone(),
                 keys: i.source.clone(),
             })
             .collect()
@@ -401,8 +412,7 @@ impl Inventory {
             .indexes
             .iter()
             .map(|i| IndexState {
-                group: i.group.clone(),
-                kind: i.kind.clone(),
+                gk: i.gk.clone(),
                 source: i.source.clone(),
                 program: i.program.clone(),
                 env: i.env.clone(),
@@ -418,8 +428,7 @@ impl Inventory {
         let env = Env::interlock().with_variables(&["object"]);
         let program = env.compile(&decl.keys)?;
         let mut state = IndexState {
-            group: decl.group.clone(),
-            kind: decl.kind.clone(),
+            gk: decl.gk.clone(),
             source: decl.keys.clone(),
             program,
             env,
@@ -451,19 +460,16 @@ impl Inventory {
     }
 
     /// The kind an index is declared on.
-    pub fn index_kind(&self, id: IndexId) -> Option<(&str, &str)> {
-        self.indexes
-            .get(id)
-            .map(|i| (i.group.as_str(), i.kind.as_str()))
+    pub fn index_kind(&self, id: IndexId) -> Option<&GroupKind> {
+        self.indexes.get(id).map(|i| &i.gk)
     }
 
-    /// Every declared index: group, kind, key program and the slot of
-    /// `object` in it.
-    pub fn index_definitions(&self) -> impl Iterator<Item = (&str, &str, &Program, usize)> {
+    /// Every declared index: kind, key program and the slot of `object`
+    /// in it.
+    pub fn index_definitions(&self) -> impl Iterator<Item = (&GroupKind, &Program, usize)> {
         self.indexes.iter().map(|i| {
             (
-                i.group.as_str(),
-                i.kind.as_str(),
+                &i.gk,
                 &i.program,
                 i.env.variable_slot("object").unwrap_or(0),
             )
@@ -484,7 +490,7 @@ impl Inventory {
     /// Projects `object` and computes its index keys.
     pub fn prepare(&self, object: &Json) -> Result<Prepared, NoIdentity> {
         let key = ObjectKey::of(object).ok_or(NoIdentity)?;
-        let fields = self.projection.for_kind(&key.group, &key.kind);
+        let fields = self.projection.for_kind(&key.gk.group, &key.gk.kind);
         let mut projected = if fields.is_whole() {
             object.clone()
         } else {
@@ -526,7 +532,7 @@ impl Inventory {
             }
         }
         self.by_kind
-            .entry((key.group.clone(), key.kind.clone()))
+            .entry(key.gk.clone())
             .or_default()
             .entry(key.namespace.clone())
             .or_default()
@@ -538,7 +544,7 @@ impl Inventory {
             object,
             source,
         };
-        self.changes.kind(&key.group, &key.kind);
+        self.changes.kind(&key.gk);
         self.objects.insert(key, Arc::new(entry));
         errors
     }
@@ -565,11 +571,11 @@ impl Inventory {
 
     pub fn remove(&mut self, key: &ObjectKey) -> Option<Arc<Entry>> {
         let entry = self.objects.remove(key)?;
-        self.changes.kind(&key.group, &key.kind);
+        self.changes.kind(&key.gk);
         for idx in &mut self.indexes {
             idx.remove(key);
         }
-        if let Some(ns) = self.by_kind.get_mut(&(key.group.clone(), key.kind.clone())) {
+        if let Some(ns) = self.by_kind.get_mut(&key.gk) {
             if let Some(names) = ns.get_mut(&key.namespace) {
                 names.remove(&key.name);
             }
@@ -601,10 +607,10 @@ impl Inventory {
     /// Whether, since `version` was read, an object of one of `kinds`
     /// ((group, kind) pairs; `None`: any kind) was added, replaced or
     /// removed, or an index was declared.
-    pub fn changed_since<'k>(
+    pub fn changed_since(
         &self,
         version: u64,
-        kinds: Option<impl IntoIterator<Item = (&'k str, &'k str)>>,
+        kinds: Option<impl IntoIterator<Item = impl std::borrow::Borrow<GroupKind>>>,
     ) -> bool {
         let c = &self.changes;
         if c.version == version {
@@ -614,17 +620,17 @@ impl Inventory {
             return true;
         };
         c.all > version
-            || kinds.into_iter().any(|(group, kind)| {
-                c.by_kind
-                    .iter()
-                    .any(|(g, k, last)| *last > version && &**g == group && &**k == kind)
+            || kinds.into_iter().any(|gk| {
+                c.by_kind.iter().any(|(g, last)| {
+                    *last > version && g == std::borrow::Borrow::<GroupKind>::borrow(&gk)
+                })
             })
     }
 
     /// The (group, kind) pairs changed since `version` was read; `None`
     /// when a change concerned every kind (an index declared). The
     /// continuous audit re-evaluates only what reads one of them.
-    pub fn kinds_changed_since(&self, version: u64) -> Option<Vec<(Arc<str>, Arc<str>)>> {
+    pub fn kinds_changed_since(&self, version: u64) -> Option<Vec<GroupKind>> {
         let c = &self.changes;
         if c.all > version {
             return None;
@@ -632,8 +638,8 @@ impl Inventory {
         Some(
             c.by_kind
                 .iter()
-                .filter(|(_, _, last)| *last > version)
-                .map(|(g, k, _)| (g.clone(), k.clone()))
+                .filter(|(_, last)| *last > version)
+                .map(|(gk, _)| gk.clone())
                 .collect(),
         )
     }
@@ -659,7 +665,7 @@ impl Inventory {
         namespace: Option<&str>,
         f: impl Fn(&'s Arc<Entry>) -> T,
     ) -> Vec<T> {
-        let Some(by_ns) = self.by_kind.get(&(Arc::from(group), Arc::from(kind))) else {
+        let Some(by_ns) = self.by_kind.get(&GroupKind::new(group, kind)) else {
             return Vec::new();
         };
         let mut out = Vec::new();
@@ -727,12 +733,12 @@ impl Inventory {
 
 impl IndexState {
     fn declares(&self, d: &IndexDecl) -> bool {
-        self.group == d.group && self.kind == d.kind && self.source == d.keys
+        self.gk == d.gk && self.source == d.keys
     }
 
     /// The keys this index yields for an object (none for other kinds).
     fn keys_of(&self, key: &ObjectKey, object: &Json) -> Result<Vec<String>, IndexError> {
-        if *key.kind != *self.kind || *key.group != *self.group {
+        if key.gk.kind != self.gk.kind || key.gk.group != self.gk.group {
             return Ok(Vec::new());
         }
         let err = |message: String| IndexError {
@@ -854,12 +860,7 @@ mod tests {
                 name,
             };
             let found = inv.find(key).map(|e| e.key.clone());
-            let owned = ObjectKey {
-                group: "".into(),
-                kind: "ConfigMap".into(),
-                namespace: ns.into(),
-                name: name.into(),
-            };
+            let owned = ObjectKey::new(GroupKind::new("", "ConfigMap"), ns, name);
             assert_eq!(
                 found.as_ref(),
                 inv.get(&owned).map(|e| &e.key),
@@ -882,20 +883,20 @@ mod tests {
     fn changes_are_counted_by_kind() {
         let mut inv = Inventory::new();
         let seen = inv.version();
-        let kinds = |k: &'static str| Some([("networking.k8s.io", k)]);
+        let kinds = |k: &'static str| Some([GroupKind::new("networking.k8s.io", k)]);
         assert!(!inv.changed_since(seen, kinds("Ingress")));
         inv.upsert(&ingress("a", "one", &["x.example"]), None)
             .unwrap();
         assert!(inv.changed_since(seen, kinds("Ingress")));
         assert!(!inv.changed_since(seen, kinds("IngressClass")));
-        assert!(inv.changed_since(seen, None::<[(&str, &str); 0]>));
+        assert!(inv.changed_since(seen, None::<[GroupKind; 0]>));
         let seen = inv.version();
         inv.remove(&ObjectKey::of(&ingress("a", "gone", &[])).unwrap());
         assert_eq!(inv.version(), seen, "removing nothing changes nothing");
         inv.remove(&ObjectKey::of(&ingress("a", "one", &[])).unwrap());
         assert!(inv.changed_since(seen, kinds("Ingress")));
-        let names = |v: Option<Vec<(Arc<str>, Arc<str>)>>| {
-            v.map(|v| v.iter().map(|(_, k)| k.to_string()).collect::<Vec<_>>())
+        let names = |v: Option<Vec<GroupKind>>| {
+            v.map(|v| v.iter().map(|gk| gk.kind.to_string()).collect::<Vec<_>>())
         };
         assert_eq!(
             names(inv.kinds_changed_since(seen)),

@@ -4,6 +4,7 @@
 //! in a fraction of its size. The field sets come from
 //! `crate::policy::projection`, which analyses the policies' expressions.
 
+use crate::k8s::kind::GroupKind;
 use serde_json::{Map, Value as Json};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
@@ -178,7 +179,7 @@ impl FieldSet {
 /// Field sets per (group, kind); kinds not named keep `other`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Projection {
-    kinds: HashMap<(String, String), FieldSet>,
+    kinds: HashMap<GroupKind, FieldSet>,
     other: FieldSet,
 }
 
@@ -193,13 +194,13 @@ impl Default for Projection {
 }
 
 impl Projection {
-    pub fn new(kinds: HashMap<(String, String), FieldSet>, other: FieldSet) -> Projection {
+    pub fn new(kinds: HashMap<GroupKind, FieldSet>, other: FieldSet) -> Projection {
         Projection { kinds, other }
     }
 
     pub fn for_kind(&self, group: &str, kind: &str) -> &FieldSet {
         self.kinds
-            .get(&(group.to_string(), kind.to_string()))
+            .get(&GroupKind::new(group, kind))
             .unwrap_or(&self.other)
     }
 
@@ -283,7 +284,7 @@ mod tests {
         a.add(&path("spec.replicas"), true);
         let b = FieldSet::identity();
         let p_after = Projection::new(
-            HashMap::from([(("apps".into(), "Deployment".into()), a)]),
+            HashMap::from([(GroupKind::new("apps", "Deployment"), a)]),
             b.clone(),
         );
         let p_before = Projection::new(HashMap::new(), b);

@@ -4,6 +4,7 @@
 
 pub mod defaults;
 pub mod duration;
+pub mod kind;
 pub mod kinds;
 pub mod openapi;
 pub mod pod_template;

@@ -43,11 +43,10 @@ use crate::group::preview::{
 };
 use crate::group::validate::Writer;
 use crate::group::ResourceGroupSpec;
-use crate::k8s::kinds::{group_of, version_of};
+use crate::k8s::kind::{GroupKind, GroupVersionKind};
+use crate::k8s::kinds::group_of;
 use crate::policy::overrides::Overrides;
-use kube::api::{
-    Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, Preconditions,
-};
+use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, ListParams, Preconditions};
 use kube::Client;
 use serde::Serialize;
 use serde_json::Value;
@@ -214,8 +213,8 @@ struct Served {
 
 /// What one group's plan was made from.
 struct Observed {
-    /// (apiVersion, kind) → how the cluster serves it (`None`: not at all).
-    kinds: HashMap<(String, String), Option<Served>>,
+    /// How the cluster serves each kind (`None`: not at all).
+    kinds: HashMap<GroupVersionKind, Option<Served>>,
     objects: Vec<Value>,
 }
 
@@ -226,7 +225,7 @@ impl Observed {
         }
         let served = self
             .kinds
-            .get(&(api_version.to_string(), kind.to_string()))?
+            .get(&GroupVersionKind::from_api_version(api_version, kind))?
             .as_ref()?;
         Some(if served.namespaced {
             Scope::Namespaced
@@ -240,7 +239,7 @@ impl Observed {
         let group = group_of(api_version);
         self.kinds
             .iter()
-            .find(|((v, k), _)| k == kind && group_of(v) == group)
+            .find(|(k, _)| k.kind() == kind && k.group() == group)
             .and_then(|(_, s)| s.as_ref())
             .map(|s| &s.resource)
     }
@@ -316,35 +315,34 @@ impl Ctx<'_> {
         previous: Option<&crate::group::ResourceGroupStatus>,
         g: &GroupRef,
     ) -> Result<Observed, PlanError> {
-        let mut wanted: BTreeSet<(String, String)> = spec
+        let mut wanted: BTreeSet<GroupVersionKind> = spec
             .resources
             .iter()
-            .filter_map(|r| {
-                let s = |p: &str| r.pointer(p).and_then(Value::as_str).map(str::to_string);
-                Some((s("/apiVersion")?, s("/kind")?))
-            })
+            .filter_map(GroupVersionKind::of)
             .collect();
         wanted.extend(
-            previous
-                .iter()
-                .flat_map(|s| s.members.iter())
-                .map(|m| (m.api_version.clone(), m.kind.clone())),
+            previous.iter().flat_map(|s| s.members.iter()).map(|m| {
+                GroupVersionKind::from_api_version(m.api_version.as_str(), m.kind.as_str())
+            }),
         );
         let mut o = Observed {
             kinds: HashMap::new(),
             objects: Vec::new(),
         };
-        for (api_version, kind) in wanted {
-            if api_version == API_VERSION && kind == KIND {
+        for kind in wanted {
+            if kind.api_version() == API_VERSION && kind.kind() == KIND {
                 continue;
             }
-            let served = self.discover(&api_version, &kind).await?;
-            o.kinds.insert((api_version, kind), served);
+            let served = self.discover(&kind).await?;
+            o.kinds.insert(kind, served);
         }
         let selector = format!("{PART_OF_LABEL}={}", applyset_id(&g.namespace, &g.name));
         let mut listed = BTreeSet::new();
         for served in o.kinds.values().flatten().filter(|s| s.namespaced) {
-            if !listed.insert((served.resource.group.clone(), served.resource.kind.clone())) {
+            if !listed.insert(GroupKind::new(
+                served.resource.group.as_str(),
+                served.resource.kind.as_str(),
+            )) {
                 continue;
             }
             let api: Api<DynamicObject> =
@@ -358,8 +356,8 @@ impl Ctx<'_> {
         Ok(o)
     }
 
-    async fn discover(&self, api_version: &str, kind: &str) -> Result<Option<Served>, PlanError> {
-        let gvk = GroupVersionKind::gvk(group_of(api_version), version_of(api_version), kind);
+    async fn discover(&self, kind: &GroupVersionKind) -> Result<Option<Served>, PlanError> {
+        let gvk = kube::api::GroupVersionKind::gvk(kind.group(), kind.version(), kind.kind());
         match kube::discovery::pinned_kind(self.client, &gvk).await {
             Ok((resource, caps)) => Ok(Some(Served {
                 resource,

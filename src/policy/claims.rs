@@ -208,7 +208,7 @@ mod tests {
         moved["spec"]["rules"] =
             serde_json::json!([{"host": "shop.example.com"}, {"host": "new.example.com"}]);
         let mut r = Request::create(&moved, "alice").expect("request");
-        r.operation = "UPDATE".into();
+        r.operation = super::super::Operation::Update;
         r.old_object = super::super::OldObject::Json(&web);
         let keys: Vec<String> = set
             .claims_of(&r, &inv, &moved)

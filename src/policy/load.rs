@@ -8,6 +8,7 @@ use super::overrides::Overrides;
 use super::PolicySet;
 use crate::inventory::projection::Projection;
 use crate::inventory::{IndexDecl, Inventory};
+use crate::k8s::kind::GroupVersionKind;
 use std::path::PathBuf;
 
 /// Why policies or inventory files did not load; the whole set is refused.
@@ -85,7 +86,7 @@ impl LoadedPolicies {
     }
 
     /// The kinds watchers must keep in the inventory.
-    pub fn kinds(&self) -> Vec<(String, String)> {
+    pub fn kinds(&self) -> Vec<GroupVersionKind> {
         self.policies.kinds_read()
     }
 }

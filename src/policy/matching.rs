@@ -71,9 +71,9 @@ fn rule_matches(r: &ResourceRule, req: &Request) -> bool {
 
 /// [`rule_matches`] for any name.
 fn rule_matches_resource(r: &ResourceRule, req: &Request) -> bool {
-    any_or(&r.operations, &req.operation)
-        && any_or(&r.api_groups, &req.group)
-        && any_or(&r.api_versions, &req.version)
+    any_or(&r.operations, req.operation.as_str())
+        && any_or(&r.api_groups, req.gvk.group())
+        && any_or(&r.api_versions, req.gvk.version())
         && r.resources
             .iter()
             .any(|res| resource_matches(res, &req.resource, &req.subresource))
@@ -106,7 +106,7 @@ fn scope_matches(scope: Option<&str>, namespaced: bool) -> bool {
 fn namespace_matches(sel: &super::model::LabelSelector, req: &Request, inv: &dyn Lookup) -> bool {
     // Cluster-scoped objects other than Namespaces ignore namespaceSelector.
     let ns_name = if req.namespace.is_empty() {
-        if req.kind == "Namespace" && req.group.is_empty() {
+        if req.gvk.kind() == "Namespace" && req.gvk.group().is_empty() {
             req.name.clone()
         } else {
             return true;
@@ -120,7 +120,7 @@ fn namespace_matches(sel: &super::model::LabelSelector, req: &Request, inv: &dyn
         namespace: "",
         name: &ns_name,
     };
-    let object_labels = if req.kind == "Namespace" && req.group.is_empty() {
+    let object_labels = if req.gvk.kind() == "Namespace" && req.gvk.group().is_empty() {
         req.object.and_then(labels).cloned()
     } else {
         None

@@ -22,6 +22,7 @@ pub use finding::Action;
 use crate::cel::value::{Key, Str};
 use crate::cel::{checker, k8s_authz, Activation, CompileError, Env, Program, Ty, Value};
 use crate::inventory::{IndexId, Inventory, Lookup, ObjectKey, ObjectKeyRef, Source};
+use crate::k8s::kind::{GroupKind, GroupVersionKind};
 use host::{InventoryHost, SelfIdentity};
 use model::{BindingSpec, MatchResources, ParamRef, PolicySpec};
 use serde_json::Value as Json;
@@ -120,9 +121,9 @@ pub struct CompiledPolicy {
     pub kind: PolicyKind,
     pub source: Source,
     failure_policy: FailurePolicy,
-    param_kind: Option<(String, String)>,
-    /// The paramKind as written: (apiVersion, kind).
-    param_kind_version: Option<(String, String)>,
+    param_kind: Option<GroupKind>,
+    /// The paramKind as written.
+    param_kind_version: Option<GroupVersionKind>,
     matcher: MatchResources,
     match_conditions: Vec<(String, Program)>,
     variables: Vec<Program>,
@@ -133,8 +134,10 @@ pub struct CompiledPolicy {
     claims: Vec<claims::Claim>,
     bindings: Vec<Binding>,
     slots: Slots,
-    /// (apiVersion, kind) pairs the policy reads from the inventory.
-    kinds_read: Vec<(String, String)>,
+    /// The kinds the policy reads from the inventory, as written.
+    kinds_read: Vec<GroupVersionKind>,
+    /// The same kinds, any version.
+    group_kinds_read: Vec<GroupKind>,
     /// Whether some lookup computes its apiVersion or kind: `serve` cannot
     /// know to watch that kind, so the lookup finds only what is watched
     /// for other reasons.
@@ -218,25 +221,30 @@ impl OldObject<'_> {
     }
 }
 
-/// The operations a request made offline can have.
+/// The operation of a request. Offline requests (`check`, `test`, `eval`)
+/// are a CREATE, UPDATE or DELETE; kube-apiserver also sends CONNECT.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum Operation {
     #[default]
     Create,
     Update,
     Delete,
+    Connect,
 }
 
 impl Operation {
+    /// As AdmissionRequest spells it.
     pub fn as_str(self) -> &'static str {
         match self {
             Operation::Create => "CREATE",
             Operation::Update => "UPDATE",
             Operation::Delete => "DELETE",
+            Operation::Connect => "CONNECT",
         }
     }
 
-    /// `CREATE`, `UPDATE` or `DELETE` (as AdmissionRequest spells them).
+    /// `CREATE`, `UPDATE` or `DELETE` (as AdmissionRequest spells them):
+    /// the operations a request made offline can have.
     pub fn parse(s: &str) -> Option<Operation> {
         match s {
             "CREATE" => Some(Operation::Create),
@@ -276,12 +284,11 @@ impl RequestShape {
 /// An admission request, or an object checked offline as one.
 #[derive(Debug, Clone)]
 pub struct Request<'a> {
-    pub operation: String,
+    pub operation: Operation,
     pub object: Option<&'a Json>,
     pub old_object: OldObject<'a>,
-    pub group: String,
-    pub version: String,
-    pub kind: String,
+    /// The kind of the object (its group, version and kind).
+    pub gvk: GroupVersionKind,
     pub resource: String,
     pub subresource: String,
     pub namespace: String,
@@ -329,9 +336,9 @@ impl<'a> Request<'a> {
         shape: &RequestShape,
     ) -> Option<Request<'a>> {
         let mut r = Request::named(object, &shape.user)?;
-        r.operation = shape.operation.as_str().into();
+        r.operation = shape.operation;
         match shape.operation {
-            Operation::Create => {}
+            Operation::Create | Operation::Connect => {}
             Operation::Update => r.old_object = old.map_or(OldObject::None, OldObject::Json),
             Operation::Delete => {
                 r.object = None;
@@ -363,12 +370,10 @@ impl<'a> Request<'a> {
             field("namespace")
         };
         Some(Request {
-            operation: "CREATE".into(),
+            operation: Operation::Create,
             object: Some(object),
             old_object: OldObject::None,
-            group: group.to_string(),
-            version: resources::version_of(api_version).to_string(),
-            kind: kind.to_string(),
+            gvk: GroupVersionKind::from_api_version(api_version, kind),
             resource: resources::resource_of(group, kind),
             subresource: String::new(),
             namespace: namespace.to_string(),
@@ -399,7 +404,7 @@ impl<'a> Request<'a> {
     /// Is this a request on a Namespace itself? Its `namespace` is then the
     /// Namespace's name, but it is cluster-scoped and has no namespaceObject.
     pub fn is_namespace_request(&self) -> bool {
-        self.group.is_empty() && self.resource == "namespaces"
+        self.gvk.group().is_empty() && self.resource == "namespaces"
     }
 
     /// Is this a request from kube-apiserver (which gives every admission
@@ -430,12 +435,12 @@ impl<'a> Request<'a> {
         let s = |v: &str| Value::string(v);
         let gvk = |last: &'static str, value: &str| {
             map(vec![
-                ("group", s(&self.group)),
-                ("version", s(&self.version)),
+                ("group", s(self.gvk.group())),
+                ("version", s(self.gvk.version())),
                 (last, s(value)),
             ])
         };
-        let kind = gvk("kind", &self.kind);
+        let kind = gvk("kind", self.gvk.kind());
         let resource = gvk("resource", &self.resource);
         let mut entries = vec![
             ("uid", s(&self.uid)),
@@ -454,7 +459,7 @@ impl<'a> Request<'a> {
         }
         let groups = self.groups.iter().map(|g| s(g)).collect();
         entries.extend([
-            ("operation", s(&self.operation)),
+            ("operation", s(self.operation.as_str())),
             (
                 "userInfo",
                 map(vec![
@@ -494,7 +499,7 @@ pub fn redact(message: &str, related: &[ObjectKey], namespace: &str) -> String {
         .map(|k| {
             (
                 format!("{}/{}", k.namespace, k.name),
-                format!("{} in another namespace", k.kind),
+                format!("{} in another namespace", k.gk.kind),
             )
         })
         .collect();
@@ -1036,16 +1041,13 @@ fn compile_policy(
         return Err("spec.claims is an InterlockPolicy field".into());
     }
     let claims = claims::compile(&spec.claims, &indexes)?;
-    let param_kind = spec.param_kind.as_ref().map(|p| {
-        (
-            resources::group_of(&p.api_version).to_string(),
-            p.kind.clone(),
-        )
-    });
     let param_kind_version = spec
         .param_kind
         .as_ref()
-        .map(|p| (p.api_version.clone(), p.kind.clone()));
+        .map(|p| GroupVersionKind::from_api_version(p.api_version.as_str(), p.kind.as_str()));
+    let param_kind = param_kind_version
+        .as_ref()
+        .map(GroupVersionKind::group_kind);
     let mut bindings = Vec::new();
     let parse_actions = |field: &str, list: &[String]| -> Result<Vec<Action>, String> {
         list.iter()
@@ -1090,14 +1092,12 @@ fn compile_policy(
             param_ref: spec.param_ref.clone(),
         });
     }
-    let mut kinds_read: Vec<(String, String)> = spec
+    let mut kinds_read: Vec<GroupVersionKind> = spec
         .indexes
         .iter()
-        .map(|i| (i.api_version.clone(), i.kind.clone()))
+        .map(|i| GroupVersionKind::from_api_version(i.api_version.as_str(), i.kind.as_str()))
         .collect();
-    if let Some(p) = &spec.param_kind {
-        kinds_read.push((p.api_version.clone(), p.kind.clone()));
-    }
+    kinds_read.extend(param_kind_version.clone());
     let programs = variables
         .iter()
         .chain(match_conditions.iter().map(|(_, p)| p))
@@ -1131,7 +1131,7 @@ fn compile_policy(
                 ) {
                     (Some(v), Some(k)) => {
                         warnings.extend(resources::unknown_kind_warning(&v, &k));
-                        kinds_read.push((v, k));
+                        kinds_read.push(GroupVersionKind::from_api_version(v, k));
                     }
                     _ => {
                         computed_lookup = true;
@@ -1146,6 +1146,10 @@ fn compile_policy(
     }
     warnings.dedup();
     Ok(CompiledPolicy {
+        group_kinds_read: kinds_read
+            .iter()
+            .map(GroupVersionKind::group_kind)
+            .collect(),
         kinds_read,
         computed_lookup,
         reads_request,
@@ -1296,9 +1300,10 @@ impl CompiledPolicy {
     }
 
     fn params<'i>(&self, b: &Binding, req: &Request, inv: &'i dyn Lookup) -> Params<'i> {
-        let Some((group, kind)) = &self.param_kind else {
+        let Some(param_kind) = &self.param_kind else {
             return Params::None;
         };
+        let (group, kind) = (param_kind.group(), param_kind.kind());
         let Some(r) = &b.param_ref else {
             return Params::None;
         };
@@ -1432,7 +1437,7 @@ impl CompiledPolicy {
                 s.request_resource,
                 k8s_authz::request_resource(
                     authority.clone(),
-                    &req.group,
+                    req.gvk.group(),
                     &req.resource,
                     &req.subresource,
                     &req.namespace,
@@ -1786,17 +1791,13 @@ impl PolicySet {
     /// not match for its namespace's labels matches again only if they
     /// change). `None` when one of those policies computes a lookup's kind,
     /// which could then be any. The outcome must come from this set.
-    pub fn kinds_read_by<'s>(&'s self, outcome: &'s Outcome) -> Option<Vec<(&'s str, &'s str)>> {
-        let mut kinds = vec![("", "Namespace")];
+    pub fn kinds_read_by<'s>(&'s self, outcome: &'s Outcome) -> Option<Vec<&'s GroupKind>> {
+        let mut kinds = vec![GroupKind::namespace()];
         for p in self.matched(outcome) {
             if p.computed_lookup {
                 return None;
             }
-            kinds.extend(
-                p.kinds_read
-                    .iter()
-                    .map(|(v, k)| (resources::group_of(v), k.as_str())),
-            );
+            kinds.extend(&p.group_kinds_read);
         }
         Some(kinds)
     }
@@ -1815,8 +1816,8 @@ impl PolicySet {
             || self
                 .policies
                 .iter()
-                .flat_map(|p| &p.kinds_read)
-                .any(|(v, k)| k == kind && resources::group_of(v) == group)
+                .flat_map(|p| &p.group_kinds_read)
+                .any(|gk| gk.is(group, kind))
     }
 
     /// Policies with a lookup whose apiVersion or kind is computed (see
@@ -1831,8 +1832,8 @@ impl PolicySet {
 
     /// Every (apiVersion, kind) the policies read from the inventory, when
     /// the calls name them with constants; Namespaces always.
-    pub fn kinds_read(&self) -> Vec<(String, String)> {
-        let mut kinds = vec![("v1".to_string(), "Namespace".to_string())];
+    pub fn kinds_read(&self) -> Vec<GroupVersionKind> {
+        let mut kinds = vec![GroupVersionKind::from_api_version("v1", "Namespace")];
         for p in self.policies.iter() {
             kinds.extend(p.kinds_read.iter().cloned());
         }

@@ -10,25 +10,21 @@ use crate::manifest::Document;
 use serde_json::{json, Value as Json};
 use std::path::PathBuf;
 
-#[derive(Debug, Clone, Default, PartialEq, clap::Args)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Overrides {
     /// Leave out the policy of this name (and its bindings); repeatable.
-    #[arg(long = "disable", value_name = "NAME")]
     pub disable: Vec<String>,
     /// Make the policy of this name only Deny, Warn or Audit (its
     /// validationActions, admissionActions and checkActions, or its bindings'
     /// validationActions); repeatable.
-    #[arg(long = "action", value_name = "NAME=ACTION", value_parser = parse_action)]
     pub actions: Vec<(String, Action)>,
     /// A PolicyConfig file (interlock.dev/v1alpha1; spec.disable: [NAME],
     /// spec.actions: {NAME: ACTION}) added to the flags; serve and the
     /// controller read it again when it changes.
-    #[arg(long = "policy-config", value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// The namespace whose exceptions may except objects of any namespace
     /// (default interlock-system); an exception in any other namespace
     /// excepts only objects of its own (docs/writing-policies.md).
-    #[arg(long = "exception-namespace", value_name = "NS")]
     pub exception_namespace: Option<String>,
 }
 

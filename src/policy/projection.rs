@@ -9,6 +9,7 @@ use crate::cel::flow::{Flow, Reads, Tag};
 use crate::cel::Program;
 use crate::inventory::projection::{FieldSet, Projection};
 use crate::inventory::Inventory;
+use crate::k8s::kind::GroupKind;
 use crate::k8s::kinds::group_of;
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -23,16 +24,15 @@ const SECRET_DATA: [&str; 2] = ["data", "stringData"];
 
 #[derive(Default)]
 struct Kinds {
-    names: Vec<(String, String)>,
+    names: Vec<GroupKind>,
 }
 
 impl Kinds {
     fn tag(&mut self, group: &str, kind: &str) -> Tag {
-        let key = (group.to_string(), kind.to_string());
-        match self.names.iter().position(|k| *k == key) {
+        match self.names.iter().position(|k| k.is(group, kind)) {
             Some(i) => i + 1,
             None => {
-                self.names.push(key);
+                self.names.push(GroupKind::new(group, kind));
                 self.names.len()
             }
         }
@@ -45,15 +45,13 @@ impl PolicySet {
     pub fn projection(&self, inventory: &Inventory) -> Projection {
         let kinds = RefCell::new(Kinds::default());
         let mut sets: HashMap<Tag, FieldSet> = HashMap::new();
-        let mut whole_kinds = vec![(String::new(), "Namespace".to_string())];
+        let mut whole_kinds = vec![GroupKind::namespace().clone()];
         for p in self.policies.iter() {
             add_reads(&mut sets, policy_reads(p, inventory, &kinds));
-            if let Some((group, kind)) = &p.param_kind {
-                whole_kinds.push((group.clone(), kind.clone()));
-            }
+            whole_kinds.extend(p.param_kind.clone());
         }
-        for (group, kind, program, slot) in inventory.index_definitions() {
-            let tag = kinds.borrow_mut().tag(group, kind);
+        for (gk, program, slot) in inventory.index_definitions() {
+            let tag = kinds.borrow_mut().tag(gk.group(), gk.kind());
             let none = |_: usize, _: &[Option<String>]| None;
             let mut flow = Flow::new(&none, vec![(slot, tag)]);
             flow.result(program);
@@ -77,12 +75,12 @@ impl PolicySet {
         };
         let mut per_kind = HashMap::new();
         let names = kinds.into_inner().names;
-        for (i, (group, kind)) in names.iter().enumerate() {
-            let set = with_any(sets.get(&(i + 1)), group, kind);
-            per_kind.insert((group.clone(), kind.clone()), set);
+        for (i, gk) in names.into_iter().enumerate() {
+            let set = with_any(sets.get(&(i + 1)), gk.group(), gk.kind());
+            per_kind.insert(gk, set);
         }
         per_kind
-            .entry((String::new(), "Secret".to_string()))
+            .entry(GroupKind::new("", "Secret"))
             .or_insert_with(|| with_any(None, "", "Secret"));
         for key in whole_kinds {
             per_kind.insert(key, FieldSet::whole());
@@ -116,7 +114,7 @@ fn policy_reads(p: &CompiledPolicy, inventory: &Inventory, kinds: &RefCell<Kinds
                 arg(0)
                     .and_then(|name| p.indexes.get(&name))
                     .and_then(|&id| inventory.index_kind(id))
-                    .map_or(ANY_KIND, |(g, k)| kinds.borrow_mut().tag(g, k)),
+                    .map_or(ANY_KIND, |gk| kinds.borrow_mut().tag(gk.group(), gk.kind())),
             ),
             _ => None,
         }

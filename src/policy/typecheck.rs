@@ -66,17 +66,18 @@ impl CompiledPolicy {
 
     /// `params` typed from the paramKind's schema; `dyn` when it has none.
     fn params_type(&self, schemas: &Schemas) -> Ty {
-        let Some((api_version, kind)) = &self.param_kind_version else {
+        let Some(param_kind) = &self.param_kind_version else {
             return Ty::Dyn;
         };
+        let (api_version, kind) = (param_kind.api_version(), param_kind.kind());
         let (group, version) = match api_version.split_once('/') {
             Some((g, v)) => (g, v),
-            None => ("", api_version.as_str()),
+            None => ("", api_version),
         };
         let gvk = Gvk {
             group: group.into(),
             version: version.into(),
-            kind: kind.clone(),
+            kind: kind.to_string(),
         };
         schemas.resource_type(&gvk, kind).unwrap_or(Ty::Dyn)
     }

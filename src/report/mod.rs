@@ -46,7 +46,7 @@ pub struct Report {
 }
 
 /// An output format of `interlock check`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum OutputFormat {
     /// Grouped by file, one line per finding, for people.
     #[default]

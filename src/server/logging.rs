@@ -9,7 +9,7 @@ use tracing_subscriber::EnvFilter;
 /// Install the global tracing subscriber: logs go to stderr, filtered by
 /// `RUST_LOG` (default `info`), as one JSON object per line when `json`
 /// (structured fields become JSON keys) or as text otherwise. Use
-/// [`LogFormat::is_json`](super::cli::LogFormat::is_json) to decide `json`.
+/// [`LogFormat::is_json`](super::options::LogFormat::is_json) to decide `json`.
 /// rustls logs a warning per failed handshake (through the `log` crate):
 /// those pass at most once per [`RateLimit::INTERVAL`], the server's own
 /// rate-limited "TLS handshake failed" line counting the rest. A second

@@ -73,17 +73,17 @@
 //!
 //! ```no_run
 //! # use std::sync::Arc;
-//! # async fn demo(args: interlock::server::ServeArgs, engine: Arc<dyn interlock::server::Reviewer>) -> anyhow::Result<()> {
+//! # async fn demo(args: interlock::server::ServeOptions, engine: Arc<dyn interlock::server::Reviewer>) -> anyhow::Result<()> {
 //! interlock::server::init_tracing(args.log_format.is_json());
 //! interlock::server::run(args, engine).await
 //! # }
 //! ```
 
 pub mod admin;
-pub mod cli;
 mod executor;
 mod logging;
 pub mod metrics;
+pub mod options;
 mod routes;
 mod sources;
 pub mod tls;
@@ -103,10 +103,10 @@ use prometheus_client::registry::Registry;
 use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
 
-pub use cli::{CertsArgs, LogFormat, ServeArgs};
 use logging::RateLimit;
 pub use logging::{init_tracing, init_tracing_at};
 pub use metrics::ServerMetrics;
+pub use options::{LogFormat, ServeOptions};
 
 /// The policy engine as the server sees it.
 ///
@@ -225,7 +225,7 @@ pub enum ServerError {
     Pool(#[source] std::io::Error),
 }
 
-/// Everything the server needs; [`From<&ServeArgs>`] fills it from the CLI.
+/// Everything the server needs; [`From<&ServeOptions>`] fills it from the CLI.
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
     /// Address to listen on (port 0 picks a free port; see [`Server::local_addr`]).
@@ -274,24 +274,24 @@ impl ServerConfig {
             tls_cert: tls_cert.into(),
             tls_key: tls_key.into(),
             client_ca: None,
-            max_body_bytes: cli::DEFAULT_MAX_BODY_BYTES,
+            max_body_bytes: options::DEFAULT_MAX_BODY_BYTES,
             request_timeout: Duration::from_secs(4),
             max_concurrent_requests: 1024,
             eval_threads: None,
             idle_timeout: Duration::from_secs(120),
-            max_connections: cli::DEFAULT_MAX_CONNECTIONS,
-            max_connections_per_source: cli::DEFAULT_MAX_CONNECTIONS_PER_SOURCE,
+            max_connections: options::DEFAULT_MAX_CONNECTIONS,
+            max_connections_per_source: options::DEFAULT_MAX_CONNECTIONS_PER_SOURCE,
             tls_handshake_timeout: Duration::from_secs(10),
             cert_poll_interval: Duration::from_secs(3),
-            tls_expiry_margin: cli::DEFAULT_TLS_EXPIRY_MARGIN,
+            tls_expiry_margin: options::DEFAULT_TLS_EXPIRY_MARGIN,
             shutdown_delay: Duration::ZERO,
             shutdown_timeout: Duration::from_secs(20),
         }
     }
 }
 
-impl From<&ServeArgs> for ServerConfig {
-    fn from(a: &ServeArgs) -> Self {
+impl From<&ServeOptions> for ServerConfig {
+    fn from(a: &ServeOptions) -> Self {
         ServerConfig {
             listen: a.listen,
             tls_cert: a.tls_cert.clone(),
@@ -783,7 +783,7 @@ pub async fn shutdown_signal() {
 /// SIGINT, then shut down gracefully. The caller builds the reviewer from
 /// `args.policy` and `args.inventory` and initialises logging
 /// ([`init_tracing`]).
-pub async fn run(args: ServeArgs, reviewer: Arc<dyn Reviewer>) -> anyhow::Result<()> {
+pub async fn run(args: ServeOptions, reviewer: Arc<dyn Reviewer>) -> anyhow::Result<()> {
     // kube's client needs a process-wide provider; the server passes its own
     // explicitly. Installing twice is harmless (the error is ignored).
     let _ = rustls::crypto::ring::default_provider().install_default();

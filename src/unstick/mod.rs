@@ -12,6 +12,7 @@
 
 pub mod explain;
 
+use crate::k8s::kind::NamespacedName;
 use chrono::Utc;
 use explain::Remover;
 use k8s_openapi::api::coordination::v1::Lease;
@@ -23,35 +24,27 @@ use serde::Serialize;
 use serde_json::Value as Json;
 use std::collections::{BTreeMap, HashMap};
 
-#[derive(clap::Args, Debug, Clone)]
-pub struct UnstickArgs {
+/// What `interlock unstick` is asked (the command line's flags, parsed).
+#[derive(Debug, Clone)]
+pub struct UnstickOptions {
     /// Only this namespace (and the Namespace object itself).
-    #[arg(short = 'n', long, conflicts_with = "all_namespaces")]
     pub namespace: Option<String>,
     /// Every namespace, and cluster-scoped objects.
-    #[arg(short = 'A', long)]
     pub all_namespaces: bool,
     /// Only deletions older than this (90s, 15m, 1h30m, 2d).
-    #[arg(long, default_value = "5m")]
     pub older_than: String,
     /// Output format.
-    #[arg(short, long, default_value = "human", value_parser = ["human", "json"])]
     pub output: String,
     /// Remove this finalizer from TARGET (with --yes).
-    #[arg(long, value_name = "FINALIZER", requires = "target")]
     pub clear: Option<String>,
     /// Confirm --clear: without it nothing is written.
-    #[arg(long)]
     pub yes: bool,
     /// The resourceVersion the clear is for (as listed); default: the
     /// current one. If the object changed since, the clear is refused.
-    #[arg(long, value_name = "RV", requires = "clear")]
     pub resource_version: Option<String>,
     /// Namespace of the Interlock controller's leader-election Lease.
-    #[arg(long, default_value = "interlock-system")]
     pub lease_namespace: String,
     /// Name of the Interlock controller's leader-election Lease.
-    #[arg(long, default_value = "interlock-controller")]
     pub lease_name: String,
     /// KIND/NAME of the object to clear (kind, plural or singular name).
     pub target: Option<String>,
@@ -102,7 +95,7 @@ pub struct Stuck {
 }
 
 /// Runs the command; the exit code as documented above.
-pub async fn run(args: &UnstickArgs) -> Result<i32, Error> {
+pub async fn run(args: &UnstickOptions) -> Result<i32, Error> {
     let client = Client::try_default().await?;
     match (&args.clear, &args.target) {
         (Some(f), Some(t)) => clear(&client, args, f, t).await,
@@ -118,7 +111,7 @@ pub async fn run(args: &UnstickArgs) -> Result<i32, Error> {
     }
 }
 
-fn print(args: &UnstickArgs, stuck: &[Stuck]) {
+fn print(args: &UnstickOptions, stuck: &[Stuck]) {
     if args.output == "json" {
         let body = serde_json::json!({"stuck": stuck});
         println!(
@@ -170,7 +163,7 @@ async fn resources(client: &Client) -> Result<Vec<(ApiResource, ApiCapabilities)
         .collect())
 }
 
-async fn list(client: &Client, args: &UnstickArgs, older: i64) -> Result<Vec<Stuck>, Error> {
+async fn list(client: &Client, args: &UnstickOptions, older: i64) -> Result<Vec<Stuck>, Error> {
     let now = Utc::now();
     let only_ns = if args.all_namespaces {
         None
@@ -245,22 +238,25 @@ async fn list(client: &Client, args: &UnstickArgs, older: i64) -> Result<Vec<Stu
             stuck.push((ar.clone(), meta, name, namespace, age, finalizers));
         }
     }
-    let mut leases: HashMap<(String, String), String> = HashMap::new();
+    let mut leases: HashMap<NamespacedName, String> = HashMap::new();
     let mut out = Vec::new();
     for (ar, meta, name, namespace, age, finalizers) in stuck {
         let mut reports = Vec::new();
         for f in finalizers {
             let mut remover = explain::remover(&f, &meta);
             let lease = if f == explain::INTERLOCK_FINALIZER {
-                Some((args.lease_namespace.clone(), args.lease_name.clone()))
+                Some(NamespacedName::new(
+                    args.lease_namespace.as_str(),
+                    args.lease_name.as_str(),
+                ))
             } else {
-                remover.lease.map(|(n, l)| (n.to_string(), l.to_string()))
+                remover.lease.map(|(n, l)| NamespacedName::new(n, l))
             };
             remover.lease = None;
             let controller_status = match lease {
                 Some(key) => {
                     if !leases.contains_key(&key) {
-                        let s = liveness(client, &key.0, &key.1).await;
+                        let s = liveness(client, &key.namespace, &key.name).await;
                         leases.insert(key.clone(), s);
                     }
                     leases[&key].clone()
@@ -350,7 +346,7 @@ async fn resolve(client: &Client, kind: &str) -> Result<(ApiResource, ApiCapabil
 
 async fn clear(
     client: &Client,
-    args: &UnstickArgs,
+    args: &UnstickOptions,
     finalizer: &str,
     target: &str,
 ) -> Result<i32, Error> {
@@ -431,7 +427,7 @@ async fn clear(
 }
 
 /// The command line's entry: runs on its own runtime, prints the error.
-pub fn main(args: &UnstickArgs) -> i32 {
+pub fn main(args: &UnstickOptions) -> i32 {
     let rt = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,
         Err(e) => {

@@ -71,7 +71,10 @@ fn serve_watches_every_kind_the_library_looks_up() {
         ("v1", "PersistentVolumeClaim"),
     ] {
         assert!(
-            kinds.contains(&(api_version.to_owned(), kind.to_owned())),
+            kinds.contains(&interlock::k8s::kind::GroupVersionKind::from_api_version(
+                api_version,
+                kind
+            )),
             "{api_version} {kind} is not watched: {kinds:?}"
         );
     }

@@ -198,8 +198,8 @@ fn load_case(dir: &Path) -> Case {
             load_errors.push(format!("{}: an object without a name", doc.display_name()));
             continue;
         };
-        let resource = resources::resource_of(&key.group, &key.kind);
-        let namespaced = resources::is_namespaced(&key.group, &key.kind).unwrap_or(true);
+        let resource = resources::resource_of(&key.gk.group, &key.gk.kind);
+        let namespaced = resources::is_namespaced(&key.gk.group, &key.gk.kind).unwrap_or(true);
         objects.push(CorpusObject {
             text,
             doc,
@@ -819,7 +819,7 @@ fn engine(
         return (vec![], vec![], errors);
     };
     if let Some(old) = old {
-        req.operation = "UPDATE".into();
+        req.operation = policy::Operation::Update;
         req.old_object = policy::OldObject::Json(old);
     }
     let o = set.evaluate(&req, &inventory);

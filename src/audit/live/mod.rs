@@ -59,42 +59,6 @@ impl Default for LiveOptions {
     }
 }
 
-/// The flags of `serve` and `controller` that turn the audit on.
-#[derive(Debug, Clone, clap::Args)]
-pub struct AuditArgs {
-    /// Audit what is stored in the cluster, continuously: objects evaluated
-    /// again when they or what their policies read change, results as
-    /// PolicyReports and interlock_audit_* metrics (docs/audit.md).
-    #[arg(long)]
-    pub audit: bool,
-    /// Seconds between full audit passes (every object, changed or not).
-    #[arg(
-        long,
-        value_name = "SECONDS",
-        default_value_t = 3600,
-        requires = "audit"
-    )]
-    pub audit_interval: u64,
-    /// The audit's report kinds: policyreport (wgpolicyk8s.io/v1alpha2),
-    /// openreports (openreports.io/v1alpha1), or auto: OpenReports when
-    /// the cluster serves it, else PolicyReport.
-    #[arg(long, value_enum, default_value = "auto", requires = "audit")]
-    pub audit_report_format: super::policy_report::FormatChoice,
-}
-
-impl AuditArgs {
-    /// The audit to run, when `--audit` is given.
-    pub fn companion(&self) -> Option<Arc<dyn Companion>> {
-        self.audit.then(|| {
-            Arc::new(LiveAudit::new(LiveOptions {
-                full_interval: Duration::from_secs(self.audit_interval.max(1)),
-                report_format: self.audit_report_format,
-                ..LiveOptions::default()
-            })) as Arc<dyn Companion>
-        })
-    }
-}
-
 /// The continuous audit of one process: its options and metrics; started
 /// by the front-end as a [`Companion`].
 #[derive(Clone)]

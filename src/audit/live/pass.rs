@@ -27,6 +27,7 @@
 use super::store::Shared;
 use crate::cluster::{Cluster, State};
 use crate::inventory::ObjectKey;
+use crate::k8s::kind::{GroupKind, GroupVersionKind};
 use crate::policy::Request;
 use crate::report::{Finding, ObjectRef};
 use serde_json::Value as Json;
@@ -50,7 +51,7 @@ pub const PACE: f64 = 3.0;
 type Body = (Arc<str>, Arc<[u8]>);
 
 /// The kinds an evaluation may read; `None`: any (a computed lookup).
-type ReadSet = Option<Vec<(String, String)>>;
+type ReadSet = Option<Vec<GroupKind>>;
 
 /// What one pass did.
 #[derive(Debug, Default, Clone)]
@@ -153,14 +154,12 @@ impl Auditor {
 
     /// Which read sets contain one of `changed` (every set, for a set of
     /// any kind).
-    fn hit_read_sets(&self, changed: &[(Arc<str>, Arc<str>)]) -> Vec<bool> {
+    fn hit_read_sets(&self, changed: &[GroupKind]) -> Vec<bool> {
         self.read_sets
             .iter()
             .map(|set| match set {
                 None => !changed.is_empty(),
-                Some(kinds) => kinds
-                    .iter()
-                    .any(|(g, k)| changed.iter().any(|(cg, ck)| **cg == **g && **ck == **k)),
+                Some(kinds) => kinds.iter().any(|gk| changed.contains(gk)),
             })
             .collect()
     }
@@ -170,7 +169,7 @@ impl Auditor {
         cluster: &Cluster,
         store: &Shared,
         keys: &[ObjectKey],
-        names: &HashMap<(String, String), String>,
+        names: &HashMap<GroupKind, String>,
         pass: &mut Pass,
     ) {
         // Copies of the compressed bytes, decompressed outside every lock.
@@ -261,7 +260,7 @@ fn evaluate(
     st: &State,
     k: &ObjectKey,
     o: Option<&(ObjectRef, Json)>,
-    names: &HashMap<(String, String), String>,
+    names: &HashMap<GroupKind, String>,
 ) -> (ObjectKey, Vec<Finding>, ReadSet) {
     let none = || (k.clone(), vec![], Some(vec![]));
     let Some((object, json)) = o else {
@@ -273,11 +272,10 @@ fn evaluate(
     // The cluster's object: validationActions, not checkActions.
     req.live = true;
     let outcome = st.policies.evaluate(&req, &st.inventory);
-    let reads = st.policies.kinds_read_by(&outcome).map(|v| {
-        v.into_iter()
-            .map(|(g, k)| (g.to_string(), k.to_string()))
-            .collect()
-    });
+    let reads = st
+        .policies
+        .kinds_read_by(&outcome)
+        .map(|v| v.into_iter().cloned().collect());
     // Not evaluable in audit: no result, neither pass nor fail.
     let findings = outcome
         .verdicts
@@ -290,30 +288,27 @@ fn evaluate(
 
 /// (group, kind) → apiVersion of the kinds policies read, to name related
 /// objects (the inventory keys them by group).
-fn api_versions(kinds: &[(String, String)]) -> HashMap<(String, String), String> {
+fn api_versions(kinds: &[GroupVersionKind]) -> HashMap<GroupKind, String> {
     kinds
         .iter()
-        .map(|(v, k)| {
-            let g = crate::k8s::kinds::group_of(v).to_string();
-            ((g, k.clone()), v.clone())
-        })
+        .map(|gvk| (gvk.group_kind(), gvk.api_version().to_string()))
         .collect()
 }
 
 fn object_ref(k: &ObjectKey, api_version: &str) -> ObjectRef {
     ObjectRef {
         api_version: api_version.to_string(),
-        kind: k.kind.to_string(),
+        kind: k.gk.kind.to_string(),
         namespace: (!k.namespace.is_empty()).then(|| k.namespace.to_string()),
         name: k.name.to_string(),
     }
 }
 
-fn related_ref(k: &ObjectKey, names: &HashMap<(String, String), String>) -> ObjectRef {
+fn related_ref(k: &ObjectKey, names: &HashMap<GroupKind, String>) -> ObjectRef {
     let api_version = names
-        .get(&(k.group.to_string(), k.kind.to_string()))
+        .get(&k.gk)
         .cloned()
-        .unwrap_or_else(|| k.group.to_string());
+        .unwrap_or_else(|| k.gk.group.to_string());
     object_ref(k, &api_version)
 }
 

@@ -11,6 +11,7 @@
 //!   inventory's watchers do), so a dropped delete event is not kept forever.
 
 use crate::inventory::ObjectKey;
+use crate::k8s::kind::GroupKind;
 use futures::StreamExt;
 use kube::api::{Api, DynamicObject};
 use kube::discovery::ApiResource;
@@ -35,9 +36,6 @@ pub fn decode(body: &[u8]) -> Option<Json> {
         .ok()
         .and_then(|b| serde_json::from_slice(&b).ok())
 }
-
-/// (group, kind) of a watched kind.
-pub type GroupKind = (String, String);
 
 #[derive(Default)]
 pub struct Store {
@@ -85,7 +83,7 @@ impl Store {
         let stale: Vec<ObjectKey> = self
             .objects
             .keys()
-            .filter(|k| *k.group == *kind.0 && *k.kind == *kind.1 && !seen.contains(*k))
+            .filter(|k| k.gk == *kind && !seen.contains(*k))
             .cloned()
             .collect();
         for k in &stale {
@@ -98,7 +96,7 @@ impl Store {
         let gone: Vec<ObjectKey> = self
             .objects
             .keys()
-            .filter(|k| !kinds.contains(&(k.group.to_string(), k.kind.to_string())))
+            .filter(|k| !kinds.contains(&k.gk))
             .cloned()
             .collect();
         for k in &gone {
@@ -142,10 +140,7 @@ impl AuditWatchers {
     /// Watches exactly `kinds` (discovered resources): starts the new ones,
     /// stops the others and forgets their objects.
     pub fn set_kinds(&mut self, kinds: &[ApiResource]) {
-        let wanted: HashSet<GroupKind> = kinds
-            .iter()
-            .map(|r| (r.group.clone(), r.kind.clone()))
-            .collect();
+        let wanted: HashSet<GroupKind> = kinds.iter().map(group_kind_of).collect();
         self.running.retain(|k, task| {
             let keep = wanted.contains(k);
             if !keep {
@@ -156,7 +151,7 @@ impl AuditWatchers {
         let mut store = self.store.lock();
         store.retain_kinds(&wanted);
         for r in kinds {
-            let key = (r.group.clone(), r.kind.clone());
+            let key = group_kind_of(r);
             if self.running.contains_key(&key) {
                 continue;
             }
@@ -168,6 +163,10 @@ impl AuditWatchers {
     }
 }
 
+fn group_kind_of(resource: &ApiResource) -> GroupKind {
+    GroupKind::new(resource.group.as_str(), resource.kind.as_str())
+}
+
 impl Drop for AuditWatchers {
     fn drop(&mut self) {
         for t in self.running.values() {
@@ -177,7 +176,7 @@ impl Drop for AuditWatchers {
 }
 
 async fn watch_kind(api: Api<DynamicObject>, resource: ApiResource, store: Shared) {
-    let kind: GroupKind = (resource.group.clone(), resource.kind.clone());
+    let kind = group_kind_of(&resource);
     let mut stream = watcher::watcher(api, watcher::Config::default())
         .default_backoff()
         .boxed();
@@ -267,7 +266,7 @@ mod tests {
         assert!(body.pointer("/metadata/managedFields").is_none());
         assert_eq!(body["data"]["k"], "2", "kept whole");
         let seen: HashSet<ObjectKey> = [one.clone()].into();
-        s.remove_unseen(&("".into(), "ConfigMap".into()), &seen);
+        s.remove_unseen(&GroupKind::new("", "ConfigMap"), &seen);
         assert!(!s.objects.contains_key(&two));
         assert!(s.removed.contains(&two));
     }

@@ -5,7 +5,7 @@ use crate::report::junit::xml_escape;
 use std::io::{self, Write};
 
 /// An output format of `interlock test`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum TestFormat {
     /// One line per case, failures under it, a count at the end.
     #[default]

@@ -42,6 +42,7 @@
 
 pub mod crd;
 pub mod diff;
+pub mod drift;
 pub mod expand;
 pub mod member;
 pub mod order;
@@ -50,9 +51,12 @@ pub mod preview;
 pub mod ready;
 pub mod rules;
 pub mod validate;
+pub mod wait;
 pub mod yaml;
 
-pub use crd::{applyset_id, DeletionPolicy, ResourceGroup, ResourceGroupSpec, ResourceGroupStatus};
+pub use crd::{
+    applyset_id, DeletionPolicy, DriftPolicy, ResourceGroup, ResourceGroupSpec, ResourceGroupStatus,
+};
 pub use diff::needs_apply;
 pub use member::{BuiltinScopes, Scope, ScopeOracle};
 pub use plan::{plan, Finalize, GroupRef, Plan, PlanInput};

@@ -22,6 +22,9 @@ fn spec(resources: Vec<Value>) -> ResourceGroupSpec {
         suspend: false,
         deletion_policy: DeletionPolicy::Delete,
         ready_when: vec![],
+        wait_for_ready: false,
+        ready_timeout: "10m".into(),
+        drift: DriftPolicy::Revert,
     }
 }
 

@@ -89,9 +89,6 @@ fn secret_string_data(desired: &Value) -> Option<Value> {
     Some(stored)
 }
 
-/// Where in the object a comparison is, for the few places with rules of
-/// their own.
-
 /// One step of a path into an object.
 #[derive(Clone, Copy)]
 enum Step<'a> {

@@ -1333,3 +1333,39 @@ fn drift_report_takes_over_an_existing_object_only_when_it_matches() {
     case.observed[0]["data"]["k"] = json!("v");
     assert_eq!(names(&case.plan().apply), ["ConfigMap/c"]);
 }
+
+#[test]
+fn deletion_removes_the_workloads_before_the_job_they_waited_for() {
+    let mut case = waiting_case();
+    case.spec.wait_for_ready = false;
+    converge(&mut case);
+    case.group.deleting = true;
+    let delete = |case: &Case| match case.plan().finalize {
+        Some(Finalize::Delete(list)) => refs(&list),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(delete(&case), ["Deployment/web"]);
+    case.observed.retain(|o| o["kind"] != "Deployment");
+    assert_eq!(delete(&case), ["Job/migrate"]);
+    case.observed.retain(|o| o["kind"] != "Job");
+    assert_eq!(delete(&case), ["ConfigMap/c"]);
+}
+
+#[test]
+fn a_member_lists_at_most_twenty_drifted_fields_and_counts_them_all() {
+    let mut big = cm("c");
+    for i in 0..25 {
+        big["data"][format!("k{i:02}")] = json!("v");
+    }
+    let mut case = reporting(vec![big]);
+    converge(&mut case);
+    observed(&mut case, "ConfigMap")["data"] = json!({});
+    let p = case.plan();
+    let m = &p.status.members[0];
+    assert_eq!(m.drift.len(), drift::MAX_FIELDS);
+    assert_eq!(m.drift[0], "data.k");
+    assert_eq!(
+        m.message.as_deref(),
+        Some("26 fields differ from the spec; reported, not reverted (spec.drift: Report)")
+    );
+}

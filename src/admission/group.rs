@@ -85,18 +85,47 @@ pub fn verdicts(st: &State, r: &Request) -> Vec<Verdict> {
 }
 
 /// A readyWhen expression that does not compile refuses the group, with
-/// the expression's field and position, as a policy's would be refused.
+/// the expression's field and position, as a policy's would be refused;
+/// so does a `spec.readyTimeout` that is not a duration.
 fn ready_when_verdicts(spec: &ResourceGroupSpec) -> Vec<Verdict> {
     let rules = crate::group::ready::ReadyRules::compile(&spec.ready_when);
+    let timeout = crate::group::wait::timeout(&spec.ready_timeout).err();
     rules
         .errors()
-        .map(|(i, e)| Verdict {
+        .map(|(i, e)| format!("spec.readyWhen[{i}].expression: {e}"))
+        .chain(timeout)
+        .map(|message| Verdict {
             policy: POLICY.into(),
             binding: None,
             action: Action::Deny,
-            message: format!("spec.readyWhen[{i}].expression: {e}"),
+            message,
             reason: None,
             related: vec![],
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_ready_timeout_that_is_not_a_duration_is_refused() {
+        let spec = |timeout: &str| -> ResourceGroupSpec {
+            serde_json::from_value(serde_json::json!({
+                "serviceAccountName": "d", "waitForReady": true, "readyTimeout": timeout}))
+            .expect("spec")
+        };
+        assert!(ready_when_verdicts(&spec("90s")).is_empty());
+        let refused = ready_when_verdicts(&spec("soon"));
+        assert_eq!(refused.len(), 1);
+        assert_eq!(refused[0].action, Action::Deny);
+        assert!(
+            refused[0]
+                .message
+                .starts_with("spec.readyTimeout: invalid duration \"soon\""),
+            "{}",
+            refused[0].message
+        );
+    }
 }

@@ -5,6 +5,8 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 type Labels = Vec<(String, String)>;
@@ -18,6 +20,9 @@ pub struct Metrics {
     duration: Histogram,
     in_flight: Gauge,
     failing: Gauge,
+    drifted: Gauge,
+    /// Drifted members per group (namespace, name), summed into `drifted`.
+    drifted_by_group: Arc<Mutex<HashMap<(String, String), usize>>>,
 }
 
 impl Default for Metrics {
@@ -30,6 +35,8 @@ impl Default for Metrics {
             duration: Histogram::new(exponential_buckets(0.001, 2.0, 16)),
             in_flight: Gauge::default(),
             failing: Gauge::default(),
+            drifted: Gauge::default(),
+            drifted_by_group: Arc::default(),
         }
     }
 }
@@ -87,6 +94,11 @@ impl Metrics {
             "Groups whose last reconcile failed and that wait to be retried",
             self.failing.clone(),
         );
+        r.register(
+            "drifted_members",
+            "Members of groups with spec.drift Report that differ from the spec (reported, not reverted)",
+            self.drifted.clone(),
+        );
     }
 
     pub fn reconcile_timer(&self) -> Timer<'_> {
@@ -119,5 +131,38 @@ impl Metrics {
 
     pub fn set_backing_off(&self, n: usize) {
         self.failing.set(n as i64);
+    }
+
+    /// Records how many members of one group differ from its spec now
+    /// (0 for a group that is gone or no longer reports drift).
+    pub fn set_drifted(&self, namespace: &str, name: &str, n: usize) {
+        let mut by_group = self
+            .drifted_by_group
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        let key = (namespace.to_string(), name.to_string());
+        if n == 0 {
+            by_group.remove(&key);
+        } else {
+            by_group.insert(key, n);
+        }
+        self.drifted.set(by_group.values().sum::<usize>() as i64);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn drifted_members_are_summed_over_groups_and_cleared_per_group() {
+        let m = Metrics::default();
+        m.set_drifted("a", "shop", 2);
+        m.set_drifted("b", "shop", 1);
+        assert_eq!(m.drifted.get(), 3);
+        m.set_drifted("a", "shop", 0);
+        assert_eq!(m.drifted.get(), 1);
+        m.set_drifted("b", "shop", 4);
+        assert_eq!(m.drifted.get(), 4);
     }
 }

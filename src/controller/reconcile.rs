@@ -474,13 +474,23 @@ async fn apply(rg: &ResourceGroup, ctx: &Context) -> Result<Action> {
         );
     }
     write_status(rg, &g, &p.status, ctx).await?;
+    let drifted = p.status.members.iter().filter(|m| !m.drift.is_empty());
+    ctx.metrics
+        .set_drifted(&g.namespace, &g.name, drifted.count());
     unanswered(&p.status)?;
     let ready = p
         .status
         .conditions
         .iter()
         .any(|c| c.type_ == "Ready" && c.status == crate::group::crd::ConditionStatus::True);
-    Ok(Action::requeue(requeue_after(ready)))
+    let mut after = requeue_after(ready);
+    // A waitForReady group is due again when its wait times out, to say
+    // so, even if no member changes meanwhile.
+    if let Some(at) = p.recheck_at {
+        let until = (at - chrono::Utc::now()).to_std().unwrap_or_default();
+        after = after.min(until + Duration::from_secs(1));
+    }
+    Ok(Action::requeue(after))
 }
 
 /// When a group that succeeded is looked at again unwoken. Member watches
@@ -505,6 +515,7 @@ fn unanswered(status: &ResourceGroupStatus) -> Result<()> {
 
 async fn cleanup(rg: &ResourceGroup, ctx: &Context) -> Result<Action> {
     let (g, observed, p) = decide(rg, ctx, Unlabelled::Read).await?;
+    ctx.metrics.set_drifted(&g.namespace, &g.name, 0);
     write_status(rg, &g, &p.status, ctx).await?;
     // Deletion is done as the controller: the members belong to the group
     // being deleted (the garbage collector would remove them too), and the

@@ -100,6 +100,40 @@ pub struct ResourceGroupSpec {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = MAX_READY_RULES))]
     pub ready_when: Vec<ReadyWhen>,
+    /// Apply a rank of the apply order only once every member of the
+    /// earlier ranks is ready (default false: every rank in one pass).
+    #[serde(default)]
+    pub wait_for_ready: bool,
+    /// With `waitForReady`: how long the group waits for one rank before
+    /// `Ready` is False with reason `Timeout` (nothing is undone, the wait
+    /// goes on). Go duration syntax: `90s`, `10m`, `1h30m`.
+    #[serde(default = "default_ready_timeout")]
+    pub ready_timeout: String,
+    /// What a member edited outside the group gets: `Revert` (default, put
+    /// back on the next pass) or `Report` (listed in status, not written
+    /// unless its manifest in the group changes).
+    #[serde(default)]
+    pub drift: DriftPolicy,
+}
+
+/// `spec.readyTimeout` when the group does not say.
+pub const DEFAULT_READY_TIMEOUT: &str = "10m";
+
+fn default_ready_timeout() -> String {
+    DEFAULT_READY_TIMEOUT.to_string()
+}
+
+/// What the controller does about a member that differs from the group's
+/// manifest of it.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum DriftPolicy {
+    /// Apply it again: the stored object is put back as the group says.
+    #[default]
+    Revert,
+    /// List the fields that differ in `status.members[].drift` and the
+    /// `Drifted` condition; write the member only when its manifest in the
+    /// group changes.
+    Report,
 }
 
 /// Most readyWhen rules one group may hold.
@@ -169,6 +203,23 @@ pub struct ResourceGroupStatus {
     /// What blocks or warns, in the shape of `interlock check`'s JSON results.
     #[serde(default)]
     pub findings: Vec<GroupFinding>,
+    /// With `waitForReady`: the member a later rank waits for, and since
+    /// when; absent when nothing waits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waiting_for: Option<WaitingFor>,
+}
+
+/// The member that holds back the later ranks of a `waitForReady` group.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct WaitingFor {
+    pub api_version: String,
+    pub kind: String,
+    pub name: String,
+    /// When the group began to wait for this rank (RFC 3339); the timeout
+    /// counts from here.
+    #[schemars(extend("format" = "date-time"))]
+    pub since: String,
 }
 
 /// A condition, as in `metav1.Condition`.
@@ -221,6 +272,11 @@ pub struct MemberStatus {
     /// Why the member is not applied or not ready.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// With `drift: Report`: the fields of the member's manifest that the
+    /// stored object lacks or contradicts (`data.mode`,
+    /// `spec.template.spec.containers[0].image`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub drift: Vec<String>,
 }
 
 /// Where one member stands.
@@ -228,6 +284,8 @@ pub struct MemberStatus {
 pub enum MemberState {
     /// Being written on this pass (new, changed or edited by hand).
     Pending,
+    /// Not written yet: with `waitForReady`, an earlier rank is not ready.
+    Waiting,
     /// The stored object holds every field of the desired one.
     Applied,
     /// Not written: the member itself is fine, but the group as a whole is

@@ -26,9 +26,40 @@ use serde_json::{Map, Value};
 /// (`null`, `false`, `0`, `""`, `{}`, `[]`) is matched by an absent field,
 /// and a Secret's `stringData` is compared as the `data` it is stored as.
 pub fn needs_apply(desired: &Value, live: &Value) -> bool {
+    let mut walk = Walk::first();
+    compare(desired, live, &mut walk);
+    !walk.found.is_empty()
+}
+
+/// The fields of `desired` that `live` lacks or contradicts, by the rules
+/// of [`needs_apply`] (empty exactly when it is false), as paths in the
+/// manifest: `data.mode`, `metadata.labels["app.kubernetes.io/name"]`,
+/// `spec.template.spec.containers[0].image` (list positions are the
+/// manifest's). A list that differs in length, or a named element that is
+/// missing, is named as a whole.
+pub fn differing_fields(desired: &Value, live: &Value) -> Vec<String> {
+    let mut walk = Walk {
+        path: Vec::new(),
+        found: Vec::new(),
+        all: true,
+    };
+    compare(desired, live, &mut walk);
+    walk.found
+}
+
+fn compare<'a>(desired: &'a Value, live: &'a Value, walk: &mut Walk<'a>) {
     match secret_string_data(desired) {
-        Some(stored_form) => !holds(live, &stored_form, Context::Root),
-        None => !holds(live, desired, Context::Root),
+        Some(stored_form) => {
+            // The stored form is owned here: compare it without paths into it.
+            let mut inner = Walk {
+                path: Vec::new(),
+                found: Vec::new(),
+                all: walk.all,
+            };
+            holds(live, &stored_form, Context::Root, &mut inner);
+            walk.found.extend(inner.found);
+        }
+        None => holds(live, desired, Context::Root, walk),
     }
 }
 
@@ -58,6 +89,68 @@ fn secret_string_data(desired: &Value) -> Option<Value> {
     Some(stored)
 }
 
+/// One step of a path into an object.
+#[derive(Clone, Copy)]
+enum Step<'a> {
+    Key(&'a str),
+    Index(usize),
+}
+
+/// A comparison under way: where it is, and the paths that differ so far.
+/// Without `all` it stops at the first difference (the cost of
+/// [`needs_apply`], which every pass pays for every member, stays that of
+/// a plain comparison: paths are rendered only for differences).
+struct Walk<'a> {
+    path: Vec<Step<'a>>,
+    found: Vec<String>,
+    all: bool,
+}
+
+impl<'a> Walk<'a> {
+    fn first() -> Walk<'a> {
+        Walk {
+            path: Vec::new(),
+            found: Vec::new(),
+            all: false,
+        }
+    }
+
+    fn done(&self) -> bool {
+        !self.all && !self.found.is_empty()
+    }
+
+    fn differs(&mut self) {
+        let mut text = String::new();
+        for step in &self.path {
+            match step {
+                Step::Key(k) => {
+                    let plain = !k.is_empty()
+                        && k.chars()
+                            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+                    match (text.is_empty(), plain) {
+                        (true, true) => text.push_str(k),
+                        (false, true) => {
+                            text.push('.');
+                            text.push_str(k);
+                        }
+                        (_, false) => {
+                            text.push_str(&format!("[{}]", Value::String(k.to_string())));
+                        }
+                    }
+                }
+                Step::Index(i) => text.push_str(&format!("[{i}]")),
+            }
+        }
+        self.found.push(text);
+    }
+
+    fn at(&mut self, step: Step<'a>, f: impl FnOnce(&mut Walk<'a>)) {
+        self.path.push(step);
+        f(self);
+        self.path.pop();
+    }
+}
+
 /// Where in the object a comparison is, for the few places with rules of
 /// their own.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -69,27 +162,39 @@ enum Context {
     Quantities,
 }
 
-fn holds(live: &Value, desired: &Value, ctx: Context) -> bool {
-    match (desired, live) {
-        (Value::Object(d), Value::Object(l)) => map_holds(l, d, ctx),
-        (Value::Array(d), Value::Array(l)) => list_holds(l, d),
+fn holds<'a>(live: &'a Value, desired: &'a Value, ctx: Context, walk: &mut Walk<'a>) {
+    let same = match (desired, live) {
+        (Value::Object(d), Value::Object(l)) => return map_holds(l, d, ctx, walk),
+        (Value::Array(d), Value::Array(l)) => return list_holds(l, d, walk),
         (Value::Number(d), Value::Number(l)) => numbers_equal(d, l),
         (d, l) if ctx == Context::Quantities => d == l || quantities_equal(d, l),
         (d, l) => d == l,
+    };
+    if !same {
+        walk.differs();
     }
 }
 
-fn map_holds(live: &Map<String, Value>, desired: &Map<String, Value>, ctx: Context) -> bool {
-    desired.iter().all(|(key, d)| {
-        let child = child_context(ctx, key);
-        match live.get(key) {
-            Some(l) if ctx == Context::Metadata && key == "ownerReferences" => {
-                keyed_list_holds(l, d, "uid")
-            }
-            Some(l) => holds(l, d, child),
-            None => is_empty(d),
+fn map_holds<'a>(
+    live: &'a Map<String, Value>,
+    desired: &'a Map<String, Value>,
+    ctx: Context,
+    walk: &mut Walk<'a>,
+) {
+    for (key, d) in desired {
+        if walk.done() {
+            return;
         }
-    })
+        let child = child_context(ctx, key);
+        walk.at(Step::Key(key), |walk| match live.get(key) {
+            Some(l) if ctx == Context::Metadata && key == "ownerReferences" => {
+                keyed_list_holds(l, d, "uid", walk)
+            }
+            Some(l) => holds(l, d, child, walk),
+            None if is_empty(d) => {}
+            None => walk.differs(),
+        });
+    }
 }
 
 fn child_context(ctx: Context, key: &str) -> Context {
@@ -114,30 +219,42 @@ fn child_context(ctx: Context, key: &str) -> Context {
     }
 }
 
-fn list_holds(live: &[Value], desired: &[Value]) -> bool {
+fn list_holds<'a>(live: &'a [Value], desired: &'a [Value], walk: &mut Walk<'a>) {
     if let Some(key) = merge_key(desired) {
-        return desired.iter().all(|d| {
-            let id = d.get(key);
-            live.iter()
-                .find(|l| l.get(key) == id)
-                .is_some_and(|l| holds(l, d, Context::Field))
-        });
+        return elements_hold(live, desired, key, walk);
     }
-    live.len() == desired.len()
-        && desired
-            .iter()
-            .zip(live)
-            .all(|(d, l)| holds(l, d, Context::Field))
+    if live.len() != desired.len() {
+        return walk.differs();
+    }
+    for (i, (d, l)) in desired.iter().zip(live).enumerate() {
+        if walk.done() {
+            return;
+        }
+        walk.at(Step::Index(i), |walk| holds(l, d, Context::Field, walk));
+    }
 }
 
-fn keyed_list_holds(live: &Value, desired: &Value, key: &str) -> bool {
+/// Each desired element against the live element with the same `key`.
+fn elements_hold<'a>(live: &'a [Value], desired: &'a [Value], key: &str, walk: &mut Walk<'a>) {
+    for (i, d) in desired.iter().enumerate() {
+        if walk.done() {
+            return;
+        }
+        let id = d.get(key);
+        let found = live
+            .iter()
+            .find(|l| l.get(key).is_some() && l.get(key) == id);
+        walk.at(Step::Index(i), |walk| match found {
+            Some(l) => holds(l, d, Context::Field, walk),
+            None => walk.differs(),
+        });
+    }
+}
+
+fn keyed_list_holds<'a>(live: &'a Value, desired: &'a Value, key: &str, walk: &mut Walk<'a>) {
     match (desired.as_array(), live.as_array()) {
-        (Some(d), Some(l)) => d.iter().all(|d| {
-            l.iter()
-                .find(|l| l.get(key).is_some() && l.get(key) == d.get(key))
-                .is_some_and(|l| holds(l, d, Context::Field))
-        }),
-        _ => holds(live, desired, Context::Field),
+        (Some(d), Some(l)) => elements_hold(l, d, key, walk),
+        _ => holds(live, desired, Context::Field, walk),
     }
 }
 
@@ -249,6 +366,41 @@ mod tests {
         v["spec"]["template"]["spec"]["restartPolicy"] = json!("Always");
         v["status"] = json!({"replicas": 2, "availableReplicas": 2});
         v
+    }
+
+    #[test]
+    fn differing_fields_name_each_field_that_needs_apply_sees() {
+        assert!(differing_fields(&deployment(), &stored()).is_empty());
+        let mut live = stored();
+        live["spec"]["replicas"] = json!(5);
+        live["spec"]["template"]["spec"]["containers"][0]["image"] = json!("nginx:latest");
+        live["metadata"]["labels"]["app"] = json!("other");
+        live["spec"]["template"]["spec"]["containers"][0]["args"] = json!(["-g"]);
+        assert_eq!(
+            differing_fields(&deployment(), &live),
+            [
+                "metadata.labels.app",
+                "spec.replicas",
+                "spec.template.spec.containers[0].image",
+                "spec.template.spec.containers[0].args",
+            ]
+        );
+        // Keys that are not plain words are quoted; a missing named
+        // element is named as a whole.
+        live = stored();
+        live["metadata"]["labels"]["applyset.kubernetes.io/part-of"] = json!("other");
+        live["spec"]["template"]["spec"]["containers"] = json!([]);
+        assert_eq!(
+            differing_fields(&deployment(), &live),
+            [
+                r#"metadata.labels["applyset.kubernetes.io/part-of"]"#,
+                "spec.template.spec.containers[0]",
+            ]
+        );
+        // A Secret's stringData is compared as the data it is stored as.
+        let d = json!({"apiVersion": "v1", "kind": "Secret", "stringData": {"b": "hello"}});
+        let l = json!({"apiVersion": "v1", "kind": "Secret", "data": {"b": "aGVsbG8h"}});
+        assert_eq!(differing_fields(&d, &l), ["data.b"]);
     }
 
     #[test]
@@ -508,6 +660,8 @@ mod tests {
                 _ => json!(false),
             };
             assert!(needs_apply(&desired, &changed), "change at {path} not seen");
+            assert_eq!(differing_fields(&desired, &changed).len(), 1, "{path}");
+            assert!(differing_fields(&desired, &live).is_empty());
             let (parent, key) = path.rsplit_once('/').unwrap();
             if let Some(Value::Object(m)) = live.pointer_mut(parent) {
                 m.remove(key);

@@ -29,9 +29,14 @@
 //!   stored object does not hold every field of the desired one
 //!   ([`diff::needs_apply`]), so a converged group makes no write, also
 //!   after a restart, without a hash or annotation to keep in sync.
+//!   `drift: Report` ([`drift`]) is the one place a hash is kept: on the
+//!   member, in the apply that writes it, to tell a changed manifest from
+//!   a hand edit.
 //! - **Order.** [`order::rank`]: ServiceAccounts, RBAC, ConfigMaps and
-//!   Secrets, PVCs, Services, then workloads, then what refers to them;
-//!   reverse for pruning and deletion. Deletion goes one rank at a time.
+//!   Secrets, PVCs, Services, then Jobs, then the other workloads, then
+//!   what refers to them; reverse for pruning and deletion. Deletion goes
+//!   one rank at a time. With `waitForReady` ([`wait`]) a rank is applied
+//!   only once the earlier ones are ready.
 //! - **Deletion ignores `suspend`.** A deleted group must not be stranded
 //!   by its finalizer (the seed's warning); `Orphan` releases members by a
 //!   JSON patch with `test` operations, never by an apply (an apply
@@ -42,6 +47,7 @@
 
 pub mod crd;
 pub mod diff;
+pub mod drift;
 pub mod expand;
 pub mod member;
 pub mod order;
@@ -50,9 +56,12 @@ pub mod preview;
 pub mod ready;
 pub mod rules;
 pub mod validate;
+pub mod wait;
 pub mod yaml;
 
-pub use crd::{applyset_id, DeletionPolicy, ResourceGroup, ResourceGroupSpec, ResourceGroupStatus};
+pub use crd::{
+    applyset_id, DeletionPolicy, DriftPolicy, ResourceGroup, ResourceGroupSpec, ResourceGroupStatus,
+};
 pub use diff::needs_apply;
 pub use member::{BuiltinScopes, Scope, ScopeOracle};
 pub use plan::{plan, Finalize, GroupRef, Plan, PlanInput};

@@ -1,9 +1,23 @@
 //! Apply order: what others depend on first (identities and permissions,
-//! configuration, storage, Services), then workloads, then what refers to
-//! workloads (autoscalers, disruption budgets, Ingresses, network
-//! policies); everything else last. Deletion runs in reverse.
+//! configuration, storage, Services), then Jobs, then the other workloads,
+//! then what refers to workloads (autoscalers, disruption budgets,
+//! Ingresses, network policies); everything else last. Deletion runs in
+//! reverse.
 
 /// The rank of a kind in apply order (lower first).
+///
+/// Jobs have a rank of their own, before the long-running workloads: a Job
+/// in a group is typically a schema migration or a setup step that a
+/// Deployment's new version needs done, and with `spec.waitForReady` a rank
+/// waits for the previous one to be ready (a Job: `Complete`), which only
+/// means something if the Job is in an earlier rank than the Deployment.
+/// The change is compatible: ranks are not stored anywhere (status, labels
+/// and annotations never carry them), every other kind keeps its relative
+/// order, and without `waitForReady` all ranks are still applied in one
+/// pass, so the only visible differences are that a pass writes its Jobs
+/// before its Deployments and that deletion removes the long-running
+/// workloads (and waits for them to go) before the Jobs. CronJobs stay
+/// with the long-running workloads: they schedule Jobs, they do not finish.
 pub fn rank(api_group: &str, kind: &str) -> u8 {
     match (api_group, kind) {
         ("", "ServiceAccount") => 0,
@@ -12,13 +26,14 @@ pub fn rank(api_group: &str, kind: &str) -> u8 {
         ("", "ConfigMap" | "Secret") => 3,
         ("", "PersistentVolumeClaim") => 4,
         ("", "Service") => 5,
+        ("batch", "Job") => 6,
         ("apps", "Deployment" | "StatefulSet" | "DaemonSet" | "ReplicaSet")
-        | ("batch", "Job" | "CronJob")
-        | ("", "Pod") => 6,
+        | ("batch", "CronJob")
+        | ("", "Pod") => 7,
         ("autoscaling", "HorizontalPodAutoscaler")
         | ("policy", "PodDisruptionBudget")
-        | ("networking.k8s.io", "Ingress" | "NetworkPolicy") => 7,
-        _ => 8,
+        | ("networking.k8s.io", "Ingress" | "NetworkPolicy") => 8,
+        _ => 9,
     }
 }
 
@@ -41,6 +56,7 @@ mod tests {
             ("", "ConfigMap"),
             ("", "PersistentVolumeClaim"),
             ("", "Service"),
+            ("batch", "Job"),
             ("apps", "Deployment"),
             ("networking.k8s.io", "Ingress"),
             ("example.com", "Widget"),
@@ -49,6 +65,9 @@ mod tests {
             assert!(rank(w[0].0, w[0].1) < rank(w[1].0, w[1].1), "{w:?}");
         }
         // A kind of the same name in another group is not the core one.
-        assert_eq!(rank("example.com", "Service"), 8);
+        assert_eq!(rank("example.com", "Service"), 9);
+        // A migration Job runs before the workloads that need it.
+        assert!(rank("batch", "Job") < rank("batch", "CronJob"));
+        assert!(rank("batch", "Job") < rank("", "Pod"));
     }
 }

@@ -6,15 +6,16 @@
 //! previous status, which only keeps `lastTransitionTime`).
 
 use super::crd::{
-    applyset_id, Condition, ConditionStatus, DeletionPolicy, FindingAction, GroupFinding,
-    MemberState, MemberStatus, ResourceGroup, ResourceGroupSpec, ResourceGroupStatus, API_VERSION,
-    APPLYSET_GROUP_KINDS_ANNOTATION, APPLYSET_ID_LABEL, APPLYSET_TOOLING_ANNOTATION, KIND,
-    PART_OF_LABEL,
+    applyset_id, Condition, ConditionStatus, DeletionPolicy, DriftPolicy, FindingAction,
+    GroupFinding, MemberState, MemberStatus, ResourceGroup, ResourceGroupSpec, ResourceGroupStatus,
+    WaitingFor, API_VERSION, APPLYSET_GROUP_KINDS_ANNOTATION, APPLYSET_ID_LABEL,
+    APPLYSET_TOOLING_ANNOTATION, KIND, PART_OF_LABEL,
 };
-use super::diff::needs_apply;
+use super::drift::{self, Decision};
 use super::member::{parse_member, Member, MemberError, ScopeOracle};
 use super::order;
 use super::ready::{Readiness, ReadyRules};
+use super::wait;
 use crate::policy::resources::group_of;
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
@@ -154,6 +155,9 @@ pub struct Plan {
     pub status: ResourceGroupStatus,
     /// Set when the group is being deleted.
     pub finalize: Option<Finalize>,
+    /// With `waitForReady`: when the wait times out, if it has not yet (a
+    /// pass is due then even if no member changes).
+    pub recheck_at: Option<DateTime<Utc>>,
 }
 
 impl Plan {
@@ -223,6 +227,8 @@ impl Plan {
 pub const VALID: &str = "Valid";
 pub const APPLIED: &str = "Applied";
 pub const READY: &str = "Ready";
+/// With `drift: Report`: whether some member differs from the spec.
+pub const DRIFTED: &str = "Drifted";
 
 /// Condition reasons.
 pub mod reason {
@@ -242,6 +248,19 @@ pub mod reason {
     pub const APPLIED: &str = "Applied";
     pub const READY: &str = "Ready";
     pub const DELETING: &str = "Deleting";
+    /// `spec.readyTimeout` is not a duration.
+    pub const INVALID_READY_TIMEOUT: &str = "InvalidReadyTimeout";
+    /// `waitForReady`: later ranks wait for a member to be ready.
+    pub const WAITING: &str = "Waiting";
+    /// `waitForReady`: the wait lasted longer than `spec.readyTimeout`.
+    pub const TIMEOUT: &str = "Timeout";
+    /// `drift: Report`: some member differs from the spec.
+    pub const DRIFTED: &str = "Drifted";
+    /// `drift: Report`: every member holds its manifest.
+    pub const NO_DRIFT: &str = "NoDrift";
+    /// `drift: Report`: an object that is not the group's differs from its
+    /// member's manifest and is not taken over.
+    pub const NOT_TAKEN_OVER: &str = "NotTakenOver";
 }
 
 /// The reconcile decision. See the module documentation of
@@ -260,16 +279,29 @@ pub fn plan(input: &PlanInput<'_>) -> Plan {
         let message = format!("spec.readyWhen[{i}].expression: {e}");
         problems.add(reason::INVALID_READY_WHEN, message);
     }
+    let timeout = wait::timeout(&input.spec.ready_timeout);
+    if let Err(e) = &timeout {
+        problems.add(reason::INVALID_READY_TIMEOUT, e.clone());
+    }
     let listed: Vec<Key> = entries.iter().filter_map(Entry::key).collect();
     let unlisted = owned_unlisted(&live, &listed, &g.uid);
     let blocked = !problems.is_empty();
     let writing = !blocked && !input.spec.suspend;
 
-    let mut apply: Vec<&Entry> = entries.iter().filter(|e| e.needs_write()).collect();
+    let wait = match (&timeout, writing && input.spec.wait_for_ready) {
+        (Ok(t), true) => wait_of(input, &entries, &rules, *t),
+        _ => None,
+    };
+    let mut apply: Vec<&Entry> = entries
+        .iter()
+        .filter(|e| e.needs_write())
+        .filter(|e| wait.as_ref().is_none_or(|w| e.sort_key().0 <= w.rank))
+        .collect();
     apply.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
     // An object already terminating is waited for, not deleted again: a
-    // second delete is a request for nothing.
-    let prune = if input.spec.prune {
+    // second delete is a request for nothing. Nothing is pruned while a
+    // member waits.
+    let prune = if input.spec.prune && wait.is_none() {
         let deletable: Vec<&Value> = unlisted
             .iter()
             .copied()
@@ -286,14 +318,17 @@ pub fn plan(input: &PlanInput<'_>) -> Plan {
         unlisted: unlisted.len(),
         problems: &problems,
         rules: &rules,
+        wait: wait.as_ref(),
     };
     let status = build_status(input, &summary, &unlisted, writing);
+    let recheck_at = wait.as_ref().filter(|w| !w.timed_out).map(|w| w.deadline);
     if !writing {
         return Plan {
             apply: vec![],
             prune: vec![],
             status,
             finalize: None,
+            recheck_at: None,
         };
     }
     Plan {
@@ -301,7 +336,68 @@ pub fn plan(input: &PlanInput<'_>) -> Plan {
         prune,
         status,
         finalize: None,
+        recheck_at,
     }
+}
+
+/// A `waitForReady` group waiting: the member the later ranks wait for.
+struct Wait {
+    /// The last rank that may be written.
+    rank: u8,
+    /// The member waited for (by index into the entries).
+    blocker: usize,
+    since: DateTime<Utc>,
+    deadline: DateTime<Utc>,
+    timed_out: bool,
+    /// Members of later ranks that are not written (by index).
+    held: Vec<usize>,
+}
+
+/// Where a `waitForReady` group waits, if some member of a later rank has
+/// something to write while an earlier rank is not ready.
+fn wait_of(
+    input: &PlanInput<'_>,
+    entries: &[Entry<'_>],
+    rules: &ReadyRules,
+    timeout: std::time::Duration,
+) -> Option<Wait> {
+    let mut usable: Vec<usize> = (0..entries.len())
+        .filter(|i| matches!(entries[*i], Entry::Usable { .. }))
+        .collect();
+    usable.sort_by(|a, b| entries[*a].sort_key().cmp(&entries[*b].sort_key()));
+    let steps: Vec<wait::Step> = usable
+        .iter()
+        .map(|i| wait::Step {
+            rank: entries[*i].sort_key().0,
+            settled: entries[*i].settled(rules),
+        })
+        .collect();
+    let hold = wait::hold(&steps)?;
+    let held: Vec<usize> = usable
+        .iter()
+        .copied()
+        .filter(|i| entries[*i].sort_key().0 > hold.rank && entries[*i].needs_write())
+        .collect();
+    if held.is_empty() {
+        return None;
+    }
+    let previous = input.previous;
+    let since = wait::since(
+        previous.and_then(|p| p.waiting_for.as_ref()),
+        previous.and_then(|p| p.observed_generation),
+        input.group.generation,
+        hold.rank,
+        input.now,
+    );
+    let deadline = wait::deadline(since, timeout);
+    Some(Wait {
+        rank: hold.rank,
+        blocker: usable[hold.index],
+        since,
+        deadline,
+        timed_out: input.now >= deadline,
+        held,
+    })
 }
 
 /// Everything that blocks the group: refused members and Deny findings.
@@ -384,8 +480,15 @@ enum Entry<'a> {
         member: Member,
         desired: Value,
         live: Option<&'a Value>,
-        /// The stored object does not hold the desired one.
+        /// The stored object does not hold the desired one, and is to be
+        /// written (under `drift: Report`, only when its manifest changed).
         stale: bool,
+        /// `drift: Report`: the fields the stored object differs in, left
+        /// as they are.
+        drift: Vec<String>,
+        /// `drift: Report`: an object that is not the group's differs from
+        /// the manifest; not taken over.
+        not_taken_over: bool,
     },
 }
 
@@ -400,6 +503,22 @@ impl Entry<'_> {
     /// Stale and not waiting for an older object to finish deleting.
     fn needs_write(&self) -> bool {
         matches!(self, Entry::Usable { stale: true, live, .. } if !live.is_some_and(terminating))
+    }
+
+    /// Stored as the spec says and ready, for `waitForReady`.
+    fn settled(&self, rules: &ReadyRules) -> bool {
+        let Entry::Usable {
+            member,
+            live: Some(l),
+            stale: false,
+            not_taken_over: false,
+            ..
+        } = self
+        else {
+            return false;
+        };
+        let ready = rules.readiness(l).is_ready();
+        wait::settles(&member.api_version, &member.kind, !terminating(l), ready)
     }
 
     fn sort_key(&self) -> (u8, &str, &str) {
@@ -499,12 +618,25 @@ fn read_member<'a>(
         );
     }
     let desired = with_ownership(&member.object, g, id);
-    let stale = stored.is_none_or(|l| needs_apply(&desired, l));
+    let desired = match input.spec.drift {
+        DriftPolicy::Revert => desired,
+        DriftPolicy::Report => drift::with_hash(desired, &member.object),
+    };
+    let owned = stored.is_some_and(|l| owned_by(l, &g.uid));
+    let decision = drift::decide(input.spec.drift, &desired, &member.object, stored, owned);
+    let (stale, drift, not_taken_over) = match decision {
+        Decision::Converged => (false, vec![], false),
+        Decision::Write => (true, vec![], false),
+        Decision::Drifted(fields) => (false, fields, false),
+        Decision::NotTakenOver(fields) => (false, fields, true),
+    };
     Entry::Usable {
         member,
         desired,
         live: stored,
         stale,
+        drift,
+        not_taken_over,
     }
 }
 
@@ -539,6 +671,7 @@ fn refused_member<'a>(raw: &Value, namespace: &str, e: &MemberError) -> Entry<'a
             state,
             ready: None,
             message: Some(e.to_string()),
+            drift: vec![],
         },
         key: None,
         reason,
@@ -563,6 +696,7 @@ fn refused<'a>(
             state,
             ready: None,
             message: Some(message.clone()),
+            drift: vec![],
         },
         key: Some(member_key(m)),
         reason,
@@ -709,10 +843,11 @@ impl Problems {
 }
 
 /// Reasons that make the group invalid, most basic first.
-const INVALID_REASONS: [&str; 6] = [
+const INVALID_REASONS: [&str; 7] = [
     reason::INVALID_MEMBER,
     reason::DUPLICATE_MEMBER,
     reason::INVALID_READY_WHEN,
+    reason::INVALID_READY_TIMEOUT,
     reason::MEMBER_OUT_OF_SCOPE,
     reason::AUTHORIZER_UNAVAILABLE,
     reason::POLICY_VIOLATION,
@@ -742,6 +877,7 @@ struct Summary<'s, 'a> {
     unlisted: usize,
     problems: &'s Problems,
     rules: &'s ReadyRules,
+    wait: Option<&'s Wait>,
 }
 
 /// Builds conditions with the group's generation, keeping the previous
@@ -803,10 +939,19 @@ fn build_status(
         .summary(&INVALID_REASONS)
         .or_else(|| s.problems.summary(&[reason::CONFLICT]));
     let blocked_by = blocked_by.as_ref().map(|b| b.0);
+    let waits_for = s.wait.and_then(|w| match &s.entries[w.blocker] {
+        Entry::Usable { member, .. } => Some(member),
+        Entry::Refused { .. } => None,
+    });
     let mut members: Vec<MemberStatus> = s
         .entries
         .iter()
-        .map(|e| member_status(e, input.spec.suspend, blocked_by, s.rules))
+        .enumerate()
+        .map(|(i, e)| {
+            let held = s.wait.is_some_and(|w| w.held.contains(&i));
+            let waits = waits_for.filter(|_| held);
+            member_status(e, input.spec.suspend, blocked_by, s.rules, waits)
+        })
         .collect();
     members.extend(
         unlisted
@@ -814,12 +959,43 @@ fn build_status(
             .map(|l| unlisted_status(l, input.spec.prune, writing)),
     );
     let (valid, applied, ready) = conditions(input, s, &members, &stamp);
+    let mut conditions = vec![valid, applied, ready];
+    if input.spec.drift == DriftPolicy::Report {
+        conditions.push(drifted_condition(&members, &stamp));
+    }
+    let waiting_for = s.wait.zip(waits_for).map(|(w, m)| WaitingFor {
+        api_version: m.api_version.clone(),
+        kind: m.kind.clone(),
+        name: m.name.clone(),
+        since: rfc3339(w.since),
+    });
     ResourceGroupStatus {
         observed_generation: Some(input.group.generation),
-        conditions: vec![valid, applied, ready],
+        conditions,
         members,
         findings: input.findings.to_vec(),
+        waiting_for,
     }
+}
+
+/// `drift: Report`: True when some member differs from the spec.
+fn drifted_condition(members: &[MemberStatus], stamp: &Stamp<'_>) -> Condition {
+    let drifted: Vec<String> = members
+        .iter()
+        .filter(|m| !m.drift.is_empty())
+        .map(|m| format!("{} {}: {}", m.kind, m.name, m.drift.join(", ")))
+        .collect();
+    if drifted.is_empty() {
+        let m = "every member holds the spec";
+        return stamp.condition(DRIFTED, ConditionStatus::False, reason::NO_DRIFT, m);
+    }
+    let refs: Vec<&str> = drifted.iter().map(String::as_str).collect();
+    let m = format!(
+        "{} members differ from the spec (reported, not reverted): {}",
+        drifted.len(),
+        join_limited(&refs)
+    );
+    stamp.condition(DRIFTED, ConditionStatus::True, reason::DRIFTED, &m)
 }
 
 fn member_status(
@@ -827,15 +1003,18 @@ fn member_status(
     suspended: bool,
     blocked_by: Option<&str>,
     rules: &ReadyRules,
+    waits_for: Option<&Member>,
 ) -> MemberStatus {
-    let (member, live, stale) = match e {
+    let (member, live, stale, drift, not_taken_over) = match e {
         Entry::Refused { status, .. } => return status.clone(),
         Entry::Usable {
             member,
             live,
             stale,
+            drift,
+            not_taken_over,
             ..
-        } => (member, *live, *stale),
+        } => (member, *live, *stale, drift, *not_taken_over),
     };
     let mut status = MemberStatus {
         api_version: member.api_version.clone(),
@@ -846,7 +1025,32 @@ fn member_status(
         state: MemberState::Applied,
         ready: None,
         message: None,
+        drift: drift.iter().take(drift::MAX_FIELDS).cloned().collect(),
     };
+    let differs = match drift.len() {
+        1 => "1 field differs from the spec".to_string(),
+        n => format!("{n} fields differ from the spec"),
+    };
+    if not_taken_over {
+        status.state = MemberState::Blocked;
+        status.message = Some(format!(
+            "exists, is not the group's, and {differs}; not taken over while spec.drift is Report"
+        ));
+        return status;
+    }
+    if let Some(w) = waits_for {
+        let change = if live.is_some() {
+            "differs from the spec"
+        } else {
+            "does not exist"
+        };
+        status.state = MemberState::Waiting;
+        status.message = Some(format!(
+            "{change}; applied once {} (an earlier rank) is ready",
+            w.display()
+        ));
+        return status;
+    }
     let why_not = blocked_by.map(|r| format!("not written: the group is blocked ({r})"));
     let why_not =
         why_not.or_else(|| suspended.then(|| "not written: the group is suspended".to_string()));
@@ -856,6 +1060,10 @@ fn member_status(
             status.ready = Some(r.is_ready());
             if let Readiness::NotReady(m) = r {
                 status.message = Some(m);
+            } else if !drift.is_empty() {
+                status.message = Some(format!(
+                    "{differs}; reported, not reverted (spec.drift: Report)"
+                ));
             }
         }
         (Some(l), true) if terminating(l) => {
@@ -907,6 +1115,7 @@ fn unlisted_status(live: &Value, prune: bool, writing: bool) -> MemberStatus {
         state,
         ready: None,
         message: Some(message.into()),
+        drift: vec![],
     }
 }
 
@@ -918,8 +1127,40 @@ fn conditions(
 ) -> (Condition, Condition, Condition) {
     let valid = valid_condition(input, s, stamp);
     let applied = applied_condition(input, s, &valid, members, stamp);
-    let ready = ready_condition(&applied, members, stamp);
+    let ready = match s.wait {
+        Some(w) => wait_condition(input, w, members, stamp),
+        None => ready_condition(&applied, members, stamp),
+    };
     (valid, applied, ready)
+}
+
+/// `Ready` of a group whose later ranks wait: `Waiting`, or `Timeout` once
+/// the wait lasted longer than `spec.readyTimeout` (nothing is undone; the
+/// wait goes on).
+fn wait_condition(
+    input: &PlanInput<'_>,
+    w: &Wait,
+    members: &[MemberStatus],
+    stamp: &Stamp<'_>,
+) -> Condition {
+    let blocker = &members[w.blocker];
+    let why = blocker.message.as_deref().unwrap_or("not ready");
+    let since = rfc3339(w.since);
+    let held = w.held.len();
+    let (r, m) = if w.timed_out {
+        let m = format!(
+            "{} {} not ready within {} (waiting since {since}): {why}; {held} members of later ranks not applied",
+            blocker.kind, blocker.name, input.spec.ready_timeout
+        );
+        (reason::TIMEOUT, m)
+    } else {
+        let m = format!(
+            "waiting since {since} for {} {} to be ready before {held} members of later ranks: {why}",
+            blocker.kind, blocker.name
+        );
+        (reason::WAITING, m)
+    };
+    stamp.condition(READY, ConditionStatus::False, r, &m)
 }
 
 fn valid_condition(input: &PlanInput<'_>, s: &Summary<'_, '_>, stamp: &Stamp<'_>) -> Condition {
@@ -947,6 +1188,19 @@ fn applied_condition(
         .filter(|m| m.state == MemberState::Pending)
         .count();
     let pending = s.apply + s.prune + waiting;
+    let held = s.wait.map_or(0, |w| w.held.len());
+    let not_taken_over: Vec<String> = s
+        .entries
+        .iter()
+        .filter_map(|e| match e {
+            Entry::Usable {
+                member,
+                not_taken_over: true,
+                ..
+            } => Some(member.display()),
+            _ => None,
+        })
+        .collect();
     let (status, why, message) = if valid.status == False {
         let m = "nothing written or pruned: the group is not valid".to_string();
         (False, valid.reason.as_str(), m)
@@ -962,13 +1216,30 @@ fn applied_condition(
         );
         (False, reason::SUSPENDED, m)
     } else if pending > 0 {
-        let m = format!(
+        let mut m = format!(
             "applying {} of {} members, pruning {}",
             s.apply,
             s.entries.len(),
-            s.prune
+            if held > 0 { 0 } else { s.prune }
         );
+        if held > 0 {
+            m.push_str(&format!("; {held} members of later ranks wait"));
+        }
         (False, reason::PROGRESSING, m)
+    } else if held > 0 {
+        let m = format!(
+            "{} of {} members applied; {held} members of later ranks wait for an earlier rank to be ready (waitForReady)",
+            s.entries.len() - held,
+            s.entries.len()
+        );
+        (False, reason::WAITING, m)
+    } else if !not_taken_over.is_empty() {
+        let refs: Vec<&str> = not_taken_over.iter().map(String::as_str).collect();
+        let m = format!(
+            "not taken over while spec.drift is Report (the objects exist, are not the group's, and differ from the spec): {}",
+            join_limited(&refs)
+        );
+        (False, reason::NOT_TAKEN_OVER, m)
     } else {
         let kept = match s.unlisted {
             0 => String::new(),
@@ -1039,12 +1310,14 @@ fn plan_deletion(input: &PlanInput<'_>, live: &BTreeMap<Key, &Value>, id: &str) 
         conditions,
         members,
         findings: vec![],
+        waiting_for: None,
     };
     Plan {
         apply: vec![],
         prune: vec![],
         status,
         finalize: Some(finalize),
+        recheck_at: None,
     }
 }
 
@@ -1116,6 +1389,7 @@ fn deletion_status(v: &Value, orphan: bool) -> MemberStatus {
         },
         ready: None,
         message: Some(message),
+        drift: vec![],
     }
 }
 

@@ -53,10 +53,18 @@ pub fn action_of(status: &MemberStatus, exists: bool) -> Action {
         MemberState::Invalid | MemberState::OutOfScope => Action::Refused,
         MemberState::Pruning | MemberState::Deleting => Action::Prune,
         MemberState::Unlisted | MemberState::Orphaned => Action::Keep,
-        MemberState::Pending | MemberState::Blocked | MemberState::Failed if exists => {
+        MemberState::Pending
+        | MemberState::Waiting
+        | MemberState::Blocked
+        | MemberState::Failed
+            if exists =>
+        {
             Action::Update
         }
-        MemberState::Pending | MemberState::Blocked | MemberState::Failed => Action::Create,
+        MemberState::Pending
+        | MemberState::Waiting
+        | MemberState::Blocked
+        | MemberState::Failed => Action::Create,
     }
 }
 
@@ -224,6 +232,7 @@ mod tests {
             state,
             ready: None,
             message: None,
+            drift: vec![],
         }
     }
 

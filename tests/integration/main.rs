@@ -35,6 +35,7 @@ mod ctrlauthz_controller;
 mod defaults_apiserver;
 mod group_plan;
 mod group_ready_when;
+mod group_wait_drift;
 mod image;
 mod install;
 mod listeners;

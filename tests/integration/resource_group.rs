@@ -65,6 +65,20 @@ fn the_example_group_is_clean() {
 }
 
 #[test]
+fn the_release_example_is_clean() {
+    let out = interlock(&["check", "-o", "json", "examples/groups/release.yaml"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let v = json_report(&out);
+    assert_eq!(v["summary"]["objects"], 4, "the group and its 3 members");
+    assert_eq!(v["results"], serde_json::json!([]));
+}
+
+#[test]
 fn members_are_checked_in_the_group_namespace_and_reported_at_the_group() {
     let file = "tests/groups/broken-shop.yaml";
     let out = interlock(&["check", "-o", "json", file]);

@@ -58,6 +58,9 @@ fn the_api_server_accepts_the_crd_and_validates_groups() {
     assert_eq!(spec["prune"], true, "{stored}");
     assert_eq!(spec["suspend"], false);
     assert_eq!(spec["deletionPolicy"], "Delete");
+    assert_eq!(spec["waitForReady"], false);
+    assert_eq!(spec["readyTimeout"], "10m");
+    assert_eq!(spec["drift"], "Revert");
     assert_eq!(spec["resources"][0]["data"]["a"], "b", "member fields kept");
     let typed: interlock::group::ResourceGroup = serde_json::from_value(stored).unwrap();
     assert_eq!(typed.spec.service_account_name, "deployer");
@@ -77,6 +80,11 @@ fn the_api_server_accepts_the_crd_and_validates_groups() {
             "bad-policy",
             "  serviceAccountName: d\n  deletionPolicy: Keep\n",
             "deletionPolicy",
+        ),
+        (
+            "bad-drift",
+            "  serviceAccountName: d\n  drift: Ignore\n",
+            "drift",
         ),
         (
             "no-kind",

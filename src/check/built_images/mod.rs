@@ -126,6 +126,22 @@ impl BuiltImages {
     }
 }
 
+/// What `parse` reads from each file named one of `names` that governs
+/// `inputs` ([`files_named`]); a file that cannot be read gives nothing.
+fn read_governing(
+    inputs: &[PathBuf],
+    names: &[&str],
+    parse: fn(&str) -> Vec<String>,
+) -> BTreeSet<String> {
+    let mut images = BTreeSet::new();
+    for f in files_named(inputs, names) {
+        if let Ok(text) = std::fs::read_to_string(&f) {
+            images.extend(parse(&text));
+        }
+    }
+    images
+}
+
 /// The files named one of `names` that govern `inputs`: inside each
 /// input directory, at any depth (hidden directories such as `.git` are
 /// not entered, nor are symbolic links to directories), and in the

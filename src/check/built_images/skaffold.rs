@@ -27,13 +27,7 @@ const FILE_NAMES: &[&str] = &["skaffold.yaml", "skaffold.yml"];
 /// Files that cannot be read or parsed give nothing. Images are returned
 /// without a tag or digest.
 pub(super) fn artifact_images(inputs: &[PathBuf]) -> BTreeSet<String> {
-    let mut images = BTreeSet::new();
-    for f in super::files_named(inputs, FILE_NAMES) {
-        if let Ok(text) = std::fs::read_to_string(&f) {
-            images.extend(images_of(&text));
-        }
-    }
-    images
+    super::read_governing(inputs, FILE_NAMES, images_of)
 }
 
 /// The artifact images of the Skaffold configs in one (multi-document)

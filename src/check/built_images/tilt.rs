@@ -20,13 +20,7 @@ const BUILDS: &[&str] = &["docker_build_with_restart", "docker_build", "custom_b
 /// The images every Tiltfile that governs `inputs` builds, without a tag
 /// or digest.
 pub(super) fn images(inputs: &[PathBuf]) -> BTreeSet<String> {
-    let mut images = BTreeSet::new();
-    for f in super::files_named(inputs, FILE_NAMES) {
-        if let Ok(text) = std::fs::read_to_string(&f) {
-            images.extend(images_of(&text));
-        }
-    }
-    images
+    super::read_governing(inputs, FILE_NAMES, images_of)
 }
 
 /// The refs of the build calls in one Tiltfile (Starlark). Only string

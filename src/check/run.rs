@@ -58,6 +58,12 @@ pub struct CheckOptions {
     /// `--remote-bases error`: a kustomization whose remote base cannot be
     /// fetched is an error (exit 2), not a notice.
     pub remote_bases_fail: bool,
+    /// The inputs are the whole cluster (a policy's test case): what they
+    /// do not hold does not exist. Otherwise they are a repository, part
+    /// of what a cluster holds, and `check` reports only what they settle
+    /// (Secrets supplied out of band, namespaces the files cannot show,
+    /// conflicts between alternative renders are notices).
+    pub whole_cluster: bool,
     /// Images a tool of the repository builds or tags (Skaffold, Tilt,
     /// release scripts): pinned before the policies see them
     /// (`built_images`). Found by `run`.
@@ -906,7 +912,9 @@ fn check_items(
             }
         }
     }
-    supplied_out_of_band(&items, &mut inventory, report);
+    if !opts.whole_cluster {
+        supplied_out_of_band(&items, &mut inventory, report);
+    }
     for (key, later) in &copies {
         let first = &items[sources[key]].source;
         for &i in later {
@@ -1220,6 +1228,9 @@ fn check_one(value: Option<&Json>, i: usize, ctx: &CheckContext<'_>) -> Checked 
         None => vec![],
     };
     verdicts.retain(|v| {
+        if opts.whole_cluster {
+            return true;
+        }
         let Some(why) = unsettled.why(it, &v.policy, &v.related, policies) else {
             return true;
         };
@@ -1235,6 +1246,9 @@ fn check_one(value: Option<&Json>, i: usize, ctx: &CheckContext<'_>) -> Checked 
         false
     });
     verdicts.retain(|v| {
+        if opts.whole_cluster {
+            return true;
+        }
         let together = v.related.is_empty()
             || v.related.iter().any(|k| units.applied_with(k, i, duplicated));
         if !together {

@@ -326,6 +326,8 @@ fn run_loaded(
         user: shape.user.clone(),
         shape: Some(shape.clone()),
         no_defaults,
+        // A case's objects are the whole cluster it is judged in.
+        whole_cluster: true,
         ..Default::default()
     };
     for mut old in spec.old_objects.iter().cloned() {

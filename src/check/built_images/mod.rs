@@ -10,11 +10,11 @@
 //! - Tilt builds every image its Tiltfile names in `docker_build` or
 //!   `custom_build` and injects the built reference into the manifests
 //!   it deploys ([`tilt`]);
-//! - a release script or Makefile that runs `kustomize edit set image`
-//!   writes the release's tag into a kustomization before the install
-//!   YAML is built; a development branch keeps `latest` there on purpose
-//!   ([`release`]).
-//!
+//! - a release script or Makefile that runs `kustomize edit set image`,
+//!   or substitutes `newTag` or `latest` with sed, perl or yq in a folder
+//!   or in a `kustomize build`'s output, writes the release's tag before
+//!   the install YAML is built; a development branch keeps `latest` there
+//!   on purpose ([`release`]);
 //! - an image on a loopback registry (`localhost:5000/app`) is pushed
 //!   there by a build on the same machine, for a local cluster.
 //!

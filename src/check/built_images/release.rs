@@ -1,21 +1,48 @@
-//! Images whose tag a release script writes with `kustomize edit set
-//! image`.
+//! Images whose tag a release script writes.
 //!
-//! kustomize's `edit set image NAME=NEWNAME:TAG` (or `NAME:TAG`) rewrites
-//! the `images:` entry of the kustomization in the working directory.
-//! Projects that ship an install YAML run it from a release script or a
-//! Makefile target (`cd config/manager && kustomize edit set image
-//! controller=${IMG}`, kubebuilder's scaffold) and keep `latest` or no
-//! tag in the committed files between releases. An image such a command
-//! names is tagged at release, so its `latest` in the repository is a
-//! placeholder, not what a release installs.
+//! Projects that ship an install YAML keep `latest` or no tag for their
+//! own images in the committed files between releases, and their release
+//! tooling writes the real tag. Whatever the tool, the tooling is a
+//! command in a script or a Makefile that rewrites a tag field; three
+//! shapes are read from the repository's `Makefile`s, `*.mk` and `*.sh`
+//! files (hidden directories, `vendor`, `node_modules` and `third_party`
+//! are not entered):
 //!
-//! The scripts are the repository's `Makefile`s, `*.mk` and `*.sh` files
-//! (hidden directories, `vendor` and `node_modules` are not entered). The
-//! image a command names is read from its argument when that is written
-//! out (`controller=${IMG}` names `controller`); when the name is a
-//! variable, every image of the kustomization in the directory the
-//! command runs in (`cd DIR && ... edit set image`) is taken.
+//! - `kustomize edit set image NAME=NEWNAME:TAG` (or `NAME:TAG`), which
+//!   rewrites the `images:` entry of the kustomization in the working
+//!   directory (kubebuilder's `cd config/manager && kustomize edit set
+//!   image controller=${IMG}`). The image is read from the argument when
+//!   written out; when the name is a variable, every image of the
+//!   kustomization in the directory the command runs in (`cd DIR && ...`)
+//!   is taken.
+//! - a line naming `newTag` and a kustomization file (`sed 's/newTag:
+//!   .*/newTag: $(VERSION)/' manifests/base/kustomization.yaml`): every
+//!   image of that kustomization.
+//! - a substitution ([`substitutions`]): a line that runs `sed`, `perl` or
+//!   `yq`, or calls a shell function of its script that does, whose `s`
+//!   pattern (sed(1): `s/REGEXP/REPLACEMENT/`, any delimiter) names
+//!   `newTag` or `latest`. What it reaches is what sed reads: the files
+//!   and folders the line names (`find DIR -exec sed -i ...`, `sed -i ...
+//!   FILE`), with the script's own variables expanded, and the output of
+//!   `kustomize build DIR` piped into it, which is every file that DIR's
+//!   kustomization reads down its tree (`resources`, `bases`,
+//!   `components`, `patches`). A `newTag` pattern retags every `images:`
+//!   entry of the kustomizations reached; a `latest` pattern retags the
+//!   entries whose `newTag` is `latest` and the `image:`s written
+//!   `:latest` in the files reached.
+//!
+//! Choices, and why: only the pattern counts (`s/:v.*/:latest/` writes
+//! `latest`, a development reset, not a release); the repository's root
+//! as a target, and the output of a `>`, are not taken, since a rewrite
+//! of everything cannot show which images a release owns; and Docker
+//! Hub's official images (`busybox`, `docker.io/library/redis`) are never
+//! taken, even where a blanket `s/:latest/:$TAG/g` reaches them: a
+//! project's release writes its own version, and `busybox:v0.14.0` is no
+//! image anyone publishes, so a `busybox:latest` stays a finding. Images
+//! the rewrite cannot be shown to reach (a file outside the folder or
+//! the tree, a target held in a variable the script does not assign)
+//! stay findings too. A ytt overlay that sets an image from a data value
+//! at release is not read.
 
 use serde_json::Value as Json;
 use std::collections::BTreeSet;

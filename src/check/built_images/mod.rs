@@ -10,10 +10,13 @@
 //! - Tilt builds every image its Tiltfile names in `docker_build` or
 //!   `custom_build` and injects the built reference into the manifests
 //!   it deploys ([`tilt`]);
-//! - a release script or Makefile that runs `kustomize edit set image`
-//!   writes the release's tag into a kustomization before the install
-//!   YAML is built; a development branch keeps `latest` there on purpose
-//!   ([`release`]).
+//! - a release script or Makefile that runs `kustomize edit set image`,
+//!   or substitutes `newTag` or `latest` with sed, perl or yq in a folder
+//!   or in a `kustomize build`'s output, writes the release's tag before
+//!   the install YAML is built; a development branch keeps `latest` there
+//!   on purpose ([`release`]);
+//! - an image on a loopback registry (`localhost:5000/app`) is pushed
+//!   there by a build on the same machine, for a local cluster.
 //!
 //! None of these references reaches a cluster as written, so `interlock
 //! check` marks each one ([`BuiltImages::pin`]) before the policies see
@@ -34,6 +37,10 @@ pub enum Builder {
     Skaffold,
     Tilt,
     ReleaseScript,
+    /// An image on a loopback registry (`localhost:5000/app`): only a
+    /// build on the same machine can push it there, so it names what a
+    /// local build (`make local-image`, a kind cluster's registry) makes.
+    LocalRegistry,
 }
 
 impl Builder {
@@ -44,6 +51,7 @@ impl Builder {
             Builder::Skaffold => "skaffold-built",
             Builder::Tilt => "tilt-built",
             Builder::ReleaseScript => "release-set",
+            Builder::LocalRegistry => "local-build",
         }
     }
 
@@ -95,10 +103,11 @@ impl BuiltImages {
     /// `:latest`) to `IMAGE:TAG`, TAG being [`Builder::tag`]. A reference
     /// with another tag or a digest, or to an image no tool here builds,
     /// is left as written.
+    ///
+    /// A bare or `:latest` reference to a loopback registry
+    /// ([`on_loopback_registry`]) is pinned too, whatever the repository
+    /// holds: no cluster but the builder's own pulls from it.
     pub fn pin(&self, object: &mut Json) {
-        if self.0.is_empty() {
-            return;
-        }
         for pointer in pod_spec_pointers(object) {
             let Some(spec) = object.pointer_mut(&pointer) else {
                 continue;
@@ -112,7 +121,11 @@ impl BuiltImages {
                         continue;
                     };
                     let repo = repository(image);
-                    let Some(&builder) = self.0.get(repo) else {
+                    let builder = if let Some(&b) = self.0.get(repo) {
+                        b
+                    } else if on_loopback_registry(repo) {
+                        Builder::LocalRegistry
+                    } else {
                         continue;
                     };
                     let latest =
@@ -263,6 +276,33 @@ fn repository(image: &str) -> &str {
     }
 }
 
+/// Whether an image repository is on a registry at a loopback address:
+/// `localhost`, `127.0.0.1` (any of 127.0.0.0/8) or `[::1]`, with or
+/// without a port. The registry host is the first path segment when that
+/// holds a `.` or a `:` or is `localhost` (the reference grammar of the
+/// distribution project, which Docker and containerd follow).
+fn on_loopback_registry(repo: &str) -> bool {
+    let Some((host, _)) = repo.split_once('/') else {
+        return false;
+    };
+    let host = host.rsplit_once(':').map_or(host, |(h, port)| {
+        if port.chars().all(|c| c.is_ascii_digit()) && !h.is_empty() {
+            h
+        } else {
+            host
+        }
+    });
+    host == "localhost"
+        || host == "[::1]"
+        || host.strip_prefix("127.").is_some_and(|rest| {
+            let parts: Vec<&str> = rest.split('.').collect();
+            parts.len() == 3
+                && parts
+                    .iter()
+                    .all(|p| !p.is_empty() && p.parse::<u8>().is_ok())
+        })
+}
+
 /// Where pod specs are kept: a Pod's `spec`, a PodTemplate's
 /// `template.spec`, and the templates of workloads, CronJobs and CRDs
 /// that embed one (`k8s::pod_template`).
@@ -398,6 +438,51 @@ mod tests {
                 .into_iter()
                 .collect()
             )
+        );
+    }
+
+    #[test]
+    fn bare_and_latest_images_on_a_loopback_registry_are_local_builds() {
+        for host in [
+            "localhost",
+            "localhost:5000",
+            "127.0.0.1:5001",
+            "[::1]:5000",
+        ] {
+            assert!(on_loopback_registry(&format!("{host}/org/app")), "{host}");
+        }
+        for repo in [
+            "localhost",
+            "app",
+            "library/localhost",
+            "registry.example.com:5000/app",
+            "localhost.example.com/app",
+            "128.0.0.1:5000/app",
+            "org/localhost:5000",
+        ] {
+            assert!(!on_loopback_registry(repo), "{repo}");
+        }
+        let mut pod = json!({"kind": "Pod", "spec": {"containers": [
+            {"image": "localhost:5000/sched/controller:latest"},
+            {"image": "localhost:5000/sched/controller"},
+            {"image": "localhost:5000/sched/controller:v1"},
+            {"image": "busybox:latest"}
+        ]}});
+        BuiltImages::default().pin(&mut pod);
+        let got: Vec<&str> = pod["spec"]["containers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["image"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            got,
+            [
+                "localhost:5000/sched/controller:local-build",
+                "localhost:5000/sched/controller:local-build",
+                "localhost:5000/sched/controller:v1",
+                "busybox:latest"
+            ]
         );
     }
 

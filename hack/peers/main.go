@@ -72,7 +72,8 @@ type generated struct {
 // a container without a memory limit 1 in 89, a pod spec without
 // runAsNonRoot 1 in 83, a privileged container 1 in 79 (each on the
 // Deployment's template and so on its Pods), and an Ingress host that
-// another namespace's Ingress already claims 1 in 251 Ingresses.
+// another Ingress already claims 1 in 97 Ingresses (in another namespace
+// or its own, with the same path: a conflict for both rules).
 const (
 	appsPerNamespace = 10
 	podsPerApp       = 3
@@ -131,7 +132,7 @@ func generate(n int, dir string) (generated, error) {
 			emit(pod(nsName, fmt.Sprintf("%s-7d9f8c%04x-%c%c%c%c%c", name, a%65536, 'a'+rune(p), 'b'+rune(a%20), 'c'+rune(p), 'x', 'z'-rune(a%10)), name, spec))
 		}
 		host := fmt.Sprintf("%s.%s.apps.example.com", name, nsName)
-		if a%251 == 250 && len(hosts) > 0 {
+		if a%97 == 50 && len(hosts) > 0 {
 			// A host of an application in another namespace.
 			host = hosts[(a*7)%len(hosts)]
 		} else {

@@ -40,7 +40,7 @@ func main() {
 		if *out == "" {
 			fatalf("gen: -o is required")
 		}
-		g, err := generate(*n, *out)
+		g, err := generate(*n, filepath.Join(*out, "objects"), filepath.Join(*out, "kyverno-context.yaml"))
 		if err != nil {
 			fatalf("gen: %v", err)
 		}
@@ -80,10 +80,19 @@ const (
 	objectsPerApp    = 2 + podsPerApp
 )
 
-func generate(n int, dir string) (generated, error) {
+// generate writes the objects into dir and, when ctxPath is not empty, a
+// Kyverno CLI Context (cli.kyverno.io/v1alpha1) holding the same Ingresses and
+// their Namespaces, for `kyverno apply --context-file`: the only way its
+// offline `resource.List` sees other objects.
+func generate(n int, dir, ctxPath string) (generated, error) {
 	var g generated
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return g, err
+	}
+	var ctx bytes.Buffer
+	ctx.WriteString("apiVersion: cli.kyverno.io/v1alpha1\nkind: Context\nmetadata:\n  name: peers\nspec:\n  resources:\n")
+	toCtx := func(obj string) {
+		ctx.WriteString("    - " + strings.TrimPrefix(indent(obj, "      "), "      "))
 	}
 	apps := (n + objectsPerApp - 1) / objectsPerApp
 	var hosts []string
@@ -104,12 +113,13 @@ func generate(n int, dir string) (generated, error) {
 	left := n
 	for a := 0; a < apps && left > 0; a++ {
 		ns := a / appsPerNamespace
+		nsName := fmt.Sprintf("team-%05d", ns)
 		if a%appsPerNamespace == 0 {
 			if err := flush(ns - 1); err != nil {
 				return g, err
 			}
+			toCtx("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: " + nsName + "\n")
 		}
-		nsName := fmt.Sprintf("team-%05d", ns)
 		name := fmt.Sprintf("app-%06d", a)
 		image := fmt.Sprintf("registry.example.com/team-%d/%s:1.%d.%d", ns%37, name, a%13, a%7)
 		if a%97 == 5 {
@@ -138,10 +148,18 @@ func generate(n int, dir string) (generated, error) {
 		} else {
 			hosts = append(hosts, host)
 		}
+		if left > 0 {
+			toCtx(ingress(nsName, name, host))
+		}
 		emit(ingress(nsName, name, host))
 	}
 	if err := flush(apps / appsPerNamespace); err != nil {
 		return g, err
+	}
+	if ctxPath != "" {
+		if err := os.WriteFile(ctxPath, ctx.Bytes(), 0o644); err != nil {
+			return g, err
+		}
 	}
 	return g, nil
 }
@@ -468,6 +486,7 @@ func bench(args []string) {
 	}
 	vap := filepath.Join(*policies, "vap", "policies.yaml")
 	gk := filepath.Join(*policies, "gatekeeper")
+	kyvernoUnique := filepath.Join(*policies, "kyverno", "unique-ingress-host.yaml")
 	tools := []*tool{
 		{name: "interlock", rules: rules, parse: interlockFindings, argv: func(o string) []string {
 			return []string{*interlock, "check", "-o", "json", "-p", vap, "-p", *uniqueHost, o}
@@ -475,22 +494,24 @@ func bench(args []string) {
 		{name: "gator", rules: rules, parse: gatorFindings, argv: func(o string) []string {
 			return []string{*gator, "test", "-o", "json", "-f", gk, "-f", o}
 		}},
-		{name: "kyverno", rules: rules[:4], parse: kyvernoFindings, argv: func(o string) []string {
-			return []string{*kyverno, "apply", vap, "--resource", o, "--policy-report", "--output-format", "json", "--remove-color"}
+		{name: "kyverno", rules: rules, parse: kyvernoFindings, argv: func(o string) []string {
+			return []string{*kyverno, "apply", vap, kyvernoUnique, "--resource", o, "--context-file", strings.TrimSuffix(o, "/") + ".kyverno-context.yaml",
+				"--policy-report", "--output-format", "json", "--remove-color"}
 		}},
 	}
 	fmt.Println("rules: 4 ValidatingAdmissionPolicies over Deployments and Pods (hack/peers/policies/vap), the same")
 	fmt.Println("  expressions as K8sNativeValidation templates for gator (hack/peers/policies/gatekeeper), and")
 	fmt.Println("  unique-ingress-host: Interlock's bundled policy; gator: Gatekeeper's k8suniqueingresshost (Rego, data.inventory).")
-	fmt.Println("  kyverno runs the 4 VAPs only: `kyverno apply` cannot see the other manifests given to it from a")
-	fmt.Println("  policy (resource.List/Get and apiCall contexts go to a cluster or to a hand-written context file),")
-	fmt.Println("  so unique-ingress-host has no offline Kyverno form over the same objects.")
+	fmt.Println("  kyverno: a ValidatingPolicy (hack/peers/policies/kyverno) whose resource.List reads a Context file")
+	fmt.Println("  holding the same Ingresses and their Namespaces (kyverno apply never lets a policy see the --resource")
+	fmt.Println("  manifests); the context is written with the objects and is not timed apart.")
 	fmt.Printf("machine: %d CPUs as seen by the Go runtime's host; load average is read from /proc/loadavg at each run's start\n", numCPU())
 	status := 0
 	for _, n := range sizes {
 		dir := filepath.Join(*work, fmt.Sprintf("objects-%d", n))
+		ctxPath := dir + ".kyverno-context.yaml"
 		_ = os.RemoveAll(dir)
-		g, err := generate(n, dir)
+		g, err := generate(n, dir, ctxPath)
 		if err != nil {
 			fatalf("generate %d: %v", n, err)
 		}

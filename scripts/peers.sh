@@ -19,14 +19,22 @@
 #   INTERLOCK_BIN         the interlock binary to bench (default: built with
 #                         `cargo build --release` into CARGO_TARGET_DIR)
 #   PEERS_REPEAT          runs per tool and size; the median is reported
-#                         (default 3 below 100000 objects, 1 from there)
+#                         (default: 3 when the first run takes under 20 s, else 1)
 #   PEERS_KYVERNO_LIMIT   seconds: skip kyverno at sizes where its time, scaled
 #                         linearly from the largest size it ran, would pass
 #                         this (default 600)
 #   PEERS_WORK            where manifests and outputs go (default: a temp dir)
 #
 # The build needs the Go toolchain and the Go module proxy; nothing else.
-# Peers run with nice -n 19 like interlock, each one at a time.
+# Each peer is built inside its own module (its go.mod, go.sum and replace
+# lines apply), under nice -n 19. The bench glue is hack/peers (Go, standard
+# library only): it writes the objects (Deployments, 3 Pods each, Ingresses;
+# about 1.4 KB of YAML an object), runs the three tools one at a time under
+# nice -n 19, reads wall time, user+sys CPU and peak RSS from each child's
+# rusage and the load average at its start, and compares the findings rule
+# by rule (namespace/kind/name of every object reported). The rules are in
+# hack/peers/policies; Interlock's unique-ingress-host is the bundled
+# policies/unique-ingress-host. Exit 1 when a tool fails or findings differ.
 set -Eeuo pipefail
 
 GATEKEEPER_MODULE=github.com/open-policy-agent/gatekeeper/v3

@@ -23,6 +23,7 @@
 #   PEERS_KYVERNO_LIMIT   seconds: skip kyverno at sizes where its time, scaled
 #                         linearly from the largest size it ran, would pass
 #                         this (default 600)
+#   PEERS_GATOR_LIMIT     the same for gator (default 0: always run)
 #   PEERS_WORK            where manifests and outputs go (default: a temp dir)
 #
 # The build needs the Go toolchain and the Go module proxy; nothing else.
@@ -182,7 +183,8 @@ run_bench() {
     "${work}/peers-bench" bench -interlock "${il}" -gator "${GATOR_DIR}/gator" \
         -kyverno "${KYVERNO_DIR}/kyverno" -policies "${ROOT}/hack/peers/policies" \
         -unique-host "${ROOT}/policies/unique-ingress-host/policy.yaml" \
-        -work "${work}" -sizes "${sizes}" -kyverno-limit "${PEERS_KYVERNO_LIMIT:-600}" "${repeat[@]}"
+        -work "${work}" -sizes "${sizes}" -kyverno-limit "${PEERS_KYVERNO_LIMIT:-600}" \
+        -gator-limit "${PEERS_GATOR_LIMIT:-0}" "${repeat[@]}"
 }
 
 case "${1:-build}" in

@@ -472,6 +472,7 @@ func bench(args []string) {
 	sizesFlag := fs.String("sizes", "1000,10000,100000", "sizes")
 	repeat := fs.Int("repeat", 0, "runs per tool and size (0: 3 while a run takes under 20 s, else 1)")
 	kyvernoLimit := fs.Float64("kyverno-limit", 600, "skip kyverno where its predicted time passes this many seconds")
+	gatorLimit := fs.Float64("gator-limit", 0, "skip gator where its predicted time passes this many seconds (0: never)")
 	_ = fs.Parse(args)
 	if *interlock == "" || *gator == "" || *kyverno == "" || *policies == "" || *work == "" || *uniqueHost == "" {
 		fatalf("bench: -interlock, -gator, -kyverno, -policies, -unique-host and -work are required")
@@ -520,9 +521,10 @@ func bench(args []string) {
 		for _, t := range tools {
 			r := &result{}
 			res[t.name] = r
-			if t.name == "kyverno" && t.perObject > 0 {
-				if predicted := t.perObject * float64(n); predicted > *kyvernoLimit {
-					r.skipped = fmt.Sprintf("not run: %.0f s predicted from the last size (over the %.0f s limit)", predicted, *kyvernoLimit)
+			limit := map[string]float64{"kyverno": *kyvernoLimit, "gator": *gatorLimit}[t.name]
+			if limit > 0 && t.perObject > 0 {
+				if predicted := t.perObject * float64(n); predicted > limit {
+					r.skipped = fmt.Sprintf("not run: %.0f s predicted (linearly) from the last size, over the %.0f s limit", predicted, limit)
 					continue
 				}
 			}

@@ -506,7 +506,7 @@ func bench(args []string) {
 	fmt.Println("  kyverno: a ValidatingPolicy (hack/peers/policies/kyverno) whose resource.List reads a Context file")
 	fmt.Println("  holding the same Ingresses and their Namespaces (kyverno apply never lets a policy see the --resource")
 	fmt.Println("  manifests); the context is written with the objects and is not timed apart.")
-	fmt.Printf("machine: %d CPUs as seen by the Go runtime's host; load average is read from /proc/loadavg at each run's start\n", numCPU())
+	fmt.Printf("machine: %d CPUs; every tool runs under nice -n 19, one at a time; the load average is read from /proc/loadavg\n  at each run's start. Wall time on a loaded machine is mostly waiting for a core: compare CPU.\n", numCPU())
 	status := 0
 	for _, n := range sizes {
 		dir := filepath.Join(*work, fmt.Sprintf("objects-%d", n))

@@ -24,6 +24,9 @@
 #                         linearly from the largest size it ran, would pass
 #                         this (default 600)
 #   PEERS_GATOR_LIMIT     the same for gator (default 0: always run)
+#   PEERS_KYVERNO_TIMEOUT, PEERS_GATOR_TIMEOUT
+#                         stop a run after this long (a Go duration: 900s; default
+#                         0: never); the output says so, with the CPU spent by then
 #   PEERS_WORK            where manifests and outputs go (default: a temp dir)
 #
 # The build needs the Go toolchain and the Go module proxy; nothing else.
@@ -184,7 +187,8 @@ run_bench() {
         -kyverno "${KYVERNO_DIR}/kyverno" -policies "${ROOT}/hack/peers/policies" \
         -unique-host "${ROOT}/policies/unique-ingress-host/policy.yaml" \
         -work "${work}" -sizes "${sizes}" -kyverno-limit "${PEERS_KYVERNO_LIMIT:-600}" \
-        -gator-limit "${PEERS_GATOR_LIMIT:-0}" "${repeat[@]}"
+        -gator-limit "${PEERS_GATOR_LIMIT:-0}" -kyverno-timeout "${PEERS_KYVERNO_TIMEOUT:-0}" \
+        -gator-timeout "${PEERS_GATOR_TIMEOUT:-0}" "${repeat[@]}"
 }
 
 case "${1:-build}" in

@@ -234,6 +234,7 @@ type measure struct {
 	wall, cpu time.Duration
 	rssKiB    int64
 	load      string
+	killed    bool // stopped at the timeout
 }
 
 func loadavg() string {
@@ -250,7 +251,7 @@ func loadavg() string {
 
 // run starts argv under nice -n 19 with stdout to outPath, waits, and
 // returns its measure. Exit codes in okCodes are findings, not failures.
-func run(argv []string, outPath string, okCodes ...int) (measure, error) {
+func run(argv []string, outPath string, timeout time.Duration, okCodes ...int) (measure, error) {
 	var m measure
 	out, err := os.Create(outPath)
 	if err != nil {
@@ -263,8 +264,19 @@ func run(argv []string, outPath string, okCodes ...int) (measure, error) {
 	cmd.Stderr = &stderr
 	m.load = loadavg()
 	start := time.Now()
-	err = cmd.Run()
+	if err := cmd.Start(); err != nil {
+		return m, fmt.Errorf("%s: %v", argv[0], err)
+	}
+	var timer *time.Timer
+	if timeout > 0 {
+		// nice execs the tool, so the pid is the tool's.
+		timer = time.AfterFunc(timeout, func() { _ = cmd.Process.Kill() })
+	}
+	err = cmd.Wait()
 	m.wall = time.Since(start)
+	if timer != nil && !timer.Stop() {
+		m.killed = true
+	}
 	if cmd.ProcessState == nil {
 		return m, fmt.Errorf("%s: %v", argv[0], err)
 	}
@@ -272,6 +284,9 @@ func run(argv []string, outPath string, okCodes ...int) (measure, error) {
 	if ru != nil {
 		m.cpu = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 		m.rssKiB = ru.Maxrss
+	}
+	if m.killed {
+		return m, nil
 	}
 	code := cmd.ProcessState.ExitCode()
 	for _, c := range append([]int{0}, okCodes...) {
@@ -291,6 +306,10 @@ func run(argv []string, outPath string, okCodes ...int) (measure, error) {
 // ---------------------------------------------------------------------------
 
 type findings map[string]map[string]bool
+
+// errorsKey holds, in a findings map, the objects a tool reported an
+// evaluation error for (kyverno's "error" results), by rule.
+const errorsKey = "\x00errors:"
 
 func (f findings) add(rule, ns, kind, name string) {
 	if f[rule] == nil {
@@ -388,10 +407,13 @@ func walkKyverno(v any, f findings) {
 		if results, ok := t["results"].([]any); ok {
 			for _, r := range results {
 				rm, _ := r.(map[string]any)
-				if rm == nil || rm["result"] != "fail" {
+				if rm == nil || (rm["result"] != "fail" && rm["result"] != "error") {
 					continue
 				}
 				policy, _ := rm["policy"].(string)
+				if rm["result"] == "error" {
+					policy = errorsKey + policy
+				}
 				res, _ := rm["resources"].([]any)
 				for _, o := range res {
 					om, _ := o.(map[string]any)
@@ -472,6 +494,11 @@ func bench(args []string) {
 	sizesFlag := fs.String("sizes", "1000,10000,100000", "sizes")
 	repeat := fs.Int("repeat", 0, "runs per tool and size (0: 3 while a run takes under 20 s, else 1)")
 	kyvernoLimit := fs.Float64("kyverno-limit", 600, "skip kyverno where its predicted time passes this many seconds")
+	timeouts := map[string]*time.Duration{
+		"interlock": fs.Duration("interlock-timeout", 0, "stop an interlock run after this long (0: never)"),
+		"gator":     fs.Duration("gator-timeout", 0, "stop a gator run after this long (0: never)"),
+		"kyverno":   fs.Duration("kyverno-timeout", 0, "stop a kyverno run after this long (0: never)"),
+	}
 	gatorLimit := fs.Float64("gator-limit", 0, "skip gator where its predicted time passes this many seconds (0: never)")
 	_ = fs.Parse(args)
 	if *interlock == "" || *gator == "" || *kyverno == "" || *policies == "" || *work == "" || *uniqueHost == "" {
@@ -531,9 +558,14 @@ func bench(args []string) {
 			runs := *repeat
 			for i := 0; runs == 0 || i < runs; i++ {
 				out := filepath.Join(*work, fmt.Sprintf("%s-%d.out", t.name, n))
-				m, err := run(t.argv(dir), out, 1)
+				m, err := run(t.argv(dir), out, *timeouts[t.name], 1)
 				if err != nil {
 					r.err = err
+					break
+				}
+				if m.killed {
+					r.skipped = fmt.Sprintf("not finished: stopped after %.0f s wall (%.1f s CPU, %.1f MiB peak RSS by then; load %s)",
+						m.wall.Seconds(), m.cpu.Seconds(), float64(m.rssKiB)/1024, m.load)
 					break
 				}
 				r.runs = append(r.runs, m)
@@ -551,6 +583,9 @@ func bench(args []string) {
 				}
 			}
 			r.med = median(r.runs)
+			if r.skipped != "" {
+				continue
+			}
 			if len(r.runs) > 0 {
 				t.perObject = r.med.wall.Seconds() / float64(n)
 			}
@@ -619,6 +654,14 @@ func bench(args []string) {
 		for _, t := range tools {
 			if r := res[t.name]; r.err == nil && r.skipped == "" {
 				for rule := range r.findings {
+					if after, ok := strings.CutPrefix(rule, errorsKey); ok {
+						kinds := map[string]int{}
+						for o := range r.findings[rule] {
+							kinds[strings.Split(o, "/")[1]]++
+						}
+						fmt.Printf("  %s: %s reported %d evaluation errors (not findings), by kind %v\n", t.name, after, len(r.findings[rule]), kinds)
+						continue
+					}
 					if !contains(rules, rule) {
 						fmt.Printf("  %s reported an unexpected rule %q (%d objects)\n", t.name, rule, len(r.findings[rule]))
 						status = 1

@@ -27,6 +27,8 @@
 #   PEERS_KYVERNO_TIMEOUT, PEERS_GATOR_TIMEOUT
 #                         stop a run after this long (a Go duration: 900s; default
 #                         0: never); the output says so, with the CPU spent by then
+#   PEERS_TOOLS           the tools to run, comma-separated (default interlock,gator,kyverno);
+#                         the others are listed as not run
 #   PEERS_WORK            where manifests and outputs go (default: a temp dir)
 #
 # The build needs the Go toolchain and the Go module proxy; nothing else.
@@ -188,7 +190,7 @@ run_bench() {
         -unique-host "${ROOT}/policies/unique-ingress-host/policy.yaml" \
         -work "${work}" -sizes "${sizes}" -kyverno-limit "${PEERS_KYVERNO_LIMIT:-600}" \
         -gator-limit "${PEERS_GATOR_LIMIT:-0}" -kyverno-timeout "${PEERS_KYVERNO_TIMEOUT:-0}" \
-        -gator-timeout "${PEERS_GATOR_TIMEOUT:-0}" "${repeat[@]}"
+        -gator-timeout "${PEERS_GATOR_TIMEOUT:-0}" -tools "${PEERS_TOOLS:-interlock,gator,kyverno}" "${repeat[@]}"
 }
 
 case "${1:-build}" in

@@ -499,6 +499,7 @@ func bench(args []string) {
 		"gator":     fs.Duration("gator-timeout", 0, "stop a gator run after this long (0: never)"),
 		"kyverno":   fs.Duration("kyverno-timeout", 0, "stop a kyverno run after this long (0: never)"),
 	}
+	only := fs.String("tools", "interlock,gator,kyverno", "the tools to run; the others are listed as not run")
 	gatorLimit := fs.Float64("gator-limit", 0, "skip gator where its predicted time passes this many seconds (0: never)")
 	_ = fs.Parse(args)
 	if *interlock == "" || *gator == "" || *kyverno == "" || *policies == "" || *work == "" || *uniqueHost == "" {
@@ -548,6 +549,10 @@ func bench(args []string) {
 		for _, t := range tools {
 			r := &result{}
 			res[t.name] = r
+			if !contains(strings.Split(*only, ","), t.name) {
+				r.skipped = "not run in this invocation (-tools " + *only + ")"
+				continue
+			}
 			limit := map[string]float64{"kyverno": *kyvernoLimit, "gator": *gatorLimit}[t.name]
 			if limit > 0 && t.perObject > 0 {
 				if predicted := t.perObject * float64(n); predicted > limit {

@@ -56,6 +56,9 @@ pub struct Context {
     /// Answers the policies' `authorizer...check()` for the group's
     /// ServiceAccount.
     pub authorizer: Option<Arc<dyn Authorizer>>,
+    /// The shards whose groups this replica reconciles (all, unless
+    /// `--shards`).
+    pub shards: Arc<super::shards::Shards>,
     impersonating: Mutex<HashMap<String, Client>>,
 }
 
@@ -76,6 +79,7 @@ impl Context {
             failures: Mutex::default(),
             pending_ttl: Duration::from_secs(30),
             authorizer: None,
+            shards: Arc::new(super::shards::Shards::all()),
             impersonating: Mutex::default(),
         }
     }

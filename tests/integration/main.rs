@@ -31,6 +31,7 @@ mod control_plane;
 mod controller;
 mod controller_replicas;
 mod controller_scale;
+mod controller_shards;
 mod ctrlauthz_controller;
 mod defaults_apiserver;
 mod group_plan;

@@ -38,7 +38,7 @@ fn holders(c: &TestCluster, ns: &str) -> Vec<String> {
 /// The namespaces of the groups a replica planned a pass of, from its log
 /// (one group per namespace here).
 fn planned(ctl: &Controller) -> BTreeSet<String> {
-    ctl.log()
+    plain(&ctl.log())
         .lines()
         .filter(|l| l.contains(" planned "))
         .filter_map(|l| {
@@ -46,6 +46,20 @@ fn planned(ctl: &Controller) -> BTreeSet<String> {
             Some(ns.split_whitespace().next()?.to_string())
         })
         .collect()
+}
+
+/// The log without its colours (ANSI escapes `ESC [ ... m`).
+fn plain(log: &str) -> String {
+    let mut out = String::with_capacity(log.len());
+    let mut chars = log.chars();
+    while let Some(ch) = chars.next() {
+        if ch == '\u{1b}' {
+            chars.by_ref().find(|c| *c == 'm');
+        } else {
+            out.push(ch);
+        }
+    }
+    out
 }
 
 fn wait<T: std::fmt::Debug>(

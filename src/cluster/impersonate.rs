@@ -5,6 +5,7 @@
 
 use crate::cel::interrupt::{self, Interrupt};
 use crate::cel::k8s_authz::Authorizer;
+use crate::cluster::live::Live;
 use crate::cluster::Cluster;
 use crate::group::crd::GroupFinding;
 use crate::group::crd::FIELD_MANAGER;
@@ -12,7 +13,6 @@ use crate::group::member::ScopeOracle;
 use crate::group::plan::{owned_by, DesiredObject, GroupRef};
 use crate::group::validate::{spec_findings, Writer};
 use crate::group::ResourceGroupSpec;
-use crate::cluster::live::Live;
 use crate::inventory::{Base, ObjectKey};
 use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
 use kube::Client;

@@ -243,7 +243,7 @@ impl Cluster {
         self.state.try_write().is_ok()
     }
 
-        /// Synced, and nothing the process needs is missing from the cluster.
+    /// Synced, and nothing the process needs is missing from the cluster.
     pub fn is_ready(&self) -> bool {
         self.ready.load(Ordering::Acquire) && self.prerequisites.load(Ordering::Acquire)
     }

@@ -4,10 +4,10 @@
 
 use super::error::Error;
 use super::lease::{Elector, LeaseConfig};
-use super::shards::{self, Shards};
 use super::members::Members;
 use super::metrics::Metrics;
 use super::reconcile::{jittered, reconcile, Context};
+use super::shards::{self, Shards};
 use crate::cluster::authz::SarAuthorizer;
 use crate::cluster::prereq::{self, Access, Need};
 use crate::cluster::reload::{self, Sources, Supervisor};
@@ -231,11 +231,9 @@ async fn share(leader: &Leader, elector: &Elector, shard_electors: &[Elector]) {
             .zip(0..)
             .map(|(e, i)| campaign(i, e, &shards, &taken)),
     );
-    let on_taken =
-        futures::stream::unfold(
-            on_taken,
-            |mut rx| async move { rx.recv().await.map(|()| ((), rx)) },
-        );
+    let on_taken = futures::stream::unfold(on_taken, |mut rx| async move {
+        rx.recv().await.map(|()| ((), rx))
+    });
     let audit = by_turns(elector, || async {
         let _audit = leader.audit();
         std::future::pending::<()>().await
@@ -262,9 +260,7 @@ async fn campaign(
     // start together share the shards rather than the first taking all.
     tokio::time::sleep(every.mul_f64(crate::cluster::watch::jitter_fraction())).await;
     loop {
-        let term = elector
-            .acquire_after(|| shards.patience(every))
-            .await;
+        let term = elector.acquire_after(|| shards.patience(every)).await;
         shards.set(i, true);
         tracing::info!(shard = i, "reconciling the shard's groups");
         let _ = taken.send(());
@@ -346,7 +342,10 @@ impl Leader {
 /// [`reconcile`] of a group whose shard this replica holds, dropped where
 /// it waits if the shard's term ends first; other groups are left alone.
 async fn reconcile_held(rg: Arc<ResourceGroup>, ctx: Arc<Context>) -> Result<Action, Error> {
-    let Some(held) = ctx.shards.hold(rg.namespace().as_deref().unwrap_or_default()) else {
+    let Some(held) = ctx
+        .shards
+        .hold(rg.namespace().as_deref().unwrap_or_default())
+    else {
         // Another replica's (or, until taken, nobody's: taking a shard
         // wakes every group).
         return Ok(Action::await_change());

@@ -81,7 +81,9 @@ impl Shards {
 
     /// The shard of `namespace` if this replica holds it now.
     pub fn hold(&self, namespace: &str) -> Option<Held> {
-        let s = self.held.get(usize::from(shard_of(namespace, self.count())))?;
+        let s = self
+            .held
+            .get(usize::from(shard_of(namespace, self.count())))?;
         let rx = s.subscribe();
         let held = *rx.borrow();
         held.then_some(Held(rx))

@@ -196,7 +196,6 @@ fn a_pass_visits_its_own_members_however_many_groups_share_the_namespace() {
         crowded, alone,
         "with {OTHERS} other groups in the namespace a pass observes as much as alone"
     );
-
 }
 
 /// kube-apiserver's request counts by (resource, verb), for the kinds a
@@ -206,7 +205,10 @@ fn requests(c: &TestCluster) -> std::collections::BTreeMap<(String, String), u64
     ok(&out, "kube-apiserver metrics");
     let mut by = std::collections::BTreeMap::new();
     let text = String::from_utf8_lossy(&out.stdout);
-    for l in text.lines().filter(|l| l.starts_with("apiserver_request_total{")) {
+    for l in text
+        .lines()
+        .filter(|l| l.starts_with("apiserver_request_total{"))
+    {
         let label = |k: &str| l.split(&format!("{k}=\"")).nth(1)?.split('"').next();
         let (Some(resource), Some(verb)) = (label("resource"), label("verb")) else {
             continue;
@@ -214,8 +216,13 @@ fn requests(c: &TestCluster) -> std::collections::BTreeMap<(String, String), u64
         if !["configmaps", "resourcegroups", "subjectaccessreviews"].contains(&resource) {
             continue;
         }
-        let n = l.rsplit(' ').next().and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
-        *by.entry((resource.to_string(), verb.to_string())).or_default() += n as u64;
+        let n = l
+            .rsplit(' ')
+            .next()
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0);
+        *by.entry((resource.to_string(), verb.to_string()))
+            .or_default() += n as u64;
     }
     by
 }
@@ -231,7 +238,10 @@ fn a_restart_over_converged_groups_lists_once_decides_from_caches_and_writes_not
     let ctl = Controller::start(&c, dir.path(), &["--no-leader-election"]);
     let groups: Vec<Value> = (0..GROUPS).map(|i| group(&ns, &format!("g-{i}"))).collect();
     let list = json!({"apiVersion": "v1", "kind": "List", "items": groups});
-    ok(&c.kubectl_stdin(&["apply", "-f", "-"], &list.to_string()), "the groups");
+    ok(
+        &c.kubectl_stdin(&["apply", "-f", "-"], &list.to_string()),
+        "the groups",
+    );
     wait_ready(&c, &ctl, &ns, GROUPS);
     quiet(&ctl);
     drop(ctl);
@@ -253,7 +263,10 @@ fn a_restart_over_converged_groups_lists_once_decides_from_caches_and_writes_not
     }
     let (passes, observed, writes) = quiet(&ctl);
     let log = ctl.log();
-    assert_eq!(writes, 0, "a restart writes nothing for converged groups:\n{log}");
+    assert_eq!(
+        writes, 0,
+        "a restart writes nothing for converged groups:\n{log}"
+    );
     assert_eq!(
         ctl.counter("interlock_controller_reconcile_errors_total"),
         0,

@@ -183,16 +183,33 @@ fn three_replicas_share_the_groups_by_shard_and_take_over_a_dead_ones() {
     let victims_groups = by_replica[&victim].clone();
     let target = victims_groups.iter().next().expect("a group").clone();
     drop(replicas.remove(&victim));
-    apply_group(c, &target, "g", json!([config_map("m", json!({"k": "v2"}))]));
+    apply_group(
+        c,
+        &target,
+        "g",
+        json!([config_map("m", json!({"k": "v2"}))]),
+    );
     // A bound on correctness, generous: the lease expires (9 s), a
     // survivor's next attempt takes it (every 3 s, 6 s for one that holds
     // shards), then one pass.
     let start = Instant::now();
-    wait("the dead replica's group converges", Duration::from_secs(30), &all_logs, || {
-        let out = c.kubectl(&["get", "-n", &target, "configmap/m", "-o", "jsonpath={.data.k}"]);
-        let v = String::from_utf8_lossy(&out.stdout).to_string();
-        (v == "v2", v)
-    });
+    wait(
+        "the dead replica's group converges",
+        Duration::from_secs(30),
+        &all_logs,
+        || {
+            let out = c.kubectl(&[
+                "get",
+                "-n",
+                &target,
+                "configmap/m",
+                "-o",
+                "jsonpath={.data.k}",
+            ]);
+            let v = String::from_utf8_lossy(&out.stdout).to_string();
+            (v == "v2", v)
+        },
+    );
     wait_condition(c, &target, "g", "Ready", "True", all_logs);
     eprintln!("taken over and converged in {:?}", start.elapsed());
 
@@ -220,6 +237,9 @@ fn three_replicas_share_the_groups_by_shard_and_take_over_a_dead_ones() {
             );
         }
     }
-    let took_over = seen.iter().find(|(_, s)| s.contains(&target)).map(|(id, _)| *id);
+    let took_over = seen
+        .iter()
+        .find(|(_, s)| s.contains(&target))
+        .map(|(id, _)| *id);
     assert!(took_over.is_some(), "a survivor reconciled {target}");
 }

@@ -14,6 +14,7 @@
 //! in time) they are dropped where they wait, before any other replica may
 //! take the lease (the renew deadline of [`super::lease`]).
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 use tokio::sync::watch;
 
@@ -33,19 +34,27 @@ pub fn lease_name(base: &str, i: u16) -> String {
     format!("{base}-shard-{i}")
 }
 
-/// Which shards this replica holds now.
+/// Which shards this replica holds now: per shard, the number of the
+/// term it is held in (`None`: not held).
 pub struct Shards {
-    held: Vec<watch::Sender<bool>>,
+    held: Vec<watch::Sender<Option<u64>>>,
+    terms: AtomicU64,
 }
 
-/// A shard held when a reconcile started: [`Held::lost`] resolves when its
-/// term ends.
-pub struct Held(watch::Receiver<bool>);
+/// A shard held when a reconcile started: [`Held::lost`] resolves when
+/// that term ends. By its number: a term lost and another won before the
+/// reconcile looked is a loss too (another replica may have held the
+/// shard in between).
+pub struct Held {
+    rx: watch::Receiver<Option<u64>>,
+    term: u64,
+}
 
 impl Held {
     pub async fn lost(mut self) {
+        let term = Some(self.term);
         // An error means the sender is gone: the term is over too.
-        let _ = self.0.wait_for(|held| !*held).await;
+        let _ = self.rx.wait_for(|now| *now != term).await;
     }
 }
 
@@ -53,7 +62,8 @@ impl Shards {
     /// `count` shards, none held.
     pub fn new(count: u16) -> Shards {
         Shards {
-            held: (0..count.max(1)).map(|_| watch::channel(false).0).collect(),
+            held: (0..count.max(1)).map(|_| watch::channel(None).0).collect(),
+            terms: AtomicU64::new(0),
         }
     }
 
@@ -68,15 +78,17 @@ impl Shards {
         self.held.len() as u16
     }
 
+    /// A term of `shard` begins (`held`) or ends.
     pub fn set(&self, shard: u16, held: bool) {
         if let Some(s) = self.held.get(usize::from(shard)) {
-            s.send_replace(held);
+            let term = held.then(|| self.terms.fetch_add(1, Ordering::Relaxed));
+            s.send_replace(term);
         }
     }
 
     /// How many shards this replica holds.
     pub fn holding(&self) -> usize {
-        self.held.iter().filter(|s| *s.borrow()).count()
+        self.held.iter().filter(|s| s.borrow().is_some()).count()
     }
 
     /// The shard of `namespace` if this replica holds it now.
@@ -85,8 +97,8 @@ impl Shards {
             .held
             .get(usize::from(shard_of(namespace, self.count())))?;
         let rx = s.subscribe();
-        let held = *rx.borrow();
-        held.then_some(Held(rx))
+        let term = (*rx.borrow())?;
+        Some(Held { rx, term })
     }
 
     /// How long to wait before trying to take a free shard: a replica that
@@ -135,6 +147,14 @@ mod tests {
         shards.set(mine, false);
         lost.await.expect("resolves when the term ends");
         assert!(shards.hold(ns).is_none());
+
+        // Lost and won again before the pass looked: still its term's end.
+        shards.set(mine, true);
+        let held = shards.hold(ns).expect("held");
+        shards.set(mine, false);
+        shards.set(mine, true);
+        held.lost().await;
+        assert!(shards.hold(ns).is_some(), "held in a new term");
     }
 
     #[test]

@@ -1,0 +1,469 @@
+//! Compiling policy documents: bindings attach to their policies,
+//! expressions are type-checked, indexes are declared.
+
+use super::*;
+
+impl PolicySet {
+    /// [`PolicySet::compile`] for documents as the manifest loader reads
+    /// them (files, the bundled library).
+    pub fn compile_documents(
+        docs: Vec<crate::manifest::Document>,
+        inventory: &mut Inventory,
+    ) -> (PolicySet, Vec<PolicyError>) {
+        let pairs: Vec<(Json, Source)> = docs
+            .iter()
+            .map(|d| (d.value.clone(), Source::of(d)))
+            .collect();
+        let (set, mut errors) = PolicySet::compile(&pairs, inventory);
+        for e in errors.iter_mut().filter(|e| e.expression.is_some()) {
+            if let Some(d) = docs.iter().find(|d| Source::of(d) == e.location) {
+                e.locate(d);
+            }
+        }
+        (set, errors)
+    }
+
+    /// Compiles every policy document; bindings attach to their policies.
+    /// Indexes are declared in `inventory`. Documents that fail are
+    /// reported and left out; the rest load.
+    pub fn compile(
+        docs: &[(Json, Source)],
+        inventory: &mut Inventory,
+    ) -> (PolicySet, Vec<PolicyError>) {
+        let mut policies: Vec<CompiledPolicy> = Vec::new();
+        let mut exception_list = Vec::new();
+        let mut errors = Vec::new();
+        let mut bindings = Vec::new();
+        let mut exception_sources = Vec::new();
+        for (doc, source) in docs {
+            let name = doc
+                .pointer("/metadata/name")
+                .and_then(Json::as_str)
+                .unwrap_or("<unnamed>")
+                .to_string();
+            let err = |message: String| PolicyError {
+                location: source.clone(),
+                column: None,
+                policy: name.clone(),
+                message,
+                expression: None,
+            };
+            let kind = match doc.get("kind").and_then(Json::as_str) {
+                Some(k) if exceptions::is_exception_kind(k) => {
+                    match exceptions::Exception::parse(&name, doc) {
+                        Ok(e) => {
+                            exception_list.push(e);
+                            exception_sources.push(source.clone());
+                        }
+                        Err(e) => errors.push(err(e.0)),
+                    }
+                    continue;
+                }
+                Some("ValidatingAdmissionPolicyBinding") => {
+                    match spec::<BindingSpec>(doc) {
+                        Ok(b) => bindings.push((name.clone(), b, source.clone())),
+                        Err(e) => errors.push(err(e.0)),
+                    }
+                    continue;
+                }
+                Some("ValidatingAdmissionPolicy") => PolicyKind::Vap,
+                Some("InterlockPolicy") => PolicyKind::Interlock,
+                other => {
+                    errors.push(err(format!(
+                        "not a policy document (kind {other:?}); expected ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding or InterlockPolicy"
+                    )));
+                    continue;
+                }
+            };
+            match spec::<PolicySpec>(doc)
+                .map_err(Failure::from)
+                .and_then(|s| compile_policy(&name, kind, s, inventory))
+            {
+                Ok(mut p) => {
+                    p.source = source.clone();
+                    policies.push(p);
+                }
+                Err(f) => errors.push(PolicyError {
+                    expression: f.expression,
+                    ..err(f.message)
+                }),
+            }
+        }
+        for (name, b, source) in bindings {
+            let actions: Result<Vec<Action>, String> = b
+                .validation_actions
+                .iter()
+                .map(|a| {
+                    Action::parse(a).ok_or_else(|| {
+                        format!(
+                            "spec.validationActions: unknown action {a:?}; use Deny, Warn or Audit"
+                        )
+                    })
+                })
+                .collect();
+            let actions = match actions {
+                Ok(a) if a.is_empty() => {
+                    Err("spec.validationActions must not be empty".to_string())
+                }
+                other => other,
+            };
+            let result = actions.and_then(|actions| {
+                let policy = policies
+                    .iter_mut()
+                    .find(|p| p.kind == PolicyKind::Vap && p.name == b.policy_name)
+                    .ok_or_else(|| {
+                        format!("binds policy {:?}, which was not loaded", b.policy_name)
+                    })?;
+                if policy.param_kind.is_some() && b.param_ref.is_none() {
+                    return Err(
+                        "the policy has a paramKind, so the binding needs a paramRef".to_string(),
+                    );
+                }
+                policy.bindings.push(Binding {
+                    name: Some(name.clone()),
+                    actions,
+                    admission_actions: None,
+                    check_actions: None,
+                    matcher: b.match_resources,
+                    param_ref: b.param_ref,
+                });
+                Ok(())
+            });
+            if let Err(message) = result {
+                errors.push(PolicyError {
+                    location: source,
+                    column: None,
+                    policy: name,
+                    message,
+                    expression: None,
+                });
+            }
+        }
+        // An exception for a policy that is not loaded (a typo) excepts
+        // nothing: say so rather than let the policy deny unexpectedly.
+        for (e, source) in exception_list.iter().zip(exception_sources) {
+            for p in e.policies() {
+                if !policies.iter().any(|c| &c.name == p) {
+                    errors.push(PolicyError {
+                        location: source.clone(),
+                        column: None,
+                        policy: e.name.clone(),
+                        message: format!("spec.policies: {p:?} is not a loaded policy"),
+                        expression: None,
+                    });
+                }
+            }
+        }
+        let set = PolicySet {
+            policies: policies.into(),
+            exceptions: exception_list.into(),
+            cluster_exceptions: Arc::default(),
+        };
+        (set, errors)
+    }
+}
+
+pub(super) fn compile_policy(
+    name: &str,
+    kind: PolicyKind,
+    spec: PolicySpec,
+    inventory: &mut Inventory,
+) -> Result<CompiledPolicy, Failure> {
+    let mut env = match kind {
+        PolicyKind::Vap => Env::kubernetes(),
+        PolicyKind::Interlock => Env::interlock(),
+    };
+    let slots = Slots {
+        object: env.add_variable("object"),
+        old_object: env.add_variable("oldObject"),
+        request: env.add_typed_variable("request", checker::request_type()),
+        params: env.add_variable("params"),
+        namespace_object: env.add_typed_variable("namespaceObject", checker::namespace_type()),
+        authorizer: env.add_typed_variable("authorizer", Ty::Named(k8s_authz::AUTHORIZER.into())),
+        request_resource: env.add_typed_variable(
+            "authorizer.requestResource",
+            Ty::Named(k8s_authz::RESOURCE_CHECK.into()),
+        ),
+    };
+    if kind == PolicyKind::Vap && spec.param_kind.is_none() {
+        env.hide_variable("params");
+    }
+    host::declare(&mut env, kind == PolicyKind::Interlock);
+    env.enable_lazy_variables();
+    let failure_policy = match spec.failure_policy.as_deref() {
+        None | Some("Fail") => FailurePolicy::Fail,
+        Some("Ignore") => FailurePolicy::Ignore,
+        Some(other) => {
+            return Err(format!("spec.failurePolicy: {other:?} is not Fail or Ignore").into())
+        }
+    };
+    let matcher = spec
+        .match_constraints
+        .clone()
+        .ok_or("spec.matchConstraints is required: say which resources the policy applies to")?;
+    let vap = kind == PolicyKind::Vap;
+    // `field` is the expression's JSON pointer below spec, as
+    // `validations/0/expression`; messages spell it `spec.validations[0].expression`.
+    let compile_as =
+        |env: &Env, field: String, src: &str, want: &[Ty]| -> Result<Program, Failure> {
+            let failure = |e: CompileError| Failure {
+                message: format!("{}: {e}", field_name(&field)),
+                expression: Some((format!("/spec/{field}"), e)),
+            };
+            // kube-apiserver compares the result type before it plans the
+            // program.
+            let checked = env.check_expression(src).map_err(failure)?;
+            match checked.static_type() {
+                Some(t) if vap && !want.is_empty() && *t != Ty::Unknown && !want.contains(t) => {
+                    Err(format!("{}: {}", field_name(&field), must_evaluate_to(want, t)).into())
+                }
+                _ => checked.plan().map_err(failure),
+            }
+        };
+    let compile = |env: &Env, field: String, src: &str| compile_as(env, field, src, &[Ty::Bool]);
+    let compile_string =
+        |env: &Env, field: String, src: &str| compile_as(env, field, src, &[Ty::String]);
+    let mut variables = Vec::new();
+    for (i, v) in spec.variables.iter().enumerate() {
+        let program = compile_as(
+            &env,
+            format!("variables/{i}/expression"),
+            &v.expression,
+            &[],
+        )?;
+        let ty = program.static_type().cloned().unwrap_or(Ty::Dyn);
+        // kube-apiserver declares a variable of an object type as `dyn`.
+        let ty = if vap {
+            typecheck::variable_type(&ty)
+        } else {
+            ty
+        };
+        variables.push(program);
+        env.add_typed_lazy_variable(&v.name, ty);
+    }
+    let match_conditions: Vec<(String, Program)> = spec
+        .match_conditions
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            Ok((
+                c.name.clone(),
+                compile(
+                    &env,
+                    format!("matchConditions/{i}/expression"),
+                    &c.expression,
+                )?,
+            ))
+        })
+        .collect::<Result<_, Failure>>()?;
+    // kube-apiserver declares no authorizer for messageExpressions.
+    let mut message_env = env.clone();
+    message_env.hide_variable("authorizer");
+    message_env.hide_variable("authorizer.requestResource");
+    let mut validations = Vec::new();
+    for (i, v) in spec.validations.iter().enumerate() {
+        validations.push(CompiledValidation {
+            expression: compile(&env, format!("validations/{i}/expression"), &v.expression)?,
+            message: v.message.clone(),
+            message_expression: v
+                .message_expression
+                .as_deref()
+                .map(|m| {
+                    compile_string(
+                        &message_env,
+                        format!("validations/{i}/messageExpression"),
+                        m,
+                    )
+                })
+                .transpose()?,
+            reason: v.reason.clone(),
+        });
+    }
+    let audit_annotations: Vec<(String, Program)> = spec
+        .audit_annotations
+        .iter()
+        .enumerate()
+        .map(|(i, a)| {
+            Ok((
+                a.key.clone(),
+                compile_as(
+                    &env,
+                    format!("auditAnnotations/{i}/valueExpression"),
+                    &a.value_expression,
+                    &[Ty::String, Ty::Null],
+                )?,
+            ))
+        })
+        .collect::<Result<_, Failure>>()?;
+    let mutations: Vec<Program> = spec
+        .mutations
+        .iter()
+        .enumerate()
+        .map(|(i, m)| match (m.patch_type.as_str(), &m.json_patch) {
+            ("JSONPatch", Some(p)) => compile_as(&env, format!("mutations/{i}/jsonPatch/expression"), &p.expression, &[]),
+            (t, _) => Err(format!("spec.mutations[{i}]: patchType {t:?} is not supported; use JSONPatch with jsonPatch.expression").into()),
+        })
+        .collect::<Result<_, Failure>>()?;
+    let mut indexes = HashMap::new();
+    for (i, ix) in spec.indexes.iter().enumerate() {
+        let id = inventory
+            .declare_index(&ix.api_version, &ix.kind, &ix.keys)
+            .map_err(|e| format!("spec.indexes[{i}].keys ({}): {e}", ix.name))?;
+        indexes.insert(ix.name.clone(), id);
+    }
+    if kind == PolicyKind::Vap && !spec.claims.is_empty() {
+        return Err("spec.claims is an InterlockPolicy field".into());
+    }
+    let claims = claims::compile(&spec.claims, &indexes)?;
+    let param_kind_version = spec
+        .param_kind
+        .as_ref()
+        .map(|p| GroupVersionKind::from_api_version(p.api_version.as_str(), p.kind.as_str()));
+    let param_kind = param_kind_version
+        .as_ref()
+        .map(GroupVersionKind::group_kind);
+    let mut bindings = Vec::new();
+    let parse_actions = |field: &str, list: &[String]| -> Result<Vec<Action>, String> {
+        list.iter()
+            .map(|a| {
+                Action::parse(a).ok_or_else(|| {
+                    format!("spec.{field}: unknown action {a:?}; use Deny, Warn or Audit")
+                })
+            })
+            .collect()
+    };
+    if kind == PolicyKind::Vap && !spec.admission_actions.is_empty() {
+        return Err("spec.admissionActions is an InterlockPolicy field; a ValidatingAdmissionPolicy's actions are its bindings' validationActions".into());
+    }
+    if kind == PolicyKind::Vap && !spec.check_actions.is_empty() {
+        return Err("spec.checkActions is an InterlockPolicy field; a ValidatingAdmissionPolicy's actions are its bindings' validationActions".into());
+    }
+    if kind == PolicyKind::Interlock {
+        let actions = if spec.validation_actions.is_empty() {
+            vec![Action::Deny]
+        } else {
+            parse_actions("validationActions", &spec.validation_actions)?
+        };
+        let admission_actions = if spec.admission_actions.is_empty() {
+            None
+        } else {
+            Some(parse_actions("admissionActions", &spec.admission_actions)?)
+        };
+        let check_actions = if spec.check_actions.is_empty() {
+            None
+        } else {
+            Some(parse_actions("checkActions", &spec.check_actions)?)
+        };
+        if param_kind.is_some() && spec.param_ref.is_none() {
+            return Err("spec.paramKind is set, so spec.paramRef is required".into());
+        }
+        bindings.push(Binding {
+            name: None,
+            actions,
+            admission_actions,
+            check_actions,
+            matcher: None,
+            param_ref: spec.param_ref.clone(),
+        });
+    }
+    let mut kinds_read: Vec<GroupVersionKind> = spec
+        .indexes
+        .iter()
+        .map(|i| GroupVersionKind::from_api_version(i.api_version.as_str(), i.kind.as_str()))
+        .collect();
+    kinds_read.extend(param_kind_version.clone());
+    let programs = variables
+        .iter()
+        .chain(match_conditions.iter().map(|(_, p)| p))
+        .chain(
+            validations
+                .iter()
+                .flat_map(|v| std::iter::once(&v.expression).chain(v.message_expression.as_ref())),
+        )
+        .chain(audit_annotations.iter().map(|(_, a)| a))
+        .chain(mutations.iter());
+    let programs: Vec<&Program> = programs.collect();
+    let reads_request = programs.iter().any(|p| p.uses_global(slots.request));
+    let reads_old_object = programs.iter().any(|p| p.uses_global(slots.old_object));
+    let reads_authorizer = programs
+        .iter()
+        .any(|p| p.uses_global(slots.authorizer) || p.uses_global(slots.request_resource));
+    let expressions_read_inventory = programs.iter().any(|p| {
+        p.uses_global(slots.namespace_object)
+            || p.host_calls()
+                .iter()
+                .any(|(id, _)| *id != host::SELECTOR_MATCHES)
+    });
+    let mut computed_lookup = false;
+    let mut warnings = Vec::new();
+    for p in programs {
+        for (id, args) in p.host_calls() {
+            if matches!(id, host::GET | host::LIST) {
+                match (
+                    args.first().cloned().flatten(),
+                    args.get(1).cloned().flatten(),
+                ) {
+                    (Some(v), Some(k)) => {
+                        warnings.extend(resources::unknown_kind_warning(&v, &k));
+                        kinds_read.push(GroupVersionKind::from_api_version(v, k));
+                    }
+                    _ => {
+                        computed_lookup = true;
+                        tracing::warn!(policy = name, "an inventory lookup names its kind with a non-constant; that kind is not watched")
+                    }
+                }
+            }
+        }
+    }
+    if computed_lookup {
+        warnings.push("an inventory lookup computes its apiVersion or kind: `serve` cannot know to watch that kind, so at admission the lookup finds only objects of kinds watched for other lookups; name the kind with a constant (one lookup per kind)".into());
+    }
+    warnings.dedup();
+    Ok(CompiledPolicy {
+        group_kinds_read: kinds_read
+            .iter()
+            .map(GroupVersionKind::group_kind)
+            .collect(),
+        kinds_read,
+        computed_lookup,
+        reads_request,
+        reads_old_object,
+        reads_authorizer,
+        expressions_read_inventory,
+        name: name.to_string(),
+        kind,
+        source: Source {
+            file: String::new(),
+            line: 0,
+        },
+        failure_policy,
+        param_kind,
+        param_kind_version,
+        matcher,
+        match_conditions,
+        variables,
+        validations,
+        audit_annotations,
+        mutations,
+        indexes,
+        claims,
+        bindings,
+        slots,
+        env,
+        warnings,
+    })
+}
+
+/// `validations/0/expression` as `spec.validations[0].expression`.
+pub(super) fn field_name(pointer: &str) -> String {
+    let mut out = String::from("spec");
+    for seg in pointer.split('/') {
+        if seg.bytes().all(|b| b.is_ascii_digit()) {
+            out.push_str(&format!("[{seg}]"));
+        } else {
+            out.push('.');
+            out.push_str(seg);
+        }
+    }
+    out
+}

@@ -13,10 +13,9 @@ use std::sync::Arc;
 mod access;
 mod eval;
 
-pub use access::{has, index_value, select};
 use access::*;
+pub use access::{has, index_value, select};
 pub use eval::Ctx;
-
 
 /// A compiled expression node. Names are already slots; functions are
 /// already implementations.

@@ -147,8 +147,11 @@ async fn discover(client: &Client) -> Api<DynamicObject> {
         match kube::discovery::pinned_kind(client, &gvk).await {
             Ok((ar, _)) => return Api::all_with(client.clone(), &ar),
             Err(e) => {
-                let wait =
-                    super::watch::backoff(attempt, Duration::from_secs(1), Duration::from_secs(60));
+                let wait = super::backoff::capped(
+                    attempt,
+                    Duration::from_secs(1),
+                    Duration::from_secs(60),
+                );
                 if attempt == 0 {
                     tracing::info!(error = %e, "InterlockException is not served (CRD not installed?): only file exceptions apply until it is");
                 }

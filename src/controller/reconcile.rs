@@ -709,8 +709,7 @@ fn refusal(e: &Error) -> (&'static str, String) {
 
 /// `d` ± 20%, never in lockstep with other groups.
 pub fn jittered(d: Duration) -> Duration {
-    let f = 0.8 + 0.4 * crate::cluster::watch::jitter_fraction();
-    d.mul_f64(f)
+    crate::cluster::backoff::spread(d)
 }
 
 #[cfg(test)]

@@ -272,8 +272,12 @@ pub fn error_policy(rg: Arc<ResourceGroup>, e: &Error, ctx: Arc<Context>) -> Act
 
 /// The wait before retry number `attempt` (1-based).
 pub fn backoff(attempt: u32) -> Duration {
-    let exp = Duration::from_secs(1).saturating_mul(1u32 << attempt.saturating_sub(1).min(16));
-    jittered(exp.min(Duration::from_secs(300)))
+    let exp = crate::cluster::backoff::exponential(
+        attempt.saturating_sub(1),
+        Duration::from_secs(1),
+        Duration::from_secs(300),
+    );
+    jittered(exp)
 }
 
 #[cfg(test)]

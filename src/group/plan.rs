@@ -21,14 +21,13 @@ use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap};
 
-
 mod deletion;
 mod members;
 mod status;
 
 use deletion::*;
-pub use members::{owned_by, owner_reference};
 use members::*;
+pub use members::{owned_by, owner_reference};
 use status::*;
 /// The group being reconciled: what of its metadata the plan needs.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -538,7 +538,10 @@ pub(super) fn truncate(s: &str, max: usize) -> &str {
 
 /// The Namespace of a namespaced request, from the inventory; offline a
 /// namespace not given as a file is assumed to exist with only its name label.
-pub(super) fn namespace_object<'i>(req: &Request, inv: &'i dyn Lookup) -> Option<std::borrow::Cow<'i, Json>> {
+pub(super) fn namespace_object<'i>(
+    req: &Request,
+    inv: &'i dyn Lookup,
+) -> Option<std::borrow::Cow<'i, Json>> {
     if !req.is_namespaced() {
         return None;
     }

@@ -26,7 +26,7 @@ pub mod typecheck;
 pub use errors::{ExpressionError, PolicyError, SpecError};
 pub use finding::Action;
 pub use mutate::MutationError;
-pub use request::{OFFLINE_USER, OldObject, Operation, Request, RequestAuthorizer, RequestShape};
+pub use request::{OldObject, Operation, Request, RequestAuthorizer, RequestShape, OFFLINE_USER};
 
 use errors::*;
 use evaluate::*;
@@ -267,7 +267,6 @@ pub fn is_policy_document(doc: &Json) -> bool {
 }
 
 impl PolicySet {
-
     pub fn len(&self) -> usize {
         self.policies.len()
     }
@@ -284,7 +283,6 @@ impl PolicySet {
         self.policies.is_empty()
     }
 }
-
 
 impl CompiledPolicy {
     pub fn failure_policy(&self) -> FailurePolicy {
@@ -314,7 +312,6 @@ impl CompiledPolicy {
                 .contains(&Action::Deny)
         })
     }
-
 }
 
 #[cfg(test)]

@@ -37,7 +37,11 @@ impl PolicySet {
 }
 
 impl CompiledPolicy {
-    pub(super) fn mutation_ops(&self, req: &Request, inv: &dyn Lookup) -> Result<Vec<Json>, String> {
+    pub(super) fn mutation_ops(
+        &self,
+        req: &Request,
+        inv: &dyn Lookup,
+    ) -> Result<Vec<Json>, String> {
         self.with_activation(req, &Shared::default(), inv, None, |act, _| {
             for (name, cond) in &self.match_conditions {
                 match cond.eval(act) {

@@ -387,7 +387,11 @@ impl<'a, 'e> Ctx<'a, 'e> {
     /// map: a repeated key replaces the value, an empty optional entry
     /// deletes the key. Under the CEL specification's rules (`spec`), keys
     /// are ints, uints, bools and strings, and a repeated one is an error.
-    pub(super) fn map(&mut self, items: &[(Node, Node, bool)], spec: bool) -> EvalResult<Value<'a>> {
+    pub(super) fn map(
+        &mut self,
+        items: &[(Node, Node, bool)],
+        spec: bool,
+    ) -> EvalResult<Value<'a>> {
         // A key and a value per entry.
         self.alloc_values(items.len().saturating_mul(2))?;
         let mut out = OwnedMap::with_capacity_and_hasher(items.len(), Default::default());
@@ -428,7 +432,10 @@ impl<'a, 'e> Ctx<'a, 'e> {
         Ok(Value::map(out))
     }
 
-    pub(super) fn structure(&mut self, fields: &[(Str<'static>, Node, bool)]) -> EvalResult<Value<'a>> {
+    pub(super) fn structure(
+        &mut self,
+        fields: &[(Str<'static>, Node, bool)],
+    ) -> EvalResult<Value<'a>> {
         let mut out = OwnedMap::with_capacity_and_hasher(fields.len(), Default::default());
         for (name, n, optional) in fields {
             let mut v = self.eval(n)?;
@@ -459,7 +466,12 @@ impl<'a, 'e> Ctx<'a, 'e> {
         result
     }
 
-    pub(super) fn iterate(&mut self, c: &Comprehension, range: Value<'a>, accu_slot: usize) -> EvalResult<()> {
+    pub(super) fn iterate(
+        &mut self,
+        c: &Comprehension,
+        range: Value<'a>,
+        accu_slot: usize,
+    ) -> EvalResult<()> {
         let items: Vec<(Value<'a>, Value<'a>)> = match &range {
             Value::List(l) => {
                 if c.two_vars {

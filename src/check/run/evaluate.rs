@@ -251,7 +251,12 @@ impl ApplyUnits {
     /// Whether some copy of `key` is applied together with item `i`. A key
     /// no input gives (the baseline inventory, a made object) is taken as
     /// applied with everything.
-    pub(super) fn applied_with(&self, key: &ObjectKey, i: usize, duplicated: &Duplicated<'_>) -> bool {
+    pub(super) fn applied_with(
+        &self,
+        key: &ObjectKey,
+        i: usize,
+        duplicated: &Duplicated<'_>,
+    ) -> bool {
         let Some(&first) = duplicated.sources.get(key) else {
             return true;
         };

@@ -94,7 +94,11 @@ impl Item {
     /// that makes Pods, see `k8s::pod_template`): each checked as a
     /// PodTemplate, its findings reported on `d` at the template's line.
     /// Not in the inventory: nothing in a cluster stores them.
-    pub(super) fn templates_of(d: &Document, policies: &PolicySet, opts: &CheckOptions) -> Vec<Item> {
+    pub(super) fn templates_of(
+        d: &Document,
+        policies: &PolicySet,
+        opts: &CheckOptions,
+    ) -> Vec<Item> {
         if !pod_template::has_embedded(&d.value) {
             return vec![];
         }
@@ -221,7 +225,10 @@ pub(super) fn non_string_metadata(d: &Document) -> Vec<InputError> {
     out
 }
 
-pub(super) fn group_finding(f: &crate::group::crd::GroupFinding, source: &SourceLocation) -> Finding {
+pub(super) fn group_finding(
+    f: &crate::group::crd::GroupFinding,
+    source: &SourceLocation,
+) -> Finding {
     use crate::group::crd::FindingAction;
     Finding {
         policy: f.policy.clone(),

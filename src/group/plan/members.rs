@@ -211,7 +211,10 @@ pub(super) fn read_member<'a>(
 /// Applying the group onto itself would overwrite its own spec.
 pub(super) fn is_the_group(key: &Key, g: &GroupRef) -> bool {
     let (group, kind, namespace, name) = key;
-    group == crate::group::crd::GROUP && kind == KIND && *namespace == g.namespace && *name == g.name
+    group == crate::group::crd::GROUP
+        && kind == KIND
+        && *namespace == g.namespace
+        && *name == g.name
 }
 
 pub(super) fn refused_member<'a>(raw: &Value, namespace: &str, e: &MemberError) -> Entry<'a> {

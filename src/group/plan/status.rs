@@ -356,7 +356,11 @@ pub(super) fn wait_condition(
     stamp.condition(READY, ConditionStatus::False, r, &m)
 }
 
-pub(super) fn valid_condition(input: &PlanInput<'_>, s: &Summary<'_, '_>, stamp: &Stamp<'_>) -> Condition {
+pub(super) fn valid_condition(
+    input: &PlanInput<'_>,
+    s: &Summary<'_, '_>,
+    stamp: &Stamp<'_>,
+) -> Condition {
     if let Some((r, m)) = s.problems.summary(&INVALID_REASONS) {
         return stamp.condition(VALID, ConditionStatus::False, r, &m);
     }
@@ -444,7 +448,11 @@ pub(super) fn applied_condition(
     stamp.condition(APPLIED, status, why, &message)
 }
 
-pub(super) fn ready_condition(applied: &Condition, members: &[MemberStatus], stamp: &Stamp<'_>) -> Condition {
+pub(super) fn ready_condition(
+    applied: &Condition,
+    members: &[MemberStatus],
+    stamp: &Stamp<'_>,
+) -> Condition {
     use ConditionStatus::{False, True};
     if applied.status != True {
         return stamp.condition(READY, False, &applied.reason, "members are not all applied");

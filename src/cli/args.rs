@@ -87,6 +87,16 @@ value_enum! {
     }
 }
 
+/// A duration flag that was a number of seconds before it took Go
+/// durations: a bare number still means seconds, anything else goes
+/// through the one duration parser.
+fn parse_seconds_or_duration(s: &str) -> Result<Duration, crate::k8s::duration::DurationError> {
+    match s.parse::<u64>() {
+        Ok(secs) => Ok(Duration::from_secs(secs)),
+        Err(_) => parse_duration(s),
+    }
+}
+
 value_enum! {
     /// Log output format.
     LogFormatArg => crate::server::LogFormat {
@@ -301,14 +311,16 @@ pub struct AuditArgs {
     /// PolicyReports and interlock_audit_* metrics (docs/audit.md).
     #[arg(long)]
     pub audit: bool,
-    /// Seconds between full audit passes (every object, changed or not).
+    /// Time between full audit passes (every object, changed or not): a
+    /// Go duration (`1h`, `1m30s`), or a number of seconds.
     #[arg(
         long,
-        value_name = "SECONDS",
-        default_value_t = 3600,
+        value_name = "DURATION",
+        default_value = "1h",
+        value_parser = parse_seconds_or_duration,
         requires = "audit"
     )]
-    pub audit_interval: u64,
+    pub audit_interval: Duration,
     /// The audit's report kinds: policyreport (wgpolicyk8s.io/v1alpha2),
     /// openreports (openreports.io/v1alpha1), or auto: OpenReports when
     /// the cluster serves it, else PolicyReport.
@@ -321,7 +333,7 @@ impl AuditArgs {
     pub fn companion(&self) -> Option<Arc<dyn Companion>> {
         self.audit.then(|| {
             Arc::new(LiveAudit::new(LiveOptions {
-                full_interval: Duration::from_secs(self.audit_interval.max(1)),
+                full_interval: self.audit_interval.max(Duration::from_secs(1)),
                 report_format: self.audit_report_format.into(),
                 ..LiveOptions::default()
             })) as Arc<dyn Companion>

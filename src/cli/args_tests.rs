@@ -72,3 +72,24 @@ fn certs_hosts() {
     assert_eq!(a.hosts, ["a.svc", "127.0.0.1", "b"]);
     assert!(Cli::try_parse_from(["interlock", "certs", "--out", "d"]).is_err());
 }
+
+#[derive(Parser)]
+struct AuditCli {
+    #[command(flatten)]
+    audit: AuditArgs,
+}
+
+#[test]
+fn audit_interval_takes_go_durations_and_still_bare_seconds() {
+    let parse = |extra: &[&str]| {
+        let args = ["interlock", "--audit"].iter().chain(extra);
+        AuditCli::try_parse_from(args).map(|c| c.audit.audit_interval)
+    };
+    assert_eq!(parse(&[]).expect("parses"), Duration::from_secs(3600));
+    for (given, secs) in [("1m30s", 90), ("3600", 3600), ("2h", 7200)] {
+        let got = parse(&["--audit-interval", given]).expect("parses");
+        assert_eq!(got, Duration::from_secs(secs), "{given}");
+    }
+    let err = parse(&["--audit-interval", "soon"]).err().expect("refused");
+    assert!(err.to_string().contains("--audit-interval"), "{err}");
+}

@@ -169,6 +169,79 @@ pub(super) fn compile_policy(
     spec: PolicySpec,
     inventory: &mut Inventory,
 ) -> Result<CompiledPolicy, Failure> {
+    let (mut env, slots) = policy_env(kind, &spec);
+    let failure_policy = failure_policy_of(&spec)?;
+    let matcher = spec
+        .match_constraints
+        .clone()
+        .ok_or("spec.matchConstraints is required: say which resources the policy applies to")?;
+    let expressions = Expressions::compile(&mut env, kind == PolicyKind::Vap, &spec)?;
+    let indexes = declare_indexes(&spec, inventory)?;
+    if kind == PolicyKind::Vap && !spec.claims.is_empty() {
+        return Err("spec.claims is an InterlockPolicy field".into());
+    }
+    let claims = claims::compile(&spec.claims, &indexes)?;
+    let param_kind_version = spec
+        .param_kind
+        .as_ref()
+        .map(|p| GroupVersionKind::from_api_version(p.api_version.as_str(), p.kind.as_str()));
+    let param_kind = param_kind_version
+        .as_ref()
+        .map(GroupVersionKind::group_kind);
+    let bindings = own_binding(kind, &spec, param_kind.is_some())?
+        .into_iter()
+        .collect();
+    let mut kinds_read: Vec<GroupVersionKind> = spec
+        .indexes
+        .iter()
+        .map(|i| GroupVersionKind::from_api_version(i.api_version.as_str(), i.kind.as_str()))
+        .collect();
+    kinds_read.extend(param_kind_version.clone());
+    let reads = Reads::of(name, &slots, &expressions.programs(), &mut kinds_read);
+    let Expressions {
+        variables,
+        match_conditions,
+        validations,
+        audit_annotations,
+        mutations,
+    } = expressions;
+    Ok(CompiledPolicy {
+        group_kinds_read: kinds_read
+            .iter()
+            .map(GroupVersionKind::group_kind)
+            .collect(),
+        kinds_read,
+        computed_lookup: reads.computed_lookup,
+        reads_request: reads.request,
+        reads_old_object: reads.old_object,
+        reads_authorizer: reads.authorizer,
+        expressions_read_inventory: reads.inventory,
+        name: name.to_string(),
+        kind,
+        source: Source {
+            file: String::new(),
+            line: 0,
+        },
+        failure_policy,
+        param_kind,
+        param_kind_version,
+        matcher,
+        match_conditions,
+        variables,
+        validations,
+        audit_annotations,
+        mutations,
+        indexes,
+        claims,
+        bindings,
+        slots,
+        env,
+        warnings: reads.warnings,
+    })
+}
+
+/// The CEL environment of a policy of `kind`, and where its variables sit.
+fn policy_env(kind: PolicyKind, spec: &PolicySpec) -> (Env, Slots) {
     let mut env = match kind {
         PolicyKind::Vap => Env::kubernetes(),
         PolicyKind::Interlock => Env::interlock(),
@@ -190,120 +263,148 @@ pub(super) fn compile_policy(
     }
     host::declare(&mut env, kind == PolicyKind::Interlock);
     env.enable_lazy_variables();
-    let failure_policy = match spec.failure_policy.as_deref() {
-        None | Some("Fail") => FailurePolicy::Fail,
-        Some("Ignore") => FailurePolicy::Ignore,
-        Some(other) => {
-            return Err(format!("spec.failurePolicy: {other:?} is not Fail or Ignore").into())
-        }
+    (env, slots)
+}
+
+fn failure_policy_of(spec: &PolicySpec) -> Result<FailurePolicy, Failure> {
+    match spec.failure_policy.as_deref() {
+        None | Some("Fail") => Ok(FailurePolicy::Fail),
+        Some("Ignore") => Ok(FailurePolicy::Ignore),
+        Some(other) => Err(format!("spec.failurePolicy: {other:?} is not Fail or Ignore").into()),
+    }
+}
+
+/// Compiles one expression. `field` is its JSON pointer below spec, as
+/// `validations/0/expression`; messages spell it
+/// `spec.validations[0].expression`. A ValidatingAdmissionPolicy's
+/// expression must have one of the types in `want` (any when empty).
+fn compile_as(
+    env: &Env,
+    vap: bool,
+    field: String,
+    src: &str,
+    want: &[Ty],
+) -> Result<Program, Failure> {
+    let failure = |e: CompileError| Failure {
+        message: format!("{}: {e}", field_name(&field)),
+        expression: Some((format!("/spec/{field}"), e)),
     };
-    let matcher = spec
-        .match_constraints
-        .clone()
-        .ok_or("spec.matchConstraints is required: say which resources the policy applies to")?;
-    let vap = kind == PolicyKind::Vap;
-    // `field` is the expression's JSON pointer below spec, as
-    // `validations/0/expression`; messages spell it `spec.validations[0].expression`.
-    let compile_as =
-        |env: &Env, field: String, src: &str, want: &[Ty]| -> Result<Program, Failure> {
-            let failure = |e: CompileError| Failure {
-                message: format!("{}: {e}", field_name(&field)),
-                expression: Some((format!("/spec/{field}"), e)),
+    // kube-apiserver compares the result type before it plans the program.
+    let checked = env.check_expression(src).map_err(failure)?;
+    match checked.static_type() {
+        Some(t) if vap && !want.is_empty() && *t != Ty::Unknown && !want.contains(t) => {
+            Err(format!("{}: {}", field_name(&field), must_evaluate_to(want, t)).into())
+        }
+        _ => checked.plan().map_err(failure),
+    }
+}
+
+/// Every expression of a policy, compiled.
+struct Expressions {
+    variables: Vec<Program>,
+    match_conditions: Vec<(String, Program)>,
+    validations: Vec<CompiledValidation>,
+    audit_annotations: Vec<(String, Program)>,
+    mutations: Vec<Program>,
+}
+
+impl Expressions {
+    /// Compiles them in the order kube-apiserver does; each variable is
+    /// declared in `env` for the expressions after it.
+    fn compile(env: &mut Env, vap: bool, spec: &PolicySpec) -> Result<Expressions, Failure> {
+        let mut variables = Vec::new();
+        for (i, v) in spec.variables.iter().enumerate() {
+            let field = format!("variables/{i}/expression");
+            let program = compile_as(env, vap, field, &v.expression, &[])?;
+            let ty = program.static_type().cloned().unwrap_or(Ty::Dyn);
+            // kube-apiserver declares a variable of an object type as `dyn`.
+            let ty = if vap {
+                typecheck::variable_type(&ty)
+            } else {
+                ty
             };
-            // kube-apiserver compares the result type before it plans the
-            // program.
-            let checked = env.check_expression(src).map_err(failure)?;
-            match checked.static_type() {
-                Some(t) if vap && !want.is_empty() && *t != Ty::Unknown && !want.contains(t) => {
-                    Err(format!("{}: {}", field_name(&field), must_evaluate_to(want, t)).into())
-                }
-                _ => checked.plan().map_err(failure),
-            }
-        };
-    let compile = |env: &Env, field: String, src: &str| compile_as(env, field, src, &[Ty::Bool]);
-    let compile_string =
-        |env: &Env, field: String, src: &str| compile_as(env, field, src, &[Ty::String]);
-    let mut variables = Vec::new();
-    for (i, v) in spec.variables.iter().enumerate() {
-        let program = compile_as(
-            &env,
-            format!("variables/{i}/expression"),
-            &v.expression,
-            &[],
-        )?;
-        let ty = program.static_type().cloned().unwrap_or(Ty::Dyn);
-        // kube-apiserver declares a variable of an object type as `dyn`.
-        let ty = if vap {
-            typecheck::variable_type(&ty)
-        } else {
-            ty
-        };
-        variables.push(program);
-        env.add_typed_lazy_variable(&v.name, ty);
+            variables.push(program);
+            env.add_typed_lazy_variable(&v.name, ty);
+        }
+        let env = &*env;
+        let boolean = |field: String, src: &str| compile_as(env, vap, field, src, &[Ty::Bool]);
+        let match_conditions = spec
+            .match_conditions
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let field = format!("matchConditions/{i}/expression");
+                Ok((c.name.clone(), boolean(field, &c.expression)?))
+            })
+            .collect::<Result<_, Failure>>()?;
+        // kube-apiserver declares no authorizer for messageExpressions.
+        let mut message_env = env.clone();
+        message_env.hide_variable("authorizer");
+        message_env.hide_variable("authorizer.requestResource");
+        let mut validations = Vec::new();
+        for (i, v) in spec.validations.iter().enumerate() {
+            let message_expression = v.message_expression.as_deref().map(|m| {
+                let field = format!("validations/{i}/messageExpression");
+                compile_as(&message_env, vap, field, m, &[Ty::String])
+            });
+            validations.push(CompiledValidation {
+                expression: boolean(format!("validations/{i}/expression"), &v.expression)?,
+                message: v.message.clone(),
+                message_expression: message_expression.transpose()?,
+                reason: v.reason.clone(),
+            });
+        }
+        let audit_annotations = spec
+            .audit_annotations
+            .iter()
+            .enumerate()
+            .map(|(i, a)| {
+                let field = format!("auditAnnotations/{i}/valueExpression");
+                let want = [Ty::String, Ty::Null];
+                Ok((
+                    a.key.clone(),
+                    compile_as(env, vap, field, &a.value_expression, &want)?,
+                ))
+            })
+            .collect::<Result<_, Failure>>()?;
+        let mutations = spec
+            .mutations
+            .iter()
+            .enumerate()
+            .map(|(i, m)| match (m.patch_type.as_str(), &m.json_patch) {
+                ("JSONPatch", Some(p)) => compile_as(env, vap, format!("mutations/{i}/jsonPatch/expression"), &p.expression, &[]),
+                (t, _) => Err(format!("spec.mutations[{i}]: patchType {t:?} is not supported; use JSONPatch with jsonPatch.expression").into()),
+            })
+            .collect::<Result<_, Failure>>()?;
+        Ok(Expressions {
+            variables,
+            match_conditions,
+            validations,
+            audit_annotations,
+            mutations,
+        })
     }
-    let match_conditions: Vec<(String, Program)> = spec
-        .match_conditions
-        .iter()
-        .enumerate()
-        .map(|(i, c)| {
-            Ok((
-                c.name.clone(),
-                compile(
-                    &env,
-                    format!("matchConditions/{i}/expression"),
-                    &c.expression,
-                )?,
-            ))
-        })
-        .collect::<Result<_, Failure>>()?;
-    // kube-apiserver declares no authorizer for messageExpressions.
-    let mut message_env = env.clone();
-    message_env.hide_variable("authorizer");
-    message_env.hide_variable("authorizer.requestResource");
-    let mut validations = Vec::new();
-    for (i, v) in spec.validations.iter().enumerate() {
-        validations.push(CompiledValidation {
-            expression: compile(&env, format!("validations/{i}/expression"), &v.expression)?,
-            message: v.message.clone(),
-            message_expression: v
-                .message_expression
-                .as_deref()
-                .map(|m| {
-                    compile_string(
-                        &message_env,
-                        format!("validations/{i}/messageExpression"),
-                        m,
-                    )
-                })
-                .transpose()?,
-            reason: v.reason.clone(),
-        });
+
+    fn programs(&self) -> Vec<&Program> {
+        self.variables
+            .iter()
+            .chain(self.match_conditions.iter().map(|(_, p)| p))
+            .chain(
+                self.validations.iter().flat_map(|v| {
+                    std::iter::once(&v.expression).chain(v.message_expression.as_ref())
+                }),
+            )
+            .chain(self.audit_annotations.iter().map(|(_, a)| a))
+            .chain(self.mutations.iter())
+            .collect()
     }
-    let audit_annotations: Vec<(String, Program)> = spec
-        .audit_annotations
-        .iter()
-        .enumerate()
-        .map(|(i, a)| {
-            Ok((
-                a.key.clone(),
-                compile_as(
-                    &env,
-                    format!("auditAnnotations/{i}/valueExpression"),
-                    &a.value_expression,
-                    &[Ty::String, Ty::Null],
-                )?,
-            ))
-        })
-        .collect::<Result<_, Failure>>()?;
-    let mutations: Vec<Program> = spec
-        .mutations
-        .iter()
-        .enumerate()
-        .map(|(i, m)| match (m.patch_type.as_str(), &m.json_patch) {
-            ("JSONPatch", Some(p)) => compile_as(&env, format!("mutations/{i}/jsonPatch/expression"), &p.expression, &[]),
-            (t, _) => Err(format!("spec.mutations[{i}]: patchType {t:?} is not supported; use JSONPatch with jsonPatch.expression").into()),
-        })
-        .collect::<Result<_, Failure>>()?;
+}
+
+/// Declares the policy's indexes in the inventory; their ids by name.
+fn declare_indexes(
+    spec: &PolicySpec,
+    inventory: &mut Inventory,
+) -> Result<HashMap<String, IndexId>, Failure> {
     let mut indexes = HashMap::new();
     for (i, ix) in spec.indexes.iter().enumerate() {
         let id = inventory
@@ -311,18 +412,16 @@ pub(super) fn compile_policy(
             .map_err(|e| format!("spec.indexes[{i}].keys ({}): {e}", ix.name))?;
         indexes.insert(ix.name.clone(), id);
     }
-    if kind == PolicyKind::Vap && !spec.claims.is_empty() {
-        return Err("spec.claims is an InterlockPolicy field".into());
-    }
-    let claims = claims::compile(&spec.claims, &indexes)?;
-    let param_kind_version = spec
-        .param_kind
-        .as_ref()
-        .map(|p| GroupVersionKind::from_api_version(p.api_version.as_str(), p.kind.as_str()));
-    let param_kind = param_kind_version
-        .as_ref()
-        .map(GroupVersionKind::group_kind);
-    let mut bindings = Vec::new();
+    Ok(indexes)
+}
+
+/// An InterlockPolicy's own binding (its actions and paramRef); a
+/// ValidatingAdmissionPolicy has none, and none of those fields.
+fn own_binding(
+    kind: PolicyKind,
+    spec: &PolicySpec,
+    has_param_kind: bool,
+) -> Result<Option<Binding>, Failure> {
     let parse_actions = |field: &str, list: &[String]| -> Result<Vec<Action>, String> {
         list.iter()
             .map(|a| {
@@ -332,73 +431,74 @@ pub(super) fn compile_policy(
             })
             .collect()
     };
-    if kind == PolicyKind::Vap && !spec.admission_actions.is_empty() {
-        return Err("spec.admissionActions is an InterlockPolicy field; a ValidatingAdmissionPolicy's actions are its bindings' validationActions".into());
-    }
-    if kind == PolicyKind::Vap && !spec.check_actions.is_empty() {
-        return Err("spec.checkActions is an InterlockPolicy field; a ValidatingAdmissionPolicy's actions are its bindings' validationActions".into());
-    }
-    if kind == PolicyKind::Interlock {
-        let actions = if spec.validation_actions.is_empty() {
-            vec![Action::Deny]
-        } else {
-            parse_actions("validationActions", &spec.validation_actions)?
-        };
-        let admission_actions = if spec.admission_actions.is_empty() {
-            None
-        } else {
-            Some(parse_actions("admissionActions", &spec.admission_actions)?)
-        };
-        let check_actions = if spec.check_actions.is_empty() {
-            None
-        } else {
-            Some(parse_actions("checkActions", &spec.check_actions)?)
-        };
-        if param_kind.is_some() && spec.param_ref.is_none() {
-            return Err("spec.paramKind is set, so spec.paramRef is required".into());
+    let optional = |field: &str, list: &[String]| -> Result<Option<Vec<Action>>, String> {
+        (!list.is_empty())
+            .then(|| parse_actions(field, list))
+            .transpose()
+    };
+    if kind == PolicyKind::Vap {
+        if !spec.admission_actions.is_empty() {
+            return Err("spec.admissionActions is an InterlockPolicy field; a ValidatingAdmissionPolicy's actions are its bindings' validationActions".into());
         }
-        bindings.push(Binding {
-            name: None,
-            actions,
-            admission_actions,
-            check_actions,
-            matcher: None,
-            param_ref: spec.param_ref.clone(),
-        });
+        if !spec.check_actions.is_empty() {
+            return Err("spec.checkActions is an InterlockPolicy field; a ValidatingAdmissionPolicy's actions are its bindings' validationActions".into());
+        }
+        return Ok(None);
     }
-    let mut kinds_read: Vec<GroupVersionKind> = spec
-        .indexes
-        .iter()
-        .map(|i| GroupVersionKind::from_api_version(i.api_version.as_str(), i.kind.as_str()))
-        .collect();
-    kinds_read.extend(param_kind_version.clone());
-    let programs = variables
-        .iter()
-        .chain(match_conditions.iter().map(|(_, p)| p))
-        .chain(
-            validations
-                .iter()
-                .flat_map(|v| std::iter::once(&v.expression).chain(v.message_expression.as_ref())),
-        )
-        .chain(audit_annotations.iter().map(|(_, a)| a))
-        .chain(mutations.iter());
-    let programs: Vec<&Program> = programs.collect();
-    let reads_request = programs.iter().any(|p| p.uses_global(slots.request));
-    let reads_old_object = programs.iter().any(|p| p.uses_global(slots.old_object));
-    let reads_authorizer = programs
-        .iter()
-        .any(|p| p.uses_global(slots.authorizer) || p.uses_global(slots.request_resource));
-    let expressions_read_inventory = programs.iter().any(|p| {
-        p.uses_global(slots.namespace_object)
-            || p.host_calls()
-                .iter()
-                .any(|(id, _)| *id != host::SELECTOR_MATCHES)
-    });
-    let mut computed_lookup = false;
-    let mut warnings = Vec::new();
-    for p in programs {
-        for (id, args) in p.host_calls() {
-            if matches!(id, host::GET | host::LIST) {
+    let actions = if spec.validation_actions.is_empty() {
+        vec![Action::Deny]
+    } else {
+        parse_actions("validationActions", &spec.validation_actions)?
+    };
+    let admission_actions = optional("admissionActions", &spec.admission_actions)?;
+    let check_actions = optional("checkActions", &spec.check_actions)?;
+    if has_param_kind && spec.param_ref.is_none() {
+        return Err("spec.paramKind is set, so spec.paramRef is required".into());
+    }
+    Ok(Some(Binding {
+        name: None,
+        actions,
+        admission_actions,
+        check_actions,
+        matcher: None,
+        param_ref: spec.param_ref.clone(),
+    }))
+}
+
+/// What a policy's expressions read, found once at compile time.
+struct Reads {
+    request: bool,
+    old_object: bool,
+    authorizer: bool,
+    /// Lookups or `namespaceObject`.
+    inventory: bool,
+    /// A lookup whose kind is not a constant.
+    computed_lookup: bool,
+    warnings: Vec<String>,
+}
+
+impl Reads {
+    /// Also adds the kinds the lookups name to `kinds_read`.
+    fn of(
+        name: &str,
+        slots: &Slots,
+        programs: &[&Program],
+        kinds_read: &mut Vec<GroupVersionKind>,
+    ) -> Reads {
+        let uses = |slot: usize| programs.iter().any(|p| p.uses_global(slot));
+        let inventory = programs.iter().any(|p| {
+            p.uses_global(slots.namespace_object)
+                || p.host_calls()
+                    .iter()
+                    .any(|(id, _)| *id != host::SELECTOR_MATCHES)
+        });
+        let mut computed_lookup = false;
+        let mut warnings = Vec::new();
+        for p in programs {
+            for (id, args) in p.host_calls() {
+                if !matches!(id, host::GET | host::LIST) {
+                    continue;
+                }
                 match (
                     args.first().cloned().flatten(),
                     args.get(1).cloned().flatten(),
@@ -414,44 +514,19 @@ pub(super) fn compile_policy(
                 }
             }
         }
+        if computed_lookup {
+            warnings.push("an inventory lookup computes its apiVersion or kind: `serve` cannot know to watch that kind, so at admission the lookup finds only objects of kinds watched for other lookups; name the kind with a constant (one lookup per kind)".into());
+        }
+        warnings.dedup();
+        Reads {
+            request: uses(slots.request),
+            old_object: uses(slots.old_object),
+            authorizer: uses(slots.authorizer) || uses(slots.request_resource),
+            inventory,
+            computed_lookup,
+            warnings,
+        }
     }
-    if computed_lookup {
-        warnings.push("an inventory lookup computes its apiVersion or kind: `serve` cannot know to watch that kind, so at admission the lookup finds only objects of kinds watched for other lookups; name the kind with a constant (one lookup per kind)".into());
-    }
-    warnings.dedup();
-    Ok(CompiledPolicy {
-        group_kinds_read: kinds_read
-            .iter()
-            .map(GroupVersionKind::group_kind)
-            .collect(),
-        kinds_read,
-        computed_lookup,
-        reads_request,
-        reads_old_object,
-        reads_authorizer,
-        expressions_read_inventory,
-        name: name.to_string(),
-        kind,
-        source: Source {
-            file: String::new(),
-            line: 0,
-        },
-        failure_policy,
-        param_kind,
-        param_kind_version,
-        matcher,
-        match_conditions,
-        variables,
-        validations,
-        audit_annotations,
-        mutations,
-        indexes,
-        claims,
-        bindings,
-        slots,
-        env,
-        warnings,
-    })
 }
 
 /// `validations/0/expression` as `spec.validations[0].expression`.

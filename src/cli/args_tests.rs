@@ -90,6 +90,6 @@ fn audit_interval_takes_go_durations_and_still_bare_seconds() {
         let got = parse(&["--audit-interval", given]).expect("parses");
         assert_eq!(got, Duration::from_secs(secs), "{given}");
     }
-    let err = parse(&["--audit-interval", "soon"]).err().expect("refused");
+    let err = parse(&["--audit-interval", "soon"]).expect_err("refused");
     assert!(err.to_string().contains("--audit-interval"), "{err}");
 }

@@ -1,4 +1,5 @@
 use super::*;
+use crate::test_rng::Rng;
 use serde_json::json;
 
 fn deployment() -> Value {
@@ -256,22 +257,6 @@ fn desired_empty_values_match_absent_fields() {
     assert!(needs_apply(&d, &json!({"metadata": {}, "spec": {"x": 1}})));
 }
 
-/// A small deterministic generator (xorshift), for the property test.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
-
 /// Objects without zero values, named lists or quantity maps: every
 /// leaf is significant.
 fn random_value(rng: &mut Rng, depth: u32) -> Value {
@@ -333,7 +318,7 @@ fn property_extra_fields_never_count_and_every_changed_leaf_does() {
         assert!(!needs_apply(&desired, &live), "{desired}\n{live}");
         let mut paths = Vec::new();
         leaves(&desired, String::new(), &mut paths);
-        let path = &paths[rng.below(paths.len() as u64) as usize];
+        let path = &paths[rng.below(paths.len())];
         let mut changed = live.clone();
         let leaf = changed.pointer_mut(path).unwrap();
         *leaf = match leaf {

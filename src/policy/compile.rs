@@ -422,16 +422,18 @@ fn own_binding(
     spec: &PolicySpec,
     has_param_kind: bool,
 ) -> Result<Option<Binding>, Failure> {
-    let parse_actions = |field: &str, list: &[String]| -> Result<Vec<Action>, String> {
+    let parse_actions = |field: &str, list: &[String]| -> Result<Vec<Action>, Failure> {
         list.iter()
             .map(|a| {
                 Action::parse(a).ok_or_else(|| {
-                    format!("spec.{field}: unknown action {a:?}; use Deny, Warn or Audit")
+                    Failure::from(format!(
+                        "spec.{field}: unknown action {a:?}; use Deny, Warn or Audit"
+                    ))
                 })
             })
             .collect()
     };
-    let optional = |field: &str, list: &[String]| -> Result<Option<Vec<Action>>, String> {
+    let optional = |field: &str, list: &[String]| -> Result<Option<Vec<Action>>, Failure> {
         (!list.is_empty())
             .then(|| parse_actions(field, list))
             .transpose()

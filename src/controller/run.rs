@@ -42,6 +42,8 @@ pub struct ControllerConfig {
     pub watch_timeout: Duration,
     /// `--disable` and `--action`.
     pub overrides: crate::policy::overrides::Overrides,
+    /// `--cluster-policies`.
+    pub objects: Option<crate::cluster::policy_objects::ObjectOptions>,
 }
 
 struct Health(Arc<Cluster>);
@@ -71,6 +73,7 @@ pub async fn run(
     let sources = Sources {
         policies: cfg.policies.clone(),
         overrides: cfg.overrides.clone(),
+        objects: cfg.objects.clone(),
         ..Sources::default()
     };
     let options = ClusterOptions {

@@ -10,6 +10,7 @@ pub mod host;
 pub mod load;
 mod matching;
 pub mod model;
+pub mod objects;
 pub mod overrides;
 mod projection;
 /// The kinds table lives in [`crate::k8s::kinds`]; this name stays for callers.
@@ -619,9 +620,20 @@ impl PolicySet {
         docs: Vec<crate::manifest::Document>,
         inventory: &mut Inventory,
     ) -> (PolicySet, Vec<PolicyError>) {
+        PolicySet::compile_documents_with(docs, &[], inventory)
+    }
+
+    /// [`PolicySet::compile_documents`] with documents that are not read
+    /// from files (the cluster's InterlockPolicy objects) after them.
+    pub fn compile_documents_with(
+        docs: Vec<crate::manifest::Document>,
+        objects: &[(Json, Source)],
+        inventory: &mut Inventory,
+    ) -> (PolicySet, Vec<PolicyError>) {
         let pairs: Vec<(Json, Source)> = docs
             .iter()
             .map(|d| (d.value.clone(), Source::of(d)))
+            .chain(objects.iter().cloned())
             .collect();
         let (set, mut errors) = PolicySet::compile(&pairs, inventory);
         for e in errors.iter_mut().filter(|e| e.expression.is_some()) {

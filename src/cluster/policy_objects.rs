@@ -1,0 +1,309 @@
+//! The cluster's InterlockPolicy objects (with `--cluster-policies`): one
+//! watch folds their events into a snapshot that the policy reload loop
+//! (reload.rs) loads beside the files, level-triggered: every reload reads
+//! the whole snapshot, never an event. The status each object should have
+//! (computed by `policy::objects`) is written by the replica that holds the
+//! policy-status Lease, through the status subresource, only when it
+//! differs from the stored one.
+//!
+//! The fold ([`ObjectSync`]) is a handler of watcher events with no I/O, so
+//! it can be driven by any watch driver.
+
+use super::lease::{Elector, LeaseConfig};
+use super::Cluster;
+use crate::k8s::kind::GroupVersionKind;
+use crate::policy::objects::{status_differs, ObjectDoc, KIND};
+use futures::StreamExt;
+use kube::api::{Api, DynamicObject, PostParams};
+use kube::runtime::watcher::{self, Event};
+use kube::runtime::WatchStreamExt;
+use kube::Client;
+use serde_json::Value as Json;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::watch as channel;
+
+pub const API_VERSION: &str = "interlock.dev/v1alpha1";
+
+/// The kind's CRD, as committed (`interlock crd`).
+pub const CRD_YAML: &str = include_str!("../../manifests/base/crd-interlockpolicy.yaml");
+
+/// The objects by name.
+pub type Snapshot = Arc<BTreeMap<String, ObjectDoc>>;
+
+/// How a process takes part in the cluster's policy objects.
+#[derive(Debug, Clone)]
+pub struct ObjectOptions {
+    /// The Lease whose holder writes the objects' statuses (`serve`'s
+    /// replicas campaign for it; None: this process writes none, as the
+    /// controller, which only reads the objects).
+    pub lease_name: Option<String>,
+    /// This replica's identity in it.
+    pub identity: String,
+}
+
+/// The kind as the readiness bookkeeping names it.
+pub fn kind() -> GroupVersionKind {
+    GroupVersionKind::from_api_version(API_VERSION, KIND)
+}
+
+/// An object as the loader needs it (list items carry no kind).
+fn object_doc(o: &DynamicObject) -> Option<(String, ObjectDoc)> {
+    let mut doc = serde_json::to_value(o).ok()?;
+    let m = doc.as_object_mut()?;
+    m.insert("apiVersion".into(), API_VERSION.into());
+    m.insert("kind".into(), KIND.into());
+    let status = m.remove("status").unwrap_or(Json::Null);
+    let name = o.metadata.name.clone()?;
+    Some((
+        name,
+        ObjectDoc {
+            uid: o.metadata.uid.clone().unwrap_or_default(),
+            generation: o.metadata.generation.unwrap_or_default(),
+            doc,
+            status,
+        },
+    ))
+}
+
+/// The objects seen, by name, and the (re-)list in progress.
+#[derive(Default)]
+pub struct ObjectSync {
+    objects: BTreeMap<String, ObjectDoc>,
+    listing: Option<BTreeMap<String, ObjectDoc>>,
+    listed: bool,
+}
+
+impl ObjectSync {
+    /// Applies one watch event; true when the objects may have changed.
+    pub fn on_event(&mut self, event: Event<DynamicObject>) -> bool {
+        match event {
+            Event::Init => {
+                self.listing = Some(BTreeMap::new());
+                false
+            }
+            Event::InitApply(o) => {
+                if let (Some(l), Some((k, d))) = (&mut self.listing, object_doc(&o)) {
+                    l.insert(k, d);
+                }
+                false
+            }
+            Event::InitDone => {
+                self.objects = self.listing.take().unwrap_or_default();
+                self.listed = true;
+                true
+            }
+            Event::Apply(o) => object_doc(&o)
+                .map(|(k, d)| self.objects.insert(k, d))
+                .is_some(),
+            Event::Delete(o) => object_doc(&o)
+                .and_then(|(k, _)| self.objects.remove(&k))
+                .is_some(),
+        }
+    }
+
+    /// The objects, once listed.
+    pub fn snapshot(&self) -> Option<Snapshot> {
+        self.listed.then(|| Arc::new(self.objects.clone()))
+    }
+}
+
+/// What reloads compile: the same names, uids and generations compile the
+/// same (a status write or a label change needs no reload).
+fn specs_of(s: &BTreeMap<String, ObjectDoc>) -> Vec<(&String, &str, i64)> {
+    s.iter()
+        .map(|(n, o)| (n, o.uid.as_str(), o.generation))
+        .collect()
+}
+
+/// The channels between the watch, the reload loop and the status writer.
+pub struct Feeds {
+    /// Snapshots whose specs changed (None until the first list).
+    pub specs: channel::Receiver<Option<Snapshot>>,
+    /// The statuses the reload loop computed, by name.
+    pub desired: channel::Sender<Arc<BTreeMap<String, Json>>>,
+}
+
+/// Starts the watch, the Lease campaign and the status writer; returns
+/// their tasks and what the reload loop reads and writes.
+pub fn start(
+    client: Client,
+    cluster: Arc<Cluster>,
+    options: ObjectOptions,
+) -> (Vec<tokio::task::JoinHandle<()>>, Feeds) {
+    let (specs_tx, specs) = channel::channel(None);
+    let (stored_tx, stored) = channel::channel(Arc::new(BTreeMap::new()));
+    let (desired, desired_rx) = channel::channel(Arc::new(BTreeMap::new()));
+    let leading = Arc::new(AtomicBool::new(false));
+    let lease = options.lease_name.map(|name| LeaseConfig {
+        namespace: std::env::var("POD_NAMESPACE")
+            .unwrap_or_else(|_| client.default_namespace().to_string()),
+        name,
+        identity: options.identity,
+        duration: Duration::from_secs(15),
+        renew_every: Duration::from_secs(5),
+    });
+    let mut tasks = vec![tokio::spawn(watch(
+        client.clone(),
+        cluster,
+        specs_tx,
+        stored_tx,
+    ))];
+    if let Some(lease) = lease {
+        tasks.push(tokio::spawn(campaign(
+            Elector::new(client.clone(), lease),
+            leading.clone(),
+        )));
+        tasks.push(tokio::spawn(write_statuses(
+            client, desired_rx, stored, leading,
+        )));
+    }
+    (tasks, Feeds { specs, desired })
+}
+
+/// Watches the objects until aborted: every event to `stored`, and to
+/// `specs` when what compiles changed.
+async fn watch(
+    client: Client,
+    cluster: Arc<Cluster>,
+    specs: channel::Sender<Option<Snapshot>>,
+    stored: channel::Sender<Snapshot>,
+) {
+    let api = super::exceptions::discover(
+        &client,
+        KIND,
+        "InterlockPolicy is not served (CRD not installed?): --cluster-policies needs it; not ready until it is",
+    )
+    .await;
+    let config =
+        watcher::Config::default().timeout(cluster.options.watch_timeout.as_secs().max(1) as u32);
+    let mut stream = watcher::watcher(api, config).default_backoff().boxed();
+    let mut sync = ObjectSync::default();
+    while let Some(event) = stream.next().await {
+        match event {
+            Ok(e) => {
+                if !sync.on_event(e) {
+                    continue;
+                }
+                let Some(now) = sync.snapshot() else { continue };
+                stored.send_replace(now.clone());
+                specs.send_if_modified(|old| {
+                    let same = old.as_ref().is_some_and(|o| specs_of(o) == specs_of(&now));
+                    if !same {
+                        *old = Some(now);
+                    }
+                    !same
+                });
+            }
+            Err(e) => tracing::warn!(error = %e, "InterlockPolicy watch error; re-listing"),
+        }
+    }
+}
+
+/// Holds the policy-status Lease whenever it can; `leading` says whether
+/// this replica holds it now.
+async fn campaign(elector: Elector, leading: Arc<AtomicBool>) {
+    loop {
+        let term = elector.acquire().await;
+        leading.store(true, Ordering::Release);
+        let lost = elector.keep(term).await;
+        leading.store(false, Ordering::Release);
+        tracing::warn!(error = %lost, "no longer writing InterlockPolicy statuses");
+    }
+}
+
+/// Writes each desired status that the stored object does not have, while
+/// this replica leads; looks again on every change and every few seconds
+/// (a lease won, a write that failed).
+async fn write_statuses(
+    client: Client,
+    mut desired: channel::Receiver<Arc<BTreeMap<String, Json>>>,
+    mut stored: channel::Receiver<Snapshot>,
+    leading: Arc<AtomicBool>,
+) {
+    let gvk = kube::api::GroupVersionKind::gvk("interlock.dev", "v1alpha1", KIND);
+    let ar = kube::api::ApiResource::from_gvk(&gvk);
+    let api: Api<DynamicObject> = Api::all_with(client, &ar);
+    loop {
+        tokio::select! {
+            _ = desired.changed() => {}
+            _ = stored.changed() => {}
+            () = tokio::time::sleep(Duration::from_secs(5)) => {}
+        }
+        if !leading.load(Ordering::Acquire) {
+            continue;
+        }
+        let want = desired.borrow_and_update().clone();
+        let have = stored.borrow_and_update().clone();
+        for (name, status) in want.iter() {
+            let Some(o) = have.get(name) else { continue };
+            // A newer generation is being compiled; its own status follows.
+            let current = status["observedGeneration"].as_i64() == Some(o.generation);
+            if !current || !status_differs(o, status) {
+                continue;
+            }
+            // A replace carrying the resourceVersion read: a status computed
+            // from an older object is refused (409) and looked at again.
+            let mut whole = o.doc.clone();
+            whole["status"] = status.clone();
+            let Ok(object) = serde_json::from_value::<DynamicObject>(whole) else {
+                continue;
+            };
+            match api
+                .replace_status(name, &PostParams::default(), &object)
+                .await
+            {
+                Ok(_) => tracing::info!(policy = %name, generation = o.generation,
+                    ready = %status["conditions"][0]["status"], "InterlockPolicy status written"),
+                Err(e) => {
+                    tracing::warn!(policy = %name, error = %e, "InterlockPolicy status not written")
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn object(name: &str, generation: i64, status: Json) -> DynamicObject {
+        let mut o: DynamicObject = serde_json::from_value(json!({
+            "apiVersion": API_VERSION, "kind": KIND,
+            "metadata": {"name": name, "uid": "u", "generation": generation},
+            "spec": {}, "status": status,
+        }))
+        .unwrap();
+        o.types = None;
+        o
+    }
+
+    #[test]
+    fn only_a_listed_set_is_loaded_and_a_status_alone_changes_no_spec() {
+        let mut sync = ObjectSync::default();
+        sync.on_event(Event::Init);
+        sync.on_event(Event::InitApply(object("a", 1, Json::Null)));
+        assert!(sync.snapshot().is_none(), "not listed yet");
+        assert!(sync.on_event(Event::InitDone));
+        let first = sync.snapshot().expect("listed");
+        assert_eq!(first["a"].doc["kind"], KIND, "the kind is put back");
+        assert!(first["a"].doc.get("status").is_none());
+
+        sync.on_event(Event::Apply(object(
+            "a",
+            1,
+            json!({"observedGeneration": 1}),
+        )));
+        let second = sync.snapshot().unwrap();
+        assert_eq!(specs_of(&first), specs_of(&second));
+        assert_eq!(second["a"].status["observedGeneration"], 1);
+
+        sync.on_event(Event::Apply(object("a", 2, Json::Null)));
+        assert_ne!(specs_of(&first), specs_of(&sync.snapshot().unwrap()));
+        assert!(sync.on_event(Event::Delete(object("a", 2, Json::Null))));
+        assert!(sync.snapshot().unwrap().is_empty());
+    }
+}

@@ -1,0 +1,319 @@
+//! InterlockPolicy objects of the cluster beside the policy files: which
+//! generation of each object is in force, and what its status says. Pure:
+//! the cluster layer feeds it the objects a watch saw and writes the
+//! statuses it computes.
+//!
+//! Each object is compiled on its own when a generation is first seen, so
+//! a broken edit is known by name and never reaches the set in force: the
+//! last generation that compiled stays (a new object that does not compile
+//! has none). Name clashes (docs/policy-kind.md): an object replaces a
+//! bundled policy of its name; an object whose name a `-p` file policy
+//! already has is refused, and the file's stays.
+
+use super::PolicySet;
+use crate::inventory::{Inventory, Source};
+use serde_json::{json, Value as Json};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// The kind of the cluster-scoped policy object.
+pub const KIND: &str = "InterlockPolicy";
+
+/// One InterlockPolicy as last seen by the watch.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ObjectDoc {
+    pub uid: String,
+    pub generation: i64,
+    /// The whole object, with apiVersion and kind.
+    pub doc: Json,
+    /// Its `status` as stored (Null when none).
+    pub status: Json,
+}
+
+/// The documents' source for messages and findings: where to find it.
+pub fn source_of(name: &str) -> Source {
+    Source {
+        file: format!("{KIND}/{name}"),
+        line: 0,
+    }
+}
+
+/// What compiling one generation of an object found.
+#[derive(Debug, Clone, PartialEq)]
+struct Checked {
+    uid: String,
+    generation: i64,
+    /// The compile errors (field and position in each).
+    errors: Vec<String>,
+}
+
+/// The per-object memory of compiles: the generation last checked and the
+/// last that compiled, by name.
+#[derive(Debug, Default)]
+pub struct Ledger {
+    checked: BTreeMap<String, Checked>,
+    good: BTreeMap<String, ObjectDoc>,
+}
+
+/// The documents to load from the objects, and each object's status.
+#[derive(Debug, Default)]
+pub struct Resolved {
+    /// The generation in force of each object that has one, with its source.
+    pub docs: Vec<(Json, Source)>,
+    /// Names of bundled policies the objects replace.
+    pub replaces: BTreeSet<String>,
+    /// The status each object should have, by name.
+    pub statuses: BTreeMap<String, Json>,
+}
+
+impl Ledger {
+    /// Compiles the generations not seen before, forgets deleted objects,
+    /// and resolves clashes with `file_names` (policies of `-p` files,
+    /// which win) and `bundled_names` (which the objects replace).
+    pub fn resolve(
+        &mut self,
+        objects: &BTreeMap<String, ObjectDoc>,
+        file_names: &BTreeSet<String>,
+        bundled_names: &BTreeSet<String>,
+    ) -> Resolved {
+        self.checked.retain(|n, _| objects.contains_key(n));
+        // A deleted and re-created object starts with nothing in force.
+        self.good
+            .retain(|n, g| objects.get(n).is_some_and(|o| o.uid == g.uid));
+        let mut out = Resolved::default();
+        for (name, o) in objects {
+            let errors = self.check(name, o);
+            if file_names.contains(name) {
+                out.statuses
+                    .insert(name.clone(), status(o, &Condition::conflict(name)));
+                continue;
+            }
+            let kept = self.good.get(name);
+            let condition = match (errors.is_empty(), kept) {
+                (true, _) => Condition::ready(),
+                (false, kept) => Condition::broken(&errors, kept.map(|k| k.generation)),
+            };
+            out.statuses.insert(name.clone(), status(o, &condition));
+            if let Some(k) = kept {
+                if bundled_names.contains(name) {
+                    out.replaces.insert(name.clone());
+                }
+                out.docs.push((k.doc.clone(), source_of(name)));
+            }
+        }
+        out
+    }
+
+    /// The errors of the object's generation, compiled once per generation;
+    /// a generation that compiles becomes the one in force.
+    fn check(&mut self, name: &str, o: &ObjectDoc) -> Vec<String> {
+        let seen = self
+            .checked
+            .get(name)
+            .filter(|c| c.uid == o.uid && c.generation == o.generation);
+        if let Some(c) = seen {
+            return c.errors.clone();
+        }
+        let errors = compile_errors(&o.doc, name);
+        if errors.is_empty() {
+            self.good.insert(name.to_string(), o.clone());
+        }
+        self.checked.insert(
+            name.to_string(),
+            Checked {
+                uid: o.uid.clone(),
+                generation: o.generation,
+                errors: errors.clone(),
+            },
+        );
+        errors
+    }
+}
+
+/// One object's compile errors, each naming its field and the position in
+/// the expression (the object has no file, so no line of one).
+fn compile_errors(doc: &Json, name: &str) -> Vec<String> {
+    let mut scratch = Inventory::new();
+    let (_, errors) = PolicySet::compile(&[(doc.clone(), source_of(name))], &mut scratch);
+    errors.into_iter().map(|e| e.message).collect()
+}
+
+/// The `Ready` condition an object's status gets.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Condition {
+    pub status: &'static str,
+    pub reason: &'static str,
+    pub message: String,
+}
+
+impl Condition {
+    fn ready() -> Self {
+        Condition {
+            status: "True",
+            reason: "Compiled",
+            message: "compiled and in force".into(),
+        }
+    }
+
+    fn conflict(name: &str) -> Self {
+        Condition {
+            status: "False",
+            reason: "NameConflict",
+            message: format!(
+                "a policy file given with -p already has the name {name:?}; the file's policy is in force, this object is not"
+            ),
+        }
+    }
+
+    fn broken(errors: &[String], kept: Option<i64>) -> Self {
+        let in_force = match kept {
+            Some(g) => format!("generation {g} stays in force"),
+            None => "no generation of this policy is in force".into(),
+        };
+        Condition {
+            status: "False",
+            reason: "CompileError",
+            message: format!("{}; {in_force}", errors.join("; ")),
+        }
+    }
+}
+
+/// The status an object should have for `condition`: the generation it
+/// speaks of, and a `Ready` condition whose transition time moves only
+/// when its status does (kept from `o`'s stored status otherwise).
+fn status(o: &ObjectDoc, condition: &Condition) -> Json {
+    let stored = o
+        .status
+        .pointer("/conditions")
+        .and_then(Json::as_array)
+        .and_then(|cs| cs.iter().find(|c| c["type"] == "Ready"));
+    let since = stored
+        .filter(|c| c["status"] == condition.status)
+        .and_then(|c| c.get("lastTransitionTime").cloned())
+        .unwrap_or_else(|| Json::String(now()));
+    json!({
+        "observedGeneration": o.generation,
+        "conditions": [{
+            "type": "Ready",
+            "status": condition.status,
+            "reason": condition.reason,
+            "message": condition.message,
+            "observedGeneration": o.generation,
+            "lastTransitionTime": since,
+        }],
+    })
+}
+
+fn now() -> String {
+    chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string()
+}
+
+/// Whether `desired` differs from what `o` stores (a write is needed).
+pub fn status_differs(o: &ObjectDoc, desired: &Json) -> bool {
+    &o.status != desired
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn object(name: &str, uid: &str, generation: i64, expression: &str) -> ObjectDoc {
+        ObjectDoc {
+            uid: uid.into(),
+            generation,
+            doc: json!({"apiVersion": "interlock.dev/v1alpha1", "kind": KIND,
+                "metadata": {"name": name, "generation": generation},
+                "spec": {"matchConstraints": {"resourceRules": [{"apiGroups": [""],
+                    "apiVersions": ["v1"], "resources": ["configmaps"], "operations": ["CREATE"]}]},
+                    "validations": [{"expression": expression, "message": "no"}]}}),
+            status: Json::Null,
+        }
+    }
+
+    fn ready(r: &Resolved, name: &str) -> (String, String, String) {
+        let c = &r.statuses[name]["conditions"][0];
+        let s = |k: &str| c[k].as_str().unwrap_or_default().to_string();
+        (s("status"), s("reason"), s("message"))
+    }
+
+    fn expressions(r: &Resolved) -> Vec<String> {
+        r.docs
+            .iter()
+            .map(|(d, _)| d["spec"]["validations"][0]["expression"].to_string())
+            .collect()
+    }
+
+    #[test]
+    fn a_broken_generation_leaves_the_previous_in_force_and_says_where() {
+        let mut ledger = Ledger::default();
+        let none = BTreeSet::new();
+        let mut objects = BTreeMap::from([("p".to_string(), object("p", "u1", 1, "true"))]);
+        let r = ledger.resolve(&objects, &none, &none);
+        assert_eq!(ready(&r, "p").0, "True");
+        assert_eq!(r.statuses["p"]["observedGeneration"], 1);
+        assert_eq!(expressions(&r), ["\"true\""]);
+
+        objects.insert("p".into(), object("p", "u1", 2, "object.("));
+        let r = ledger.resolve(&objects, &none, &none);
+        let (status, reason, message) = ready(&r, "p");
+        assert_eq!(
+            (status.as_str(), reason.as_str()),
+            ("False", "CompileError")
+        );
+        assert!(
+            message.contains("spec.validations[0].expression")
+                && message.contains("<input>:1:")
+                && message.ends_with("generation 1 stays in force"),
+            "{message}"
+        );
+        assert_eq!(r.statuses["p"]["observedGeneration"], 2);
+        assert_eq!(expressions(&r), ["\"true\""], "generation 1 stays");
+
+        // Re-created under the same name: the old generation is not kept.
+        objects.insert("p".into(), object("p", "u2", 1, "object.("));
+        let r = ledger.resolve(&objects, &none, &none);
+        assert!(r.docs.is_empty());
+        assert!(ready(&r, "p")
+            .2
+            .ends_with("no generation of this policy is in force"));
+
+        objects.clear();
+        let r = ledger.resolve(&objects, &none, &none);
+        assert!(r.docs.is_empty() && r.statuses.is_empty());
+    }
+
+    #[test]
+    fn a_file_policy_wins_over_an_object_and_an_object_over_a_bundled_one() {
+        let mut ledger = Ledger::default();
+        let objects = BTreeMap::from([
+            ("filed".to_string(), object("filed", "u1", 1, "true")),
+            ("bundled".to_string(), object("bundled", "u2", 3, "true")),
+        ]);
+        let files = BTreeSet::from(["filed".to_string()]);
+        let bundled = BTreeSet::from(["bundled".to_string()]);
+        let r = ledger.resolve(&objects, &files, &bundled);
+        assert_eq!(ready(&r, "filed").1, "NameConflict");
+        assert_eq!(ready(&r, "bundled").0, "True");
+        assert_eq!(r.docs.len(), 1);
+        assert_eq!(r.docs[0].0["metadata"]["name"], "bundled");
+        assert_eq!(r.replaces, BTreeSet::from(["bundled".to_string()]));
+    }
+
+    #[test]
+    fn a_stored_status_that_says_the_same_needs_no_write() {
+        let mut ledger = Ledger::default();
+        let mut o = object("p", "u1", 1, "true");
+        let objects = BTreeMap::from([("p".to_string(), o.clone())]);
+        let desired = ledger
+            .resolve(&objects, &BTreeSet::new(), &BTreeSet::new())
+            .statuses["p"]
+            .clone();
+        assert!(status_differs(&o, &desired));
+        o.status = desired;
+        let objects = BTreeMap::from([("p".to_string(), o.clone())]);
+        let again = ledger
+            .resolve(&objects, &BTreeSet::new(), &BTreeSet::new())
+            .statuses["p"]
+            .clone();
+        assert!(!status_differs(&o, &again), "the transition time is kept");
+    }
+}

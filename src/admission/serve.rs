@@ -45,7 +45,10 @@ pub async fn run(
             if let Some(c) = claims.as_mut().filter(|c| !c.namespace_given) {
                 c.namespace = prereq::default_namespace(client, config).await;
             }
-            let needs = needs(&kinds, claims.as_ref());
+            let mut needs = needs(&kinds, claims.as_ref());
+            if let Some(o) = &sources.objects {
+                needs.extend(crate::cluster::policy_objects::needs(client, o));
+            }
             cluster.set_prerequisites_met(false);
             let (client, cluster) = (client.clone(), cluster.clone());
             Some(tokio::spawn(async move {

@@ -10,6 +10,7 @@
 //! it can be driven by any watch driver.
 
 use super::lease::{Elector, LeaseConfig};
+use super::prereq::{Access, Need};
 use super::Cluster;
 use crate::k8s::kind::GroupVersionKind;
 use crate::policy::objects::{status_differs, ObjectDoc, KIND};
@@ -42,6 +43,48 @@ pub struct ObjectOptions {
     pub lease_name: Option<String>,
     /// This replica's identity in it.
     pub identity: String,
+}
+
+/// Where the policy-status Lease lives: the Pod's namespace, else the
+/// kubeconfig's.
+fn lease_namespace(client: &Client) -> String {
+    std::env::var("POD_NAMESPACE").unwrap_or_else(|_| client.default_namespace().to_string())
+}
+
+/// What a process with `options` needs of the cluster, for its readiness
+/// and its one log line naming what is missing: the kind served and
+/// watchable and, for the status writer, its Lease and the status verb.
+pub fn needs(client: &Client, options: &ObjectOptions) -> Vec<Need> {
+    let mut needs = vec![Need::Served {
+        kind: kind(),
+        crd: "crd-interlockpolicy.yaml",
+    }];
+    for verb in ["list", "watch"] {
+        needs.push(Need::Access(Access::new(
+            verb,
+            "interlock.dev",
+            "interlockpolicies",
+        )));
+    }
+    if let Some(name) = &options.lease_name {
+        let ns = lease_namespace(client);
+        needs.push(Need::Access(Access::new(
+            "update",
+            "interlock.dev",
+            "interlockpolicies/status",
+        )));
+        needs.push(Need::Access(
+            Access::new("create", "coordination.k8s.io", "leases").in_namespace(&ns),
+        ));
+        for verb in ["get", "update"] {
+            needs.push(Need::Access(
+                Access::new(verb, "coordination.k8s.io", "leases")
+                    .in_namespace(&ns)
+                    .named(name),
+            ));
+        }
+    }
+    needs
 }
 
 /// The kind as the readiness bookkeeping names it.
@@ -138,8 +181,7 @@ pub fn start(
     let (desired, desired_rx) = channel::channel(Arc::new(BTreeMap::new()));
     let leading = Arc::new(AtomicBool::new(false));
     let lease = options.lease_name.map(|name| LeaseConfig {
-        namespace: std::env::var("POD_NAMESPACE")
-            .unwrap_or_else(|_| client.default_namespace().to_string()),
+        namespace: lease_namespace(&client),
         name,
         identity: options.identity,
         duration: Duration::from_secs(15),

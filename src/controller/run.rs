@@ -85,7 +85,10 @@ pub async fn run(
     if let Some(l) = lease.as_mut().filter(|_| !cfg.lease_namespace_given) {
         l.namespace = prereq::default_namespace(&client, &kube_config).await;
     }
-    let needs = needs(&kinds, lease.as_ref());
+    let mut needs = needs(&kinds, lease.as_ref());
+    if let Some(o) = &sources.objects {
+        needs.extend(crate::cluster::policy_objects::needs(&client, o));
+    }
     cluster.set_prerequisites_met(false);
     let supervisor = Supervisor::start(cluster.clone(), Some(client.clone()), sources, kinds);
 

@@ -308,10 +308,12 @@ async fn reload_loop(
         let outcome = tokio::task::block_in_place(|| match &snapshot {
             Some(objects) => {
                 let (loaded, statuses) = load_with_objects(&sources, objects, &mut ledger)?;
+                let installed = install_loaded(&cluster, &sources, loaded)?;
+                // Only a set in force is reported as such.
                 if let Some(f) = &feeds {
                     f.desired.send_replace(Arc::new(statuses));
                 }
-                install_loaded(&cluster, &sources, loaded)
+                Ok(installed)
             }
             None => reload(&cluster, &sources),
         });

@@ -298,6 +298,57 @@ mod tests {
         assert_eq!(r.replaces, BTreeSet::from(["bundled".to_string()]));
     }
 
+    /// Loaded with the files: an object replaces the bundled policy of its
+    /// name; beside `-p` files of the same name it is left out.
+    #[test]
+    fn loaded_with_the_files_the_winner_is_in_the_set() {
+        use crate::policy::load::LoadedPolicies;
+        use crate::policy::overrides::Overrides;
+        let objects = BTreeMap::from([(
+            "unique-ingress-host".to_string(),
+            object("unique-ingress-host", "u1", 1, "true"),
+        )]);
+        let bundled = LoadedPolicies::from_paths(&[]).expect("bundled").policies;
+        let (loaded, statuses) = LoadedPolicies::with_objects(
+            &[],
+            &Overrides::default(),
+            &objects,
+            &mut Ledger::default(),
+        )
+        .expect("loads");
+        assert_eq!(loaded.policies.len(), bundled.len());
+        let replaced = loaded
+            .policies
+            .policies
+            .iter()
+            .find(|p| p.name == "unique-ingress-host")
+            .expect("in the set");
+        assert_eq!(replaced.source.file, "InterlockPolicy/unique-ingress-host");
+        assert_eq!(
+            statuses["unique-ingress-host"]["conditions"][0]["status"],
+            "True"
+        );
+
+        let folder = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("policies/unique-ingress-host/policy.yaml");
+        let (loaded, statuses) = LoadedPolicies::with_objects(
+            &[folder],
+            &Overrides::default(),
+            &objects,
+            &mut Ledger::default(),
+        )
+        .expect("loads");
+        assert_eq!(loaded.policies.len(), 1);
+        assert_ne!(
+            loaded.policies.policies[0].source.file, "InterlockPolicy/unique-ingress-host",
+            "the file's policy stays"
+        );
+        assert_eq!(
+            statuses["unique-ingress-host"]["conditions"][0]["reason"],
+            "NameConflict"
+        );
+    }
+
     #[test]
     fn a_stored_status_that_says_the_same_needs_no_write() {
         let mut ledger = Ledger::default();

@@ -44,6 +44,9 @@ struct Checked {
     generation: i64,
     /// The compile errors (field and position in each).
     errors: Vec<String>,
+    /// kube-apiserver's type-check warnings, as `status.typeChecking`
+    /// (Null when none).
+    type_checking: Json,
 }
 
 /// The per-object memory of compiles: the generation last checked and the
@@ -81,18 +84,20 @@ impl Ledger {
             .retain(|n, g| objects.get(n).is_some_and(|o| o.uid == g.uid));
         let mut out = Resolved::default();
         for (name, o) in objects {
-            let errors = self.check(name, o);
+            let checked = self.check(name, o);
             if file_names.contains(name) {
+                let conflict = Condition::conflict(name);
                 out.statuses
-                    .insert(name.clone(), status(o, &Condition::conflict(name)));
+                    .insert(name.clone(), status(o, &conflict, &checked.type_checking));
                 continue;
             }
             let kept = self.good.get(name);
-            let condition = match (errors.is_empty(), kept) {
+            let condition = match (checked.errors.is_empty(), kept) {
                 (true, _) => Condition::ready(),
-                (false, kept) => Condition::broken(&errors, kept.map(|k| k.generation)),
+                (false, kept) => Condition::broken(&checked.errors, kept.map(|k| k.generation)),
             };
-            out.statuses.insert(name.clone(), status(o, &condition));
+            out.statuses
+                .insert(name.clone(), status(o, &condition, &checked.type_checking));
             if let Some(k) = kept {
                 if bundled_names.contains(name) {
                     out.replaces.insert(name.clone());
@@ -103,38 +108,47 @@ impl Ledger {
         out
     }
 
-    /// The errors of the object's generation, compiled once per generation;
-    /// a generation that compiles becomes the one in force.
-    fn check(&mut self, name: &str, o: &ObjectDoc) -> Vec<String> {
+    /// What the object's generation compiles to, checked once per
+    /// generation; a generation that compiles becomes the one in force.
+    fn check(&mut self, name: &str, o: &ObjectDoc) -> Checked {
         let seen = self
             .checked
             .get(name)
             .filter(|c| c.uid == o.uid && c.generation == o.generation);
         if let Some(c) = seen {
-            return c.errors.clone();
+            return c.clone();
         }
-        let errors = compile_errors(&o.doc, name);
-        if errors.is_empty() {
+        let checked = compile_one(o, name);
+        if checked.errors.is_empty() {
             self.good.insert(name.to_string(), o.clone());
         }
-        self.checked.insert(
-            name.to_string(),
-            Checked {
-                uid: o.uid.clone(),
-                generation: o.generation,
-                errors: errors.clone(),
-            },
-        );
-        errors
+        self.checked.insert(name.to_string(), checked.clone());
+        checked
     }
 }
 
 /// One object's compile errors, each naming its field and the position in
-/// the expression (the object has no file, so no line of one).
-fn compile_errors(doc: &Json, name: &str) -> Vec<String> {
+/// the expression (the object has no file, so no line of one), and the
+/// type-check warnings of what compiled, against the built-in kinds'
+/// schemas.
+fn compile_one(o: &ObjectDoc, name: &str) -> Checked {
     let mut scratch = Inventory::new();
-    let (_, errors) = PolicySet::compile(&[(doc.clone(), source_of(name))], &mut scratch);
-    errors.into_iter().map(|e| e.message).collect()
+    let (set, errors) = PolicySet::compile(&[(o.doc.clone(), source_of(name))], &mut scratch);
+    let warnings: Vec<Json> = set
+        .policies
+        .iter()
+        .flat_map(|p| p.schema_warnings(crate::k8s::openapi::builtin()))
+        .map(|w| json!({"fieldRef": w.field_ref, "warning": w.warning}))
+        .collect();
+    Checked {
+        uid: o.uid.clone(),
+        generation: o.generation,
+        errors: errors.into_iter().map(|e| e.message).collect(),
+        type_checking: match warnings.is_empty() {
+            true => Json::Null,
+            false => json!({ "expressionWarnings": warnings }),
+        },
+    }
 }
 
 /// The `Ready` condition an object's status gets.
@@ -180,7 +194,7 @@ impl Condition {
 /// The status an object should have for `condition`: the generation it
 /// speaks of, and a `Ready` condition whose transition time moves only
 /// when its status does (kept from `o`'s stored status otherwise).
-fn status(o: &ObjectDoc, condition: &Condition) -> Json {
+fn status(o: &ObjectDoc, condition: &Condition, type_checking: &Json) -> Json {
     let stored = o
         .status
         .pointer("/conditions")
@@ -190,7 +204,7 @@ fn status(o: &ObjectDoc, condition: &Condition) -> Json {
         .filter(|c| c["status"] == condition.status)
         .and_then(|c| c.get("lastTransitionTime").cloned())
         .unwrap_or_else(|| Json::String(now()));
-    json!({
+    let mut status = json!({
         "observedGeneration": o.generation,
         "conditions": [{
             "type": "Ready",
@@ -200,7 +214,11 @@ fn status(o: &ObjectDoc, condition: &Condition) -> Json {
             "observedGeneration": o.generation,
             "lastTransitionTime": since,
         }],
-    })
+    });
+    if !type_checking.is_null() {
+        status["typeChecking"] = type_checking.clone();
+    }
+    status
 }
 
 fn now() -> String {

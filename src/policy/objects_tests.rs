@@ -147,3 +147,31 @@ fn a_stored_status_that_says_the_same_needs_no_write() {
         .clone();
     assert!(!status_differs(&o, &again), "the transition time is kept");
 }
+
+/// An expression that compiles but does not fit the kind's schema: Ready,
+/// with kube-apiserver's type-check warning as a VAP's status has it.
+#[test]
+fn a_type_check_warning_is_reported_beside_ready() {
+    let mut ledger = Ledger::default();
+    let objects = BTreeMap::from([(
+        "p".to_string(),
+        object("p", "u1", 1, "object.data.noSuchField == 1"),
+    )]);
+    let r = ledger.resolve(&objects, &BTreeSet::new(), &BTreeSet::new());
+    assert_eq!(ready(&r, "p").0, "True");
+    let warnings = &r.statuses["p"]["typeChecking"]["expressionWarnings"];
+    assert_eq!(
+        warnings[0]["fieldRef"], "spec.validations[0].expression",
+        "{warnings}"
+    );
+    assert!(
+        warnings[0]["warning"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("ConfigMap"),
+        "{warnings}"
+    );
+    let clean = BTreeMap::from([("q".to_string(), object("q", "u2", 1, "true"))]);
+    let r = ledger.resolve(&clean, &BTreeSet::new(), &BTreeSet::new());
+    assert!(r.statuses["q"].get("typeChecking").is_none());
+}

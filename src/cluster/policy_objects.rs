@@ -6,21 +6,23 @@
 //! policy-status Lease, through the status subresource, only when it
 //! differs from the stored one.
 //!
-//! The fold ([`ObjectSync`]) is a handler of watcher events with no I/O, so
-//! it can be driven by any watch driver.
+//! The fold ([`ObjectSync`]) is a [`Sink`] of the one watch driver, as the
+//! inventory's and the audit's stores are.
 
+use super::driver::{KindSync, Sink};
 use super::lease::{Elector, LeaseConfig};
 use super::prereq::{Access, Need};
 use super::Cluster;
-use crate::k8s::kind::GroupVersionKind;
+use crate::inventory::ObjectKey;
+use crate::k8s::kind::{GroupKind, GroupVersionKind};
 use crate::policy::objects::{status_differs, ObjectDoc, KIND};
 use futures::StreamExt;
 use kube::api::{Api, DynamicObject, PostParams};
-use kube::runtime::watcher::{self, Event};
+use kube::runtime::watcher;
 use kube::runtime::WatchStreamExt;
 use kube::Client;
 use serde_json::Value as Json;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -92,61 +94,60 @@ pub fn kind() -> GroupVersionKind {
     GroupVersionKind::from_api_version(API_VERSION, KIND)
 }
 
-/// An object as the loader needs it (list items carry no kind).
-fn object_doc(o: &DynamicObject) -> Option<(String, ObjectDoc)> {
-    let mut doc = serde_json::to_value(o).ok()?;
+/// An object (with its apiVersion and kind) as the loader needs it.
+fn object_doc(mut doc: Json) -> Option<(String, ObjectDoc)> {
     let m = doc.as_object_mut()?;
-    m.insert("apiVersion".into(), API_VERSION.into());
-    m.insert("kind".into(), KIND.into());
     let status = m.remove("status").unwrap_or(Json::Null);
-    let name = o.metadata.name.clone()?;
+    let meta = m.get("metadata")?;
+    let name = meta.get("name")?.as_str()?.to_string();
+    let uid = meta
+        .get("uid")
+        .and_then(Json::as_str)
+        .unwrap_or_default()
+        .to_string();
+    let generation = meta
+        .get("generation")
+        .and_then(Json::as_i64)
+        .unwrap_or_default();
     Some((
         name,
         ObjectDoc {
-            uid: o.metadata.uid.clone().unwrap_or_default(),
-            generation: o.metadata.generation.unwrap_or_default(),
+            uid,
+            generation,
             doc,
             status,
         },
     ))
 }
 
-/// The objects seen, by name, and the (re-)list in progress.
+/// The objects seen, by name: a [`Sink`] of the one watch driver
+/// (`cluster::driver`), listed once its first list has ended.
 #[derive(Default)]
 pub struct ObjectSync {
     objects: BTreeMap<String, ObjectDoc>,
-    listing: Option<BTreeMap<String, ObjectDoc>>,
     listed: bool,
 }
 
-impl ObjectSync {
-    /// Applies one watch event; true when the objects may have changed.
-    pub fn on_event(&mut self, event: Event<DynamicObject>) -> bool {
-        match event {
-            Event::Init => {
-                self.listing = Some(BTreeMap::new());
-                false
-            }
-            Event::InitApply(o) => {
-                if let (Some(l), Some((k, d))) = (&mut self.listing, object_doc(&o)) {
-                    l.insert(k, d);
-                }
-                false
-            }
-            Event::InitDone => {
-                self.objects = self.listing.take().unwrap_or_default();
-                self.listed = true;
-                true
-            }
-            Event::Apply(o) => object_doc(&o)
-                .map(|(k, d)| self.objects.insert(k, d))
-                .is_some(),
-            Event::Delete(o) => object_doc(&o)
-                .and_then(|(k, _)| self.objects.remove(&k))
-                .is_some(),
-        }
+impl Sink for ObjectSync {
+    fn apply(&mut self, object: Json) -> Option<ObjectKey> {
+        let key = ObjectKey::of(&object)?;
+        let (name, doc) = object_doc(object)?;
+        self.objects.insert(name, doc);
+        Some(key)
     }
 
+    fn delete(&mut self, key: &ObjectKey) {
+        self.objects.remove(&*key.name);
+    }
+
+    fn reset(&mut self, _kind: &GroupKind, seen: &HashSet<ObjectKey>) {
+        self.objects
+            .retain(|name, _| seen.iter().any(|k| &*k.name == name));
+        self.listed = true;
+    }
+}
+
+impl ObjectSync {
     /// The objects, once listed.
     pub fn snapshot(&self) -> Option<Snapshot> {
         self.listed.then(|| Arc::new(self.objects.clone()))
@@ -223,12 +224,11 @@ async fn watch(
         watcher::Config::default().timeout(cluster.options.watch_timeout.as_secs().max(1) as u32);
     let mut stream = watcher::watcher(api, config).default_backoff().boxed();
     let mut sync = ObjectSync::default();
+    let mut driver = KindSync::new(&kind());
     while let Some(event) = stream.next().await {
         match event {
             Ok(e) => {
-                if !sync.on_event(e) {
-                    continue;
-                }
+                driver.on_event(&mut sync, e);
                 let Some(now) = sync.snapshot() else { continue };
                 stored.send_replace(now.clone());
                 specs.send_if_modified(|old| {

@@ -12,7 +12,6 @@
 use crate::support;
 
 use serde_json::{json, Value};
-use std::path::Path;
 use std::process::Output;
 use std::time::{Duration, Instant};
 use support::cluster::TestCluster;
@@ -45,23 +44,6 @@ fn ok(out: &Output, what: &str) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-fn install_crd(cluster: &TestCluster) {
-    let crd = Path::new(env!("CARGO_MANIFEST_DIR")).join("manifests/base/crd-interlockpolicy.yaml");
-    ok(
-        &cluster.kubectl(&["apply", "-f", crd.to_str().unwrap()]),
-        "apply the CRD",
-    );
-    ok(
-        &cluster.kubectl(&[
-            "wait",
-            "--for=condition=Established",
-            "--timeout=60s",
-            "crd/interlockpolicies.interlock.dev",
-        ]),
-        "CRD established",
-    );
-}
-
 /// A policy that denies ConfigMaps holding a `forbidden` key, in
 /// `namespaces` only.
 fn policy(name: &str, namespaces: &[&str], expression: &str) -> String {
@@ -90,15 +72,29 @@ const RULE: &str = "!has(object.data) || !('forbidden' in object.data)";
 /// Whether a ConfigMap with the forbidden key is denied in `ns` now (one
 /// server-side dry run; the webhook declares no side effects).
 fn denied(cluster: &TestCluster, ns: &str) -> bool {
-    let out = cluster.kubectl(&[
-        "-n",
+    dry_run_denied(
+        cluster,
         ns,
-        "create",
-        "configmap",
-        "probe",
-        "--from-literal=forbidden=1",
-        "--dry-run=server",
-    ]);
+        &["configmap", "probe", "--from-literal=forbidden=1"],
+    )
+}
+
+/// Whether a Service named forbidden-* is denied in `ns` now.
+fn service_denied(cluster: &TestCluster, ns: &str) -> bool {
+    dry_run_denied(
+        cluster,
+        ns,
+        &["service", "clusterip", "forbidden-probe", "--tcp=80:80"],
+    )
+}
+
+/// `kubectl create WHAT --dry-run=server` in `ns`: whether this test's
+/// policies denied it (any other refusal fails the test).
+fn dry_run_denied(cluster: &TestCluster, ns: &str, what: &[&str]) -> bool {
+    let mut args = vec!["-n", ns, "create"];
+    args.extend_from_slice(what);
+    args.push("--dry-run=server");
+    let out = cluster.kubectl(&args);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         out.status.success() || stderr.contains("the key forbidden is not allowed"),
@@ -141,26 +137,6 @@ fn start_replica(cluster: &TestCluster, scope: &Scope, lease: &str, extra: &[&st
     support::webhook::start_scoped(cluster, scope, &args)
 }
 
-/// Whether a Service named forbidden-* is denied in `ns` now.
-fn service_denied(cluster: &TestCluster, ns: &str) -> bool {
-    let out = cluster.kubectl(&[
-        "-n",
-        ns,
-        "create",
-        "service",
-        "clusterip",
-        "forbidden-probe",
-        "--tcp=80:80",
-        "--dry-run=server",
-    ]);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success() || stderr.contains("the key forbidden is not allowed"),
-        "refused for another reason: {stderr}"
-    );
-    !out.status.success()
-}
-
 /// Whether the rules of replica A's ValidatingWebhookConfiguration name
 /// `resource`.
 fn rules_name(cluster: &TestCluster, resource: &str) -> bool {
@@ -181,7 +157,11 @@ fn rules_name(cluster: &TestCluster, resource: &str) -> bool {
 fn a_policy_object_is_enforced_by_every_replica_and_reports_its_generation() {
     let cluster = TestCluster::shared();
     let _logs = cluster.logs_on_panic();
-    install_crd(cluster);
+    support::webhook::install_crd(
+        cluster,
+        "manifests/base/crd-interlockpolicy.yaml",
+        "interlockpolicies.interlock.dev",
+    );
     let ns_a = namespace_labelled(cluster, "ilp-a", REPLICA_A.label);
     let ns_b = namespace_labelled(cluster, "ilp-b", REPLICA_B.label);
     let name = format!("no-forbidden-{ns_a}");

@@ -6,6 +6,7 @@ pub mod boundary;
 pub mod claims;
 mod group;
 pub mod serve;
+pub mod webhook_rules;
 
 use crate::cel::k8s_authz::Authorizer;
 use crate::cluster::live::Live;

@@ -42,6 +42,8 @@ pub struct ControllerConfig {
     pub watch_timeout: Duration,
     /// `--disable` and `--action`.
     pub overrides: crate::policy::overrides::Overrides,
+    /// `--cluster-policies`.
+    pub objects: Option<crate::cluster::policy_objects::ObjectOptions>,
 }
 
 struct Health(Arc<Cluster>);
@@ -71,6 +73,7 @@ pub async fn run(
     let sources = Sources {
         policies: cfg.policies.clone(),
         overrides: cfg.overrides.clone(),
+        objects: cfg.objects.clone(),
         ..Sources::default()
     };
     let options = ClusterOptions {
@@ -82,7 +85,10 @@ pub async fn run(
     if let Some(l) = lease.as_mut().filter(|_| !cfg.lease_namespace_given) {
         l.namespace = prereq::default_namespace(&client, &kube_config).await;
     }
-    let needs = needs(&kinds, lease.as_ref());
+    let mut needs = needs(&kinds, lease.as_ref());
+    if let Some(o) = &sources.objects {
+        needs.extend(crate::cluster::policy_objects::needs(&client, o));
+    }
     cluster.set_prerequisites_met(false);
     let supervisor = Supervisor::start(cluster.clone(), Some(client.clone()), sources, kinds);
 

@@ -40,6 +40,7 @@ mod image;
 mod install;
 mod listeners;
 mod policies;
+mod policy_objects;
 mod prereq;
 mod projection;
 mod reliability;

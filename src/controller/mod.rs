@@ -49,5 +49,6 @@ pub mod index;
 pub mod lease;
 pub mod members;
 pub mod metrics;
+pub mod quota;
 pub mod reconcile;
 pub mod run;

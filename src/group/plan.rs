@@ -882,14 +882,14 @@ struct Summary<'s, 'a> {
 
 /// Builds conditions with the group's generation, keeping the previous
 /// `lastTransitionTime` of a condition whose status is unchanged.
-struct Stamp<'a> {
-    generation: i64,
-    previous: Option<&'a ResourceGroupStatus>,
-    now: DateTime<Utc>,
+pub(super) struct Stamp<'a> {
+    pub(super) generation: i64,
+    pub(super) previous: Option<&'a ResourceGroupStatus>,
+    pub(super) now: DateTime<Utc>,
 }
 
 impl Stamp<'_> {
-    fn condition(
+    pub(super) fn condition(
         &self,
         type_: &str,
         status: ConditionStatus,
@@ -916,7 +916,7 @@ fn rfc3339(t: DateTime<Utc>) -> String {
     t.format("%Y-%m-%dT%H:%M:%SZ").to_string()
 }
 
-fn set_condition(conditions: &mut Vec<Condition>, c: Condition) {
+pub(super) fn set_condition(conditions: &mut Vec<Condition>, c: Condition) {
     match conditions.iter_mut().find(|x| x.type_ == c.type_) {
         Some(x) => *x = c,
         None => conditions.push(c),

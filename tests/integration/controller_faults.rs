@@ -90,41 +90,46 @@ fn fifty_groups_converge_through_ten_sigkills_and_then_write_nothing() {
             all_verbs("apps", &["deployments"]),
         ],
     );
-    let mut groups: Vec<Value> = (0..GROUPS)
-        .map(|g| {
-            group(
-                &ns,
-                &format!("g{g}"),
-                (0..MEMBERS)
-                    .map(|m| config_map(&format!("g{g}-m{m}")))
-                    .collect(),
-            )
-        })
-        .collect();
-    groups.extend((0..DENIED).map(|d| {
-        group(
-            &ns,
-            &format!("denied{d}"),
-            vec![
-                config_map(&format!("denied{d}-cfg")),
-                latest(&format!("denied{d}-web")),
-            ],
-        )
-    }));
-    let list = json!({"apiVersion": "v1", "kind": "List", "items": groups});
-    ok(
-        &c.kubectl_stdin(&["apply", "-f", "-"], &list.to_string()),
-        "the groups",
-    );
+    let group_of = |g: usize| {
+        let members = (0..MEMBERS).map(|m| config_map(&format!("g{g}-m{m}")));
+        group(&ns, &format!("g{g}"), members.collect())
+    };
+    let denied = (0..DENIED).map(|d| {
+        let members = vec![
+            config_map(&format!("denied{d}-cfg")),
+            latest(&format!("denied{d}-web")),
+        ];
+        group(&ns, &format!("denied{d}"), members)
+    });
+    let apply = |groups: Vec<Value>| {
+        let list = json!({"apiVersion": "v1", "kind": "List", "items": groups});
+        ok(
+            &c.kubectl_stdin(&["apply", "-f", "-"], &list.to_string()),
+            "groups",
+        );
+    };
+    apply(denied.collect());
 
-    // Killed at random moments: during start-up, mid-pass, between writes.
+    // Each round: a controller starts, a batch of new groups arrives once
+    // it reconciles, and it is SIGKILLed at a random moment of their
+    // convergence (mid-pass, between a member's dry run and its write,
+    // between writes and status).
     let mut rng = Rng(seed);
+    let per_round = GROUPS / KILLS;
     for kill in 0..KILLS {
-        let ctl = Controller::spawn_as(c.kubeconfig(), dir.path(), &["--no-leader-election"]);
-        let after = Duration::from_millis(300 + rng.below(2700) as u64);
+        let ctl = Controller::start(&c, dir.path(), &["--no-leader-election"]);
+        apply(
+            (kill * per_round..(kill + 1) * per_round)
+                .map(group_of)
+                .collect(),
+        );
+        // A batch converges in about a tenth of a second here: the kill
+        // falls within it (the count printed below shows where).
+        let after = Duration::from_millis(rng.below(120) as u64);
         std::thread::sleep(after);
-        println!("kill {kill} after {after:?}");
         drop(ctl); // SIGKILL
+        let stored = items(&c, &ns, "configmaps").len();
+        println!("kill {kill} after {after:?}: {stored} ConfigMaps stored");
     }
     let ctl = Controller::start(&c, dir.path(), &["--no-leader-election"]);
 

@@ -159,7 +159,7 @@ mod tests {
             json!({"count/configmaps": "10"}),
             json!({"count/configmaps": "7"}),
         );
-        let s = shortfall(&[q.clone()], &four).expect("exceeded");
+        let s = shortfall(std::slice::from_ref(&q), &four).expect("exceeded");
         assert_eq!((s.hard, s.used, s.wanted), (10, 7, 4));
         assert_eq!(
             s.to_string(),
@@ -195,7 +195,7 @@ mod tests {
             json!({"services.loadbalancers": "0"}),
             json!({"services.loadbalancers": "0"}),
         );
-        assert!(shortfall(&[q.clone()], &[new("", "services", &lb)]).is_some());
+        assert!(shortfall(std::slice::from_ref(&q), &[new("", "services", &lb)]).is_some());
         assert!(shortfall(&[q], &[new("", "services", &ip)]).is_none());
     }
 
@@ -228,7 +228,7 @@ mod tests {
             json!({"configmaps": "1k"}),
             json!({"configmaps": "999"}),
         );
-        assert_eq!(shortfall(&[q.clone()], &one), None);
+        assert_eq!(shortfall(std::slice::from_ref(&q), &one), None);
         assert!(shortfall(
             &[q],
             &[new("", "configmaps", &cm), new("", "configmaps", &cm)]

@@ -12,13 +12,17 @@
 //! wakes in one futex call and then runs the whole evaluation, which is all
 //! the hand-off this needs. No work stealing, no nesting: one queue.
 //!
-//! **A lane for heavy requests.** Bodies over [`HEAVY_BODY_BYTES`] (a
-//! Pod near the 3 MiB limit, a Secret of thousands of keys) may occupy at
-//! most all threads but one. Such a request can run until its cost budget
-//! or its deadline; with every thread on one, ordinary requests queued
-//! behind it (the soak of issue 17: p99 33x the quiet run). One thread
-//! always left to the light requests bounds their wait by one light
-//! evaluation, whatever the heavy ones do. Heavy requests queue among
+//! **A lane for heavy requests.** Requests whose estimated cost
+//! ([`super::cost`]: the body's bytes, plus its containers and, where a
+//! policy that reads the inventory matches the kind, its references) is
+//! over [`HEAVY_COST`] may occupy at most all threads but one. Such a
+//! request can run until its cost budget or its deadline; with every thread
+//! on one, ordinary requests queued behind it (the soak of issue 17: p99
+//! 33x the quiet run; issue 36: a Lease review waited 3.7 s behind eight
+//! client loops of a 125 KB Pod of 1,300 references, a body the size-only
+//! lane of 128 KiB let through as light). One thread always left to the
+//! light requests bounds their wait by one light evaluation, whatever the
+//! heavy ones do and however long they run. Heavy requests queue among
 //! themselves instead, and their deadline answers them if the queue is
 //! long. With one thread there is nothing to reserve.
 //!
@@ -36,11 +40,13 @@ use std::sync::{Arc, Condvar, Mutex, PoisonError};
 
 type Job = Box<dyn FnOnce() + Send + 'static>;
 
-/// A body larger than this is evaluated in the heavy lane. Ordinary
+/// A request whose estimated cost ([`super::cost::estimate`], in bytes of
+/// plain body) is over this is evaluated in the heavy lane. Ordinary
 /// admission bodies are a few KiB; 128 KiB leaves room for large but
 /// ordinary objects (a CRD, a big ConfigMap), which only lose the
-/// reserved thread.
-pub(crate) const HEAVY_BODY_BYTES: usize = 128 * 1024;
+/// reserved thread. Every body over 128 KiB is heavy: the estimate is at
+/// least its size.
+pub(crate) const HEAVY_COST: u64 = 128 * 1024;
 
 /// Jobs waiting for a thread. The queue is bounded by the server's
 /// request slots (a job is only queued while its request holds a slot).
@@ -52,7 +58,7 @@ struct Queue {
 /// Where a job runs and whose it is.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Lane {
-    /// A body over [`HEAVY_BODY_BYTES`].
+    /// An estimated cost over [`HEAVY_COST`].
     pub heavy: bool,
     /// The requester, for fairness among tenants.
     pub tenant: String,

@@ -20,7 +20,7 @@ use prometheus_client::registry::Registry;
 use serde_json::value::RawValue;
 use tower::ServiceBuilder;
 
-use super::executor::{Executor, Lane, HEAVY_BODY_BYTES};
+use super::executor::Executor;
 use super::logging::RateLimit;
 use super::metrics::{Decision, Endpoint, InFlight, ServerMetrics};
 use super::{ParsedReview, Reviewer};
@@ -188,10 +188,10 @@ async fn admission(state: AppState, endpoint: Endpoint, req: Request) -> Respons
     let _cancel = CancelOnDrop(interrupt.clone());
     let reviewer = state.reviewer.clone();
     let metrics = state.metrics.clone();
-    let lane = Lane {
-        heavy: body.len() > HEAVY_BODY_BYTES,
-        tenant: requester(&body),
-    };
+    let lane = super::cost::lane(&body, &*reviewer);
+    if lane.heavy {
+        metrics.heavy_lane_request();
+    }
     match state
         .executor
         .run(lane, move || {
@@ -218,29 +218,6 @@ async fn admission(state: AppState, endpoint: Endpoint, req: Request) -> Respons
             "InternalError",
         ),
     }
-}
-
-/// The review's `request.userInfo.username`, read before the queue for
-/// fairness among tenants (empty if the body does not say). One pass over
-/// the body that skips everything else; the evaluation parses it again.
-fn requester(body: &[u8]) -> String {
-    #[derive(serde::Deserialize)]
-    struct Review {
-        request: Option<Request>,
-    }
-    #[derive(serde::Deserialize)]
-    #[serde(rename_all = "camelCase")]
-    struct Request {
-        user_info: Option<User>,
-    }
-    #[derive(serde::Deserialize)]
-    struct User {
-        username: Option<String>,
-    }
-    serde_json::from_slice::<Review>(body)
-        .ok()
-        .and_then(|r| r.request?.user_info?.username)
-        .unwrap_or_default()
 }
 
 /// The request side of an AdmissionReview. kube's

@@ -604,6 +604,13 @@ impl Reviewer for Engine {
         self.cluster.is_ready()
     }
 
+    fn reads_inventory(&self, api_version: &str, kind: &str, namespaced: bool) -> bool {
+        self.cluster
+            .published()
+            .policies
+            .inventory_readers_may_match_kind(api_version, kind, namespaced)
+    }
+
     fn register_metrics(&self, registry: &mut Registry) {
         self.cluster.reloads.register(registry);
         if let Some((_, metrics)) = &self.authorizer {

@@ -50,5 +50,6 @@ pub mod index;
 pub use crate::cluster::lease;
 pub mod members;
 pub mod metrics;
+pub mod quota;
 pub mod reconcile;
 pub mod run;

@@ -6,6 +6,7 @@ use super::error::Error;
 use super::lease::{Elector, LeaseConfig};
 use super::members::Members;
 use super::metrics::Metrics;
+use super::quota::Quotas;
 use super::reconcile::{jittered, reconcile, Context};
 use crate::cluster::authz::SarAuthorizer;
 use crate::cluster::prereq::{self, Access, Need};
@@ -153,6 +154,10 @@ fn needs(kinds: &[GroupVersionKind], lease: Option<&LeaseConfig>) -> Vec<Need> {
         GROUP,
         "resourcegroups/status",
     )));
+    // The quotas checked before a group's first write (super::quota).
+    for verb in ["list", "watch"] {
+        needs.push(Need::Access(Access::new(verb, "", "resourcequotas")));
+    }
     needs.extend(prereq::watching(kinds));
     if let Some(l) = lease {
         needs.push(Need::Namespace(l.namespace.clone()));
@@ -215,6 +220,11 @@ impl Leader {
             .as_ref()
             .map(|c| AbortOnDrop(c.start(self.cluster.clone(), self.client.clone())));
         let (wake, woken) = tokio::sync::mpsc::unbounded_channel();
+        let groups: Api<ResourceGroup> = Api::all(self.client.clone());
+        let controller = Controller::new(groups, watcher::Config::default());
+        let (quotas, quota_watch) =
+            Quotas::start(self.client.clone(), controller.store(), wake.clone());
+        let _quota_watch = AbortOnDrop(quota_watch);
         let members = Members::new(self.client.clone(), wake);
         let mut ctx = Context::new(
             self.client.clone(),
@@ -224,15 +234,15 @@ impl Leader {
             self.metrics.clone(),
         );
         ctx.authorizer = Some(self.authorizer.clone());
+        ctx.quotas = Some(quotas);
         let ctx = Arc::new(ctx);
         let woken =
             futures::stream::unfold(
                 woken,
                 |mut rx| async move { rx.recv().await.map(|r| (r, rx)) },
             );
-        let groups: Api<ResourceGroup> = Api::all(self.client.clone());
         tracing::info!(concurrency = self.concurrency, "reconciling ResourceGroups");
-        Controller::new(groups, watcher::Config::default())
+        controller
             .reconcile_on(woken)
             .with_config(controller::Config::default().concurrency(self.concurrency))
             .graceful_shutdown_on(crate::server::shutdown_signal())

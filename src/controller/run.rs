@@ -6,6 +6,7 @@ use super::error::Error;
 use super::lease::{Elector, LeaseConfig};
 use super::members::Members;
 use super::metrics::Metrics;
+use super::quota::Quotas;
 use super::reconcile::{jittered, reconcile, Context};
 use super::shards::{self, Shards};
 use crate::cluster::authz::SarAuthorizer;
@@ -46,6 +47,8 @@ pub struct ControllerConfig {
     pub watch_timeout: Duration,
     /// `--disable` and `--action`.
     pub overrides: crate::policy::overrides::Overrides,
+    /// `--cluster-policies`.
+    pub objects: Option<crate::cluster::policy_objects::ObjectOptions>,
 }
 
 struct Health(Arc<Cluster>);
@@ -75,6 +78,7 @@ pub async fn run(
     let sources = Sources {
         policies: cfg.policies.clone(),
         overrides: cfg.overrides.clone(),
+        objects: cfg.objects.clone(),
         ..Sources::default()
     };
     let options = ClusterOptions {
@@ -97,6 +101,9 @@ pub async fn run(
     };
     let mut needs = needs(&kinds, lease.as_ref());
     needs.extend(shard_leases.iter().flat_map(lease_needs));
+    if let Some(o) = &sources.objects {
+        needs.extend(crate::cluster::policy_objects::needs(&client, o));
+    }
     cluster.set_prerequisites_met(false);
     let supervisor = Supervisor::start(cluster.clone(), Some(client.clone()), sources, kinds);
 
@@ -168,6 +175,10 @@ fn needs(kinds: &[GroupVersionKind], lease: Option<&LeaseConfig>) -> Vec<Need> {
         GROUP,
         "resourcegroups/status",
     )));
+    // The quotas checked before a group's first write (super::quota).
+    for verb in ["list", "watch"] {
+        needs.push(Need::Access(Access::new(verb, "", "resourcequotas")));
+    }
     needs.extend(prereq::watching(kinds));
     if let Some(l) = lease {
         needs.push(Need::Namespace(l.namespace.clone()));
@@ -306,6 +317,11 @@ impl Leader {
         taken: impl futures::Stream<Item = ()> + Send + 'static,
     ) {
         let (wake, woken) = tokio::sync::mpsc::unbounded_channel();
+        let groups: Api<ResourceGroup> = Api::all(self.client.clone());
+        let controller = Controller::new(groups, watcher::Config::default());
+        let (quotas, quota_watch) =
+            Quotas::start(self.client.clone(), controller.store(), wake.clone());
+        let _quota_watch = AbortOnDrop(quota_watch);
         let members = Members::new(self.client.clone(), wake);
         let mut ctx = Context::new(
             self.client.clone(),
@@ -316,15 +332,15 @@ impl Leader {
         );
         ctx.authorizer = Some(self.authorizer.clone());
         ctx.shards = shards;
+        ctx.quotas = Some(quotas);
         let ctx = Arc::new(ctx);
         let woken =
             futures::stream::unfold(
                 woken,
                 |mut rx| async move { rx.recv().await.map(|r| (r, rx)) },
             );
-        let groups: Api<ResourceGroup> = Api::all(self.client.clone());
         tracing::info!(concurrency = self.concurrency, "reconciling ResourceGroups");
-        Controller::new(groups, watcher::Config::default())
+        controller
             .reconcile_on(woken)
             .reconcile_all_on(taken)
             .with_config(controller::Config::default().concurrency(self.concurrency))

@@ -179,6 +179,12 @@ pub enum Command {
         /// Name of the leader-election Lease.
         #[arg(long, default_value = "interlock-controller")]
         lease_name: String,
+        /// Share the groups among replicas in this many shards (by a hash
+        /// of their namespace), each owned by its own Lease,
+        /// <lease-name>-shard-<i>; the leader's Lease then only decides who
+        /// audits. 1: the leader reconciles every group.
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256))]
+        shards: u16,
         /// This replica's identity in the Lease (default: POD_NAME, or host and pid).
         #[arg(long, env = "POD_NAME")]
         identity: Option<String>,

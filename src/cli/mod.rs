@@ -140,6 +140,7 @@ fn dispatch(command: Command) -> u8 {
             lease_namespace,
             lease_name,
             lease_duration,
+            shards,
             identity,
             log_format,
             audit,
@@ -149,6 +150,10 @@ fn dispatch(command: Command) -> u8 {
             crate::server::init_tracing(crate::server::LogFormat::from(log_format).is_json());
             if lease_duration < Duration::from_secs(2) {
                 eprintln!("interlock: --lease-duration must be at least 2s (the Lease counts whole seconds)");
+                return 2;
+            }
+            if shards > 1 && no_leader_election {
+                eprintln!("interlock: --shards needs leader election: each shard is a Lease");
                 return 2;
             }
             let lease_namespace_given = lease_namespace.is_some();
@@ -167,6 +172,7 @@ fn dispatch(command: Command) -> u8 {
                 concurrency: concurrency.max(1),
                 admin_addr,
                 lease,
+                shards,
                 lease_namespace_given,
                 watch_timeout: Duration::from_secs(290),
                 overrides: overrides.into(),

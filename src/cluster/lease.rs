@@ -178,6 +178,10 @@ impl Elector {
         }
     }
 
+    pub fn renew_every(&self) -> Duration {
+        self.cfg.renew_every
+    }
+
     fn err(&self, source: kube::Error) -> LeaseError {
         LeaseError::Api {
             namespace: self.cfg.namespace.clone(),
@@ -235,8 +239,15 @@ impl Elector {
     /// Waits until this replica holds the lease; returns the term won.
     /// Logs an error once, and again only when it changes.
     pub async fn acquire(&self) -> Term<Instant> {
+        self.acquire_after(|| Duration::ZERO).await
+    }
+
+    /// [`Elector::acquire`], waiting `patience()` before each attempt (a
+    /// replica that holds shards already gives the others a head start).
+    pub async fn acquire_after(&self, patience: impl Fn() -> Duration) -> Term<Instant> {
         let mut last_error: Option<String> = None;
         loop {
+            tokio::time::sleep(patience()).await;
             let started = Instant::now();
             match self.attempt(renew_deadline(&self.cfg)).await {
                 Ok(true) => {

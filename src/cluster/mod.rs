@@ -241,6 +241,12 @@ impl Cluster {
         f(&mut st.inventory, &mut st.pending)
     }
 
+    /// Whether a writer could take the state's lock now (no reader holds it).
+    #[cfg(test)]
+    pub(crate) fn lock_is_free(&self) -> bool {
+        self.state.try_write().is_ok()
+    }
+
     /// Synced, and nothing the process needs is missing from the cluster.
     pub fn is_ready(&self) -> bool {
         self.ready.load(Ordering::Acquire) && self.prerequisites.load(Ordering::Acquire)

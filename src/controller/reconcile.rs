@@ -58,6 +58,9 @@ pub struct Context {
     /// Answers the policies' `authorizer...check()` for the group's
     /// ServiceAccount.
     pub authorizer: Option<Arc<dyn Authorizer>>,
+    /// The shards whose groups this replica reconciles (all, unless
+    /// `--shards`).
+    pub shards: Arc<super::shards::Shards>,
     /// The ResourceQuotas checked before a group's first write; `None`:
     /// not checked (the API server alone decides).
     pub quotas: Option<super::quota::Quotas>,
@@ -81,6 +84,7 @@ impl Context {
             failures: Mutex::default(),
             pending_ttl: Duration::from_secs(30),
             authorizer: None,
+            shards: Arc::new(super::shards::Shards::all()),
             quotas: None,
             impersonating: Mutex::default(),
         }

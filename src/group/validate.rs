@@ -18,7 +18,7 @@ use super::crd::{FindingAction, FindingObject, GroupFinding, ResourceGroupSpec};
 use super::member::{parse_member, ScopeOracle};
 use crate::cel::interrupt::Interrupt;
 use crate::cel::k8s_authz::{Attributes, Authorizer, Decision, UserInfo};
-use crate::inventory::{Inventory, ObjectKey, Overlay};
+use crate::inventory::{Base, ObjectKey, Overlay};
 use crate::policy::{OldObject, PolicySet, Request, RequestAuthorizer, Verdict};
 use serde_json::Value as Json;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -140,9 +140,9 @@ pub struct Validation {
 /// again); `desired` are whole member manifests whose namespace is set.
 /// A member that cannot be keyed is skipped here: the plan refuses it.
 /// `authorizer` answers `authorizer...check()` for the writer's user.
-pub fn validate(
+pub fn validate<'b>(
     policies: &PolicySet,
-    base: &Inventory,
+    base: impl Into<Base<'b>>,
     writer: &Writer,
     authorizer: Option<&Arc<dyn Authorizer>>,
     current: &[ObjectKey],
@@ -158,7 +158,7 @@ pub fn validate(
             d
         })
         .collect();
-    let mut overlay = Overlay::new(base);
+    let mut overlay = Overlay::new(base.into());
     for k in current {
         overlay.remove(k);
     }
@@ -191,7 +191,7 @@ pub fn validate(
         // the apply: the stored object is the old one.
         let old = ObjectKey::of(d)
             .filter(|k| current.contains(k))
-            .and_then(|k| base.get(&k))
+            .and_then(|k| overlay.underneath(&k))
             .map(|e| e.object.json().into_owned());
         if let Some(old) = &old {
             req.operation = crate::policy::Operation::Update;
@@ -217,9 +217,9 @@ pub fn validate(
 /// by name). Admission and the controller both call this, so `kubectl
 /// apply` of a group and its reconcile judge it alike.
 #[allow(clippy::too_many_arguments)]
-pub fn spec_findings(
+pub fn spec_findings<'b>(
     policies: &PolicySet,
-    base: &Inventory,
+    base: impl Into<Base<'b>>,
     namespace: &str,
     spec: &ResourceGroupSpec,
     authorizer: Option<&Arc<dyn Authorizer>>,

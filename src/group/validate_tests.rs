@@ -1,4 +1,5 @@
 use super::*;
+use crate::inventory::Inventory;
 use crate::policy::Action;
 
 use crate::fixtures::{compile, ingress, FakeAuthorizer};

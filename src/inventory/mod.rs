@@ -9,7 +9,7 @@ pub mod overlay;
 pub mod projection;
 pub mod view;
 
-pub use overlay::Overlay;
+pub use overlay::{Base, Overlay};
 pub use view::Lookup;
 
 use crate::cel::value::SeededAHash;

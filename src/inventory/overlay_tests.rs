@@ -19,7 +19,7 @@ fn an_overlay_replaces_adds_and_hides_without_touching_its_base() {
     for (n, h) in [("a", "x"), ("b", "y"), ("c", "z")] {
         base.upsert(&cm("t", n, h), None).expect("upsert");
     }
-    let mut o = Overlay::new(&base);
+    let mut o = Overlay::new(Base::from(&base));
     o.put(&cm("t", "b", "x")).expect("replace b");
     o.put(&cm("t", "d", "w")).expect("add d");
     o.remove(&ObjectKey::of(&cm("t", "c", "")).expect("key"));

@@ -32,6 +32,7 @@ mod controller;
 mod controller_faults;
 mod controller_replicas;
 mod controller_scale;
+mod controller_shards;
 mod ctrlauthz_controller;
 mod defaults_apiserver;
 mod group_plan;

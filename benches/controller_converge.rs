@@ -3,7 +3,10 @@
 //!
 //! ```text
 //! cargo bench --bench controller_converge -- --groups 1000 --members 5 --steady 120
+//! cargo bench --bench controller_converge -- --groups 1000 --namespaces 100
 //! ```
+//!
+//! The groups go round-robin into `--namespaces` namespaces (default one).
 //!
 //! Reports: time to converge; API requests the controller made per group
 //! (kube-apiserver's `apiserver_request_total` for the kinds it touches,
@@ -27,6 +30,7 @@ use std::time::{Duration, Instant};
 struct Opts {
     groups: usize,
     members: usize,
+    namespaces: usize,
     steady: u64,
     smoke: bool,
 }
@@ -37,6 +41,7 @@ fn parse_args() -> Opts {
     let mut o = Opts {
         groups: if smoke { 3 } else { 1000 },
         members: 5,
+        namespaces: 1,
         steady: if smoke { 4 } else { 120 },
         smoke,
     };
@@ -46,6 +51,7 @@ fn parse_args() -> Opts {
         match a.as_str() {
             "--groups" => o.groups = num().unwrap_or(o.groups),
             "--members" => o.members = num().unwrap_or(o.members),
+            "--namespaces" => o.namespaces = num().unwrap_or(o.namespaces).max(1),
             "--steady" => o.steady = num().unwrap_or(o.steady as usize) as u64,
             _ => {}
         }
@@ -200,8 +206,9 @@ fn load_average() -> String {
         .join(" ")
 }
 
-fn ready_count(c: &TestCluster, ns: &str) -> usize {
-    let out = c.kubectl(&["get", "resourcegroups", "-n", ns, "-o", "json"]);
+/// Groups Ready at their generation, in every namespace.
+fn ready_count(c: &TestCluster) -> usize {
+    let out = c.kubectl(&["get", "resourcegroups", "-A", "-o", "json"]);
     let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
     v["items"]
         .as_array()
@@ -216,6 +223,20 @@ fn ready_count(c: &TestCluster, ns: &str) -> usize {
                 .any(|c| c["type"] == "Ready" && c["status"] == "True")
         })
         .count()
+}
+
+/// A namespace with ServiceAccount `deployer`, allowed to manage the
+/// members' kinds.
+fn tenant(c: &TestCluster, ns: &str) {
+    kubectl_ok(c, &["create", "namespace", ns], None);
+    let rbac = json!({"apiVersion": "v1", "kind": "List", "items": [
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "deployer", "namespace": ns}},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": "deployer", "namespace": ns},
+         "rules": [{"apiGroups": [""], "resources": ["configmaps", "services", "serviceaccounts"], "verbs": ["*"]}]},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": {"name": "deployer", "namespace": ns},
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "deployer"},
+         "subjects": [{"kind": "ServiceAccount", "name": "deployer", "namespace": ns}]}]});
+    kubectl_ok(c, &["apply", "-f", "-"], Some(&rbac.to_string()));
 }
 
 fn main() {
@@ -236,16 +257,10 @@ fn main() {
         ],
         None,
     );
-    let ns = "bench";
-    kubectl_ok(&c, &["create", "namespace", ns], None);
-    let rbac = json!({"apiVersion": "v1", "kind": "List", "items": [
-        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "deployer", "namespace": ns}},
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": "deployer", "namespace": ns},
-         "rules": [{"apiGroups": [""], "resources": ["configmaps", "services", "serviceaccounts"], "verbs": ["*"]}]},
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": {"name": "deployer", "namespace": ns},
-         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "deployer"},
-         "subjects": [{"kind": "ServiceAccount", "name": "deployer", "namespace": ns}]}]});
-    kubectl_ok(&c, &["apply", "-f", "-"], Some(&rbac.to_string()));
+    let namespaces: Vec<String> = (0..o.namespaces).map(|i| format!("bench-{i}")).collect();
+    for ns in &namespaces {
+        tenant(&c, ns);
+    }
 
     let admin = std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
@@ -260,7 +275,7 @@ fn main() {
     let groups: Vec<Value> = (0..o.groups)
         .map(|i| {
             json!({"apiVersion": "interlock.dev/v1alpha1", "kind": "ResourceGroup",
-                   "metadata": {"name": format!("g{i}"), "namespace": ns},
+                   "metadata": {"name": format!("g{i}"), "namespace": namespaces[i % namespaces.len()]},
                    "spec": {"serviceAccountName": "deployer",
                             "resources": (0..o.members).map(|j| member(i, j)).collect::<Vec<_>>()}})
         })
@@ -273,7 +288,7 @@ fn main() {
     let mut ready = 0;
     let mut polls = 0;
     while start.elapsed() < limit {
-        ready = ready_count(&c, ns);
+        ready = ready_count(&c);
         polls += 1;
         if ready == o.groups {
             break;
@@ -297,8 +312,8 @@ fn main() {
     // The bench's own requests: one POST per group, one LIST per poll.
     let controller_requests = total - o.groups as f64 - polls as f64;
     println!(
-        "controller_converge: {} groups x {} members",
-        o.groups, o.members
+        "controller_converge: {} groups x {} members in {} namespace(s)",
+        o.groups, o.members, o.namespaces
     );
     println!("  ready                  {ready}/{}", o.groups);
     println!("  time to converge       {:.1} s", converge.as_secs_f64());
@@ -311,6 +326,10 @@ fn main() {
         cpu_after - cpu,
         o.steady
     );
+    println!(
+        "  CPU per group          {:.4} s",
+        cpu / o.groups.max(1) as f64
+    );
     println!("  controller peak RSS    {rss:.0} MiB");
     println!("  steady-state writes    {steady_writes}  (API requests: {steady_requests:?})");
     println!("  machine load (1/5/15)  {load_before} at start, {load_after} at end");
@@ -318,8 +337,7 @@ fn main() {
         let out = c.kubectl(&[
             "get",
             "resourcegroups",
-            "-n",
-            ns,
+            "-A",
             "-o",
             "jsonpath={.items[*].status.conditions}",
         ]);

@@ -127,6 +127,19 @@ pub enum Command {
         audit: super::args::AuditArgs,
         #[command(flatten)]
         overrides: OverrideArgs,
+        #[command(flatten)]
+        cluster_policies: super::args::ClusterPolicyArgs,
+        /// With --cluster-policies: the Lease whose holder (one replica)
+        /// writes the InterlockPolicy objects' statuses, in the Pod's
+        /// namespace (POD_NAMESPACE) or the kubeconfig's.
+        #[arg(long, value_name = "NAME", default_value = "interlock-policy-status")]
+        policy_status_lease: String,
+        /// Keep the rules of the Validating/MutatingWebhookConfiguration of
+        /// this name equal to what the loaded policies match (only their
+        /// rules; needs get and update on both kinds). Off by default: the
+        /// configurations may be owned by helm or GitOps.
+        #[arg(long, value_name = "NAME")]
+        sync_webhook_rules: Option<String>,
     },
     /// Write a CA and a serving certificate for the webhook.
     Certs {
@@ -134,10 +147,10 @@ pub enum Command {
         args: super::args::CertsArgs,
     },
     /// Print the CRDs of the project's kinds (ResourceGroup,
-    /// InterlockException) as YAML.
+    /// InterlockException, InterlockPolicy) as YAML.
     Crd {
         /// Only this kind's CRD.
-        #[arg(value_parser = ["ResourceGroup", "InterlockException"])]
+        #[arg(value_parser = ["ResourceGroup", "InterlockException", "InterlockPolicy"])]
         kind: Option<String>,
     },
     /// Reconcile ResourceGroups against the cluster of the current kubeconfig.
@@ -166,16 +179,24 @@ pub enum Command {
         /// Name of the leader-election Lease.
         #[arg(long, default_value = "interlock-controller")]
         lease_name: String,
+        /// Share the groups among replicas in this many shards (by a hash
+        /// of their namespace), each owned by its own Lease,
+        /// <lease-name>-shard-<i>; the leader's Lease then only decides who
+        /// audits. 1: the leader reconciles every group.
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256))]
+        shards: u16,
         /// This replica's identity in the Lease (default: POD_NAME, or host and pid).
         #[arg(long, env = "POD_NAME")]
         identity: Option<String>,
-        /// Log format.
-        #[arg(long, default_value = "text", value_parser = ["text", "json"], env = "INTERLOCK_LOG_FORMAT")]
-        log_format: String,
+        /// Log format (the same flag as `serve`'s; text unless asked).
+        #[arg(long, value_enum, default_value_t = super::args::LogFormatArg::Text, env = "INTERLOCK_LOG_FORMAT")]
+        log_format: super::args::LogFormatArg,
         #[command(flatten)]
         audit: super::args::AuditArgs,
         #[command(flatten)]
         overrides: OverrideArgs,
+        #[command(flatten)]
+        cluster_policies: super::args::ClusterPolicyArgs,
     },
     /// What the controller would do with the ResourceGroups of FILEs, in
     /// the cluster of the current kubeconfig, with every policy's findings;

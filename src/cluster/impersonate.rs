@@ -5,6 +5,7 @@
 
 use crate::cel::interrupt::{self, Interrupt};
 use crate::cel::k8s_authz::Authorizer;
+use crate::cluster::live::Live;
 use crate::cluster::Cluster;
 use crate::group::crd::GroupFinding;
 use crate::group::crd::FIELD_MANAGER;
@@ -12,7 +13,7 @@ use crate::group::member::ScopeOracle;
 use crate::group::plan::{owned_by, DesiredObject, GroupRef};
 use crate::group::validate::{spec_findings, Writer};
 use crate::group::ResourceGroupSpec;
-use crate::inventory::ObjectKey;
+use crate::inventory::{Base, ObjectKey};
 use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
 use kube::Client;
 use serde_json::Value;
@@ -95,8 +96,11 @@ pub fn off_runtime<T: Send>(deadline: &Arc<Interrupt>, f: impl FnOnce() -> T + S
 pub const VALIDATION_DEADLINE: Duration = Duration::from_secs(10);
 
 /// A group's desired members judged as writes by its ServiceAccount
-/// ([`spec_findings`]) under the state's read lock, on a thread outside the
-/// runtime, within [`VALIDATION_DEADLINE`]. `observed` are the objects the
+/// ([`spec_findings`]) on a thread outside the runtime, within
+/// [`VALIDATION_DEADLINE`]. The inventory is read through
+/// [`Live`], the read lock taken per lookup as admission does, so a big
+/// group's validation never holds up the watches and admitted writes that
+/// wait for the write lock (nor, behind them, every other reader). `observed` are the objects the
 /// caller found of the group; those it owns are the members replaced.
 /// `None` when the deadline cut it short: some evaluations then stopped
 /// with an error that a policy under failurePolicy Ignore would skip, so
@@ -117,14 +121,131 @@ pub async fn validate_group(
     let deadline = Interrupt::new();
     let timer = cancel_after(&deadline, VALIDATION_DEADLINE);
     let found = off_runtime(&deadline, || {
-        cluster.read(|st| {
-            let (policies, base) = (&st.policies, &st.inventory);
-            let ns = &group.namespace;
-            spec_findings(
-                policies, base, ns, spec, authorizer, &current, scopes, false,
-            )
-        })
+        // The policies and the projection their overlay must share, read
+        // together; the objects, one lookup at a time.
+        cluster.expire_pending();
+        let (published, shell) = cluster.read(|st| (cluster.published(), st.inventory.shell()));
+        let live = Live::new(cluster);
+        let base = Base {
+            lookup: &live,
+            shell,
+        };
+        let ns = &group.namespace;
+        spec_findings(
+            &published.policies,
+            base,
+            ns,
+            spec,
+            authorizer,
+            &current,
+            scopes,
+            false,
+        )
     });
     timer.abort();
     (!deadline.is_cancelled()).then_some(found)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cel::k8s_authz::{Attributes, Decision, UserInfo};
+    use crate::cluster::ClusterOptions;
+    use crate::fixtures::{compile, ingress, UNIQUE_HOST};
+    use crate::inventory::Inventory;
+    use std::sync::Mutex;
+
+    const ASKS_THE_AUTHORIZER: &str = "
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: may-create}
+spec:
+  matchConstraints:
+    resourceRules:
+      - {apiGroups: [networking.k8s.io], apiVersions: [v1], resources: [ingresses], operations: [CREATE, UPDATE]}
+  validations:
+    - expression: \"authorizer.requestResource.check('create').allowed()\"
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: may-create}
+spec: {policyName: may-create, validationActions: [Deny]}
+";
+
+    /// Answers yes, and notes whether a writer could take the state's lock
+    /// at that moment, in the middle of the group's evaluation.
+    struct Probe {
+        cluster: Arc<Cluster>,
+        lock_free: Mutex<Vec<bool>>,
+    }
+
+    impl std::fmt::Debug for Probe {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("Probe")
+        }
+    }
+
+    impl Authorizer for Probe {
+        fn authorize(
+            &self,
+            _: &UserInfo,
+            _: &Attributes,
+            _: Option<&crate::cel::interrupt::Interrupt>,
+        ) -> Option<Decision> {
+            let free = self.cluster.lock_is_free();
+            self.lock_free.lock().unwrap().push(free);
+            Some(Decision {
+                allowed: true,
+                reason: String::new(),
+                error: None,
+            })
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_group_validation_holds_the_state_lock_per_lookup_only() {
+        let mut inv = Inventory::new();
+        let policies = compile(&[UNIQUE_HOST, ASKS_THE_AUTHORIZER], &mut inv);
+        inv.upsert(&ingress("u", "other", "b.example", "s"), None)
+            .expect("store");
+        let cluster = Arc::new(Cluster::new(policies, inv, ClusterOptions::default()));
+        let probe = Arc::new(Probe {
+            cluster: cluster.clone(),
+            lock_free: Mutex::default(),
+        });
+        let authorizer: Arc<dyn Authorizer> = probe.clone();
+        let group = GroupRef {
+            namespace: "t".into(),
+            name: "g".into(),
+            uid: "u1".into(),
+            generation: 1,
+            deleting: false,
+        };
+        let spec: ResourceGroupSpec = serde_json::from_value(serde_json::json!({
+            "serviceAccountName": "deployer",
+            "resources": [ingress("t", "web", "b.example", "s")],
+        }))
+        .expect("spec");
+        let findings = validate_group(
+            &cluster,
+            &group,
+            &spec,
+            Some(&authorizer),
+            &[],
+            &crate::group::BuiltinScopes,
+        )
+        .await
+        .expect("within the deadline");
+        // The inventory was read: the other tenant's host is a conflict.
+        assert!(
+            findings.iter().any(|f| f.policy == "unique-host"),
+            "{findings:?}"
+        );
+        let seen = probe.lock_free.lock().unwrap().clone();
+        assert!(!seen.is_empty(), "the authorizer was asked");
+        assert!(
+            seen.iter().all(|free| *free),
+            "a writer could not get in mid-evaluation: {seen:?}"
+        );
+    }
 }

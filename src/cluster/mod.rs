@@ -28,10 +28,14 @@
 
 pub mod api_error;
 pub mod authz;
+pub mod backoff;
+pub mod driver;
 pub mod exceptions;
 pub mod impersonate;
+pub mod lease;
 pub mod live;
 pub mod pending;
+pub mod policy_objects;
 pub mod prereq;
 pub mod reload;
 pub mod watch;
@@ -235,6 +239,12 @@ impl Cluster {
         let mut st = self.write();
         let st = &mut *st;
         f(&mut st.inventory, &mut st.pending)
+    }
+
+    /// Whether a writer could take the state's lock now (no reader holds it).
+    #[cfg(test)]
+    pub(crate) fn lock_is_free(&self) -> bool {
+        self.state.try_write().is_ok()
     }
 
     /// Synced, and nothing the process needs is missing from the cluster.

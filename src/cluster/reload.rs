@@ -3,17 +3,20 @@
 //! files change. [`Supervisor`] owns the watchers and the reload loop of a
 //! long-running process and shuts them down.
 
+use super::policy_objects::{self, Feeds, ObjectOptions};
 use super::watch::Watchers;
 use super::Cluster;
 use crate::inventory::{Inventory, Prepared, Source};
 use crate::k8s::kind::GroupVersionKind;
 use crate::manifest::{self, LoadOptions};
 use crate::policy::load::{LoadedPolicies, PolicyLoadError};
+use crate::policy::objects::{Ledger, ObjectDoc};
 use crate::policy::overrides::Overrides;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
-use std::collections::HashMap;
+use serde_json::Value as Json;
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -50,6 +53,25 @@ impl ReloadMetrics {
 /// empty set is refused unless `allow_empty`.
 pub fn load(sources: &Sources) -> Result<LoadedPolicies, PolicyLoadError> {
     let loaded = LoadedPolicies::from_paths_with(&sources.policies, &sources.overrides)?;
+    refuse_empty(loaded, sources)
+}
+
+/// [`load`] with the cluster's InterlockPolicy objects beside the files;
+/// also the status each object should have.
+fn load_with_objects(
+    sources: &Sources,
+    objects: &BTreeMap<String, ObjectDoc>,
+    ledger: &mut Ledger,
+) -> Result<(LoadedPolicies, BTreeMap<String, Json>), PolicyLoadError> {
+    let (loaded, statuses) =
+        LoadedPolicies::with_objects(&sources.policies, &sources.overrides, objects, ledger)?;
+    Ok((refuse_empty(loaded, sources)?, statuses))
+}
+
+fn refuse_empty(
+    loaded: LoadedPolicies,
+    sources: &Sources,
+) -> Result<LoadedPolicies, PolicyLoadError> {
     if loaded.policies.is_empty() && !sources.allow_empty {
         let paths: Vec<String> = sources
             .policies
@@ -136,6 +158,8 @@ pub struct Sources {
     pub allow_empty: bool,
     /// `--disable` and `--action`.
     pub overrides: Overrides,
+    /// `--cluster-policies`: InterlockPolicy objects beside the files.
+    pub objects: Option<ObjectOptions>,
 }
 
 impl Sources {
@@ -175,6 +199,8 @@ pub fn initial(
 pub struct Supervisor {
     task: Option<JoinHandle<()>>,
     exceptions: Option<JoinHandle<()>>,
+    /// The policy objects' watch, Lease campaign and status writer.
+    objects: Vec<JoinHandle<()>>,
 }
 
 impl Supervisor {
@@ -190,23 +216,35 @@ impl Supervisor {
             let wide = sources.overrides.exception_namespace().to_string();
             tokio::spawn(super::exceptions::watch(c, cluster.clone(), wide))
         });
+        let (objects, feeds) = match (client.clone(), sources.objects.clone()) {
+            (Some(c), Some(o)) => {
+                // Not ready before the objects are in force (or while the
+                // kind is not served: the flag says they are wanted).
+                cluster.hold(&policy_objects::kind());
+                let (tasks, feeds) = policy_objects::start(c, cluster.clone(), o);
+                (tasks, Some(feeds))
+            }
+            _ => (Vec::new(), None),
+        };
         let mut watchers = client.map(|c| Watchers::new(c, cluster.clone()));
         if let Some(w) = &mut watchers {
             w.set_kinds(&kinds);
         }
-        let task = tokio::spawn(reload_loop(cluster, sources, watchers));
+        let task = tokio::spawn(reload_loop(cluster, sources, watchers, feeds));
         Supervisor {
             task: Some(task),
             exceptions,
+            objects,
         }
     }
 
     /// Stops the reload loop and every watcher.
     pub async fn shutdown(mut self) {
-        for task in [self.task.take(), self.exceptions.take()]
+        let tasks = [self.task.take(), self.exceptions.take()]
             .into_iter()
             .flatten()
-        {
+            .chain(std::mem::take(&mut self.objects));
+        for task in tasks {
             task.abort();
             let _ = task.await;
         }
@@ -215,7 +253,12 @@ impl Supervisor {
 
 impl Drop for Supervisor {
     fn drop(&mut self) {
-        for task in self.task.iter().chain(&self.exceptions) {
+        for task in self
+            .task
+            .iter()
+            .chain(&self.exceptions)
+            .chain(&self.objects)
+        {
             task.abort();
         }
     }
@@ -237,27 +280,56 @@ fn fingerprint(paths: &[PathBuf]) -> HashMap<PathBuf, Vec<u8>> {
 }
 
 /// Polls the policy files (kubelet swaps ConfigMap files through a symlink,
-/// so contents are compared, not events watched). A set that does not
-/// compile is rejected and the previous one keeps serving.
-async fn reload_loop(cluster: Arc<Cluster>, sources: Sources, mut watchers: Option<Watchers>) {
+/// so contents are compared, not events watched) and follows the policy
+/// objects' snapshots. A set that does not compile is rejected and the
+/// previous one keeps serving.
+async fn reload_loop(
+    cluster: Arc<Cluster>,
+    sources: Sources,
+    mut watchers: Option<Watchers>,
+    mut feeds: Option<Feeds>,
+) {
     let watched = sources.reloaded_files();
-    if watched.is_empty() {
-        // Nothing to reload; keep the watchers alive with the task.
-        std::future::pending::<()>().await;
-    }
     let mut last = fingerprint(&watched);
+    let mut ledger = Ledger::default();
+    let mut objects_in_force = false;
     loop {
-        tokio::time::sleep(Duration::from_secs(3)).await;
-        let now = fingerprint(&watched);
-        if now == last {
-            continue;
+        tokio::select! {
+            () = tokio::time::sleep(Duration::from_secs(3)), if !watched.is_empty() => {
+                let now = fingerprint(&watched);
+                if now == last {
+                    continue;
+                }
+                last = now;
+            }
+            listed = next_snapshot(&mut feeds) => if !listed { continue },
         }
-        last = now;
-        match tokio::task::block_in_place(|| reload(&cluster, &sources)) {
+        let snapshot = feeds.as_ref().and_then(|f| f.specs.borrow().clone());
+        let outcome = tokio::task::block_in_place(|| match &snapshot {
+            Some(objects) => {
+                let (loaded, statuses) = load_with_objects(&sources, objects, &mut ledger)?;
+                let installed = install_loaded(&cluster, &sources, loaded)?;
+                // Only a set in force is reported as such.
+                if let Some(f) = &feeds {
+                    f.desired.send_replace(Arc::new(statuses));
+                }
+                Ok(installed)
+            }
+            None => reload(&cluster, &sources),
+        });
+        match outcome {
             Ok((kinds, changed)) => {
-                tracing::info!(projection_changed = changed, "policies reloaded");
+                tracing::info!(
+                    projection_changed = changed,
+                    objects = snapshot.as_ref().map(|s| s.len()),
+                    "policies reloaded"
+                );
                 if let Some(w) = &mut watchers {
                     w.set_kinds(&kinds);
+                }
+                if snapshot.is_some() && !objects_in_force {
+                    objects_in_force = true;
+                    cluster.synced(&policy_objects::kind());
                 }
             }
             Err(e) => {
@@ -268,12 +340,35 @@ async fn reload_loop(cluster: Arc<Cluster>, sources: Sources, mut watchers: Opti
     }
 }
 
+/// Waits for a new snapshot of the policy objects (forever without them);
+/// false when the watch has ended.
+async fn next_snapshot(feeds: &mut Option<Feeds>) -> bool {
+    match feeds {
+        Some(f) => {
+            if f.specs.changed().await.is_err() {
+                *feeds = None;
+                return false;
+            }
+            true
+        }
+        None => std::future::pending().await,
+    }
+}
+
 /// One reload: everything slow happens before the swap.
 fn reload(
     cluster: &Cluster,
     sources: &Sources,
 ) -> Result<(Vec<GroupVersionKind>, bool), PolicyLoadError> {
-    let loaded = load(sources)?;
+    install_loaded(cluster, sources, load(sources)?)
+}
+
+/// Swaps in policies loaded outside the lock.
+fn install_loaded(
+    cluster: &Cluster,
+    sources: &Sources,
+    loaded: LoadedPolicies,
+) -> Result<(Vec<GroupVersionKind>, bool), PolicyLoadError> {
     let kinds = loaded.kinds();
     let projection_changed = cluster.read(|st| *st.inventory.projection() != loaded.projection);
     // Stored file objects lack what the new policies read: read them again
@@ -288,113 +383,5 @@ fn reload(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::policy::Request;
-
-    fn write(dir: &std::path::Path, name: &str, text: &str) {
-        std::fs::write(dir.join(name), text).expect("write policy");
-    }
-
-    use crate::fixtures::{ingress, UNIQUE_HOST as HOSTS, UNIQUE_TLS as TLS};
-
-    #[test]
-    fn a_reload_that_removes_a_policy_removes_its_index() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        write(dir.path(), "hosts.yaml", HOSTS);
-        write(dir.path(), "tls.yaml", TLS);
-        let sources = Sources {
-            policies: vec![dir.path().to_path_buf()],
-            ..Sources::default()
-        };
-        let (cluster, _) = initial(&sources, Default::default()).expect("load");
-        cluster
-            .update_inventory(|inv, _| {
-                inv.upsert(&ingress("a", "one", "a.example", "cert"), None)
-                    .map(|_| ())
-            })
-            .expect("store");
-        let decls = cluster.read(|st| st.inventory.index_decls());
-        assert_eq!(decls.len(), 2, "{decls:?}");
-
-        std::fs::remove_file(dir.path().join("hosts.yaml")).expect("rm");
-        reload(&cluster, &sources).expect("reload");
-        cluster.read(|st| {
-            let decls = st.inventory.index_decls();
-            assert_eq!(decls.len(), 1, "the hosts index is gone: {decls:?}");
-            assert!(decls[0].keys.contains("secretName"));
-            // The kept index kept its keys, under its new id.
-            assert_eq!(st.inventory.lookup_index(0, "cert").len(), 1);
-            let two = ingress("a", "two", "a.example", "cert");
-            let r = Request::create(&two, "me").expect("request");
-            let verdicts = st.policies.evaluate(&r, &st.inventory).verdicts;
-            assert_eq!(
-                verdicts.len(),
-                1,
-                "the tls rule still sees the stored Ingress"
-            );
-            assert_eq!(verdicts[0].policy, "unique-tls");
-        });
-
-        // A set that does not compile is refused and the old one stays.
-        write(dir.path(), "bad.yaml", "apiVersion: interlock.dev/v1alpha1\nkind: InterlockPolicy\nmetadata: {name: bad}\nspec:\n  validations:\n    - expression: 'object.('\n");
-        assert!(reload(&cluster, &sources).is_err());
-        assert_eq!(cluster.read(|st| st.policies.len()), 1);
-
-        // An empty set is refused at start and on reload, unless allowed.
-        for f in ["tls.yaml", "bad.yaml"] {
-            std::fs::remove_file(dir.path().join(f)).expect("rm");
-        }
-        let err = reload(&cluster, &sources).expect_err("an empty set is refused");
-        assert!(err.to_string().contains("--allow-empty"), "{err}");
-        assert_eq!(cluster.read(|st| st.policies.len()), 1, "the old set stays");
-        assert!(initial(&sources, Default::default()).is_err());
-        let allowed = Sources {
-            allow_empty: true,
-            ..sources.clone()
-        };
-        assert!(initial(&allowed, Default::default()).is_ok());
-    }
-
-    #[test]
-    fn a_changed_policy_config_is_applied_by_the_next_reload() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        write(dir.path(), "config.yaml", "apiVersion: interlock.dev/v1alpha1\nkind: PolicyConfig\nmetadata: {name: site}\nspec: {}\n");
-        let sources = Sources {
-            overrides: crate::policy::overrides::Overrides {
-                config: Some(dir.path().join("config.yaml")),
-                ..Default::default()
-            },
-            ..Sources::default()
-        };
-        assert_eq!(
-            sources.reloaded_files(),
-            vec![dir.path().join("config.yaml")]
-        );
-        let (cluster, _) = initial(&sources, Default::default()).expect("starts");
-        let all = cluster.read(|st| st.policies.len());
-        write(dir.path(), "config.yaml", "apiVersion: interlock.dev/v1alpha1\nkind: PolicyConfig\nmetadata: {name: site}\nspec: {disable: [unique-ingress-host]}\n");
-        reload(&cluster, &sources).expect("reloads");
-        assert_eq!(cluster.read(|st| st.policies.len()), all - 1);
-        // A config naming no policy is refused; the set in force stays.
-        write(dir.path(), "config.yaml", "apiVersion: interlock.dev/v1alpha1\nkind: PolicyConfig\nmetadata: {name: site}\nspec: {disable: [no-such-policy]}\n");
-        let err = reload(&cluster, &sources).expect_err("refused");
-        assert!(
-            err.to_string()
-                .contains("--disable no-such-policy: no loaded policy has that name"),
-            "{err}"
-        );
-        assert_eq!(cluster.read(|st| st.policies.len()), all - 1);
-    }
-
-    /// `serve -p policies/` (the repository's library folder, with its
-    /// tests/ cases) serves the same policies as the bundled library.
-    #[test]
-    fn the_library_folder_loads_without_its_test_cases() {
-        let folder = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("policies");
-        let loaded = LoadedPolicies::from_paths(&[folder]).expect("policies/ loads");
-        let bundled = LoadedPolicies::from_paths(&[]).expect("the bundled library loads");
-        assert_eq!(loaded.policies.len(), bundled.policies.len());
-        assert!(loaded.policies.len() >= 8, "{}", loaded.policies.len());
-    }
-}
+#[path = "reload_tests.rs"]
+mod tests;

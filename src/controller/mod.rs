@@ -33,6 +33,11 @@
 //!   while its term lasts; when it ends (the API server unreachable, or
 //!   another replica holds the lease) the reconciles stop and the replica
 //!   campaigns again, so an outage longer than the lease needs no restart.
+//! - **Shards** ([`shards`], `--shards K`): the groups split by a hash of
+//!   their namespace, each shard owned by a Lease of its own through the
+//!   same elector; a replica reconciles the groups of the shards it holds,
+//!   each pass under its shard's term. One shard (the leader does all) is
+//!   the default.
 //! - **Prerequisites first** ([`crate::cluster::prereq`]): unready, and no
 //!   campaign, until the CRD, the namespace and the permissions are there.
 //! - **The authorizer.** Policies' `authorizer...check()` on members asks
@@ -46,8 +51,11 @@
 
 pub mod error;
 pub mod index;
-pub mod lease;
+/// The Lease moved to `cluster/` (serve campaigns for the policy-status Lease too).
+pub use crate::cluster::lease;
 pub mod members;
 pub mod metrics;
+pub mod quota;
 pub mod reconcile;
 pub mod run;
+pub mod shards;

@@ -6,7 +6,9 @@ use super::error::Error;
 use super::lease::{Elector, LeaseConfig};
 use super::members::Members;
 use super::metrics::Metrics;
+use super::quota::Quotas;
 use super::reconcile::{jittered, reconcile, Context};
+use super::shards::{self, Shards};
 use crate::cluster::authz::SarAuthorizer;
 use crate::cluster::prereq::{self, Access, Need};
 use crate::cluster::reload::{self, Sources, Supervisor};
@@ -36,12 +38,17 @@ pub struct ControllerConfig {
     pub admin_addr: SocketAddr,
     /// `None`: no leader election (a single replica, or tests).
     pub lease: Option<LeaseConfig>,
+    /// Shards of the groups, each with a Lease of its own (needs `lease`);
+    /// 1: the leader reconciles every group.
+    pub shards: u16,
     /// Whether the Lease's namespace was given; if not, it may default to
     /// the kubeconfig context's namespace outside a cluster.
     pub lease_namespace_given: bool,
     pub watch_timeout: Duration,
     /// `--disable` and `--action`.
     pub overrides: crate::policy::overrides::Overrides,
+    /// `--cluster-policies`.
+    pub objects: Option<crate::cluster::policy_objects::ObjectOptions>,
 }
 
 struct Health(Arc<Cluster>);
@@ -71,6 +78,7 @@ pub async fn run(
     let sources = Sources {
         policies: cfg.policies.clone(),
         overrides: cfg.overrides.clone(),
+        objects: cfg.objects.clone(),
         ..Sources::default()
     };
     let options = ClusterOptions {
@@ -82,7 +90,20 @@ pub async fn run(
     if let Some(l) = lease.as_mut().filter(|_| !cfg.lease_namespace_given) {
         l.namespace = prereq::default_namespace(&client, &kube_config).await;
     }
-    let needs = needs(&kinds, lease.as_ref());
+    let shard_leases: Vec<LeaseConfig> = match &lease {
+        Some(l) if cfg.shards > 1 => (0..cfg.shards)
+            .map(|i| LeaseConfig {
+                name: shards::lease_name(&l.name, i),
+                ..l.clone()
+            })
+            .collect(),
+        _ => vec![],
+    };
+    let mut needs = needs(&kinds, lease.as_ref());
+    needs.extend(shard_leases.iter().flat_map(lease_needs));
+    if let Some(o) = &sources.objects {
+        needs.extend(crate::cluster::policy_objects::needs(&client, o));
+    }
     cluster.set_prerequisites_met(false);
     let supervisor = Supervisor::start(cluster.clone(), Some(client.clone()), sources, kinds);
 
@@ -118,11 +139,18 @@ pub async fn run(
         concurrency: cfg.concurrency,
     };
     let elector = lease.map(|l| Elector::new(client.clone(), l));
+    let shard_electors: Vec<Elector> = shard_leases
+        .into_iter()
+        .map(|l| Elector::new(client.clone(), l))
+        .collect();
     tokio::select! {
-        () = prereq::wait(&client, &leader.cluster, &needs) => lead_by_turns(&leader, elector.as_ref()).await,
+        () = prereq::wait(&client, &leader.cluster, &needs) => match &elector {
+            Some(e) if !shard_electors.is_empty() => share(&leader, e, &shard_electors).await,
+            _ => lead_by_turns(&leader, elector.as_ref()).await,
+        },
         _ = crate::server::shutdown_signal() => {}
     }
-    if let Some(e) = &elector {
+    for e in elector.iter().chain(&shard_electors) {
         e.release().await;
     }
     supervisor.shutdown().await;
@@ -147,19 +175,29 @@ fn needs(kinds: &[GroupVersionKind], lease: Option<&LeaseConfig>) -> Vec<Need> {
         GROUP,
         "resourcegroups/status",
     )));
+    // The quotas checked before a group's first write (super::quota).
+    for verb in ["list", "watch"] {
+        needs.push(Need::Access(Access::new(verb, "", "resourcequotas")));
+    }
     needs.extend(prereq::watching(kinds));
     if let Some(l) = lease {
         needs.push(Need::Namespace(l.namespace.clone()));
+        needs.extend(lease_needs(l));
+    }
+    needs
+}
+
+/// Creating Leases in its namespace, reading and replacing this one.
+fn lease_needs(l: &LeaseConfig) -> Vec<Need> {
+    let mut needs = vec![Need::Access(
+        Access::new("create", "coordination.k8s.io", "leases").in_namespace(&l.namespace),
+    )];
+    for verb in ["get", "update"] {
         needs.push(Need::Access(
-            Access::new("create", "coordination.k8s.io", "leases").in_namespace(&l.namespace),
+            Access::new(verb, "coordination.k8s.io", "leases")
+                .in_namespace(&l.namespace)
+                .named(&l.name),
         ));
-        for verb in ["get", "update"] {
-            needs.push(Need::Access(
-                Access::new(verb, "coordination.k8s.io", "leases")
-                    .in_namespace(&l.namespace)
-                    .named(&l.name),
-            ));
-        }
     }
     needs
 }
@@ -167,10 +205,15 @@ fn needs(kinds: &[GroupVersionKind], lease: Option<&LeaseConfig>) -> Vec<Need> {
 /// Campaigns, leads while the term lasts, and campaigns again, until a
 /// shutdown signal. Without an elector, leads once until the signal.
 async fn lead_by_turns(leader: &Leader, elector: Option<&Elector>) {
-    let Some(elector) = elector else {
-        leader.lead().await;
-        return;
-    };
+    match elector {
+        Some(elector) => by_turns(elector, || leader.lead()).await,
+        None => leader.lead().await,
+    }
+}
+
+/// Runs `work` during each term of `elector`'s lease, campaigning between
+/// terms, until a shutdown signal or `work` ends.
+async fn by_turns<F: std::future::Future<Output = ()>>(elector: &Elector, work: impl Fn() -> F) {
     loop {
         let term = tokio::select! {
             t = elector.acquire() => t,
@@ -180,10 +223,61 @@ async fn lead_by_turns(leader: &Leader, elector: Option<&Elector>) {
         // level-triggered and every write idempotent, so the next leader's
         // pass finishes what this one left, as after a crash.
         let ended = tokio::select! {
-            () = leader.lead() => return,
+            () = work() => return,
             e = elector.keep(term) => e,
         };
         tracing::warn!(error = %ended, "stopped reconciling; campaigning again");
+    }
+}
+
+/// With shards: the reconciles run for good and act on the groups of the
+/// shards held ([`reconcile_held`]); each shard's lease is campaigned for
+/// on its own; the leader's lease only decides which replica audits.
+async fn share(leader: &Leader, elector: &Elector, shard_electors: &[Elector]) {
+    let shards = Arc::new(Shards::new(shard_electors.len() as u16));
+    let (taken, on_taken) = tokio::sync::mpsc::unbounded_channel();
+    let campaigns = futures::future::join_all(
+        shard_electors
+            .iter()
+            .zip(0..)
+            .map(|(e, i)| campaign(i, e, &shards, &taken)),
+    );
+    let on_taken = futures::stream::unfold(on_taken, |mut rx| async move {
+        rx.recv().await.map(|()| ((), rx))
+    });
+    let audit = by_turns(elector, || async {
+        let _audit = leader.audit();
+        std::future::pending::<()>().await
+    });
+    tokio::select! {
+        () = leader.reconcile(shards.clone(), on_taken) => {}
+        _ = campaigns => {}
+        () = audit => {}
+    }
+}
+
+/// Holds shard `i` whenever its lease can be had. A shard taken wakes every
+/// group (those of other shards return at once); a term that ends drops
+/// the shard's reconciles in flight before another replica may take it.
+async fn campaign(
+    i: u16,
+    elector: &Elector,
+    shards: &Shards,
+    taken: &tokio::sync::mpsc::UnboundedSender<()>,
+) {
+    let every = elector.renew_every();
+    // A replica's campaigns start spread over one renewal period and, once
+    // it holds a shard, wait one more before each attempt: replicas that
+    // start together share the shards rather than the first taking all.
+    tokio::time::sleep(every.mul_f64(crate::cluster::backoff::jitter_fraction())).await;
+    loop {
+        let term = elector.acquire_after(|| shards.patience(every)).await;
+        shards.set(i, true);
+        tracing::info!(shard = i, "reconciling the shard's groups");
+        let _ = taken.send(());
+        let ended = elector.keep(term).await;
+        shards.set(i, false);
+        tracing::warn!(shard = i, error = %ended, "stopped reconciling the shard; campaigning again");
     }
 }
 
@@ -201,14 +295,33 @@ struct Leader {
 }
 
 impl Leader {
-    /// Reconciles until a shutdown signal (or until dropped: the term ended).
+    /// Reconciles every group until a shutdown signal (or until dropped:
+    /// the term ended).
     async fn lead(&self) {
-        // One replica audits and writes reports: the leader.
-        let _audit = self
-            .companion
+        let _audit = self.audit();
+        self.reconcile(Arc::new(Shards::all()), futures::stream::pending())
+            .await;
+    }
+
+    /// One replica audits and writes reports: the leader.
+    fn audit(&self) -> Option<AbortOnDrop> {
+        self.companion
             .as_ref()
-            .map(|c| AbortOnDrop(c.start(self.cluster.clone(), self.client.clone())));
+            .map(|c| AbortOnDrop(c.start(self.cluster.clone(), self.client.clone())))
+    }
+
+    /// Reconciles the groups of the shards held; `taken` wakes them all.
+    async fn reconcile(
+        &self,
+        shards: Arc<Shards>,
+        taken: impl futures::Stream<Item = ()> + Send + 'static,
+    ) {
         let (wake, woken) = tokio::sync::mpsc::unbounded_channel();
+        let groups: Api<ResourceGroup> = Api::all(self.client.clone());
+        let controller = Controller::new(groups, watcher::Config::default());
+        let (quotas, quota_watch) =
+            Quotas::start(self.client.clone(), controller.store(), wake.clone());
+        let _quota_watch = AbortOnDrop(quota_watch);
         let members = Members::new(self.client.clone(), wake);
         let mut ctx = Context::new(
             self.client.clone(),
@@ -218,25 +331,47 @@ impl Leader {
             self.metrics.clone(),
         );
         ctx.authorizer = Some(self.authorizer.clone());
+        ctx.shards = shards;
+        ctx.quotas = Some(quotas);
         let ctx = Arc::new(ctx);
         let woken =
             futures::stream::unfold(
                 woken,
                 |mut rx| async move { rx.recv().await.map(|r| (r, rx)) },
             );
-        let groups: Api<ResourceGroup> = Api::all(self.client.clone());
         tracing::info!(concurrency = self.concurrency, "reconciling ResourceGroups");
-        Controller::new(groups, watcher::Config::default())
+        controller
             .reconcile_on(woken)
+            .reconcile_all_on(taken)
             .with_config(controller::Config::default().concurrency(self.concurrency))
             .graceful_shutdown_on(crate::server::shutdown_signal())
-            .run(reconcile, error_policy, ctx)
+            .run(reconcile_held, error_policy, ctx)
             .for_each(|r| async move {
                 if let Err(e) = r {
                     tracing::debug!(error = %e, "reconcile did not complete");
                 }
             })
             .await;
+    }
+}
+
+/// [`reconcile`] of a group whose shard this replica holds, dropped where
+/// it waits if the shard's term ends first; other groups are left alone.
+async fn reconcile_held(rg: Arc<ResourceGroup>, ctx: Arc<Context>) -> Result<Action, Error> {
+    let Some(held) = ctx
+        .shards
+        .hold(rg.namespace().as_deref().unwrap_or_default())
+    else {
+        // Another replica's (or, until taken, nobody's: taking a shard
+        // wakes every group).
+        return Ok(Action::await_change());
+    };
+    tokio::select! {
+        r = reconcile(rg.clone(), ctx.clone()) => r,
+        () = held.lost() => {
+            tracing::info!(group = %rg.name_any(), namespace = ?rg.namespace(), "shard lost mid-pass; the pass is dropped");
+            Ok(Action::await_change())
+        }
     }
 }
 
@@ -272,29 +407,14 @@ pub fn error_policy(rg: Arc<ResourceGroup>, e: &Error, ctx: Arc<Context>) -> Act
 
 /// The wait before retry number `attempt` (1-based).
 pub fn backoff(attempt: u32) -> Duration {
-    let exp = Duration::from_secs(1).saturating_mul(1u32 << attempt.saturating_sub(1).min(16));
-    jittered(exp.min(Duration::from_secs(300)))
+    let exp = crate::cluster::backoff::exponential(
+        attempt.saturating_sub(1),
+        Duration::from_secs(1),
+        Duration::from_secs(300),
+    );
+    jittered(exp)
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn backoff_doubles_to_a_cap_with_jitter() {
-        let secs = |n| backoff(n).as_secs_f64();
-        assert!((0.8..=1.2).contains(&secs(1)), "{}", secs(1));
-        assert!((3.2..=4.8).contains(&secs(3)), "{}", secs(3));
-        for n in [10, 11, 40, u32::MAX] {
-            assert!(
-                (240.0..=360.0).contains(&secs(n)),
-                "attempt {n}: {}",
-                secs(n)
-            );
-        }
-        // Jitter: a hundred groups failing together do not come back together.
-        let spread: std::collections::BTreeSet<u64> =
-            (0..100).map(|_| backoff(5).as_millis() as u64).collect();
-        assert!(spread.len() > 50, "only {} distinct waits", spread.len());
-    }
-}
+#[path = "run_tests.rs"]
+mod tests;

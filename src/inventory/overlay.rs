@@ -1,17 +1,34 @@
 //! An inventory seen with some objects replaced, added or removed, without
 //! copying it: the controller validates a group's desired members against
 //! "the live inventory in which this group's current members are replaced
-//! by the desired ones". The base is borrowed (read lock held by the
-//! caller); only the few changed objects are stored, projected and indexed
-//! exactly as the base would store them.
+//! by the desired ones". The base is any [`Lookup`]: an inventory borrowed
+//! under the caller's read lock, or `cluster::live::Live`, which takes the
+//! lock per lookup. Only the few changed objects are stored, projected and
+//! indexed exactly as the base would store them (in its [`Base::shell`]).
 
 use super::view::Lookup;
 use super::{Entry, IndexId, Inventory, NoIdentity, ObjectKey, ObjectKeyRef};
 use serde_json::Value as Json;
 use std::collections::HashSet;
 
+/// What an overlay is laid over: the objects to read, and an empty
+/// inventory with their projection and indexes, in which to put its own.
+pub struct Base<'b> {
+    pub lookup: &'b dyn Lookup,
+    pub shell: Inventory,
+}
+
+impl<'b> From<&'b Inventory> for Base<'b> {
+    fn from(inventory: &'b Inventory) -> Self {
+        Base {
+            lookup: inventory,
+            shell: inventory.shell(),
+        }
+    }
+}
+
 pub struct Overlay<'b> {
-    base: &'b Inventory,
+    base: &'b dyn Lookup,
     /// The objects put in place: same projection and indexes as `base`.
     added: Inventory,
     /// Keys of `base` that are hidden (removed or replaced).
@@ -19,12 +36,22 @@ pub struct Overlay<'b> {
 }
 
 impl<'b> Overlay<'b> {
-    pub fn new(base: &'b Inventory) -> Self {
+    pub fn new(base: Base<'b>) -> Self {
         Overlay {
-            base,
-            added: base.shell(),
+            base: base.lookup,
+            added: base.shell,
             hidden: HashSet::new(),
         }
+    }
+
+    /// The base's object at `key`, as it is without the overlay.
+    pub fn underneath(&self, key: &ObjectKey) -> Option<&'b Entry> {
+        self.base.find(ObjectKeyRef {
+            group: &key.gk.group,
+            kind: &key.gk.kind,
+            namespace: &key.namespace,
+            name: &key.name,
+        })
     }
 
     /// Hides an object of the base (a member the group no longer declares).
@@ -83,50 +110,5 @@ impl Lookup for Overlay<'_> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    fn cm(ns: &str, name: &str, host: &str) -> Json {
-        json!({"apiVersion": "v1", "kind": "ConfigMap",
-               "metadata": {"namespace": ns, "name": name}, "data": {"host": host}})
-    }
-
-    fn names(entries: Vec<&Entry>) -> Vec<String> {
-        entries.iter().map(|e| e.key.to_string()).collect()
-    }
-
-    #[test]
-    fn an_overlay_replaces_adds_and_hides_without_touching_its_base() {
-        let mut base = Inventory::new();
-        let id = base
-            .declare_index("v1", "ConfigMap", "[object.data.host]")
-            .expect("index");
-        for (n, h) in [("a", "x"), ("b", "y"), ("c", "z")] {
-            base.upsert(&cm("t", n, h), None).expect("upsert");
-        }
-        let mut o = Overlay::new(&base);
-        o.put(&cm("t", "b", "x")).expect("replace b");
-        o.put(&cm("t", "d", "w")).expect("add d");
-        o.remove(&ObjectKey::of(&cm("t", "c", "")).expect("key"));
-
-        let listed = names(o.list("", "ConfigMap", Some("t")));
-        assert_eq!(listed.len(), 3, "{listed:?}");
-        assert!(
-            listed[0].ends_with("/a") && listed[1].ends_with("/b") && listed[2].ends_with("/d")
-        );
-        assert_eq!(o.lookup_index(id, "x").len(), 2, "a, and b as replaced");
-        assert!(o.lookup_index(id, "y").is_empty(), "b's old key is hidden");
-        assert!(o.lookup_index(id, "z").is_empty(), "c is removed");
-        let key = ObjectKeyRef {
-            group: "",
-            kind: "ConfigMap",
-            namespace: "t",
-            name: "b",
-        };
-        assert_eq!(o.find(key).expect("b").object.json()["data"]["host"], "x");
-        // The base is as it was.
-        assert_eq!(base.lookup_index(id, "y").len(), 1);
-        assert_eq!(base.list("", "ConfigMap", None).len(), 3);
-    }
-}
+#[path = "overlay_tests.rs"]
+mod tests;

@@ -160,7 +160,7 @@ fn a_pass_visits_its_own_members_however_many_groups_share_the_namespace() {
     support::controller::install_resource_group_crd(&c);
     let dir = tempfile::tempdir().expect("tempdir");
     let ns = tenant(&c);
-    let mut ctl = Controller::start(&c, dir.path(), &["--no-leader-election"]);
+    let ctl = Controller::start(&c, dir.path(), &["--no-leader-election"]);
 
     ok(
         &c.kubectl_stdin(&["apply", "-f", "-"], &group(&ns, "first").to_string()),
@@ -196,14 +196,63 @@ fn a_pass_visits_its_own_members_however_many_groups_share_the_namespace() {
         crowded, alone,
         "with {OTHERS} other groups in the namespace a pass observes as much as alone"
     );
+}
 
-    // A restart: every group decided from caches, no write, and no pass
+/// kube-apiserver's request counts by (resource, verb), for the kinds a
+/// pass could touch (this test's kubectl reads only ResourceGroups, by LIST).
+fn requests(c: &TestCluster) -> std::collections::BTreeMap<(String, String), u64> {
+    let out = c.kubectl(&["get", "--raw", "/metrics"]);
+    ok(&out, "kube-apiserver metrics");
+    let mut by = std::collections::BTreeMap::new();
+    let text = String::from_utf8_lossy(&out.stdout);
+    for l in text
+        .lines()
+        .filter(|l| l.starts_with("apiserver_request_total{"))
+    {
+        let label = |k: &str| l.split(&format!("{k}=\"")).nth(1)?.split('"').next();
+        let (Some(resource), Some(verb)) = (label("resource"), label("verb")) else {
+            continue;
+        };
+        if !["configmaps", "resourcegroups", "subjectaccessreviews"].contains(&resource) {
+            continue;
+        }
+        let n = l
+            .rsplit(' ')
+            .next()
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0);
+        *by.entry((resource.to_string(), verb.to_string()))
+            .or_default() += n as u64;
+    }
+    by
+}
+
+#[test]
+fn a_restart_over_converged_groups_lists_once_decides_from_caches_and_writes_nothing() {
+    const GROUPS: usize = 30;
+    let c = TestCluster::start();
+    let _logs = c.logs_on_panic();
+    support::controller::install_resource_group_crd(&c);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ns = tenant(&c);
+    let ctl = Controller::start(&c, dir.path(), &["--no-leader-election"]);
+    let groups: Vec<Value> = (0..GROUPS).map(|i| group(&ns, &format!("g-{i}"))).collect();
+    let list = json!({"apiVersion": "v1", "kind": "List", "items": groups});
+    ok(
+        &c.kubectl_stdin(&["apply", "-f", "-"], &list.to_string()),
+        "the groups",
+    );
+    wait_ready(&c, &ctl, &ns, GROUPS);
+    quiet(&ctl);
+    drop(ctl);
+
+    // The restart: every group decided from caches, no write, and no pass
     // started before the inventory and the member cache had listed (which
     // would fail and warn once per group).
-    drop(ctl);
-    ctl = Controller::start(&c, dir.path(), &["--no-leader-election"]);
+    let before = requests(&c);
+    let ctl = Controller::start(&c, dir.path(), &["--no-leader-election"]);
     let start = Instant::now();
-    while ctl.passes() < (OTHERS + 1) as u64 {
+    while ctl.passes() < GROUPS as u64 {
         assert!(
             start.elapsed() < Duration::from_secs(60),
             "{} passes after the restart\n{}",
@@ -229,7 +278,29 @@ fn a_pass_visits_its_own_members_however_many_groups_share_the_namespace() {
         passes * MEMBERS as u64,
         "each pass after the restart observed its own members only"
     );
-    assert_eq!(ready_groups(&c, &ns).len(), OTHERS + 1);
+    assert_eq!(ready_groups(&c, &ns).len(), GROUPS, "all Ready observed");
+    // Requests: lists and watches only, none per group (no GET, no write,
+    // no review); the kubectl reads of `ready_groups` are LISTs too.
+    let after = requests(&c);
+    let made: Vec<_> = after
+        .iter()
+        .map(|(k, n)| (k.clone(), n - before.get(k).copied().unwrap_or(0)))
+        .filter(|(_, n)| *n > 0)
+        .collect();
+    let per_group: Vec<_> = made
+        .iter()
+        .filter(|((_, verb), _)| !matches!(verb.as_str(), "LIST" | "WATCH"))
+        .collect();
+    assert!(per_group.is_empty(), "requests after the restart: {made:?}");
+    let configmap_lists: u64 = made
+        .iter()
+        .filter(|((r, verb), _)| r == "configmaps" && verb == "LIST")
+        .map(|(_, n)| n)
+        .sum();
+    assert!(
+        configmap_lists <= 2,
+        "the member cache (and the inventory) list ConfigMaps once: {made:?}"
+    );
 }
 
 fn config_map(c: &TestCluster, v: &Value) -> Value {

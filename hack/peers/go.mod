@@ -1,0 +1,3 @@
+module interlock.dev/hack/peers
+
+go 1.26.0

@@ -68,6 +68,9 @@ pub struct CheckOptions {
     /// release scripts): pinned before the policies see them
     /// (`built_images`). Found by `run`.
     pub built_images: super::built_images::BuiltImages,
+    /// Kustomizations rendered in place of one that could not be
+    /// rendered here (`stand_in`). Found by `run`.
+    pub stand_ins: super::stand_in::StandIns,
 }
 
 impl CheckOptions {
@@ -291,8 +294,13 @@ pub fn run(opts: &CheckOptions) -> Report {
     // JSON (parsed again when it is checked), so no more than a file's worth
     // of parsed objects per thread is alive at once.
     let mut load = opts.load_options();
-    let mut rendered = render_kustomizations(opts, &mut load, &mut report);
+    let mut stand_ins = super::stand_in::StandIns::default();
+    let mut rendered = render_kustomizations(opts, &mut load, &mut report, &mut stand_ins);
     rendered.extend(render_charts(opts, &mut load, &mut report));
+    let opts = &CheckOptions {
+        stand_ins,
+        ..opts.clone()
+    };
     let mut skipped = Vec::new();
     let crds = CrdSchemas::default();
     if !opts.inventory.is_empty() {
@@ -407,6 +415,7 @@ fn render_kustomizations(
     opts: &CheckOptions,
     load: &mut LoadOptions,
     report: &mut Report,
+    stand_ins: &mut super::stand_in::StandIns,
 ) -> Vec<Document> {
     if opts.kustomize == KustomizeMode::Never {
         return vec![];
@@ -456,7 +465,7 @@ fn render_kustomizations(
         ),
     });
     let mut docs = Vec::new();
-    for r in kustomize::render_all(&renderer, &layout.roots, load) {
+    for r in kustomize::render_all(&renderer, &layout.roots, load, stand_ins) {
         // A well-formed layout that needs the network is not broken input;
         // a CI job that must not pass on it says so.
         let r = match r {
@@ -913,7 +922,7 @@ fn check_items(
         }
     }
     if !opts.whole_cluster {
-        supplied_out_of_band(&items, &mut inventory, report);
+        supplied_out_of_band(&items, &mut inventory, report, opts.namespace());
     }
     for (key, later) in &copies {
         let first = &items[sources[key]].source;
@@ -971,32 +980,53 @@ fn check_items(
 }
 
 /// Secrets are kept out of repositories by design: credentials are made
-/// by hand, by a secret manager or by a script the README names. So in a
-/// namespace where the inputs give no Secret at all (none written, none
-/// made by a SealedSecret, ExternalSecret, Certificate or another known
-/// producer), a Secret a pod names is taken as supplied out of band: it is
-/// put in the inventory, and one notice per namespace says so. Where the
-/// inputs do manage the namespace's Secrets, a missing one is reported.
-fn supplied_out_of_band(items: &[Item], inventory: &mut Inventory, report: &mut Report) {
+/// by hand, by a secret manager or by a script the README names. So a
+/// Secret a pod names that the inputs do not give (none written, none made
+/// by a SealedSecret, ExternalSecret, Certificate or another known
+/// producer) is taken as supplied out of band: it is put in the inventory,
+/// and one notice per namespace says so. On real repositories a missing
+/// Secret was judged wrong 479 times in 485 (tests/realworld); the true
+/// ones were near misses, a name one edit or one suffix away from a Secret
+/// the inputs do give in that namespace (`hnc-resourcelist` made by a
+/// Certificate, `hnc-resourcelist-apiextension` mounted), so such a name
+/// is still reported ([`near_miss`]).
+///
+/// An object of a kind this build does not know the scope of (an
+/// OpenShift DeploymentConfig) keeps no namespace; the policies read it in
+/// `default_ns`, and so does this.
+fn supplied_out_of_band(
+    items: &[Item],
+    inventory: &mut Inventory,
+    report: &mut Report,
+    default_ns: &str,
+) {
     let mut wanted: std::collections::BTreeMap<&str, std::collections::BTreeSet<&str>> =
         Default::default();
-    for it in items {
-        if let Some(ns) = it.object.namespace.as_deref() {
-            wanted
-                .entry(ns)
-                .or_default()
-                .extend(it.secret_refs.iter().map(String::as_str));
-        }
+    for it in items.iter().filter(|it| !it.secret_refs.is_empty()) {
+        let ns = it.object.namespace.as_deref().unwrap_or(default_ns);
+        wanted
+            .entry(ns)
+            .or_default()
+            .extend(it.secret_refs.iter().map(String::as_str));
     }
     for (ns, names) in wanted {
-        if names.is_empty() || !inventory.list("", "Secret", Some(ns)).is_empty() {
+        let given: Vec<String> = inventory
+            .list("", "Secret", Some(ns))
+            .iter()
+            .map(|e| e.key.name.to_string())
+            .collect();
+        let assumed: Vec<&str> = names
+            .into_iter()
+            .filter(|n| !given.iter().any(|g| g == n || near_miss(n, g)))
+            .collect();
+        if assumed.is_empty() {
             continue;
         }
-        for name in &names {
-            let assumed = serde_json::json!({"apiVersion": "v1", "kind": "Secret",
+        for name in &assumed {
+            let made = serde_json::json!({"apiVersion": "v1", "kind": "Secret",
                 "metadata": {"name": name, "namespace": ns,
                              "annotations": {producers::PRODUCED_BY: "supplied out of band"}}});
-            if let Ok(p) = inventory.prepare(&assumed) {
+            if let Ok(p) = inventory.prepare(&made) {
                 inventory.insert(p, None);
             }
         }
@@ -1005,12 +1035,48 @@ fn supplied_out_of_band(items: &[Item], inventory: &mut Inventory, report: &mut 
             line: None,
             column: None,
             message: format!(
-                "namespace {ns}: no Secret is given in the inputs, so the {} its pods name ({}) are taken as supplied out of band and not reported missing",
-                if names.len() == 1 { "Secret" } else { "Secrets" },
-                names.iter().take(10).copied().collect::<Vec<_>>().join(", ")
+                "namespace {ns}: the {} its pods name ({}) {} not given in the inputs and {} taken as supplied out of band, not reported missing",
+                if assumed.len() == 1 { "Secret" } else { "Secrets" },
+                assumed.iter().take(10).copied().collect::<Vec<_>>().join(", "),
+                if assumed.len() == 1 { "is" } else { "are" },
+                if assumed.len() == 1 { "is" } else { "are" },
             ),
         });
     }
+}
+
+/// Whether `wanted` looks like a slip for `given`: one is the other plus a
+/// `-suffix`, or they differ by at most two edits (the shorter at least
+/// six long either way: `db` and `db-credentials` are two Secrets).
+fn near_miss(wanted: &str, given: &str) -> bool {
+    let suffixed = |long: &str, short: &str| {
+        short.len() >= 6
+            && long
+                .strip_prefix(short)
+                .is_some_and(|rest| rest.starts_with('-'))
+    };
+    if suffixed(wanted, given) || suffixed(given, wanted) {
+        return true;
+    }
+    wanted.len() >= 6 && given.len() >= 6 && edit_distance(wanted, given) <= 2
+}
+
+/// Levenshtein distance, in bytes (Secret names are ASCII).
+fn edit_distance(a: &str, b: &str) -> usize {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, &ca) in a.iter().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, &cb) in b.iter().enumerate() {
+            let above = row[j + 1];
+            row[j + 1] = (above + 1)
+                .min(row[j] + 1)
+                .min(diagonal + usize::from(ca != cb));
+            diagonal = above;
+        }
+    }
+    row[b.len()]
 }
 
 /// Namespaces whose objects the files cannot show in full: `kube-system`,
@@ -1244,6 +1310,21 @@ fn check_one(value: Option<&Json>, i: usize, ctx: &CheckContext<'_>) -> Checked 
             ),
         });
         false
+    });
+    verdicts.retain_mut(|v| {
+        let rendered_by = it.source.rendered_by.as_deref();
+        match opts.stand_ins.judge(rendered_by, &it.object, v, policies) {
+            super::stand_in::Judged::Kept => true,
+            super::stand_in::Judged::Notice(message) => {
+                checked.notices.push(InputError {
+                    file: it.source.file.clone(),
+                    line: Some(it.source.line),
+                    column: None,
+                    message,
+                });
+                false
+            }
+        }
     });
     verdicts.retain(|v| {
         if opts.whole_cluster {

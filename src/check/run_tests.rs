@@ -288,41 +288,60 @@ fn namespace_option_places_objects_without_one() {
     assert_eq!(r.objects, 3);
 }
 
-/// Secrets are kept out of repositories: where the inputs give no Secret
-/// of a namespace, the ones its pods name are supplied out of band (a
-/// notice); where they give some, a missing one is reported.
+/// Secrets are kept out of repositories: a Secret a pod names that the
+/// inputs do not give is supplied out of band (a notice), unless its name
+/// is a near miss of one they give in that namespace.
 #[test]
-fn secrets_of_a_namespace_the_inputs_do_not_manage_are_supplied_out_of_band() {
+fn secrets_the_inputs_do_not_give_are_supplied_out_of_band_unless_a_near_miss() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let pod = |ns: &str| {
-        format!("apiVersion: v1\nkind: Pod\nmetadata: {{name: p, namespace: {ns}}}\nspec:\n  imagePullSecrets: [{{name: pull}}]\n  containers: [{{name: c, image: 'nginx:1.27', envFrom: [{{secretRef: {{name: creds}}}}]}}]\n")
+    let pod = |ns: &str, secret: &str| {
+        format!("apiVersion: v1\nkind: Pod\nmetadata: {{name: p, namespace: {ns}}}\nspec:\n  imagePullSecrets: [{{name: pull}}]\n  containers: [{{name: c, image: 'nginx:1.27', envFrom: [{{secretRef: {{name: {secret}}}}}]}}]\n")
     };
-    write(dir.path(), "by-hand.yaml", &pod("by-hand"));
+    let secret = |ns: &str, name: &str| {
+        format!("---\napiVersion: v1\nkind: Secret\nmetadata: {{name: {name}, namespace: {ns}}}\n")
+    };
+    write(dir.path(), "by-hand.yaml", &pod("by-hand", "creds"));
     write(
         dir.path(),
         "managed.yaml",
+        &format!("{}{}", pod("managed", "creds"), secret("managed", "pull")),
+    );
+    write(
+        dir.path(),
+        "slip.yaml",
         &format!(
-            "{}---\napiVersion: v1\nkind: Secret\nmetadata: {{name: pull, namespace: managed}}\n",
-            pod("managed")
+            "{}{}",
+            pod("slip", "webhook-cert-api"),
+            secret("slip", "webhook-cert")
         ),
     );
     let r = run_on(dir.path(), |_| {});
     let refs = findings(&r, "pod-references-exist");
     assert_eq!(refs.len(), 1, "{:?}", r.results);
-    assert_eq!(refs[0].object.namespace.as_deref(), Some("managed"));
+    assert_eq!(refs[0].object.namespace.as_deref(), Some("slip"));
     assert!(
-        refs[0].message.contains("Secret creds"),
+        refs[0].message.contains("Secret webhook-cert-api"),
         "{}",
         refs[0].message
     );
-    assert!(
-        r.notices.iter().any(
-            |n| n.message.contains("namespace by-hand: no Secret is given")
-                && n.message.contains("creds, pull")
-        ),
-        "{:?}",
+    let notice = |ns: &str, names: &str| {
         r.notices
-    );
+            .iter()
+            .any(|n| n.message.starts_with(&format!("namespace {ns}: ")) && n.message.contains(names))
+    };
+    assert!(notice("by-hand", "(creds, pull)"), "{:?}", r.notices);
+    assert!(notice("managed", "(creds)"), "{:?}", r.notices);
+    assert!(notice("slip", "(pull)"), "{:?}", r.notices);
+}
+
+#[test]
+fn near_misses_are_a_suffix_or_two_edits_away() {
+    assert!(super::near_miss("hnc-resourcelist-apiextension", "hnc-resourcelist"));
+    assert!(super::near_miss("webhook-cert", "webhook-certs"));
+    assert!(super::near_miss("misspelt-secret", "mispelt-secret"));
+    assert!(!super::near_miss("argocd-redis", "argocd-secret"));
+    assert!(!super::near_miss("tls", "tlx"));
+    assert!(!super::near_miss("db-credentials", "db"));
 }
 
 #[test]

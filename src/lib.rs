@@ -27,6 +27,11 @@ pub mod plan;
 pub mod policy;
 pub mod report;
 pub mod server;
+/// The one deterministic generator of the unit tests' property and fuzz
+/// tests, shared with the integration tests.
+#[cfg(test)]
+#[path = "../tests/support/rng.rs"]
+mod test_rng;
 pub mod unstick;
 pub mod webhook_config;
 

@@ -336,12 +336,12 @@ fn secrets_the_inputs_do_not_give_are_supplied_out_of_band_unless_a_near_miss() 
 
 #[test]
 fn near_misses_are_a_suffix_or_two_edits_away() {
-    assert!(super::near_miss("hnc-resourcelist-apiextension", "hnc-resourcelist"));
-    assert!(super::near_miss("webhook-cert", "webhook-certs"));
-    assert!(super::near_miss("misspelt-secret", "mispelt-secret"));
-    assert!(!super::near_miss("argocd-redis", "argocd-secret"));
-    assert!(!super::near_miss("tls", "tlx"));
-    assert!(!super::near_miss("db-credentials", "db"));
+    assert!(super::evaluate::near_miss("hnc-resourcelist-apiextension", "hnc-resourcelist"));
+    assert!(super::evaluate::near_miss("webhook-cert", "webhook-certs"));
+    assert!(super::evaluate::near_miss("misspelt-secret", "mispelt-secret"));
+    assert!(!super::evaluate::near_miss("argocd-redis", "argocd-secret"));
+    assert!(!super::evaluate::near_miss("tls", "tlx"));
+    assert!(!super::evaluate::near_miss("db-credentials", "db"));
 }
 
 #[test]

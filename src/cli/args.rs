@@ -87,6 +87,16 @@ value_enum! {
     }
 }
 
+/// A duration flag that was a number of seconds before it took Go
+/// durations: a bare number still means seconds, anything else goes
+/// through the one duration parser.
+fn parse_seconds_or_duration(s: &str) -> Result<Duration, crate::k8s::duration::DurationError> {
+    match s.parse::<u64>() {
+        Ok(secs) => Ok(Duration::from_secs(secs)),
+        Err(_) => parse_duration(s),
+    }
+}
+
 value_enum! {
     /// Log output format.
     LogFormatArg => crate::server::LogFormat {
@@ -301,14 +311,16 @@ pub struct AuditArgs {
     /// PolicyReports and interlock_audit_* metrics (docs/audit.md).
     #[arg(long)]
     pub audit: bool,
-    /// Seconds between full audit passes (every object, changed or not).
+    /// Time between full audit passes (every object, changed or not): a
+    /// Go duration (`1h`, `1m30s`), or a number of seconds.
     #[arg(
         long,
-        value_name = "SECONDS",
-        default_value_t = 3600,
+        value_name = "DURATION",
+        default_value = "1h",
+        value_parser = parse_seconds_or_duration,
         requires = "audit"
     )]
-    pub audit_interval: u64,
+    pub audit_interval: Duration,
     /// The audit's report kinds: policyreport (wgpolicyk8s.io/v1alpha2),
     /// openreports (openreports.io/v1alpha1), or auto: OpenReports when
     /// the cluster serves it, else PolicyReport.
@@ -321,7 +333,7 @@ impl AuditArgs {
     pub fn companion(&self) -> Option<Arc<dyn Companion>> {
         self.audit.then(|| {
             Arc::new(LiveAudit::new(LiveOptions {
-                full_interval: Duration::from_secs(self.audit_interval.max(1)),
+                full_interval: self.audit_interval.max(Duration::from_secs(1)),
                 report_format: self.audit_report_format.into(),
                 ..LiveOptions::default()
             })) as Arc<dyn Companion>
@@ -537,79 +549,5 @@ impl CertsArgs {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use clap::Parser;
-
-    #[derive(Parser)]
-    struct Cli {
-        #[command(subcommand)]
-        cmd: Cmd,
-    }
-    #[derive(clap::Subcommand)]
-    enum Cmd {
-        Serve(Box<ServeArgs>),
-        Certs(CertsArgs),
-    }
-
-    #[test]
-    fn serve_defaults() {
-        let cli = Cli::try_parse_from([
-            "interlock",
-            "serve",
-            "--tls-cert",
-            "c.pem",
-            "--tls-key",
-            "k.pem",
-            "-p",
-            "a",
-            "-p",
-            "b",
-        ])
-        .expect("parses");
-        let Cmd::Serve(a) = cli.cmd else {
-            panic!("not serve")
-        };
-        assert_eq!(a.listen, "0.0.0.0:8443".parse().expect("addr"));
-        assert_eq!(a.max_body_bytes, 3 * 1024 * 1024);
-        assert_eq!(a.policy.len(), 2);
-        assert_eq!(a.request_timeout, Duration::from_secs(4));
-        assert!(a.client_ca.is_none());
-    }
-
-    #[test]
-    fn duration_flags_take_go_syntax_and_name_the_flag_when_wrong() {
-        let serve = |timeout: &str| {
-            let args = ["interlock", "serve", "--tls-cert", "c", "--tls-key", "k"];
-            Cli::try_parse_from(args.into_iter().chain(["--request-timeout", timeout]))
-        };
-        let Cmd::Serve(a) = serve("1m30s").expect("parses").cmd else {
-            panic!("not serve")
-        };
-        assert_eq!(a.request_timeout, Duration::from_secs(90));
-        let err = serve("4parsecs").err().expect("refused").to_string();
-        assert!(err.contains("--request-timeout"), "{err}");
-        assert!(err.contains("\"4parsecs\""), "{err}");
-    }
-
-    #[test]
-    fn certs_hosts() {
-        let cli = Cli::try_parse_from([
-            "interlock",
-            "certs",
-            "--out",
-            "d",
-            "--host",
-            "a.svc",
-            "127.0.0.1",
-            "--host",
-            "b",
-        ])
-        .expect("parses");
-        let Cmd::Certs(a) = cli.cmd else {
-            panic!("not certs")
-        };
-        assert_eq!(a.hosts, ["a.svc", "127.0.0.1", "b"]);
-        assert!(Cli::try_parse_from(["interlock", "certs", "--out", "d"]).is_err());
-    }
-}
+#[path = "args_tests.rs"]
+mod tests;

@@ -169,9 +169,9 @@ pub enum Command {
         /// This replica's identity in the Lease (default: POD_NAME, or host and pid).
         #[arg(long, env = "POD_NAME")]
         identity: Option<String>,
-        /// Log format.
-        #[arg(long, default_value = "text", value_parser = ["text", "json"], env = "INTERLOCK_LOG_FORMAT")]
-        log_format: String,
+        /// Log format (the same flag as `serve`'s; text unless asked).
+        #[arg(long, value_enum, default_value_t = super::args::LogFormatArg::Text, env = "INTERLOCK_LOG_FORMAT")]
+        log_format: super::args::LogFormatArg,
         #[command(flatten)]
         audit: super::args::AuditArgs,
         #[command(flatten)]

@@ -133,7 +133,7 @@ fn dispatch(command: Command) -> u8 {
             audit,
             overrides,
         } => {
-            crate::server::init_tracing(log_format == "json");
+            crate::server::init_tracing(crate::server::LogFormat::from(log_format).is_json());
             if lease_duration < Duration::from_secs(2) {
                 eprintln!("interlock: --lease-duration must be at least 2s (the Lease counts whole seconds)");
                 return 2;

@@ -28,6 +28,8 @@
 
 pub mod api_error;
 pub mod authz;
+pub mod backoff;
+pub mod driver;
 pub mod exceptions;
 pub mod impersonate;
 pub mod live;

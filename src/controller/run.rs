@@ -272,29 +272,14 @@ pub fn error_policy(rg: Arc<ResourceGroup>, e: &Error, ctx: Arc<Context>) -> Act
 
 /// The wait before retry number `attempt` (1-based).
 pub fn backoff(attempt: u32) -> Duration {
-    let exp = Duration::from_secs(1).saturating_mul(1u32 << attempt.saturating_sub(1).min(16));
-    jittered(exp.min(Duration::from_secs(300)))
+    let exp = crate::cluster::backoff::exponential(
+        attempt.saturating_sub(1),
+        Duration::from_secs(1),
+        Duration::from_secs(300),
+    );
+    jittered(exp)
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn backoff_doubles_to_a_cap_with_jitter() {
-        let secs = |n| backoff(n).as_secs_f64();
-        assert!((0.8..=1.2).contains(&secs(1)), "{}", secs(1));
-        assert!((3.2..=4.8).contains(&secs(3)), "{}", secs(3));
-        for n in [10, 11, 40, u32::MAX] {
-            assert!(
-                (240.0..=360.0).contains(&secs(n)),
-                "attempt {n}: {}",
-                secs(n)
-            );
-        }
-        // Jitter: a hundred groups failing together do not come back together.
-        let spread: std::collections::BTreeSet<u64> =
-            (0..100).map(|_| backoff(5).as_millis() as u64).collect();
-        assert!(spread.len() > 50, "only {} distinct waits", spread.len());
-    }
-}
+#[path = "run_tests.rs"]
+mod tests;

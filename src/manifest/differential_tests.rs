@@ -18,9 +18,7 @@
 use super::*;
 use serde_json::{json, Value as Json};
 
-#[path = "../../tests/support/rng.rs"]
-mod rng;
-use rng::Rng;
+use crate::test_rng::Rng;
 
 /// A value the generator writes: only what both resolvers read alike.
 #[derive(Debug, Clone)]

@@ -7,15 +7,17 @@
 //!   waits behind an admission evaluation, nor delays one.
 //! - An object is marked dirty only when its bytes change (a re-list of an
 //!   unchanged cluster re-evaluates nothing).
-//! - A re-list removes, at its end, the objects it did not see (as the
-//!   inventory's watchers do), so a dropped delete event is not kept forever.
+//! - Fed by the one watch driver (`cluster::driver`), as the inventory is:
+//!   a re-list removes, at its end, the objects it did not see, so a
+//!   dropped delete event is not kept forever.
 
+use crate::cluster::driver::{KindSync, Sink};
 use crate::inventory::ObjectKey;
-use crate::k8s::kind::GroupKind;
+use crate::k8s::kind::{GroupKind, GroupVersionKind};
 use futures::StreamExt;
 use kube::api::{Api, DynamicObject};
 use kube::discovery::ApiResource;
-use kube::runtime::watcher::{self, Event};
+use kube::runtime::watcher;
 use kube::runtime::WatchStreamExt;
 use kube::Client;
 use serde_json::Value as Json;
@@ -111,6 +113,21 @@ impl Store {
     }
 }
 
+/// The audit's store as a watch's [`Sink`].
+impl Sink for Store {
+    fn apply(&mut self, object: Json) -> Option<ObjectKey> {
+        self.upsert(object)
+    }
+
+    fn delete(&mut self, key: &ObjectKey) {
+        self.remove(key);
+    }
+
+    fn reset(&mut self, kind: &GroupKind, seen: &HashSet<ObjectKey>) {
+        self.remove_unseen(kind, seen);
+    }
+}
+
 /// The store behind its own lock, shared by the watchers and the loop.
 #[derive(Clone, Default)]
 pub struct Shared(Arc<Mutex<Store>>);
@@ -177,10 +194,12 @@ impl Drop for AuditWatchers {
 
 async fn watch_kind(api: Api<DynamicObject>, resource: ApiResource, store: Shared) {
     let kind = group_kind_of(&resource);
+    let gvk =
+        GroupVersionKind::from_api_version(resource.api_version.as_str(), resource.kind.as_str());
     let mut stream = watcher::watcher(api, watcher::Config::default())
         .default_backoff()
         .boxed();
-    let mut seen: HashSet<ObjectKey> = HashSet::new();
+    let mut sync = KindSync::new(&gvk);
     while let Some(event) = stream.next().await {
         let event = match event {
             Ok(e) => e,
@@ -196,30 +215,8 @@ async fn watch_kind(api: Api<DynamicObject>, resource: ApiResource, store: Share
             }
         };
         let mut store = store.lock();
-        match event {
-            Event::Init => seen.clear(),
-            Event::InitApply(o) => {
-                if let Some(k) = with_type(&resource, o).and_then(|j| store.upsert(j)) {
-                    seen.insert(k);
-                }
-            }
-            Event::InitDone => {
-                store.remove_unseen(&kind, &seen);
-                seen.clear();
-                if store.unsynced.remove(&kind) {
-                    tracing::info!(kind = %resource.kind, objects = store.objects.len(), "audit: kind listed");
-                }
-            }
-            Event::Apply(o) => {
-                if let Some(j) = with_type(&resource, o) {
-                    store.upsert(j);
-                }
-            }
-            Event::Delete(o) => {
-                if let Some(k) = with_type(&resource, o).as_ref().and_then(ObjectKey::of) {
-                    store.remove(&k);
-                }
-            }
+        if sync.on_event(&mut *store, event) && store.unsynced.remove(&kind) {
+            tracing::info!(kind = %resource.kind, objects = store.objects.len(), "audit: kind listed");
         }
     }
 }
@@ -231,43 +228,6 @@ fn forbidden(e: &watcher::Error) -> bool {
         | watcher::Error::WatchStartFailed(kube::Error::Api(s)) if s.code == 403)
 }
 
-/// The object as JSON with its apiVersion and kind (list items carry
-/// neither).
-fn with_type(ar: &ApiResource, o: DynamicObject) -> Option<Json> {
-    let mut json = serde_json::to_value(o).ok()?;
-    let m = json.as_object_mut()?;
-    m.insert("apiVersion".into(), ar.api_version.clone().into());
-    m.insert("kind".into(), ar.kind.clone().into());
-    Some(json)
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn cm(name: &str, data: &str) -> Json {
-        serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"namespace": "a", "name": name, "managedFields": [{"manager": "x"}]},
-            "data": {"k": data}})
-    }
-
-    #[test]
-    fn only_a_changed_object_is_dirty_and_a_relist_drops_what_it_missed() {
-        let mut s = Store::default();
-        let one = s.upsert(cm("one", "1")).unwrap();
-        let two = s.upsert(cm("two", "1")).unwrap();
-        assert_eq!(s.dirty.len(), 2);
-        s.dirty.clear();
-        s.upsert(cm("one", "1"));
-        assert!(s.dirty.is_empty(), "the same object again is no change");
-        s.upsert(cm("one", "2"));
-        assert_eq!(s.dirty.iter().collect::<Vec<_>>(), vec![&one]);
-        let body = decode(&s.objects[&one].body).unwrap();
-        assert!(body.pointer("/metadata/managedFields").is_none());
-        assert_eq!(body["data"]["k"], "2", "kept whole");
-        let seen: HashSet<ObjectKey> = [one.clone()].into();
-        s.remove_unseen(&GroupKind::new("", "ConfigMap"), &seen);
-        assert!(!s.objects.contains_key(&two));
-        assert!(s.removed.contains(&two));
-    }
-}
+#[path = "store_tests.rs"]
+mod tests;

@@ -1,0 +1,75 @@
+//! InterlockPolicy mutations: the JSON patch a request gets.
+
+use super::*;
+
+/// A mutation that could not be computed under failurePolicy Fail.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("policy {policy}: {message}")]
+pub struct MutationError {
+    pub policy: String,
+    pub message: String,
+}
+
+impl PolicySet {
+    /// The JSON patch operations (RFC 6902, as JSON) that matching
+    /// InterlockPolicies' mutations yield, in policy order.
+    pub fn mutate(&self, req: &Request, inv: &dyn Lookup) -> Result<Vec<Json>, MutationError> {
+        let mut ops = Vec::new();
+        for p in self.policies.iter().filter(|p| !p.mutations.is_empty()) {
+            if !matching::matches(&p.matcher, req, inv, false) {
+                continue;
+            }
+            match p.mutation_ops(req, inv) {
+                Ok(mut o) => ops.append(&mut o),
+                Err(message) if p.failure_policy == FailurePolicy::Fail => {
+                    return Err(MutationError {
+                        policy: p.name.clone(),
+                        message,
+                    })
+                }
+                Err(message) => {
+                    tracing::warn!(policy = %p.name, %message, "mutation ignored (failurePolicy Ignore)")
+                }
+            }
+        }
+        Ok(ops)
+    }
+}
+
+impl CompiledPolicy {
+    pub(super) fn mutation_ops(
+        &self,
+        req: &Request,
+        inv: &dyn Lookup,
+    ) -> Result<Vec<Json>, String> {
+        self.with_activation(req, &Shared::default(), inv, None, |act, _| {
+            for (name, cond) in &self.match_conditions {
+                match cond.eval(act) {
+                    Ok(Value::Bool(true)) => {}
+                    Ok(Value::Bool(false)) => return Ok(vec![]),
+                    Ok(other) => {
+                        return Err(format!(
+                            "matchCondition '{name}' must evaluate to bool, got {}",
+                            other.type_name()
+                        ))
+                    }
+                    Err(e) => return Err(format!("matchCondition '{name}': {e}")),
+                }
+            }
+            let mut ops = Vec::new();
+            for (i, m) in self.mutations.iter().enumerate() {
+                match m.eval(act) {
+                    Ok(Value::List(l)) => ops.extend(l.iter().map(|op| op.to_json())),
+                    Ok(other) => {
+                        return Err(format!(
+                            "spec.mutations[{i}] must yield a list of JSONPatch, got {}",
+                            other.type_name()
+                        ))
+                    }
+                    Err(e) => return Err(format!("spec.mutations[{i}]: {e}")),
+                }
+            }
+            Ok(ops)
+        })
+    }
+}

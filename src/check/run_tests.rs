@@ -263,19 +263,15 @@ fn namespace_option_places_objects_without_one() {
     write(
         dir.path(),
         "app.yaml",
-        "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{name: c, image: 'nginx:1.27', envFrom: [{secretRef: {name: creds}}]}]\n---\napiVersion: v1\nkind: Secret\nmetadata: {name: creds, namespace: team-a}\n---\napiVersion: v1\nkind: Secret\nmetadata: {name: tls}\n",
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{name: c, image: 'nginx:1.27', envFrom: [{configMapRef: {name: settings}}]}]\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings, namespace: team-a}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: other}\n",
     );
-    // In `default` (whose Secrets the inputs manage: tls) the Secret (in
-    // team-a) is missing.
+    // In `default` the ConfigMap (in team-a) is missing.
     let r = run_on(dir.path(), |_| {});
     let refs = findings(&r, "pod-references-exist");
     assert_eq!(refs.len(), 1, "{:?}", r.results);
     assert_eq!(refs[0].object.namespace.as_deref(), Some("default"));
-    // A missing Secret may be made later by something else: the message says so.
     assert!(
-        refs[0]
-            .message
-            .contains("A Secret may also be made later by an install Job, cert-manager"),
+        refs[0].message.contains("ConfigMap settings"),
         "{}",
         refs[0].message
     );
@@ -325,9 +321,9 @@ fn secrets_the_inputs_do_not_give_are_supplied_out_of_band_unless_a_near_miss() 
         refs[0].message
     );
     let notice = |ns: &str, names: &str| {
-        r.notices
-            .iter()
-            .any(|n| n.message.starts_with(&format!("namespace {ns}: ")) && n.message.contains(names))
+        r.notices.iter().any(|n| {
+            n.message.starts_with(&format!("namespace {ns}: ")) && n.message.contains(names)
+        })
     };
     assert!(notice("by-hand", "(creds, pull)"), "{:?}", r.notices);
     assert!(notice("managed", "(creds)"), "{:?}", r.notices);
@@ -336,9 +332,15 @@ fn secrets_the_inputs_do_not_give_are_supplied_out_of_band_unless_a_near_miss() 
 
 #[test]
 fn near_misses_are_a_suffix_or_two_edits_away() {
-    assert!(super::evaluate::near_miss("hnc-resourcelist-apiextension", "hnc-resourcelist"));
+    assert!(super::evaluate::near_miss(
+        "hnc-resourcelist-apiextension",
+        "hnc-resourcelist"
+    ));
     assert!(super::evaluate::near_miss("webhook-cert", "webhook-certs"));
-    assert!(super::evaluate::near_miss("misspelt-secret", "mispelt-secret"));
+    assert!(super::evaluate::near_miss(
+        "misspelt-secret",
+        "mispelt-secret"
+    ));
     assert!(!super::evaluate::near_miss("argocd-redis", "argocd-secret"));
     assert!(!super::evaluate::near_miss("tls", "tlx"));
     assert!(!super::evaluate::near_miss("db-credentials", "db"));

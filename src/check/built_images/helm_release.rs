@@ -48,7 +48,7 @@ pub(super) fn images(
         let words = shell_words(line);
         let Some(at) = words
             .windows(2)
-            .position(|w| base_name(w[0]) == "helm" && w[1] == "template")
+            .position(|w| base_name(w[0]).eq_ignore_ascii_case("helm") && w[1] == "template")
         else {
             continue;
         };
@@ -90,7 +90,10 @@ fn release_tag_keys(words: &[&str]) -> Vec<Vec<String>> {
                 continue;
             };
             let path: Vec<String> = key.split('.').map(str::to_string).collect();
-            let last = path.last().map(|s| s.to_ascii_lowercase()).unwrap_or_default();
+            let last = path
+                .last()
+                .map(|s| s.to_ascii_lowercase())
+                .unwrap_or_default();
             if last.contains("tag") && value.contains('$') {
                 keys.push(path);
             }

@@ -6,6 +6,7 @@ pub mod boundary;
 pub mod claims;
 mod group;
 pub mod serve;
+pub mod webhook_rules;
 
 use crate::cel::k8s_authz::Authorizer;
 use crate::cluster::live::Live;
@@ -601,6 +602,13 @@ impl Reviewer for Engine {
 
     fn ready(&self) -> bool {
         self.cluster.is_ready()
+    }
+
+    fn reads_inventory(&self, api_version: &str, kind: &str, namespaced: bool) -> bool {
+        self.cluster
+            .published()
+            .policies
+            .inventory_readers_may_match_kind(api_version, kind, namespaced)
     }
 
     fn register_metrics(&self, registry: &mut Registry) {

@@ -8,7 +8,6 @@ use crate::cluster::prereq::{self, Access, Need};
 use crate::cluster::reload::{self, Sources, Supervisor};
 use crate::cluster::{ClusterOptions, Companion};
 use crate::k8s::kind::GroupVersionKind;
-use crate::policy::overrides::Overrides;
 use crate::server::ServeOptions;
 use std::sync::Arc;
 
@@ -18,16 +17,22 @@ pub async fn run(
     args: ServeOptions,
     options: EngineOptions,
     cluster_options: ClusterOptions,
-    overrides: Overrides,
+    sources: Sources,
     mut claims: Option<super::claims::ClaimOptions>,
     companion: Option<Arc<dyn Companion>>,
+    webhook_rules: Option<String>,
 ) -> anyhow::Result<()> {
+    // `sources` brings the overrides and the cluster's policy objects; the
+    // files come with the server's options.
     let sources = Sources {
         policies: args.policy.clone(),
         inventory: args.inventory.clone(),
         allow_empty: args.allow_empty,
-        overrides,
+        ..sources
     };
+    if sources.objects.is_some() && !sources.inventory.is_empty() {
+        anyhow::bail!("--cluster-policies needs a cluster, not --inventory files");
+    }
     let (cluster, kinds) = reload::initial(&sources, cluster_options)?;
     let cluster = Arc::new(cluster);
     let client = if sources.inventory.is_empty() {
@@ -40,7 +45,10 @@ pub async fn run(
             if let Some(c) = claims.as_mut().filter(|c| !c.namespace_given) {
                 c.namespace = prereq::default_namespace(client, config).await;
             }
-            let needs = needs(&kinds, claims.as_ref());
+            let mut needs = needs(&kinds, claims.as_ref());
+            if let Some(o) = &sources.objects {
+                needs.extend(crate::cluster::policy_objects::needs(client, o));
+            }
             cluster.set_prerequisites_met(false);
             let (client, cluster) = (client.clone(), cluster.clone());
             Some(tokio::spawn(async move {
@@ -65,6 +73,17 @@ pub async fn run(
     let authorizer = client
         .clone()
         .map(|c| Arc::new(SarAuthorizer::new(c, tokio::runtime::Handle::current())));
+    let rules = match (&client, webhook_rules) {
+        (Some(c), Some(name)) => Some(tokio::spawn(super::webhook_rules::run(
+            c.clone(),
+            cluster.clone(),
+            name,
+        ))),
+        (None, Some(_)) => {
+            anyhow::bail!("--sync-webhook-rules needs a cluster, not --inventory files")
+        }
+        (_, None) => None,
+    };
     let supervisor = Supervisor::start(cluster.clone(), client, sources, kinds);
     let mut engine = Engine::over(cluster.clone(), options);
     if let Some(a) = authorizer {
@@ -82,7 +101,7 @@ pub async fn run(
         None => (engine, None),
     };
     let served = crate::server::run(args, Arc::new(engine)).await;
-    if let Some(t) = task {
+    for t in [task, rules].into_iter().flatten() {
         t.abort();
     }
     for t in [sweep, prerequisites].into_iter().flatten() {

@@ -341,6 +341,34 @@ impl AuditArgs {
     }
 }
 
+/// Where `serve` and the controller take policies from beside `-p` files
+/// or the bundled library (docs/policy-kind.md, "Policies in the cluster").
+#[derive(Args, Debug, Clone, Default)]
+pub struct ClusterPolicyArgs {
+    /// Also load the cluster's InterlockPolicy objects (the CRD must be
+    /// installed: not ready until it is served) and keep them in force as
+    /// they change. An object replaces a bundled policy of its name; one
+    /// named like a `-p` file policy is refused.
+    #[arg(long)]
+    pub cluster_policies: bool,
+}
+
+impl ClusterPolicyArgs {
+    /// The options, when the objects are wanted; the holder of `lease` (by
+    /// `identity`) writes their statuses, none when None.
+    pub fn options(
+        self,
+        lease: Option<String>,
+        identity: String,
+    ) -> Option<crate::cluster::policy_objects::ObjectOptions> {
+        self.cluster_policies
+            .then_some(crate::cluster::policy_objects::ObjectOptions {
+                lease_name: lease,
+                identity,
+            })
+    }
+}
+
 #[derive(Args, Debug, Clone, Default)]
 pub struct OverrideArgs {
     /// Leave out the policy of this name (and its bindings); repeatable.

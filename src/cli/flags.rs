@@ -127,6 +127,19 @@ pub enum Command {
         audit: super::args::AuditArgs,
         #[command(flatten)]
         overrides: OverrideArgs,
+        #[command(flatten)]
+        cluster_policies: super::args::ClusterPolicyArgs,
+        /// With --cluster-policies: the Lease whose holder (one replica)
+        /// writes the InterlockPolicy objects' statuses, in the Pod's
+        /// namespace (POD_NAMESPACE) or the kubeconfig's.
+        #[arg(long, value_name = "NAME", default_value = "interlock-policy-status")]
+        policy_status_lease: String,
+        /// Keep the rules of the Validating/MutatingWebhookConfiguration of
+        /// this name equal to what the loaded policies match (only their
+        /// rules; needs get and update on both kinds). Off by default: the
+        /// configurations may be owned by helm or GitOps.
+        #[arg(long, value_name = "NAME")]
+        sync_webhook_rules: Option<String>,
     },
     /// Write a CA and a serving certificate for the webhook.
     Certs {
@@ -134,10 +147,10 @@ pub enum Command {
         args: super::args::CertsArgs,
     },
     /// Print the CRDs of the project's kinds (ResourceGroup,
-    /// InterlockException) as YAML.
+    /// InterlockException, InterlockPolicy) as YAML.
     Crd {
         /// Only this kind's CRD.
-        #[arg(value_parser = ["ResourceGroup", "InterlockException"])]
+        #[arg(value_parser = ["ResourceGroup", "InterlockException", "InterlockPolicy"])]
         kind: Option<String>,
     },
     /// Reconcile ResourceGroups against the cluster of the current kubeconfig.
@@ -176,6 +189,8 @@ pub enum Command {
         audit: super::args::AuditArgs,
         #[command(flatten)]
         overrides: OverrideArgs,
+        #[command(flatten)]
+        cluster_policies: super::args::ClusterPolicyArgs,
     },
     /// What the controller would do with the ResourceGroups of FILEs, in
     /// the cluster of the current kubeconfig, with every policy's findings;

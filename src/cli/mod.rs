@@ -96,8 +96,15 @@ fn dispatch(command: Command) -> u8 {
             claims,
             audit,
             overrides,
+            cluster_policies,
+            policy_status_lease,
+            sync_webhook_rules,
         } => {
             crate::server::init_tracing(crate::server::LogFormat::from(args.log_format).is_json());
+            let objects = cluster_policies.options(
+                Some(policy_status_lease),
+                std::env::var("POD_NAME").unwrap_or_else(|_| default_identity()),
+            );
             let options = crate::admission::EngineOptions {
                 redact_other_namespaces: !reveal_other_namespaces,
                 boundary: boundary.config(),
@@ -109,9 +116,14 @@ fn dispatch(command: Command) -> u8 {
                     args.into(),
                     options,
                     cluster_options,
-                    overrides.into(),
+                    crate::cluster::reload::Sources {
+                        overrides: overrides.into(),
+                        objects,
+                        ..Default::default()
+                    },
                     claims.options(),
                     audit.companion(),
+                    sync_webhook_rules,
                 )
                 .await
             })
@@ -132,6 +144,7 @@ fn dispatch(command: Command) -> u8 {
             log_format,
             audit,
             overrides,
+            cluster_policies,
         } => {
             crate::server::init_tracing(crate::server::LogFormat::from(log_format).is_json());
             if lease_duration < Duration::from_secs(2) {
@@ -139,11 +152,13 @@ fn dispatch(command: Command) -> u8 {
                 return 2;
             }
             let lease_namespace_given = lease_namespace.is_some();
+            let identity = identity.unwrap_or_else(default_identity);
+            let objects = cluster_policies.options(None, identity.clone());
             let lease = (!no_leader_election).then(|| crate::controller::lease::LeaseConfig {
                 namespace: lease_namespace
                     .unwrap_or_else(|| crate::cluster::prereq::DEFAULT_NAMESPACE.into()),
                 name: lease_name,
-                identity: identity.unwrap_or_else(default_identity),
+                identity,
                 duration: lease_duration,
                 renew_every: lease_duration / 3,
             });
@@ -155,6 +170,7 @@ fn dispatch(command: Command) -> u8 {
                 lease_namespace_given,
                 watch_timeout: Duration::from_secs(290),
                 overrides: overrides.into(),
+                objects,
             };
             block_on(
                 "controller",
@@ -182,12 +198,22 @@ fn dispatch(command: Command) -> u8 {
         } => webhook_config(&policy, service, url, ca_bundle),
         Command::Unstick { args } => exit_status(crate::unstick::main(&args.into())),
         Command::Crd { kind } => {
-            let kind = kind.as_deref();
-            if kind != Some("InterlockException") {
-                print!("{}", crate::group::crd_yaml());
-            }
-            if kind != Some("ResourceGroup") {
-                print!("{}", crate::cluster::exceptions::CRD_YAML);
+            // Without a kind, every CRD in this order (new kinds at the end).
+            let all = [
+                ("ResourceGroup", crate::group::crd_yaml()),
+                (
+                    "InterlockException",
+                    crate::cluster::exceptions::CRD_YAML.to_string(),
+                ),
+                (
+                    "InterlockPolicy",
+                    crate::cluster::policy_objects::CRD_YAML.to_string(),
+                ),
+            ];
+            for (name, yaml) in all {
+                if kind.as_deref().is_none_or(|k| k == name) {
+                    print!("{yaml}");
+                }
             }
             0
         }

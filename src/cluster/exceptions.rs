@@ -139,9 +139,10 @@ fn install(cluster: &Cluster, sync: &ExceptionSync) -> Option<DateTime<Utc>> {
     next
 }
 
-/// Finds the kind by discovery, retrying with backoff while it is not served.
-async fn discover(client: &Client) -> Api<DynamicObject> {
-    let gvk = kube::api::GroupVersionKind::gvk("interlock.dev", "v1alpha1", CLUSTER_KIND);
+/// Finds one of the project's kinds by discovery, retrying with backoff
+/// while it is not served; `missing` is logged once, at the first miss.
+pub(super) async fn discover(client: &Client, kind: &str, missing: &str) -> Api<DynamicObject> {
+    let gvk = kube::api::GroupVersionKind::gvk("interlock.dev", "v1alpha1", kind);
     let mut attempt = 0;
     loop {
         match kube::discovery::pinned_kind(client, &gvk).await {
@@ -153,7 +154,7 @@ async fn discover(client: &Client) -> Api<DynamicObject> {
                     Duration::from_secs(60),
                 );
                 if attempt == 0 {
-                    tracing::info!(error = %e, "InterlockException is not served (CRD not installed?): only file exceptions apply until it is");
+                    tracing::info!(error = %e, kind, "{missing}");
                 }
                 attempt += 1;
                 tokio::time::sleep(wait).await;
@@ -209,7 +210,12 @@ impl Drop for Hold {
 
 /// Watches the cluster's InterlockExceptions into `cluster` until aborted.
 pub async fn watch(client: Client, cluster: Arc<Cluster>, cluster_wide: String) {
-    let api = discover(&client).await;
+    let api = discover(
+        &client,
+        CLUSTER_KIND,
+        "InterlockException is not served (CRD not installed?): only file exceptions apply until it is",
+    )
+    .await;
     let kind = GroupVersionKind::from_api_version(API_VERSION, CLUSTER_KIND);
     cluster.hold(&kind);
     let _hold = Hold {

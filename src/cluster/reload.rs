@@ -3,17 +3,20 @@
 //! files change. [`Supervisor`] owns the watchers and the reload loop of a
 //! long-running process and shuts them down.
 
+use super::policy_objects::{self, Feeds, ObjectOptions};
 use super::watch::Watchers;
 use super::Cluster;
 use crate::inventory::{Inventory, Prepared, Source};
 use crate::k8s::kind::GroupVersionKind;
 use crate::manifest::{self, LoadOptions};
 use crate::policy::load::{LoadedPolicies, PolicyLoadError};
+use crate::policy::objects::{Ledger, ObjectDoc};
 use crate::policy::overrides::Overrides;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
-use std::collections::HashMap;
+use serde_json::Value as Json;
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -50,6 +53,25 @@ impl ReloadMetrics {
 /// empty set is refused unless `allow_empty`.
 pub fn load(sources: &Sources) -> Result<LoadedPolicies, PolicyLoadError> {
     let loaded = LoadedPolicies::from_paths_with(&sources.policies, &sources.overrides)?;
+    refuse_empty(loaded, sources)
+}
+
+/// [`load`] with the cluster's InterlockPolicy objects beside the files;
+/// also the status each object should have.
+fn load_with_objects(
+    sources: &Sources,
+    objects: &BTreeMap<String, ObjectDoc>,
+    ledger: &mut Ledger,
+) -> Result<(LoadedPolicies, BTreeMap<String, Json>), PolicyLoadError> {
+    let (loaded, statuses) =
+        LoadedPolicies::with_objects(&sources.policies, &sources.overrides, objects, ledger)?;
+    Ok((refuse_empty(loaded, sources)?, statuses))
+}
+
+fn refuse_empty(
+    loaded: LoadedPolicies,
+    sources: &Sources,
+) -> Result<LoadedPolicies, PolicyLoadError> {
     if loaded.policies.is_empty() && !sources.allow_empty {
         let paths: Vec<String> = sources
             .policies
@@ -136,6 +158,8 @@ pub struct Sources {
     pub allow_empty: bool,
     /// `--disable` and `--action`.
     pub overrides: Overrides,
+    /// `--cluster-policies`: InterlockPolicy objects beside the files.
+    pub objects: Option<ObjectOptions>,
 }
 
 impl Sources {
@@ -175,6 +199,8 @@ pub fn initial(
 pub struct Supervisor {
     task: Option<JoinHandle<()>>,
     exceptions: Option<JoinHandle<()>>,
+    /// The policy objects' watch, Lease campaign and status writer.
+    objects: Vec<JoinHandle<()>>,
 }
 
 impl Supervisor {
@@ -190,23 +216,35 @@ impl Supervisor {
             let wide = sources.overrides.exception_namespace().to_string();
             tokio::spawn(super::exceptions::watch(c, cluster.clone(), wide))
         });
+        let (objects, feeds) = match (client.clone(), sources.objects.clone()) {
+            (Some(c), Some(o)) => {
+                // Not ready before the objects are in force (or while the
+                // kind is not served: the flag says they are wanted).
+                cluster.hold(&policy_objects::kind());
+                let (tasks, feeds) = policy_objects::start(c, cluster.clone(), o);
+                (tasks, Some(feeds))
+            }
+            _ => (Vec::new(), None),
+        };
         let mut watchers = client.map(|c| Watchers::new(c, cluster.clone()));
         if let Some(w) = &mut watchers {
             w.set_kinds(&kinds);
         }
-        let task = tokio::spawn(reload_loop(cluster, sources, watchers));
+        let task = tokio::spawn(reload_loop(cluster, sources, watchers, feeds));
         Supervisor {
             task: Some(task),
             exceptions,
+            objects,
         }
     }
 
     /// Stops the reload loop and every watcher.
     pub async fn shutdown(mut self) {
-        for task in [self.task.take(), self.exceptions.take()]
+        let tasks = [self.task.take(), self.exceptions.take()]
             .into_iter()
             .flatten()
-        {
+            .chain(std::mem::take(&mut self.objects));
+        for task in tasks {
             task.abort();
             let _ = task.await;
         }
@@ -215,7 +253,12 @@ impl Supervisor {
 
 impl Drop for Supervisor {
     fn drop(&mut self) {
-        for task in self.task.iter().chain(&self.exceptions) {
+        for task in self
+            .task
+            .iter()
+            .chain(&self.exceptions)
+            .chain(&self.objects)
+        {
             task.abort();
         }
     }
@@ -237,27 +280,56 @@ fn fingerprint(paths: &[PathBuf]) -> HashMap<PathBuf, Vec<u8>> {
 }
 
 /// Polls the policy files (kubelet swaps ConfigMap files through a symlink,
-/// so contents are compared, not events watched). A set that does not
-/// compile is rejected and the previous one keeps serving.
-async fn reload_loop(cluster: Arc<Cluster>, sources: Sources, mut watchers: Option<Watchers>) {
+/// so contents are compared, not events watched) and follows the policy
+/// objects' snapshots. A set that does not compile is rejected and the
+/// previous one keeps serving.
+async fn reload_loop(
+    cluster: Arc<Cluster>,
+    sources: Sources,
+    mut watchers: Option<Watchers>,
+    mut feeds: Option<Feeds>,
+) {
     let watched = sources.reloaded_files();
-    if watched.is_empty() {
-        // Nothing to reload; keep the watchers alive with the task.
-        std::future::pending::<()>().await;
-    }
     let mut last = fingerprint(&watched);
+    let mut ledger = Ledger::default();
+    let mut objects_in_force = false;
     loop {
-        tokio::time::sleep(Duration::from_secs(3)).await;
-        let now = fingerprint(&watched);
-        if now == last {
-            continue;
+        tokio::select! {
+            () = tokio::time::sleep(Duration::from_secs(3)), if !watched.is_empty() => {
+                let now = fingerprint(&watched);
+                if now == last {
+                    continue;
+                }
+                last = now;
+            }
+            listed = next_snapshot(&mut feeds) => if !listed { continue },
         }
-        last = now;
-        match tokio::task::block_in_place(|| reload(&cluster, &sources)) {
+        let snapshot = feeds.as_ref().and_then(|f| f.specs.borrow().clone());
+        let outcome = tokio::task::block_in_place(|| match &snapshot {
+            Some(objects) => {
+                let (loaded, statuses) = load_with_objects(&sources, objects, &mut ledger)?;
+                let installed = install_loaded(&cluster, &sources, loaded)?;
+                // Only a set in force is reported as such.
+                if let Some(f) = &feeds {
+                    f.desired.send_replace(Arc::new(statuses));
+                }
+                Ok(installed)
+            }
+            None => reload(&cluster, &sources),
+        });
+        match outcome {
             Ok((kinds, changed)) => {
-                tracing::info!(projection_changed = changed, "policies reloaded");
+                tracing::info!(
+                    projection_changed = changed,
+                    objects = snapshot.as_ref().map(|s| s.len()),
+                    "policies reloaded"
+                );
                 if let Some(w) = &mut watchers {
                     w.set_kinds(&kinds);
+                }
+                if snapshot.is_some() && !objects_in_force {
+                    objects_in_force = true;
+                    cluster.synced(&policy_objects::kind());
                 }
             }
             Err(e) => {
@@ -268,12 +340,35 @@ async fn reload_loop(cluster: Arc<Cluster>, sources: Sources, mut watchers: Opti
     }
 }
 
+/// Waits for a new snapshot of the policy objects (forever without them);
+/// false when the watch has ended.
+async fn next_snapshot(feeds: &mut Option<Feeds>) -> bool {
+    match feeds {
+        Some(f) => {
+            if f.specs.changed().await.is_err() {
+                *feeds = None;
+                return false;
+            }
+            true
+        }
+        None => std::future::pending().await,
+    }
+}
+
 /// One reload: everything slow happens before the swap.
 fn reload(
     cluster: &Cluster,
     sources: &Sources,
 ) -> Result<(Vec<GroupVersionKind>, bool), PolicyLoadError> {
-    let loaded = load(sources)?;
+    install_loaded(cluster, sources, load(sources)?)
+}
+
+/// Swaps in policies loaded outside the lock.
+fn install_loaded(
+    cluster: &Cluster,
+    sources: &Sources,
+    loaded: LoadedPolicies,
+) -> Result<(Vec<GroupVersionKind>, bool), PolicyLoadError> {
     let kinds = loaded.kinds();
     let projection_changed = cluster.read(|st| *st.inventory.projection() != loaded.projection);
     // Stored file objects lack what the new policies read: read them again

@@ -46,8 +46,10 @@
 
 pub mod error;
 pub mod index;
-pub mod lease;
+/// The Lease moved to `cluster/` (serve campaigns for the policy-status Lease too).
+pub use crate::cluster::lease;
 pub mod members;
 pub mod metrics;
+pub mod quota;
 pub mod reconcile;
 pub mod run;

@@ -15,9 +15,11 @@ use crate::group::crd::{
     FINALIZER, KIND,
 };
 use crate::group::member::{parse_member, Scope};
+use crate::group::outcome::Stop;
 use crate::group::plan::{
     plan, reason, DesiredObject, Finalize, GroupRef, ObjectRef, Plan, PlanInput, VALID,
 };
+use crate::group::quota::{shortfall, NewObject, Shortfall};
 use crate::group::validate::Writer;
 use crate::inventory::ObjectKey;
 use crate::k8s::kind::{GroupKind, GroupVersionKind, NamespacedName};
@@ -56,6 +58,9 @@ pub struct Context {
     /// Answers the policies' `authorizer...check()` for the group's
     /// ServiceAccount.
     pub authorizer: Option<Arc<dyn Authorizer>>,
+    /// The ResourceQuotas checked before a group's first write; `None`:
+    /// not checked (the API server alone decides).
+    pub quotas: Option<super::quota::Quotas>,
     impersonating: Mutex<HashMap<String, Client>>,
 }
 
@@ -76,6 +81,7 @@ impl Context {
             failures: Mutex::default(),
             pending_ttl: Duration::from_secs(30),
             authorizer: None,
+            quotas: None,
             impersonating: Mutex::default(),
         }
     }
@@ -441,11 +447,18 @@ async fn apply(rg: &ResourceGroup, ctx: &Context) -> Result<Action> {
     };
     tracing::debug!(group = %g.name, namespace = %g.namespace, generation = g.generation,
         apply = p.apply.len(), prune = p.prune.len(), "planned");
+    // A dry run consumes no quota: the creates are counted against the
+    // cached quotas before any write, so a group is not stored in part.
+    let short = match refused {
+        None => quota_shortfall(ctx, &g, &observed, &p).await?,
+        Some(_) => None,
+    };
     // Before any member: the finalizer, and the ApplySet's kinds as a
     // superset of what is written (KEP-3659).
     write_parent_metadata(rg, &g, &p, ctx).await?;
-    let dry_run_refused = refused.is_some();
-    for d in p.apply.iter().filter(|_| !dry_run_refused) {
+    let held = refused.is_some() || short.is_some();
+    let mut written = Vec::new();
+    for d in p.apply.iter().filter(|_| !held) {
         if let Err(e) = server_side_apply(&client, &observed, d, false).await {
             tracing::info!(group = %g.name, namespace = %g.namespace, member = %d.target.name, kind = %d.target.kind, error = %e, "member not applied");
             refused = Some((d.target.clone(), e));
@@ -453,8 +466,9 @@ async fn apply(rg: &ResourceGroup, ctx: &Context) -> Result<Action> {
         }
         ctx.metrics.wrote("apply");
         record(ctx, &d.object);
+        written.push(d.target.clone());
     }
-    if refused.is_none() {
+    if refused.is_none() && short.is_none() {
         for target in &p.prune {
             if let Err(e) = delete(&client, &observed, target, false).await {
                 refused = Some((target.clone(), e));
@@ -463,15 +477,22 @@ async fn apply(rg: &ResourceGroup, ctx: &Context) -> Result<Action> {
             ctx.metrics.wrote("prune");
         }
     }
-    if let Some((target, e)) = refused {
-        let (reason, message) = refusal(&e);
-        p.record_failure(
-            rg.status.as_ref(),
-            &target,
-            reason,
-            &message,
-            chrono::Utc::now(),
-        );
+    match (&short, refused) {
+        (Some(s), _) => {
+            tracing::info!(group = %g.name, namespace = %g.namespace, quota = %s.quota, resource = %s.resource, "held by a ResourceQuota");
+            p.record_stop(rg.status.as_ref(), &Stop::Quota(s), &[], chrono::Utc::now());
+        }
+        (None, Some((target, e))) => {
+            let (reason, message) = refusal(&e);
+            let stop = Stop::Refused {
+                target: &target,
+                reason,
+                message: &message,
+                dry_run: held,
+            };
+            p.record_stop(rg.status.as_ref(), &stop, &written, chrono::Utc::now());
+        }
+        (None, None) => {}
     }
     write_status(rg, &g, &p.status, ctx).await?;
     let drifted = p.status.members.iter().filter(|m| !m.drift.is_empty());
@@ -550,6 +571,39 @@ async fn cleanup(rg: &ResourceGroup, ctx: &Context) -> Result<Action> {
         }
         Some(Finalize::RemoveFinalizer) | None => Ok(Action::await_change()),
     }
+}
+
+/// The first cached ResourceQuota of the group's namespace that the
+/// pass's creates would exceed (the members with no stored object).
+async fn quota_shortfall(
+    ctx: &Context,
+    g: &GroupRef,
+    observed: &Observed,
+    p: &Plan,
+) -> Result<Option<Shortfall>> {
+    let Some(quotas) = &ctx.quotas else {
+        return Ok(None);
+    };
+    let new: Vec<NewObject<'_>> = p
+        .apply
+        .iter()
+        .filter(|d| d.target.uid.is_none())
+        .filter_map(|d| {
+            let c = observed.cache(&d.target.api_version, &d.target.kind)?;
+            Some(NewObject {
+                group: &c.resource.group,
+                resource: &c.resource.plural,
+                object: &d.object,
+            })
+        })
+        .collect();
+    if new.is_empty() {
+        return Ok(None);
+    }
+    if !quotas.synced(SYNC_WAIT).await {
+        return Err(Error::CacheNotSynced("ResourceQuota".into()));
+    }
+    Ok(shortfall(&quotas.in_namespace(&g.namespace), &new))
 }
 
 /// The admitted member goes into the shared inventory at once (as an

@@ -6,6 +6,7 @@ use super::error::Error;
 use super::lease::{Elector, LeaseConfig};
 use super::members::Members;
 use super::metrics::Metrics;
+use super::quota::Quotas;
 use super::reconcile::{jittered, reconcile, Context};
 use crate::cluster::authz::SarAuthorizer;
 use crate::cluster::prereq::{self, Access, Need};
@@ -42,6 +43,8 @@ pub struct ControllerConfig {
     pub watch_timeout: Duration,
     /// `--disable` and `--action`.
     pub overrides: crate::policy::overrides::Overrides,
+    /// `--cluster-policies`.
+    pub objects: Option<crate::cluster::policy_objects::ObjectOptions>,
 }
 
 struct Health(Arc<Cluster>);
@@ -71,6 +74,7 @@ pub async fn run(
     let sources = Sources {
         policies: cfg.policies.clone(),
         overrides: cfg.overrides.clone(),
+        objects: cfg.objects.clone(),
         ..Sources::default()
     };
     let options = ClusterOptions {
@@ -82,7 +86,10 @@ pub async fn run(
     if let Some(l) = lease.as_mut().filter(|_| !cfg.lease_namespace_given) {
         l.namespace = prereq::default_namespace(&client, &kube_config).await;
     }
-    let needs = needs(&kinds, lease.as_ref());
+    let mut needs = needs(&kinds, lease.as_ref());
+    if let Some(o) = &sources.objects {
+        needs.extend(crate::cluster::policy_objects::needs(&client, o));
+    }
     cluster.set_prerequisites_met(false);
     let supervisor = Supervisor::start(cluster.clone(), Some(client.clone()), sources, kinds);
 
@@ -147,6 +154,10 @@ fn needs(kinds: &[GroupVersionKind], lease: Option<&LeaseConfig>) -> Vec<Need> {
         GROUP,
         "resourcegroups/status",
     )));
+    // The quotas checked before a group's first write (super::quota).
+    for verb in ["list", "watch"] {
+        needs.push(Need::Access(Access::new(verb, "", "resourcequotas")));
+    }
     needs.extend(prereq::watching(kinds));
     if let Some(l) = lease {
         needs.push(Need::Namespace(l.namespace.clone()));
@@ -209,6 +220,11 @@ impl Leader {
             .as_ref()
             .map(|c| AbortOnDrop(c.start(self.cluster.clone(), self.client.clone())));
         let (wake, woken) = tokio::sync::mpsc::unbounded_channel();
+        let groups: Api<ResourceGroup> = Api::all(self.client.clone());
+        let controller = Controller::new(groups, watcher::Config::default());
+        let (quotas, quota_watch) =
+            Quotas::start(self.client.clone(), controller.store(), wake.clone());
+        let _quota_watch = AbortOnDrop(quota_watch);
         let members = Members::new(self.client.clone(), wake);
         let mut ctx = Context::new(
             self.client.clone(),
@@ -218,15 +234,15 @@ impl Leader {
             self.metrics.clone(),
         );
         ctx.authorizer = Some(self.authorizer.clone());
+        ctx.quotas = Some(quotas);
         let ctx = Arc::new(ctx);
         let woken =
             futures::stream::unfold(
                 woken,
                 |mut rx| async move { rx.recv().await.map(|r| (r, rx)) },
             );
-        let groups: Api<ResourceGroup> = Api::all(self.client.clone());
         tracing::info!(concurrency = self.concurrency, "reconciling ResourceGroups");
-        Controller::new(groups, watcher::Config::default())
+        controller
             .reconcile_on(woken)
             .with_config(controller::Config::default().concurrency(self.concurrency))
             .graceful_shutdown_on(crate::server::shutdown_signal())

@@ -29,6 +29,9 @@ use deletion::*;
 use members::*;
 pub use members::{owned_by, owner_reference};
 use status::*;
+// The outcome of a pass that stopped part way (`super::outcome`) words
+// its conditions as the plan does.
+pub(super) use status::{set_condition, Stamp};
 /// The group being reconciled: what of its metadata the plan needs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GroupRef {

@@ -10,9 +10,20 @@ impl PolicySet {
         docs: Vec<crate::manifest::Document>,
         inventory: &mut Inventory,
     ) -> (PolicySet, Vec<PolicyError>) {
+        PolicySet::compile_documents_with(docs, &[], inventory)
+    }
+
+    /// [`PolicySet::compile_documents`] with documents that are not read
+    /// from files (the cluster's InterlockPolicy objects) after them.
+    pub fn compile_documents_with(
+        docs: Vec<crate::manifest::Document>,
+        objects: &[(Json, Source)],
+        inventory: &mut Inventory,
+    ) -> (PolicySet, Vec<PolicyError>) {
         let pairs: Vec<(Json, Source)> = docs
             .iter()
             .map(|d| (d.value.clone(), Source::of(d)))
+            .chain(objects.iter().cloned())
             .collect();
         let (set, mut errors) = PolicySet::compile(&pairs, inventory);
         for e in errors.iter_mut().filter(|e| e.expression.is_some()) {

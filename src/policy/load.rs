@@ -4,11 +4,14 @@
 //! and audit, `eval`, `webhook-config`, the controller and the webhook's
 //! reloads alike.
 
+use super::objects::{Ledger, ObjectDoc};
 use super::overrides::Overrides;
 use super::PolicySet;
 use crate::inventory::projection::Projection;
 use crate::inventory::{IndexDecl, Inventory};
 use crate::k8s::kind::GroupVersionKind;
+use serde_json::Value as Json;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
 /// Why policies or inventory files did not load; the whole set is refused.
@@ -50,7 +53,46 @@ impl LoadedPolicies {
         paths: &[PathBuf],
         overrides: &Overrides,
     ) -> Result<LoadedPolicies, PolicyLoadError> {
+        let docs = crate::policy::files::load_documents(paths);
+        LoadedPolicies::compile(docs, overrides, &[])
+    }
+
+    /// [`LoadedPolicies::from_paths_with`] with the cluster's InterlockPolicy
+    /// objects beside the files (see `policy::objects` for which wins a name);
+    /// also returns the status each object should have.
+    pub fn with_objects(
+        paths: &[PathBuf],
+        overrides: &Overrides,
+        objects: &BTreeMap<String, ObjectDoc>,
+        ledger: &mut Ledger,
+    ) -> Result<(LoadedPolicies, BTreeMap<String, Json>), PolicyLoadError> {
         let mut docs = crate::policy::files::load_documents(paths);
+        let names: BTreeSet<String> = docs
+            .documents
+            .iter()
+            .filter_map(|d| d.value.pointer("/metadata/name")?.as_str())
+            .map(str::to_string)
+            .collect();
+        let none = BTreeSet::new();
+        let (files, bundled) = match paths.is_empty() {
+            true => (&none, &names),
+            false => (&names, &none),
+        };
+        let resolved = ledger.resolve(objects, files, bundled);
+        docs.documents.retain(|d| {
+            let name = d.value.pointer("/metadata/name").and_then(Json::as_str);
+            !name.is_some_and(|n| resolved.replaces.contains(n))
+        });
+        let loaded = LoadedPolicies::compile(docs, overrides, &resolved.docs)?;
+        Ok((loaded, resolved.statuses))
+    }
+
+    /// Compiles file documents and object documents as one set.
+    fn compile(
+        mut docs: crate::manifest::Loaded,
+        overrides: &Overrides,
+        objects: &[(Json, crate::inventory::Source)],
+    ) -> Result<LoadedPolicies, PolicyLoadError> {
         if !docs.errors.is_empty() {
             return Err(PolicyLoadError::Policies(
                 docs.errors.iter().map(|e| e.to_string()).collect(),
@@ -62,7 +104,8 @@ impl LoadedPolicies {
         overrides
             .apply(&mut docs.documents)
             .map_err(PolicyLoadError::Policies)?;
-        let (policies, errors) = PolicySet::compile_documents(docs.documents, &mut scratch);
+        let (policies, errors) =
+            PolicySet::compile_documents_with(docs.documents, objects, &mut scratch);
         if !errors.is_empty() {
             return Err(PolicyLoadError::Policies(
                 errors.iter().map(|e| e.to_string()).collect(),

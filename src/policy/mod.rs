@@ -14,6 +14,7 @@ pub mod load;
 mod matching;
 pub mod model;
 mod mutate;
+pub mod objects;
 pub mod overrides;
 mod projection;
 mod queries;

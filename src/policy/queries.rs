@@ -34,6 +34,30 @@ impl PolicySet {
     /// (`namespaced`: in a namespace)? Resource rules only, any name: the
     /// kinds an audit must list.
     pub fn may_match_kind(&self, api_version: &str, kind: &str, namespaced: bool) -> bool {
+        self.may_match_kind_where(api_version, kind, namespaced, |_| true)
+    }
+
+    /// [`PolicySet::may_match_kind`] among the policies that look objects
+    /// up in the inventory: whether a review of this kind may cost lookups
+    /// (the server's cost estimate weighs its references only then).
+    pub fn inventory_readers_may_match_kind(
+        &self,
+        api_version: &str,
+        kind: &str,
+        namespaced: bool,
+    ) -> bool {
+        self.may_match_kind_where(api_version, kind, namespaced, |p| {
+            p.reads_inventory() && p.needs_inventory()
+        })
+    }
+
+    fn may_match_kind_where(
+        &self,
+        api_version: &str,
+        kind: &str,
+        namespaced: bool,
+        which: impl Fn(&CompiledPolicy) -> bool,
+    ) -> bool {
         let probe = serde_json::json!({
             "apiVersion": api_version,
             "kind": kind,
@@ -46,7 +70,7 @@ impl PolicySet {
         Request::create(&probe, "").is_some_and(|req| {
             self.policies
                 .iter()
-                .any(|p| matching::may_match_resource(&p.matcher, &req))
+                .any(|p| which(p) && matching::may_match_resource(&p.matcher, &req))
         })
     }
 

@@ -35,6 +35,12 @@ impl CompiledPolicy {
         if self.kind != PolicyKind::Vap {
             return Vec::new();
         }
+        self.schema_warnings(schemas)
+    }
+
+    /// The same check for a policy of either kind: what an InterlockPolicy
+    /// object's status reports as a VAP's does.
+    pub fn schema_warnings(&self, schemas: &Schemas) -> Vec<ExpressionWarning> {
         let params = self.params_type(schemas);
         let envs: Vec<(Gvk, Env)> = types_to_check(&self.matcher, schemas)
             .into_iter()

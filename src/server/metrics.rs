@@ -185,6 +185,7 @@ pub struct ServerMetrics {
     connections_closed: Family<ClosedLabels, Counter>,
     accept_errors: Counter,
     cert_expiry: Gauge,
+    heavy_lane_requests: Counter,
 }
 
 impl ServerMetrics {
@@ -206,6 +207,7 @@ impl ServerMetrics {
             connections_closed: Family::default(),
             accept_errors: Counter::default(),
             cert_expiry: Gauge::default(),
+            heavy_lane_requests: Counter::default(),
         };
         registry.register(
             "admission_requests",
@@ -273,6 +275,11 @@ impl ServerMetrics {
             m.cert_expiry.clone(),
         );
         registry.register(
+            "heavy_lane_requests",
+            "Admission requests evaluated in the heavy lane (estimated cost over that of 128 KiB of plain body)",
+            m.heavy_lane_requests.clone(),
+        );
+        registry.register(
             "accept_errors",
             "Failed accept calls (file descriptors exhausted and the like)",
             m.accept_errors.clone(),
@@ -285,6 +292,11 @@ impl ServerMetrics {
         self.expression_errors.inc_by(stats.expression_errors);
         self.cost_limit_exceeded.inc_by(stats.cost_limit_exceeded);
         self.evaluations_interrupted.inc_by(stats.interrupted);
+    }
+
+    /// Count a request sent to the executor's heavy lane.
+    pub(crate) fn heavy_lane_request(&self) {
+        self.heavy_lane_requests.inc();
     }
 
     /// Count a connection refused by one of the connection caps.

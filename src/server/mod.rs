@@ -12,9 +12,12 @@
 //! - **Where evaluation runs.** Each body is read on the async side, then
 //!   parsed (once, straight into JSON) and evaluated on a dedicated
 //!   fixed set of threads behind one queue ([`executor`]; default: one
-//!   thread per CPU; `--eval-threads`), never on a tokio worker. Bodies
-//!   over 128 KiB may occupy all threads but one, so a few near-limit or
-//!   adversarial bodies cannot make ordinary requests queue behind them. Until issue 17, bodies up
+//!   thread per CPU; `--eval-threads`), never on a tokio worker. Requests
+//!   whose estimated cost is over that of 128 KiB of plain body ([`cost`]:
+//!   size, containers, and references where a policy looks them up) may
+//!   occupy all threads but one, so a few near-limit, costly or
+//!   adversarial bodies cannot make ordinary requests queue behind them.
+//!   Until issue 17, bodies up
 //!   to 64 KiB were evaluated inline on the worker that read them (12%
 //!   less CPU per request at saturation, docs/PERFORMANCE.md), but an
 //!   evaluation can block: on the engine's `RwLock` behind a waiting
@@ -80,6 +83,7 @@
 //! ```
 
 pub mod admin;
+mod cost;
 mod executor;
 mod logging;
 pub mod metrics;
@@ -127,6 +131,16 @@ pub trait Reviewer: Send + Sync + 'static {
     /// Ready to answer (policies loaded, inventory synced). `/readyz` answers
     /// 503 until this is true. Called per probe: keep it cheap (an atomic).
     fn ready(&self) -> bool;
+    /// Could a policy that looks objects up (in the inventory, the
+    /// cluster) match a review of this kind (`api_version` as in an
+    /// object, `namespaced`: the review names a namespace)? Read before the
+    /// request is queued, to weigh the references its object makes
+    /// ([`cost`]); called per request, keep it cheap. The default, for a
+    /// reviewer that cannot tell, is yes.
+    fn reads_inventory(&self, api_version: &str, kind: &str, namespaced: bool) -> bool {
+        let _ = (api_version, kind, namespaced);
+        true
+    }
     /// Register this component's Prometheus metrics. Called once, before the
     /// server accepts connections, with the server's registry (already
     /// prefixed `interlock_`). Metric handles are `Arc`s inside, so keep

@@ -20,7 +20,7 @@ use prometheus_client::registry::Registry;
 use serde_json::value::RawValue;
 use tower::ServiceBuilder;
 
-use super::executor::{Executor, HEAVY_BODY_BYTES};
+use super::executor::Executor;
 use super::logging::RateLimit;
 use super::metrics::{Decision, Endpoint, InFlight, ServerMetrics};
 use super::{ParsedReview, Reviewer};
@@ -188,10 +188,13 @@ async fn admission(state: AppState, endpoint: Endpoint, req: Request) -> Respons
     let _cancel = CancelOnDrop(interrupt.clone());
     let reviewer = state.reviewer.clone();
     let metrics = state.metrics.clone();
-    let heavy = body.len() > HEAVY_BODY_BYTES;
+    let lane = super::cost::lane(&body, &*reviewer);
+    if lane.heavy {
+        metrics.heavy_lane_request();
+    }
     match state
         .executor
-        .run(heavy, move || {
+        .run(lane, move || {
             // The deadline passed while this waited for a thread: no one
             // will read the answer, do not start.
             let answer = (!interrupt.is_cancelled())

@@ -35,23 +35,6 @@ fn ok(out: &Output, what: &str) {
     );
 }
 
-fn install_crd(cluster: &TestCluster) {
-    let crd = root().join("manifests/base/crd-interlockexception.yaml");
-    ok(
-        &cluster.kubectl(&["apply", "-f", crd.to_str().unwrap()]),
-        "apply the CRD",
-    );
-    ok(
-        &cluster.kubectl(&[
-            "wait",
-            "--for=condition=Established",
-            "--timeout=60s",
-            "crd/interlockexceptions.interlock.dev",
-        ]),
-        "CRD established",
-    );
-}
-
 fn exception(ns: &str, name: &str, namespaces: &[&str]) -> String {
     serde_json::json!({
         "apiVersion": "interlock.dev/v1alpha1", "kind": "InterlockException",
@@ -96,7 +79,11 @@ fn audit(cluster: &TestCluster, ns: &str) -> Value {
 fn kubectl_made_exceptions_apply_at_once_only_in_their_namespace_and_go_when_deleted() {
     let cluster = TestCluster::shared();
     let _logs = cluster.logs_on_panic();
-    install_crd(cluster);
+    support::webhook::install_crd(
+        cluster,
+        "manifests/base/crd-interlockexception.yaml",
+        "interlockexceptions.interlock.dev",
+    );
     let policy = root().join("policies/unique-ingress-host/policy.yaml");
     let hook = support::webhook::start_scoped(cluster, &SCOPE, &["-p", policy.to_str().unwrap()]);
     let ns = |prefix| namespace_labelled(cluster, prefix, SCOPE.label);

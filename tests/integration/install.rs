@@ -329,6 +329,18 @@ const NOT_EXERCISED: &[(&str, &str)] = &[
         "interlock-controller: create,patch openreports.io/clusterreports",
         "no cluster-scoped object violates a policy here",
     ),
+    (
+        "interlock: get interlock.dev/interlockpolicies",
+        "InterlockPolicy objects are read through list and watch only",
+    ),
+    (
+        "interlock-controller: get interlock.dev/interlockpolicies",
+        "as above",
+    ),
+    (
+        "interlock: update interlock.dev/interlockpolicies/status",
+        "no InterlockPolicy object is created here, so no status is written",
+    ),
 ];
 
 /// [`NOT_EXERCISED`] as permission strings.

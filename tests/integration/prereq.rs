@@ -174,6 +174,33 @@ fn serve_without_its_namespace_stays_unready_until_it_is_created() {
     );
 }
 
+/// `--cluster-policies` on a cluster without the InterlockPolicy CRD: the
+/// flag says the objects are wanted, so serve is unready and names the CRD
+/// to install in one line, then is ready once it is installed. (Without
+/// the flag nothing of the kind is read: every other serve test runs so.)
+#[test]
+fn serve_with_cluster_policies_stays_unready_until_the_crd_is_installed() {
+    let c = TestCluster::start();
+    let hook = Serve::start(c.kubeconfig(), &["--no-claims", "--cluster-policies"]);
+    held_unready(
+        "serve",
+        || hook.log(),
+        || hook.readyz() == 200,
+        "InterlockPolicy (interlock.dev/v1alpha1) is not served (kubectl apply -f manifests/base/crd-interlockpolicy.yaml",
+    );
+    let crd = root().join("manifests/base/crd-interlockpolicy.yaml");
+    ok(
+        &c.kubectl(&["apply", "-f", crd.to_str().expect("UTF-8 path")]),
+        "install the CRD",
+    );
+    eventually(
+        "serve ready",
+        Duration::from_secs(120),
+        || hook.log(),
+        || hook.readyz() == 200,
+    );
+}
+
 #[test]
 fn controller_without_its_namespace_and_crd_names_each_until_both_exist() {
     let c = TestCluster::start();

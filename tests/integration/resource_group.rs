@@ -38,16 +38,20 @@ fn crd_prints_the_committed_manifest() {
     );
     let exception =
         std::fs::read(root().join("manifests/base/crd-interlockexception.yaml")).unwrap();
+    let policy = std::fs::read(root().join("manifests/base/crd-interlockpolicy.yaml")).unwrap();
+    let one = interlock(&["crd", "InterlockPolicy"]);
+    assert_eq!(one.stdout, policy, "the InterlockPolicy CRD alone");
     let all = interlock(&["crd"]);
     assert_eq!(
         all.stdout,
-        [committed, exception].concat(),
+        [committed, exception, policy].concat(),
         "every CRD, in order"
     );
     let kustomization =
         std::fs::read_to_string(root().join("manifests/base/kustomization.yaml")).unwrap();
     assert!(kustomization.contains("- crd-resourcegroup.yaml"));
     assert!(kustomization.contains("- crd-interlockexception.yaml"));
+    assert!(kustomization.contains("- crd-interlockpolicy.yaml"));
 }
 
 #[test]

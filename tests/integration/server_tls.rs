@@ -36,6 +36,7 @@ type Body = BoxBody<Bytes, Infallible>;
 
 mod certificate;
 mod connections;
+mod cost_lane;
 mod idle_flood;
 
 // ---------------------------------------------------------------- the double

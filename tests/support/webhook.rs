@@ -270,3 +270,25 @@ pub fn apply(
     args.extend_from_slice(extra);
     cluster.kubectl_stdin(&args, &obj.to_string())
 }
+
+/// Applies the CRD committed at `file` (relative to the repository) and
+/// waits until `crd` (its name) is established.
+pub fn install_crd(cluster: &TestCluster, file: &str, crd: &str) {
+    let path = root().join(file);
+    for args in [
+        vec!["apply", "-f", path.to_str().expect("a UTF-8 path")],
+        vec![
+            "wait",
+            "--for=condition=Established",
+            "--timeout=60s",
+            &format!("crd/{crd}"),
+        ],
+    ] {
+        let out = cluster.kubectl(&args);
+        assert!(
+            out.status.success(),
+            "kubectl {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}

@@ -75,14 +75,14 @@ pub(super) struct Summary<'s, 'a> {
 
 /// Builds conditions with the group's generation, keeping the previous
 /// `lastTransitionTime` of a condition whose status is unchanged.
-pub(super) struct Stamp<'a> {
-    pub(super) generation: i64,
-    pub(super) previous: Option<&'a ResourceGroupStatus>,
-    pub(super) now: DateTime<Utc>,
+pub(in crate::group) struct Stamp<'a> {
+    pub(in crate::group) generation: i64,
+    pub(in crate::group) previous: Option<&'a ResourceGroupStatus>,
+    pub(in crate::group) now: DateTime<Utc>,
 }
 
 impl Stamp<'_> {
-    pub(super) fn condition(
+    pub(in crate::group) fn condition(
         &self,
         type_: &str,
         status: ConditionStatus,
@@ -109,7 +109,7 @@ pub(super) fn rfc3339(t: DateTime<Utc>) -> String {
     t.format("%Y-%m-%dT%H:%M:%SZ").to_string()
 }
 
-pub(super) fn set_condition(conditions: &mut Vec<Condition>, c: Condition) {
+pub(in crate::group) fn set_condition(conditions: &mut Vec<Condition>, c: Condition) {
     match conditions.iter_mut().find(|x| x.type_ == c.type_) {
         Some(x) => *x = c,
         None => conditions.push(c),

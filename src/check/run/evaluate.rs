@@ -46,10 +46,17 @@ pub(super) fn check_items(
         }
         sources.insert(key, i);
     }
-    // What the objects make, where no object of that name is given.
+    // What the objects make, where no object of that name is given. A
+    // Job's are guesses from its words (`producers`): no near miss is
+    // measured against them.
+    let mut guessed: HashSet<ObjectKey> = HashSet::new();
     for it in items.iter_mut() {
+        let job = it.object.kind == "Job";
         for m in std::mem::take(&mut it.made) {
             if inventory.get(m.key()).is_none() {
+                if job {
+                    guessed.insert(m.key().clone());
+                }
                 let source = Source {
                     file: it.source.file.clone(),
                     line: it.source.line,
@@ -59,7 +66,7 @@ pub(super) fn check_items(
         }
     }
     if !opts.whole_cluster {
-        supplied_out_of_band(&items, &mut inventory, report, opts.namespace());
+        supplied_out_of_band(&items, &mut inventory, report, opts.namespace(), &guessed);
     }
     for (key, later) in &copies {
         let first = &items[sources[key]].source;
@@ -136,6 +143,7 @@ pub(super) fn supplied_out_of_band(
     inventory: &mut Inventory,
     report: &mut Report,
     default_ns: &str,
+    guessed: &HashSet<ObjectKey>,
 ) {
     let mut wanted: std::collections::BTreeMap<&str, std::collections::BTreeSet<&str>> =
         Default::default();
@@ -147,14 +155,18 @@ pub(super) fn supplied_out_of_band(
             .extend(it.secret_refs.iter().map(String::as_str));
     }
     for (ns, names) in wanted {
-        let given: Vec<String> = inventory
+        let given: Vec<(String, bool)> = inventory
             .list("", "Secret", Some(ns))
             .iter()
-            .map(|e| e.key.name.to_string())
+            .map(|e| (e.key.name.to_string(), guessed.contains(&e.key)))
             .collect();
         let assumed: Vec<&str> = names
             .into_iter()
-            .filter(|n| !given.iter().any(|g| g == n || near_miss(n, g)))
+            .filter(|n| {
+                !given
+                    .iter()
+                    .any(|(g, guess)| g == n || (!guess && near_miss(n, g)))
+            })
             .collect();
         if assumed.is_empty() {
             continue;

@@ -5,6 +5,7 @@ pub mod policy_test;
 pub mod producers;
 pub mod render;
 pub mod run;
+pub mod stand_in;
 
 pub use crate::report::{
     stdout_wants_color, Action, Evaluated, Finding, InputError, ObjectRef, OutputFormat,

@@ -61,7 +61,9 @@ pub fn made_by(object: &Json) -> Vec<Json> {
 
 /// The namespaces where `object` installs objects that are fetched from
 /// elsewhere, so the files cannot show them: a Flux HelmRelease's chart
-/// (its namespace, and `spec.targetNamespace`) and an Argo CD
+/// (its namespace, and `spec.targetNamespace`), a Flux Kustomization's
+/// path (the same two: it applies a source's path after substitutions,
+/// often HelmReleases of its own, home-ops style) and an Argo CD
 /// Application's source (`spec.destination.namespace`). A HelmRelease
 /// without a namespace is in `default_ns` (kubectl's, `-n`): kube's kinds
 /// table does not know the custom kind to put it there itself.
@@ -69,7 +71,8 @@ pub fn unshown_in(object: &Json, default_ns: &str) -> Vec<String> {
     let s = |p: &str| object.pointer(p).and_then(Json::as_str).unwrap_or("");
     let group = s("/apiVersion").rsplit_once('/').map_or("", |(g, _)| g);
     let places: &[&str] = match (group, s("/kind")) {
-        ("helm.toolkit.fluxcd.io", "HelmRelease") => {
+        ("helm.toolkit.fluxcd.io", "HelmRelease")
+        | ("kustomize.toolkit.fluxcd.io", "Kustomization") => {
             &["/metadata/namespace", "/spec/targetNamespace"]
         }
         ("argoproj.io", "Application") => &["/spec/destination/namespace"],

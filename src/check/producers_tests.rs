@@ -102,8 +102,8 @@ fn secret_references_of_every_pod_spec_place() {
     assert_eq!(secret_references(&cron), ["nightly"]);
 }
 
-/// Flux's HelmRelease installs its chart into its own namespace or
-/// spec.targetNamespace; an Argo CD Application into
+/// Flux's HelmRelease and Kustomization install into their own namespace
+/// or spec.targetNamespace; an Argo CD Application into
 /// spec.destination.namespace.
 #[test]
 fn releases_and_applications_install_what_the_files_do_not_show() {
@@ -118,6 +118,15 @@ fn releases_and_applications_install_what_the_files_do_not_show() {
         "metadata": {"name": "web", "namespace": "argocd"},
         "spec": {"destination": {"namespace": "shop"}}});
     assert_eq!(unshown_in(&app, "default"), ["shop"]);
+    // A Flux Kustomization applies a source's path after substitutions,
+    // into its namespace or its targetNamespace.
+    let ks = json!({"apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization",
+        "metadata": {"name": "external-secrets", "namespace": "external-secrets"},
+        "spec": {"path": "./apps/base/external-secrets"}});
+    assert_eq!(unshown_in(&ks, "default"), ["external-secrets"]);
+    let config = json!({"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
+        "metadata": {"name": "k"}});
+    assert!(unshown_in(&config, "default").is_empty());
     let deployment = json!({"apiVersion": "apps/v1", "kind": "Deployment",
         "metadata": {"name": "d", "namespace": "a"}});
     assert!(unshown_in(&deployment, "default").is_empty());

@@ -19,7 +19,6 @@ use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Mutex;
 
-/// The identity offline checks run as (docs/architecture.md: a fixed auditor identity).
 mod evaluate;
 mod items;
 mod render;
@@ -29,6 +28,7 @@ pub(super) use items::default_namespace;
 use items::*;
 use render::*;
 
+/// The identity offline checks run as (docs/architecture.md: a fixed auditor identity).
 pub const DEFAULT_USER: &str = crate::policy::OFFLINE_USER;
 
 #[derive(Debug, Clone, Default)]
@@ -77,6 +77,9 @@ pub struct CheckOptions {
     /// release scripts): pinned before the policies see them
     /// (`built_images`). Found by `run`.
     pub built_images: super::built_images::BuiltImages,
+    /// Kustomizations rendered in place of one that could not be
+    /// rendered here (`stand_in`). Found by `run`.
+    pub stand_ins: super::stand_in::StandIns,
 }
 
 impl CheckOptions {
@@ -300,8 +303,13 @@ pub fn run(opts: &CheckOptions) -> Report {
     // JSON (parsed again when it is checked), so no more than a file's worth
     // of parsed objects per thread is alive at once.
     let mut load = opts.load_options();
-    let mut rendered = render_kustomizations(opts, &mut load, &mut report);
+    let mut stand_ins = super::stand_in::StandIns::default();
+    let mut rendered = render_kustomizations(opts, &mut load, &mut report, &mut stand_ins);
     rendered.extend(render_charts(opts, &mut load, &mut report));
+    let opts = &CheckOptions {
+        stand_ins,
+        ..opts.clone()
+    };
     let mut skipped = Vec::new();
     let crds = CrdSchemas::default();
     if !opts.inventory.is_empty() {

@@ -263,19 +263,15 @@ fn namespace_option_places_objects_without_one() {
     write(
         dir.path(),
         "app.yaml",
-        "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{name: c, image: 'nginx:1.27', envFrom: [{secretRef: {name: creds}}]}]\n---\napiVersion: v1\nkind: Secret\nmetadata: {name: creds, namespace: team-a}\n---\napiVersion: v1\nkind: Secret\nmetadata: {name: tls}\n",
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{name: c, image: 'nginx:1.27', envFrom: [{configMapRef: {name: settings}}]}]\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings, namespace: team-a}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: other}\n",
     );
-    // In `default` (whose Secrets the inputs manage: tls) the Secret (in
-    // team-a) is missing.
+    // In `default` the ConfigMap (in team-a) is missing.
     let r = run_on(dir.path(), |_| {});
     let refs = findings(&r, "pod-references-exist");
     assert_eq!(refs.len(), 1, "{:?}", r.results);
     assert_eq!(refs[0].object.namespace.as_deref(), Some("default"));
-    // A missing Secret may be made later by something else: the message says so.
     assert!(
-        refs[0]
-            .message
-            .contains("A Secret may also be made later by an install Job, cert-manager"),
+        refs[0].message.contains("ConfigMap settings"),
         "{}",
         refs[0].message
     );
@@ -288,41 +284,77 @@ fn namespace_option_places_objects_without_one() {
     assert_eq!(r.objects, 3);
 }
 
-/// Secrets are kept out of repositories: where the inputs give no Secret
-/// of a namespace, the ones its pods name are supplied out of band (a
-/// notice); where they give some, a missing one is reported.
+/// Secrets are kept out of repositories: a Secret a pod names that the
+/// inputs do not give is supplied out of band (a notice), unless its name
+/// is a near miss of one they give in that namespace.
 #[test]
-fn secrets_of_a_namespace_the_inputs_do_not_manage_are_supplied_out_of_band() {
+fn secrets_the_inputs_do_not_give_are_supplied_out_of_band_unless_a_near_miss() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let pod = |ns: &str| {
-        format!("apiVersion: v1\nkind: Pod\nmetadata: {{name: p, namespace: {ns}}}\nspec:\n  imagePullSecrets: [{{name: pull}}]\n  containers: [{{name: c, image: 'nginx:1.27', envFrom: [{{secretRef: {{name: creds}}}}]}}]\n")
+    let pod = |ns: &str, secret: &str| {
+        format!("apiVersion: v1\nkind: Pod\nmetadata: {{name: p, namespace: {ns}}}\nspec:\n  imagePullSecrets: [{{name: pull}}]\n  containers: [{{name: c, image: 'nginx:1.27', envFrom: [{{secretRef: {{name: {secret}}}}}]}}]\n")
     };
-    write(dir.path(), "by-hand.yaml", &pod("by-hand"));
+    let secret = |ns: &str, name: &str| {
+        format!("---\napiVersion: v1\nkind: Secret\nmetadata: {{name: {name}, namespace: {ns}}}\n")
+    };
+    write(dir.path(), "by-hand.yaml", &pod("by-hand", "creds"));
     write(
         dir.path(),
         "managed.yaml",
+        &format!("{}{}", pod("managed", "creds"), secret("managed", "pull")),
+    );
+    write(
+        dir.path(),
+        "slip.yaml",
         &format!(
-            "{}---\napiVersion: v1\nkind: Secret\nmetadata: {{name: pull, namespace: managed}}\n",
-            pod("managed")
+            "{}{}",
+            pod("slip", "webhook-cert-api"),
+            secret("slip", "webhook-cert")
+        ),
+    );
+    // A Job's guessed Secrets (the leading parts of its name) are no
+    // yardstick for a near miss.
+    write(
+        dir.path(),
+        "job.yaml",
+        &format!(
+            "{}---\napiVersion: batch/v1\nkind: Job\nmetadata: {{name: tls-cert-setup, namespace: job}}\nspec:\n  template:\n    spec:\n      restartPolicy: Never\n      containers: [{{name: c, image: 'kubectl:1.36'}}]\n",
+            pod("job", "tls-certs")
         ),
     );
     let r = run_on(dir.path(), |_| {});
     let refs = findings(&r, "pod-references-exist");
     assert_eq!(refs.len(), 1, "{:?}", r.results);
-    assert_eq!(refs[0].object.namespace.as_deref(), Some("managed"));
+    assert_eq!(refs[0].object.namespace.as_deref(), Some("slip"));
     assert!(
-        refs[0].message.contains("Secret creds"),
+        refs[0].message.contains("Secret webhook-cert-api"),
         "{}",
         refs[0].message
     );
-    assert!(
-        r.notices.iter().any(
-            |n| n.message.contains("namespace by-hand: no Secret is given")
-                && n.message.contains("creds, pull")
-        ),
-        "{:?}",
-        r.notices
-    );
+    let notice = |ns: &str, names: &str| {
+        r.notices.iter().any(|n| {
+            n.message.starts_with(&format!("namespace {ns}: ")) && n.message.contains(names)
+        })
+    };
+    assert!(notice("by-hand", "(creds, pull)"), "{:?}", r.notices);
+    assert!(notice("managed", "(creds)"), "{:?}", r.notices);
+    assert!(notice("slip", "(pull)"), "{:?}", r.notices);
+    assert!(notice("job", "(pull, tls-certs)"), "{:?}", r.notices);
+}
+
+#[test]
+fn near_misses_are_a_suffix_or_two_edits_away() {
+    assert!(super::evaluate::near_miss(
+        "hnc-resourcelist-apiextension",
+        "hnc-resourcelist"
+    ));
+    assert!(super::evaluate::near_miss("webhook-cert", "webhook-certs"));
+    assert!(super::evaluate::near_miss(
+        "misspelt-secret",
+        "mispelt-secret"
+    ));
+    assert!(!super::evaluate::near_miss("argocd-redis", "argocd-secret"));
+    assert!(!super::evaluate::near_miss("tls", "tlx"));
+    assert!(!super::evaluate::near_miss("db-credentials", "db"));
 }
 
 #[test]

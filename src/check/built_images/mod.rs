@@ -15,6 +15,10 @@
 //!   or in a `kustomize build`'s output, writes the release's tag before
 //!   the install YAML is built; a development branch keeps `latest` there
 //!   on purpose ([`release`]);
+//! - a release script that renders a chart of the repository with
+//!   `helm template CHART --set …tag=${TAG}` tags the images the chart's
+//!   values name beside that key, whose committed render keeps the
+//!   chart's default ([`helm_release`]);
 //! - an image on a loopback registry (`localhost:5000/app`) is pushed
 //!   there by a build on the same machine, for a local cluster.
 //!
@@ -23,6 +27,7 @@
 //! the object. The same bare image in a rendered install with no such
 //! tooling around it is still `latest`.
 
+mod helm_release;
 mod release;
 mod skaffold;
 mod tilt;

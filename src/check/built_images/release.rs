@@ -75,6 +75,13 @@ pub(super) fn images(inputs: &[PathBuf]) -> BTreeSet<String> {
             for (rewrite, target) in substitutions(&text, &root, dir) {
                 images.extend(rewritten_images(rewrite, &target, &root));
             }
+            let joined = text.replace("\\\r\n", " ").replace("\\\n", " ");
+            images.extend(super::helm_release::images(
+                &joined,
+                &assignments(&joined),
+                &root,
+                dir,
+            ));
             for kustomization in retagged_kustomizations(&text) {
                 let at = resolve(&kustomization, &root, dir);
                 for (name, new_name) in at
@@ -273,7 +280,7 @@ fn substitutions(text: &str, root: &Path, script_dir: &Path) -> Vec<(Rewrite, Ta
 
 /// The last path segment of a command (`/usr/bin/sed` is `sed`, `$(YQ)`
 /// or `${KUSTOMIZE}` are `yq` and `kustomize`).
-fn base_name(word: &str) -> &str {
+pub(super) fn base_name(word: &str) -> &str {
     let w = word.trim_start_matches("$(").trim_start_matches("${");
     let w = w.trim_end_matches([')', '}']);
     let w = w.rsplit('/').next().unwrap_or(w);
@@ -288,7 +295,7 @@ fn base_name(word: &str) -> &str {
 
 /// The words of a shell line, split at blanks and the shell's operators,
 /// quotes removed.
-fn shell_words(line: &str) -> Vec<&str> {
+pub(super) fn shell_words(line: &str) -> Vec<&str> {
     line.split(|c: char| c.is_whitespace() || matches!(c, ';' | '&' | '|' | '(' | ')' | '<' | '>'))
         .map(|w| w.trim_matches(|c| c == '"' || c == '\''))
         .filter(|w| !w.is_empty())
@@ -336,7 +343,7 @@ fn pattern_rewrite(pattern: &str) -> Option<Rewrite> {
 
 /// The script's `NAME=value` (shell) and `NAME ?= value`, `NAME := value`,
 /// `NAME = value` (make) assignments, quotes removed; the last one wins.
-fn assignments(text: &str) -> std::collections::BTreeMap<String, String> {
+pub(super) fn assignments(text: &str) -> std::collections::BTreeMap<String, String> {
     let mut vars = std::collections::BTreeMap::new();
     for line in text.lines() {
         let line = line.trim_start();
@@ -394,7 +401,7 @@ fn substituting_functions(text: &str) -> BTreeSet<String> {
 /// root: `$VAR`/`${VAR}`/`$(VAR)` expanded from the script's own
 /// assignments, then a leading variable that is left stands for the
 /// repository's or the script's directory ([`resolve`]).
-fn path_of(
+pub(super) fn path_of(
     word: &str,
     vars: &std::collections::BTreeMap<String, String>,
     root: &Path,
@@ -502,7 +509,7 @@ fn rewritten_images(rewrite: Rewrite, target: &Target, root: &Path) -> Vec<Strin
 
 /// Whether an image repository is a Docker Hub official image (`busybox`,
 /// `library/busybox`, `docker.io/library/busybox`).
-fn official_image(repo: &str) -> bool {
+pub(super) fn official_image(repo: &str) -> bool {
     let r = repo
         .strip_prefix("docker.io/")
         .or_else(|| repo.strip_prefix("index.docker.io/"))

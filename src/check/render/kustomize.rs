@@ -30,6 +30,7 @@ use crate::manifest::{self, Document, Format, LoadOptions, Source};
 use crate::report::InputError;
 
 use super::{canonical, display_path, find_on_path, run_bounded, sorted_entries, Rendered};
+use crate::check::stand_in::StandIns;
 
 /// The names kustomize reads as a kustomization, in its order.
 const KUSTOMIZATION_FILES: [&str; 3] = ["kustomization.yaml", "kustomization.yml", "Kustomization"];
@@ -328,7 +329,13 @@ impl Renderer {
 /// that cannot be rendered here (a remote base) leaves a notice, and the
 /// local kustomizations it includes are rendered on their own instead, so
 /// that what the files hold is still checked.
-pub fn render_all(renderer: &Renderer, roots: &[PathBuf], opts: &LoadOptions) -> Vec<Rendered> {
+/// `stand_ins` gets each kustomization rendered in place of another.
+pub fn render_all(
+    renderer: &Renderer,
+    roots: &[PathBuf],
+    opts: &LoadOptions,
+    stand_ins: &mut StandIns,
+) -> Vec<Rendered> {
     let mut done: HashSet<PathBuf> = roots.iter().map(|r| canonical(r)).collect();
     let mut todo = roots.to_vec();
     let mut out = Vec::new();
@@ -342,11 +349,12 @@ pub fn render_all(renderer: &Renderer, roots: &[PathBuf], opts: &LoadOptions) ->
             .collect();
         for (root, r) in rendered {
             if matches!(r, Rendered::NotHere(_)) {
-                todo.extend(
-                    local_parts(&root)
-                        .into_iter()
-                        .filter(|p| done.insert(canonical(p))),
-                );
+                for part in local_parts(&root) {
+                    if done.insert(canonical(&part)) {
+                        stand_ins.insert(&part, &root);
+                        todo.push(part);
+                    }
+                }
             }
             out.push(r);
         }

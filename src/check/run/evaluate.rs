@@ -46,10 +46,17 @@ pub(super) fn check_items(
         }
         sources.insert(key, i);
     }
-    // What the objects make, where no object of that name is given.
+    // What the objects make, where no object of that name is given. A
+    // Job's are guesses from its words (`producers`): no near miss is
+    // measured against them.
+    let mut guessed: HashSet<ObjectKey> = HashSet::new();
     for it in items.iter_mut() {
+        let job = it.object.kind == "Job";
         for m in std::mem::take(&mut it.made) {
             if inventory.get(m.key()).is_none() {
+                if job {
+                    guessed.insert(m.key().clone());
+                }
                 let source = Source {
                     file: it.source.file.clone(),
                     line: it.source.line,
@@ -59,7 +66,7 @@ pub(super) fn check_items(
         }
     }
     if !opts.whole_cluster {
-        supplied_out_of_band(&items, &mut inventory, report);
+        supplied_out_of_band(&items, &mut inventory, report, opts.namespace(), &guessed);
     }
     for (key, later) in &copies {
         let first = &items[sources[key]].source;
@@ -117,32 +124,58 @@ pub(super) fn check_items(
 }
 
 /// Secrets are kept out of repositories by design: credentials are made
-/// by hand, by a secret manager or by a script the README names. So in a
-/// namespace where the inputs give no Secret at all (none written, none
-/// made by a SealedSecret, ExternalSecret, Certificate or another known
-/// producer), a Secret a pod names is taken as supplied out of band: it is
-/// put in the inventory, and one notice per namespace says so. Where the
-/// inputs do manage the namespace's Secrets, a missing one is reported.
-pub(super) fn supplied_out_of_band(items: &[Item], inventory: &mut Inventory, report: &mut Report) {
+/// by hand, by a secret manager or by a script the README names. So a
+/// Secret a pod names that the inputs do not give (none written, none made
+/// by a SealedSecret, ExternalSecret, Certificate or another known
+/// producer) is taken as supplied out of band: it is put in the inventory,
+/// and one notice per namespace says so. On real repositories a missing
+/// Secret was judged wrong 479 times in 485 (tests/realworld); the true
+/// ones were near misses, a name one edit or one suffix away from a Secret
+/// the inputs do give in that namespace (`hnc-resourcelist` made by a
+/// Certificate, `hnc-resourcelist-apiextension` mounted), so such a name
+/// is still reported ([`near_miss`]).
+///
+/// An object of a kind this build does not know the scope of (an
+/// OpenShift DeploymentConfig) keeps no namespace; the policies read it in
+/// `default_ns`, and so does this.
+pub(super) fn supplied_out_of_band(
+    items: &[Item],
+    inventory: &mut Inventory,
+    report: &mut Report,
+    default_ns: &str,
+    guessed: &HashSet<ObjectKey>,
+) {
     let mut wanted: std::collections::BTreeMap<&str, std::collections::BTreeSet<&str>> =
         Default::default();
-    for it in items {
-        if let Some(ns) = it.object.namespace.as_deref() {
-            wanted
-                .entry(ns)
-                .or_default()
-                .extend(it.secret_refs.iter().map(String::as_str));
-        }
+    for it in items.iter().filter(|it| !it.secret_refs.is_empty()) {
+        let ns = it.object.namespace.as_deref().unwrap_or(default_ns);
+        wanted
+            .entry(ns)
+            .or_default()
+            .extend(it.secret_refs.iter().map(String::as_str));
     }
     for (ns, names) in wanted {
-        if names.is_empty() || !inventory.list("", "Secret", Some(ns)).is_empty() {
+        let given: Vec<(String, bool)> = inventory
+            .list("", "Secret", Some(ns))
+            .iter()
+            .map(|e| (e.key.name.to_string(), guessed.contains(&e.key)))
+            .collect();
+        let assumed: Vec<&str> = names
+            .into_iter()
+            .filter(|n| {
+                !given
+                    .iter()
+                    .any(|(g, guess)| g == n || (!guess && near_miss(n, g)))
+            })
+            .collect();
+        if assumed.is_empty() {
             continue;
         }
-        for name in &names {
-            let assumed = serde_json::json!({"apiVersion": "v1", "kind": "Secret",
+        for name in &assumed {
+            let made = serde_json::json!({"apiVersion": "v1", "kind": "Secret",
                 "metadata": {"name": name, "namespace": ns,
                              "annotations": {producers::PRODUCED_BY: "supplied out of band"}}});
-            if let Ok(p) = inventory.prepare(&assumed) {
+            if let Ok(p) = inventory.prepare(&made) {
                 inventory.insert(p, None);
             }
         }
@@ -151,12 +184,48 @@ pub(super) fn supplied_out_of_band(items: &[Item], inventory: &mut Inventory, re
             line: None,
             column: None,
             message: format!(
-                "namespace {ns}: no Secret is given in the inputs, so the {} its pods name ({}) are taken as supplied out of band and not reported missing",
-                if names.len() == 1 { "Secret" } else { "Secrets" },
-                names.iter().take(10).copied().collect::<Vec<_>>().join(", ")
+                "namespace {ns}: the {} its pods name ({}) {} not given in the inputs and {} taken as supplied out of band, not reported missing",
+                if assumed.len() == 1 { "Secret" } else { "Secrets" },
+                assumed.iter().take(10).copied().collect::<Vec<_>>().join(", "),
+                if assumed.len() == 1 { "is" } else { "are" },
+                if assumed.len() == 1 { "is" } else { "are" },
             ),
         });
     }
+}
+
+/// Whether `wanted` looks like a slip for `given`: one is the other plus a
+/// `-suffix`, or they differ by at most two edits (the shorter at least
+/// six long either way: `db` and `db-credentials` are two Secrets).
+pub(super) fn near_miss(wanted: &str, given: &str) -> bool {
+    let suffixed = |long: &str, short: &str| {
+        short.len() >= 6
+            && long
+                .strip_prefix(short)
+                .is_some_and(|rest| rest.starts_with('-'))
+    };
+    if suffixed(wanted, given) || suffixed(given, wanted) {
+        return true;
+    }
+    wanted.len() >= 6 && given.len() >= 6 && edit_distance(wanted, given) <= 2
+}
+
+/// Levenshtein distance, in bytes (Secret names are ASCII).
+fn edit_distance(a: &str, b: &str) -> usize {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, &ca) in a.iter().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, &cb) in b.iter().enumerate() {
+            let above = row[j + 1];
+            row[j + 1] = (above + 1)
+                .min(row[j] + 1)
+                .min(diagonal + usize::from(ca != cb));
+            diagonal = above;
+        }
+    }
+    row[b.len()]
 }
 
 /// Namespaces whose objects the files cannot show in full: `kube-system`,
@@ -395,6 +464,21 @@ pub(super) fn check_one(value: Option<&Json>, i: usize, ctx: &CheckContext<'_>) 
             ),
         });
         false
+    });
+    verdicts.retain_mut(|v| {
+        let rendered_by = it.source.rendered_by.as_deref();
+        match opts.stand_ins.judge(rendered_by, &it.object, v, policies) {
+            crate::check::stand_in::Judged::Kept => true,
+            crate::check::stand_in::Judged::Notice(message) => {
+                checked.notices.push(InputError {
+                    file: it.source.file.clone(),
+                    line: Some(it.source.line),
+                    column: None,
+                    message,
+                });
+                false
+            }
+        }
     });
     verdicts.retain(|v| {
         if opts.whole_cluster {

@@ -9,6 +9,7 @@ pub(super) fn render_kustomizations(
     opts: &CheckOptions,
     load: &mut LoadOptions,
     report: &mut Report,
+    stand_ins: &mut crate::check::stand_in::StandIns,
 ) -> Vec<Document> {
     if opts.kustomize == KustomizeMode::Never {
         return vec![];
@@ -58,7 +59,7 @@ pub(super) fn render_kustomizations(
         ),
     });
     let mut docs = Vec::new();
-    for r in kustomize::render_all(&renderer, &layout.roots, load) {
+    for r in kustomize::render_all(&renderer, &layout.roots, load, stand_ins) {
         // A well-formed layout that needs the network is not broken input;
         // a CI job that must not pass on it says so.
         let r = match r {

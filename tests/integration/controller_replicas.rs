@@ -134,15 +134,7 @@ fn two_replicas_one_reconciles_and_the_other_takes_over_when_it_dies() {
         )
     };
     let a = replica("replica-a");
-    let logs = |d: &Path| {
-        std::fs::read_dir(d)
-            .into_iter()
-            .flatten()
-            .flatten()
-            .map(|e| std::fs::read_to_string(e.path()).unwrap_or_default())
-            .collect::<Vec<_>>()
-            .join("\n----\n")
-    };
+    let logs = crate::support::controller::logs_in;
     eventually(
         "replica-a holds the lease",
         Duration::from_secs(60),

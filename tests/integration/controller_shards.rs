@@ -115,15 +115,7 @@ fn three_replicas_share_the_groups_by_shard_and_take_over_a_dead_ones() {
         .into_iter()
         .map(|id| (id.to_string(), replica(id)))
         .collect();
-    let all_logs = || {
-        std::fs::read_dir(dir.path())
-            .into_iter()
-            .flatten()
-            .flatten()
-            .map(|e| std::fs::read_to_string(e.path()).unwrap_or_default())
-            .collect::<Vec<_>>()
-            .join("\n----\n")
-    };
+    let all_logs = || crate::support::controller::logs_in(dir.path());
     wait(
         "every shard held",
         Duration::from_secs(120),

@@ -133,3 +133,15 @@ pub fn install_resource_group_crd(c: &TestCluster) {
         );
     }
 }
+
+/// Every log file of a folder of replicas, read now and joined, for a
+/// failure message.
+pub fn logs_in(dir: &Path) -> String {
+    std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| std::fs::read_to_string(e.path()).unwrap_or_default())
+        .collect::<Vec<_>>()
+        .join("\n----\n")
+}

@@ -51,6 +51,13 @@ impl Env {
         Env::with_libs(LibSet::KUBERNETES)
     }
 
+    /// What kube-apiserver v1.36 gives a MutatingAdmissionPolicy: a
+    /// ValidatingAdmissionPolicy's libraries, `JSONPatch{...}`,
+    /// `jsonpatch.escapeKey` and `Object{...}` initializers.
+    pub fn kubernetes_mutating() -> Env {
+        Env::with_libs(LibSet::MUTATING)
+    }
+
     /// Kubernetes plus `cel.bind`, math and base64; inventory functions are
     /// added by the policy engine as host functions.
     pub fn interlock() -> Env {
@@ -775,8 +782,13 @@ impl<'e> Compiler<'e> {
     }
 
     fn structure(&mut self, pos: Pos, name: &str, fields: &[(Arc<str>, Expr, bool)]) -> CResult {
-        let allowed: &[&str] = match name.trim_start_matches('.') {
+        let name = name.trim_start_matches('.');
+        // `Object`, `Object.spec`, `Object.spec.containers`: the object's
+        // fields are not declared (kube-apiserver checks names at run time).
+        let object_type = name == "Object" || name.starts_with("Object.");
+        let allowed: &[&str] = match name {
             "JSONPatch" if self.env.libs.has(Lib::JsonPatch) => &["op", "path", "value", "from"],
+            _ if object_type && self.env.libs.has(Lib::JsonPatch) => &[],
             _ => {
                 return Err(self.err(
                     pos,
@@ -786,7 +798,7 @@ impl<'e> Compiler<'e> {
         };
         let mut out = Vec::with_capacity(fields.len());
         for (f, e, optional) in fields {
-            if !allowed.contains(&&**f) {
+            if !object_type && !allowed.contains(&&**f) {
                 return Err(self.err(e.pos, format!("undefined field '{f}'")));
             }
             out.push((super::intern::literal(f), self.compile(e)?, *optional));

@@ -21,6 +21,7 @@ use std::sync::Mutex;
 
 mod evaluate;
 mod items;
+mod mutations;
 mod render;
 
 use evaluate::*;
@@ -57,6 +58,9 @@ pub struct CheckOptions {
     pub old_objects: HashMap<ObjectKey, Json>,
     /// `--disable` and `--action`.
     pub overrides: policy::overrides::Overrides,
+    /// `--show-mutations`: report the patch MutatingAdmissionPolicies make
+    /// to each object.
+    pub show_mutations: bool,
     /// `--no-defaults`: check objects as written, without kube-apiserver's
     /// defaulting (`k8s::defaults`).
     pub no_defaults: bool,

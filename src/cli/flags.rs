@@ -52,6 +52,10 @@ pub enum Command {
         /// docs/usage.md lists the fields).
         #[arg(long)]
         no_defaults: bool,
+        /// Print the JSON patch (RFC 6902) MutatingAdmissionPolicies make
+        /// to each object they change.
+        #[arg(long)]
+        show_mutations: bool,
         /// auto: check what kustomize renders of each top-level
         /// kustomization (`kustomize build` or `kubectl kustomize` from
         /// PATH); never: read the raw files as written (Helm charts are

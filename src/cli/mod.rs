@@ -42,6 +42,7 @@ fn dispatch(command: Command) -> u8 {
             inventory,
             exclude,
             no_defaults,
+            show_mutations,
             kustomize,
             values,
             remote_bases,
@@ -59,6 +60,7 @@ fn dispatch(command: Command) -> u8 {
                 exclude,
                 overrides: overrides.into(),
                 no_defaults,
+                show_mutations,
                 kustomize: match kustomize.as_str() {
                     "never" => check::render::kustomize::KustomizeMode::Never,
                     _ => check::render::kustomize::KustomizeMode::Auto,

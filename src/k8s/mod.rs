@@ -2,6 +2,7 @@
 //! scope. Offline (`check`) this table is all there is; the live front-ends
 //! ask discovery, which this module does not do.
 
+pub mod apply;
 pub mod defaults;
 pub mod duration;
 pub mod kind;

@@ -70,22 +70,36 @@ impl PolicySet {
                     }
                     continue;
                 }
-                Some("ValidatingAdmissionPolicyBinding") => {
-                    match spec::<BindingSpec>(doc) {
-                        Ok(b) => bindings.push((name.clone(), b, source.clone())),
-                        Err(e) => errors.push(err(e.0)),
+                Some(
+                    k @ ("ValidatingAdmissionPolicyBinding" | "MutatingAdmissionPolicyBinding"),
+                ) => {
+                    let of = if k.starts_with("Mutating") {
+                        PolicyKind::Map
+                    } else {
+                        PolicyKind::Vap
+                    };
+                    match mutating::check_api_version(of, doc)
+                        .and_then(|()| spec::<BindingSpec>(doc).map_err(|e| e.0))
+                    {
+                        Ok(b) => bindings.push((name.clone(), b, source.clone(), of)),
+                        Err(e) => errors.push(err(e)),
                     }
                     continue;
                 }
                 Some("ValidatingAdmissionPolicy") => PolicyKind::Vap,
+                Some("MutatingAdmissionPolicy") => PolicyKind::Map,
                 Some("InterlockPolicy") => PolicyKind::Interlock,
                 other => {
                     errors.push(err(format!(
-                        "not a policy document (kind {other:?}); expected ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding or InterlockPolicy"
+                        "not a policy document (kind {other:?}); expected ValidatingAdmissionPolicy, MutatingAdmissionPolicy, their bindings, or InterlockPolicy"
                     )));
                     continue;
                 }
             };
+            if let Err(e) = mutating::check_api_version(kind, doc) {
+                errors.push(err(e));
+                continue;
+            }
             match spec::<PolicySpec>(doc)
                 .map_err(Failure::from)
                 .and_then(|s| compile_policy(&name, kind, s, inventory))
@@ -100,7 +114,7 @@ impl PolicySet {
                 }),
             }
         }
-        for (name, b, source) in bindings {
+        for (name, b, source, of) in bindings {
             let actions: Result<Vec<Action>, String> = b
                 .validation_actions
                 .iter()
@@ -113,15 +127,18 @@ impl PolicySet {
                 })
                 .collect();
             let actions = match actions {
-                Ok(a) if a.is_empty() => {
+                Ok(a) if a.is_empty() && of == PolicyKind::Vap => {
                     Err("spec.validationActions must not be empty".to_string())
                 }
+                Ok(a) if !a.is_empty() && of == PolicyKind::Map => Err(
+                    "spec.validationActions is a ValidatingAdmissionPolicyBinding field; a MutatingAdmissionPolicyBinding has none".to_string(),
+                ),
                 other => other,
             };
             let result = actions.and_then(|actions| {
                 let policy = policies
                     .iter_mut()
-                    .find(|p| p.kind == PolicyKind::Vap && p.name == b.policy_name)
+                    .find(|p| p.kind == of && p.name == b.policy_name)
                     .ok_or_else(|| {
                         format!("binds policy {:?}, which was not loaded", b.policy_name)
                     })?;
@@ -186,7 +203,8 @@ pub(super) fn compile_policy(
         .match_constraints
         .clone()
         .ok_or("spec.matchConstraints is required: say which resources the policy applies to")?;
-    let expressions = Expressions::compile(&mut env, kind == PolicyKind::Vap, &spec)?;
+    let reinvocation = mutating::check_fields(kind, &spec)?;
+    let expressions = Expressions::compile(&mut env, kind, &spec)?;
     let indexes = declare_indexes(&spec, inventory)?;
     if kind == PolicyKind::Vap && !spec.claims.is_empty() {
         return Err("spec.claims is an InterlockPolicy field".into());
@@ -215,6 +233,7 @@ pub(super) fn compile_policy(
         validations,
         audit_annotations,
         mutations,
+        patch_types,
     } = expressions;
     Ok(CompiledPolicy {
         group_kinds_read: kinds_read
@@ -242,6 +261,8 @@ pub(super) fn compile_policy(
         validations,
         audit_annotations,
         mutations,
+        patch_types,
+        reinvocation,
         indexes,
         claims,
         bindings,
@@ -255,6 +276,7 @@ pub(super) fn compile_policy(
 fn policy_env(kind: PolicyKind, spec: &PolicySpec) -> (Env, Slots) {
     let mut env = match kind {
         PolicyKind::Vap => Env::kubernetes(),
+        PolicyKind::Map => Env::kubernetes_mutating(),
         PolicyKind::Interlock => Env::interlock(),
     };
     let slots = Slots {
@@ -269,7 +291,7 @@ fn policy_env(kind: PolicyKind, spec: &PolicySpec) -> (Env, Slots) {
             Ty::Named(k8s_authz::RESOURCE_CHECK.into()),
         ),
     };
-    if kind == PolicyKind::Vap && spec.param_kind.is_none() {
+    if kind != PolicyKind::Interlock && spec.param_kind.is_none() {
         env.hide_variable("params");
     }
     host::declare(&mut env, kind == PolicyKind::Interlock);
@@ -317,12 +339,15 @@ struct Expressions {
     validations: Vec<CompiledValidation>,
     audit_annotations: Vec<(String, Program)>,
     mutations: Vec<Program>,
+    patch_types: Vec<PatchType>,
 }
 
 impl Expressions {
     /// Compiles them in the order kube-apiserver does; each variable is
     /// declared in `env` for the expressions after it.
-    fn compile(env: &mut Env, vap: bool, spec: &PolicySpec) -> Result<Expressions, Failure> {
+    fn compile(env: &mut Env, kind: PolicyKind, spec: &PolicySpec) -> Result<Expressions, Failure> {
+        // kube-apiserver's typing rules hold for its own kinds.
+        let vap = kind != PolicyKind::Interlock;
         let mut variables = Vec::new();
         for (i, v) in spec.variables.iter().enumerate() {
             let field = format!("variables/{i}/expression");
@@ -378,21 +403,20 @@ impl Expressions {
                 ))
             })
             .collect::<Result<_, Failure>>()?;
-        let mutations = spec
-            .mutations
-            .iter()
-            .enumerate()
-            .map(|(i, m)| match (m.patch_type.as_str(), &m.json_patch) {
-                ("JSONPatch", Some(p)) => compile_as(env, vap, format!("mutations/{i}/jsonPatch/expression"), &p.expression, &[]),
-                (t, _) => Err(format!("spec.mutations[{i}]: patchType {t:?} is not supported; use JSONPatch with jsonPatch.expression").into()),
-            })
-            .collect::<Result<_, Failure>>()?;
+        let mut mutations = Vec::new();
+        let mut patch_types = Vec::new();
+        for (i, m) in spec.mutations.iter().enumerate() {
+            let (patch_type, field, expression) = mutating::mutation_expression(kind, i, m)?;
+            mutations.push(compile_as(env, vap, field, expression, &[])?);
+            patch_types.push(patch_type);
+        }
         Ok(Expressions {
             variables,
             match_conditions,
             validations,
             audit_annotations,
             mutations,
+            patch_types,
         })
     }
 
@@ -449,6 +473,9 @@ fn own_binding(
             .then(|| parse_actions(field, list))
             .transpose()
     };
+    if kind == PolicyKind::Map {
+        return Ok(None);
+    }
     if kind == PolicyKind::Vap {
         if !spec.admission_actions.is_empty() {
             return Err("spec.admissionActions is an InterlockPolicy field; a ValidatingAdmissionPolicy's actions are its bindings' validationActions".into());

@@ -18,7 +18,11 @@ impl PolicySet {
         let mut verdicts = Vec::new();
         let mut annotations = Vec::new();
         for (i, p) in self.policies.iter().enumerate() {
-            if !part.selects(p) || !matching::matches(&p.matcher, req, inventory, false) {
+            // A MutatingAdmissionPolicy has nothing to decide (`admit` runs it).
+            if p.kind == PolicyKind::Map
+                || !part.selects(p)
+                || !matching::matches(&p.matcher, req, inventory, false)
+            {
                 continue;
             }
             partial.matched.push(i);

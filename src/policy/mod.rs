@@ -10,10 +10,12 @@ pub mod exceptions;
 pub mod files;
 pub mod finding;
 pub mod host;
+mod json_patch;
 pub mod load;
 mod matching;
 pub mod model;
 mod mutate;
+mod mutating;
 pub mod objects;
 pub mod overrides;
 mod projection;
@@ -27,6 +29,7 @@ pub mod typecheck;
 pub use errors::{ExpressionError, PolicyError, SpecError};
 pub use finding::Action;
 pub use mutate::MutationError;
+pub use mutating::{Admitted, MutationFailure};
 pub use request::{OldObject, Operation, Request, RequestAuthorizer, RequestShape, OFFLINE_USER};
 
 use errors::*;
@@ -55,6 +58,26 @@ pub enum PolicyKind {
     Vap,
     /// interlock.dev InterlockPolicy.
     Interlock,
+    /// admissionregistration.k8s.io MutatingAdmissionPolicy (v1, v1beta1).
+    Map,
+}
+
+/// How a MutatingAdmissionPolicy's mutation patches the object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PatchType {
+    /// RFC 6902 operations from `JSONPatch{...}` values.
+    JsonPatch,
+    /// An `Object{...}` merged as server-side apply merges.
+    ApplyConfiguration,
+}
+
+/// Whether a MutatingAdmissionPolicy runs again when a later mutation
+/// changed the object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Reinvocation {
+    #[default]
+    Never,
+    IfNeeded,
 }
 
 struct CompiledValidation {
@@ -78,6 +101,9 @@ pub struct CompiledPolicy {
     validations: Vec<CompiledValidation>,
     audit_annotations: Vec<(String, Program)>,
     pub mutations: Vec<Program>,
+    /// Per mutation, its patch type (InterlockPolicy: always JSONPatch).
+    patch_types: Vec<PatchType>,
+    reinvocation: Reinvocation,
     indexes: HashMap<String, IndexId>,
     claims: Vec<claims::Claim>,
     bindings: Vec<Binding>,
@@ -259,7 +285,12 @@ pub fn is_policy_document(doc: &Json) -> bool {
         (group, kind),
         (
             Some(VAP_GROUP),
-            Some("ValidatingAdmissionPolicy" | "ValidatingAdmissionPolicyBinding")
+            Some(
+                "ValidatingAdmissionPolicy"
+                    | "ValidatingAdmissionPolicyBinding"
+                    | "MutatingAdmissionPolicy"
+                    | "MutatingAdmissionPolicyBinding"
+            )
         ) | (
             Some(INTERLOCK_GROUP),
             Some("InterlockPolicy" | exceptions::FILE_KIND | exceptions::CLUSTER_KIND)

@@ -1,5 +1,6 @@
-//! Policy documents as written: ValidatingAdmissionPolicy, its binding, and
-//! Interlock's own `InterlockPolicy`.
+//! Policy documents as written: ValidatingAdmissionPolicy,
+//! MutatingAdmissionPolicy, their bindings, and Interlock's own
+//! `InterlockPolicy`.
 
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -181,8 +182,13 @@ pub struct Mutation {
     pub patch_type: String,
     #[serde(default)]
     pub json_patch: Option<JsonPatchMutation>,
+    /// MutatingAdmissionPolicy only: an `Object{...}` merged over the
+    /// object as server-side apply merges.
+    #[serde(default)]
+    pub apply_configuration: Option<JsonPatchMutation>,
 }
 
+/// The expression of a `jsonPatch` or an `applyConfiguration`.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct JsonPatchMutation {

@@ -15,7 +15,13 @@ impl PolicySet {
     /// InterlockPolicies' mutations yield, in policy order.
     pub fn mutate(&self, req: &Request, inv: &dyn Lookup) -> Result<Vec<Json>, MutationError> {
         let mut ops = Vec::new();
-        for p in self.policies.iter().filter(|p| !p.mutations.is_empty()) {
+        let interlock = |p: &&CompiledPolicy| p.kind == PolicyKind::Interlock;
+        for p in self
+            .policies
+            .iter()
+            .filter(interlock)
+            .filter(|p| !p.mutations.is_empty())
+        {
             if !matching::matches(&p.matcher, req, inv, false) {
                 continue;
             }

@@ -64,6 +64,20 @@ impl Report {
         if !self.results.is_empty() {
             writeln!(out)?;
         }
+        for m in &self.mutations {
+            writeln!(
+                out,
+                "{}: {} {} by {}: {}",
+                paint("1", &terminal_safe(&m.source.to_string())),
+                paint("1;35", "MUTATE"),
+                terminal_safe(&m.object.to_string()),
+                terminal_safe(&m.policies.join(", ")),
+                terminal_safe(&m.patch.to_string())
+            )?;
+        }
+        if !self.mutations.is_empty() {
+            writeln!(out)?;
+        }
         let summary = self.summary_line();
         let code = match self.exit_code() {
             0 => "32",

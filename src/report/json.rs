@@ -27,7 +27,7 @@ impl Report {
                 })
             })
             .collect();
-        json!({
+        let mut doc = json!({
             "summary": {
                 "objects": self.objects,
                 "policies": self.policies,
@@ -41,7 +41,16 @@ impl Report {
             "results": results,
             "errors": self.sorted_errors(),
             "notices": self.sorted_notices(),
-        })
+        });
+        // Only with `--show-mutations`: the contract's document is unchanged without it.
+        if !self.mutations.is_empty() {
+            doc["mutations"] = self
+                .mutations
+                .iter()
+                .map(|m| json!({"object": m.object, "source": m.source, "policies": m.policies, "patch": m.patch}))
+                .collect();
+        }
+        doc
     }
 
     /// JSON format (pretty-printed, newline-terminated).

@@ -43,6 +43,21 @@ pub struct Report {
     /// lists passing test cases. When empty, JUnit lists only the pairs with
     /// findings.
     pub evaluated: Vec<Evaluated>,
+    /// What MutatingAdmissionPolicies did to each object they changed
+    /// (`check --show-mutations`).
+    pub mutations: Vec<ObjectMutation>,
+}
+
+/// The patch MutatingAdmissionPolicies made to one checked object.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ObjectMutation {
+    pub object: ObjectRef,
+    pub source: SourceLocation,
+    /// The policies that changed it, in the order they ran.
+    pub policies: Vec<String>,
+    /// RFC 6902 operations from the object as written (and defaulted) to
+    /// the object as mutated.
+    pub patch: serde_json::Value,
 }
 
 /// An output format of `interlock check`.
@@ -127,6 +142,8 @@ impl Report {
         self.notices.sort();
         self.notices.dedup();
         self.evaluated.sort();
+        self.mutations
+            .sort_by(|a, b| (&a.source.file, a.source.line).cmp(&(&b.source.file, b.source.line)));
     }
 
     fn sorted_results(&self) -> Vec<&Finding> {

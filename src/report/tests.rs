@@ -77,6 +77,7 @@ fn sample() -> Report {
         ],
         errors: Vec::new(),
         notices: Vec::new(),
+        mutations: Vec::new(),
         policy_names: vec![
             "pss-baseline".into(),
             "unique-ingress-host".into(),

@@ -124,6 +124,9 @@ impl LibSet {
         Lib::Authz,
     ]);
 
+    /// What a MutatingAdmissionPolicy has: Kubernetes plus `jsonpatch`.
+    pub const MUTATING: LibSet = LibSet(LibSet::KUBERNETES.0 | Lib::JsonPatch as u32);
+
     /// Kubernetes plus what InterlockPolicy adds; `jsonpatch` belongs to
     /// mutations (kube-apiserver has it only for MutatingAdmissionPolicy).
     pub const INTERLOCK: LibSet = LibSet(

@@ -81,6 +81,48 @@ pub struct Schema {
         skip_serializing_if = "is_false"
     )]
     pub embedded_resource: bool,
+    /// `x-kubernetes-list-type` (`atomic`, `set`, `map`): how
+    /// server-side apply merges the list (`k8s::apply`).
+    #[serde(
+        rename = "lt",
+        alias = "x-kubernetes-list-type",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub list_type: Option<String>,
+    /// `x-kubernetes-list-map-keys`: the keys of a `map` list's items.
+    #[serde(
+        rename = "lk",
+        alias = "x-kubernetes-list-map-keys",
+        default,
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub list_map_keys: Vec<String>,
+    /// `x-kubernetes-map-type` (`atomic`, `granular`).
+    #[serde(
+        rename = "mt",
+        alias = "x-kubernetes-map-type",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub map_type: Option<String>,
+    /// `x-kubernetes-patch-strategy`, which decides a list's merge when it
+    /// has no list type.
+    #[serde(
+        rename = "ps",
+        alias = "x-kubernetes-patch-strategy",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub patch_strategy: Option<String>,
+    /// `x-kubernetes-patch-merge-key`.
+    #[serde(
+        rename = "pk",
+        alias = "x-kubernetes-patch-merge-key",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub patch_merge_key: Option<String>,
     /// kube-openapi wraps a `$ref` in `allOf` to keep its description;
     /// [`Schema::normalize`] turns it into the `$ref`.
     #[serde(rename = "allOf", default, skip_serializing)]
@@ -128,6 +170,7 @@ impl Schema {
             let name = r.strip_prefix(REF_PREFIX).unwrap_or(&r).to_string();
             *self = Schema {
                 reference: Some(name),
+                map_type: self.map_type.take(),
                 ..Schema::default()
             };
             return;

@@ -119,6 +119,7 @@ pub(super) fn check_items(
         report.results.extend(c.findings);
         report.evaluated.extend(c.evaluated);
         report.notices.extend(c.notices);
+        report.mutations.extend(c.mutation);
     }
     inventory
 }
@@ -353,6 +354,7 @@ pub(super) struct Checked {
     pub(super) findings: Vec<Finding>,
     pub(super) evaluated: Vec<Evaluated>,
     pub(super) notices: Vec<InputError>,
+    pub(super) mutation: Option<crate::report::ObjectMutation>,
 }
 
 /// Drops mapping entries whose value is null, as kube-apiserver does when
@@ -408,12 +410,27 @@ pub(super) fn check_one(value: Option<&Json>, i: usize, ctx: &CheckContext<'_>) 
         findings: vec![],
         evaluated: vec![],
         notices: vec![],
+        mutation: None,
     };
     if !it.reviewable {
         return checked;
     }
-    let request = value.and_then(|v| opts.request(v, &opts.user));
+    let written = value.and_then(|v| opts.request(v, &opts.user));
+    // Mutating admission first (only when a MutatingAdmissionPolicy is
+    // loaded): the validating policies judge the object it leaves.
+    let admitted = written
+        .as_ref()
+        .filter(|_| policies.has_mutating_policies())
+        .map(|req| policies.admit(req, inventory));
+    let mutated = admitted.as_ref().and_then(|a| a.object.as_ref());
+    let request = match mutated {
+        Some(m) => opts.request(m, &opts.user),
+        None => written.clone(),
+    };
     let mut verdicts = match &request {
+        _ if admitted.as_ref().is_some_and(|a| !a.failures.is_empty()) => {
+            super::mutations::refusals(admitted.as_ref().expect("admitted"))
+        }
         Some(req) if duplicated.copies.is_empty() => policies.evaluate(req, inventory).verdicts,
         Some(req) => {
             let (verdicts, read) = crate::policy::host::recording_lookups(|| {
@@ -447,6 +464,9 @@ pub(super) fn check_one(value: Option<&Json>, i: usize, ctx: &CheckContext<'_>) 
         }
         None => vec![],
     };
+    if let (Some(a), Some(m), Some(w)) = (&admitted, mutated, &written) {
+        super::mutations::compare(it, a, m, &verdicts, w, ctx, &mut checked);
+    }
     verdicts.retain(|v| {
         if opts.whole_cluster {
             return true;

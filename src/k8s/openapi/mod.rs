@@ -98,6 +98,15 @@ impl Schemas {
         Some(schema::resource_type(root, self, type_name).unwrap_or(Ty::Dyn))
     }
 
+    /// The root schema of a kind at a version, if known.
+    pub fn root(&self, group: &str, version: &str, kind: &str) -> Option<&Schema> {
+        let r = self
+            .resources
+            .iter()
+            .find(|r| r.0 == group && r.1 == version && r.3 == kind)?;
+        self.definitions.get(&r.4)
+    }
+
     /// Adds the served versions of a CustomResourceDefinition (a manifest's
     /// JSON) that have a schema, as kube-apiserver publishes them: its
     /// `metadata` is the full ObjectMeta, `apiVersion` and `kind` strings.

@@ -1,0 +1,404 @@
+//! MutatingAdmissionPolicies: their fields, and the mutations they make as
+//! kube-apiserver's mutating admission makes them (the policies in order,
+//! each mutation patched over what the ones before made, the object
+//! defaulted after each, and a second pass of the `IfNeeded` policies when
+//! something changed).
+
+use super::*;
+use crate::k8s::openapi;
+
+/// The apiVersions kube-apiserver serves each admissionregistration kind at.
+pub(super) fn check_api_version(kind: PolicyKind, doc: &Json) -> Result<(), String> {
+    let served: &[&str] = match kind {
+        PolicyKind::Map => &["v1", "v1beta1", "v1alpha1"],
+        _ => return Ok(()),
+    };
+    let api_version = doc.get("apiVersion").and_then(Json::as_str).unwrap_or("");
+    match api_version.split_once('/') {
+        Some((VAP_GROUP, v)) if served.contains(&v) => Ok(()),
+        _ => Err(format!(
+            "apiVersion {api_version:?}: a MutatingAdmissionPolicy or its binding is {VAP_GROUP}/v1 (or v1beta1, v1alpha1)"
+        )),
+    }
+}
+
+/// Fields that belong to other kinds, and the reinvocationPolicy.
+pub(super) fn check_fields(kind: PolicyKind, spec: &PolicySpec) -> Result<Reinvocation, Failure> {
+    if kind != PolicyKind::Map {
+        if spec.reinvocation_policy.is_some() && kind == PolicyKind::Vap {
+            return Err("spec.reinvocationPolicy is a MutatingAdmissionPolicy field".into());
+        }
+        return Ok(Reinvocation::Never);
+    }
+    let foreign = [
+        ("validations", !spec.validations.is_empty()),
+        ("auditAnnotations", !spec.audit_annotations.is_empty()),
+        ("validationActions", !spec.validation_actions.is_empty()),
+        ("admissionActions", !spec.admission_actions.is_empty()),
+        ("checkActions", !spec.check_actions.is_empty()),
+        ("paramRef", spec.param_ref.is_some()),
+        ("indexes", !spec.indexes.is_empty()),
+        ("claims", !spec.claims.is_empty()),
+    ];
+    if let Some((field, _)) = foreign.iter().find(|(_, set)| *set) {
+        return Err(format!("spec.{field}: not a MutatingAdmissionPolicy field").into());
+    }
+    if spec.mutations.is_empty() {
+        return Err("spec.mutations: Required value: at least one mutation is required".into());
+    }
+    match spec.reinvocation_policy.as_deref() {
+        None | Some("Never") => Ok(Reinvocation::Never),
+        Some("IfNeeded") => Ok(Reinvocation::IfNeeded),
+        Some(other) => Err(format!(
+            "spec.reinvocationPolicy: Unsupported value: {other:?}: supported values: \"IfNeeded\", \"Never\""
+        )
+        .into()),
+    }
+}
+
+/// A mutation's patch type, the field of its expression, and the
+/// expression.
+pub(super) fn mutation_expression(
+    kind: PolicyKind,
+    i: usize,
+    m: &model::Mutation,
+) -> Result<(PatchType, String, &str), Failure> {
+    let field = |f: &str| format!("mutations/{i}/{f}/expression");
+    match (m.patch_type.as_str(), &m.json_patch, &m.apply_configuration) {
+        ("JSONPatch", Some(p), None) => Ok((PatchType::JsonPatch, field("jsonPatch"), &p.expression)),
+        ("ApplyConfiguration", None, Some(p)) if kind == PolicyKind::Map => {
+            Ok((PatchType::ApplyConfiguration, field("applyConfiguration"), &p.expression))
+        }
+        ("JSONPatch", _, _) => Err(format!("spec.mutations[{i}].jsonPatch: Required value: must be specified when patchType is JSONPatch, and applyConfiguration must not be").into()),
+        ("ApplyConfiguration", _, _) if kind == PolicyKind::Map => Err(format!("spec.mutations[{i}].applyConfiguration: Required value: must be specified when patchType is ApplyConfiguration, and jsonPatch must not be").into()),
+        (t, _, _) if kind == PolicyKind::Map => Err(format!("spec.mutations[{i}].patchType: Unsupported value: {t:?}: supported values: \"ApplyConfiguration\", \"JSONPatch\"").into()),
+        (t, _, _) => Err(format!("spec.mutations[{i}]: patchType {t:?} is not supported; use JSONPatch with jsonPatch.expression").into()),
+    }
+}
+
+/// A MutatingAdmissionPolicy that could not mutate under failurePolicy
+/// Fail: the request is refused.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MutationFailure {
+    pub policy: String,
+    pub binding: Option<String>,
+    pub message: String,
+}
+
+impl std::fmt::Display for MutationFailure {
+    /// kube-apiserver's message.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.binding {
+            Some(b) => write!(
+                f,
+                "policy '{}' with binding '{b}' denied request: {}",
+                self.policy, self.message
+            ),
+            None => write!(
+                f,
+                "policy {:?} denied request: {}",
+                self.policy, self.message
+            ),
+        }
+    }
+}
+
+/// What the MutatingAdmissionPolicies did to one object.
+#[derive(Debug, Clone, Default)]
+pub struct Admitted {
+    /// The object as they left it, when they changed it.
+    pub object: Option<Json>,
+    /// The policies that changed it, in order (once each).
+    pub mutated_by: Vec<String>,
+    /// Failures under failurePolicy Fail; the first refuses the request.
+    pub failures: Vec<MutationFailure>,
+}
+
+/// One policy, binding and param to run.
+struct Invocation<'p> {
+    policy: &'p CompiledPolicy,
+    binding: &'p Binding,
+    params: Option<Json>,
+}
+
+impl PolicySet {
+    /// Whether some MutatingAdmissionPolicy is loaded (else `admit` has
+    /// nothing to do, and `check` does not call it).
+    pub fn has_mutating_policies(&self) -> bool {
+        self.policies.iter().any(|p| p.kind == PolicyKind::Map)
+    }
+
+    /// Runs the MutatingAdmissionPolicies over `req`'s object: in name
+    /// order (kube-apiserver takes them in its informer's order, which no
+    /// one can rely on), each mutation over the last one's output, the
+    /// object defaulted after each; then, when some mutation changed the
+    /// object, the `IfNeeded` policies once more.
+    pub fn admit(&self, req: &Request, inv: &dyn Lookup) -> Admitted {
+        let mut out = Admitted::default();
+        let Some(original) = req.object else {
+            return out;
+        };
+        let mut maps: Vec<&CompiledPolicy> = self
+            .policies
+            .iter()
+            .filter(|p| p.kind == PolicyKind::Map && !p.mutations.is_empty())
+            .collect();
+        if maps.is_empty() {
+            return out;
+        }
+        maps.sort_by(|a, b| a.name.cmp(&b.name));
+        let mut object = original.clone();
+        let mut reinvoke: Vec<&CompiledPolicy> = Vec::new();
+        let mut dirty = false;
+        for p in &maps {
+            let ran = self.run_policy(p, req, &mut object, inv, &mut out, &mut dirty);
+            if ran && p.reinvocation == Reinvocation::IfNeeded {
+                reinvoke.push(p);
+            }
+        }
+        if dirty {
+            let mut ignored = false;
+            for p in reinvoke {
+                self.run_policy(p, req, &mut object, inv, &mut out, &mut ignored);
+            }
+        }
+        if object != *original {
+            out.object = Some(object);
+        }
+        out
+    }
+
+    /// Runs one policy's invocations; whether one ran (matched).
+    fn run_policy(
+        &self,
+        p: &CompiledPolicy,
+        req: &Request,
+        object: &mut Json,
+        inv: &dyn Lookup,
+        out: &mut Admitted,
+        dirty: &mut bool,
+    ) -> bool {
+        let current = Request {
+            object: Some(&*object),
+            ..req.clone()
+        };
+        if !matching::matches(&p.matcher, &current, inv, false) {
+            return false;
+        }
+        let (invocations, failures) = p.invocations(&current, inv);
+        out.failures.extend(failures);
+        let mut ran = false;
+        for invocation in invocations {
+            ran |= invocation.run(req, object, inv, out, dirty);
+        }
+        ran
+    }
+}
+
+impl CompiledPolicy {
+    /// The bindings that match, with their params; the configuration
+    /// errors that count under the policy's failurePolicy.
+    fn invocations<'p>(
+        &'p self,
+        req: &Request,
+        inv: &dyn Lookup,
+    ) -> (Vec<Invocation<'p>>, Vec<MutationFailure>) {
+        let mut invocations = Vec::new();
+        let mut failures = Vec::new();
+        for b in &self.bindings {
+            if b.matcher
+                .as_ref()
+                .is_some_and(|m| !matching::matches(m, req, inv, true))
+            {
+                continue;
+            }
+            match self.params(b, req, inv) {
+                Params::None => invocations.push(Invocation {
+                    policy: self,
+                    binding: b,
+                    params: None,
+                }),
+                Params::Found(list) => invocations.extend(list.into_iter().map(|p| Invocation {
+                    policy: self,
+                    binding: b,
+                    params: Some(p.into_owned()),
+                })),
+                Params::Missing { deny: true } if self.failure_policy == FailurePolicy::Fail => {
+                    failures.push(self.failure(b, "failed to configure binding: no params found for policy binding with `Deny` parameterNotFoundAction".into()))
+                }
+                Params::Missing { .. } => {}
+            }
+        }
+        (invocations, failures)
+    }
+
+    fn failure(&self, b: &Binding, message: String) -> MutationFailure {
+        MutationFailure {
+            policy: self.name.clone(),
+            binding: b.name.clone(),
+            message,
+        }
+    }
+}
+
+impl Invocation<'_> {
+    /// Runs the mutations if the matchConditions hold on `object`; whether
+    /// they did.
+    fn run(
+        &self,
+        req: &Request,
+        object: &mut Json,
+        inv: &dyn Lookup,
+        out: &mut Admitted,
+        dirty: &mut bool,
+    ) -> bool {
+        let p = self.policy;
+        let fail = p.failure_policy == FailurePolicy::Fail;
+        let before = object.clone();
+        match self.conditions_hold(req, &before, inv) {
+            Ok(true) => {}
+            Ok(false) => return false,
+            Err(message) => {
+                if fail {
+                    out.failures.push(p.failure(self.binding, message));
+                }
+                return false;
+            }
+        }
+        for (i, program) in p.mutations.iter().enumerate() {
+            let current = Request {
+                object: Some(&*object),
+                ..req.clone()
+            };
+            let patched = p.with_activation(
+                &current,
+                &Shared::default(),
+                inv,
+                self.params.as_ref(),
+                |act, _| {
+                    let value = program
+                        .eval(act)
+                        .map_err(|e| expression_error(program, &e))?;
+                    patch(p.patch_types[i], &before_mutation(&current), &value)
+                },
+            );
+            match patched {
+                Ok(mut new) => {
+                    // kube-apiserver decodes the patched object into its
+                    // type (nulls dropped) and defaults it.
+                    drop_nulls(&mut new);
+                    crate::k8s::defaults::apply(&mut new);
+                    *object = new;
+                    *dirty = true;
+                }
+                Err(message) if fail => out.failures.push(p.failure(self.binding, message)),
+                Err(message) => {
+                    tracing::debug!(policy = %p.name, %message, "mutation ignored (failurePolicy Ignore)")
+                }
+            }
+        }
+        if *object != before && !out.mutated_by.contains(&p.name) {
+            out.mutated_by.push(p.name.clone());
+        }
+        true
+    }
+
+    /// Every matchCondition on `object`: false if one is false, else an
+    /// error if one failed.
+    fn conditions_hold(
+        &self,
+        req: &Request,
+        object: &Json,
+        inv: &dyn Lookup,
+    ) -> Result<bool, String> {
+        let p = self.policy;
+        if p.match_conditions.is_empty() {
+            return Ok(true);
+        }
+        let current = Request {
+            object: Some(object),
+            ..req.clone()
+        };
+        p.with_activation(
+            &current,
+            &Shared::default(),
+            inv,
+            self.params.as_ref(),
+            |act, _| {
+                let mut errors: Vec<String> = Vec::new();
+                for (_, cond) in &p.match_conditions {
+                    match cond.eval(act) {
+                        Ok(Value::Bool(false)) => return Ok(false),
+                        Ok(_) => {}
+                        Err(e) => {
+                            let message = expression_error(cond, &e);
+                            if !errors.contains(&message) {
+                                errors.push(message);
+                            }
+                        }
+                    }
+                }
+                if errors.is_empty() {
+                    Ok(true)
+                } else {
+                    Err(aggregate(&errors))
+                }
+            },
+        )
+    }
+}
+
+/// `object` patched by a mutation's value.
+fn patch(patch_type: PatchType, object: &Json, value: &Value) -> Result<Json, String> {
+    match patch_type {
+        PatchType::JsonPatch => {
+            let Value::List(ops) = value else {
+                return Err(format!(
+                    "type mismatch: JSONPatchType.expression should evaluate to array, got {}",
+                    value.type_name()
+                ));
+            };
+            let ops: Vec<Json> = ops.iter().map(|op| op.to_json()).collect();
+            super::json_patch::apply(object, &ops)
+        }
+        PatchType::ApplyConfiguration => {
+            let Value::Map(_) = value else {
+                return Err(format!(
+                    "unsupported return type from ApplyConfiguration expression: {}",
+                    value.type_name()
+                ));
+            };
+            let gvk = object_gvk(object);
+            let schemas = openapi::builtin();
+            let root = schemas.root(gvk.group(), gvk.version(), gvk.kind());
+            crate::k8s::apply::apply(schemas, root, object, &value.to_json())
+                .map_err(|e| format!("error applying patch: {e}"))
+        }
+    }
+}
+
+fn before_mutation<'a>(req: &Request<'a>) -> &'a Json {
+    req.object.expect("a mutated request has an object")
+}
+
+fn object_gvk(object: &Json) -> GroupVersionKind {
+    let field = |f: &str| object.get(f).and_then(Json::as_str).unwrap_or("");
+    GroupVersionKind::from_api_version(field("apiVersion"), field("kind"))
+}
+
+/// Drops object entries whose value is null, as decoding into a
+/// Kubernetes type does.
+fn drop_nulls(v: &mut Json) {
+    match v {
+        Json::Object(m) => {
+            m.retain(|_, v| !v.is_null());
+            m.values_mut().for_each(drop_nulls);
+        }
+        Json::Array(items) => items.iter_mut().for_each(drop_nulls),
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+#[path = "mutating_tests.rs"]
+mod tests;

@@ -89,7 +89,7 @@ pub struct CheckOptions {
 impl CheckOptions {
     /// What kube-apiserver does to an object before admission sees it:
     /// the namespace kubectl sends it to, nulls dropped, built-in defaults.
-    pub(crate) fn as_admitted(&self, value: &mut Json) {
+    pub fn as_admitted(&self, value: &mut Json) {
         default_namespace(value, self.namespace());
         drop_nulls(value);
         self.built_images.pin(value);

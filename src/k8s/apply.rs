@@ -219,8 +219,9 @@ impl Merger<'_> {
         Ok((!out.is_empty()).then_some(Json::Object(out)))
     }
 
-    /// lhs's items in their order, each merged with rhs's item of the same
-    /// key; then rhs's new items in their order.
+    /// The order structured-merge-diff gives: the patch's items in its
+    /// order, each merged with the object's item of the same key; the
+    /// object's other items where they were, relative to the shared ones.
     fn merge_lists(
         &self,
         s: &Schema,
@@ -228,19 +229,53 @@ impl Merger<'_> {
         lhs: Option<&Vec<Json>>,
         rhs: Option<&Vec<Json>>,
     ) -> Result<Option<Json>, ApplyError> {
-        let item_schema = s.items.as_deref();
-        let rhs_items = keyed(kind, "rhs", rhs)?;
-        let lhs_items = keyed(kind, "lhs", lhs)?;
+        let item = s.items.as_deref();
+        let rhs = keyed(kind, "rhs", rhs)?;
+        let lhs = keyed(kind, "lhs", lhs)?;
+        let in_rhs = |k: &Json| rhs.iter().find(|(r, _)| r == k).map(|(_, v)| *v);
+        let in_lhs = |k: &Json| lhs.iter().find(|(l, _)| l == k).map(|(_, v)| *v);
+        let mut shared = rhs.iter().map(|(k, _)| k).filter(|k| in_lhs(k).is_some());
+        let mut next_shared = shared.next();
+        let mut merged: Vec<&Json> = Vec::new();
         let mut out = Vec::new();
-        for (key, l) in &lhs_items {
-            let r = rhs_items.iter().find(|(k, _)| k == key).map(|(_, v)| *v);
-            out.extend(self.merge(item_schema, Some(l), r)?);
-        }
-        for (key, r) in &rhs_items {
-            if lhs_items.iter().any(|(k, _)| k == key) {
-                continue;
+        let (mut li, mut ri) = (0, 0);
+        while li < lhs.len() || ri < rhs.len() {
+            if li < lhs.len() && ri < rhs.len() {
+                let (lk, lv) = &lhs[li];
+                if *lk == rhs[ri].0 {
+                    merged.push(lk);
+                    out.extend(self.merge(item, Some(lv), Some(rhs[ri].1))?);
+                    li += 1;
+                    ri += 1;
+                    next_shared = shared.next();
+                    continue;
+                }
+                if in_rhs(lk).is_some() && next_shared.is_some_and(|n| n != lk) {
+                    li += 1;
+                    continue;
+                }
             }
-            out.extend(self.merge(item_schema, None, Some(r))?);
+            if li < lhs.len() {
+                let (lk, lv) = &lhs[li];
+                if in_rhs(lk).is_none() {
+                    out.extend(self.merge(item, Some(lv), None)?);
+                    li += 1;
+                    continue;
+                }
+                if merged.contains(&lk) {
+                    li += 1;
+                    continue;
+                }
+            }
+            if ri < rhs.len() {
+                let (rk, rv) = &rhs[ri];
+                merged.push(rk);
+                out.extend(self.merge(item, in_lhs(rk), Some(rv))?);
+                ri += 1;
+                if next_shared == Some(rk) {
+                    next_shared = shared.next();
+                }
+            }
         }
         Ok((!out.is_empty()).then_some(Json::Array(out)))
     }

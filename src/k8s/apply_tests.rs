@@ -29,13 +29,13 @@ fn maps_merge_and_scalars_are_replaced() {
 }
 
 #[test]
-fn map_lists_merge_items_by_key_keeping_the_live_order() {
+fn map_lists_merge_items_by_key_in_the_patch_order() {
     let live = with_containers(json!([{"name": "a", "image": "x"}, {"name": "b", "image": "y"}]));
     let patch = with_containers(json!([{"name": "c", "image": "z"}, {"name": "a", "image": "x2"}]));
     let out = apply_deployment(live, patch).unwrap();
     assert_eq!(
         out.pointer("/spec/template/spec/containers").unwrap(),
-        &json!([{"name": "a", "image": "x2"}, {"name": "b", "image": "y"}, {"name": "c", "image": "z"}])
+        &json!([{"name": "c", "image": "z"}, {"name": "a", "image": "x2"}, {"name": "b", "image": "y"}])
     );
 }
 
@@ -75,5 +75,15 @@ fn without_a_schema_objects_merge_and_lists_are_replaced() {
     assert_eq!(
         apply(openapi::builtin(), None, &live, &patch).unwrap(),
         json!({"spec": {"a": 1, "b": 2, "l": [3]}})
+    );
+}
+
+#[test]
+fn set_lists_take_the_patch_order_and_keep_the_rest_after_the_shared_items() {
+    let live = json!({"metadata": {"finalizers": ["a", "c"]}});
+    let patch = json!({"metadata": {"finalizers": ["b", "a"]}});
+    assert_eq!(
+        apply_deployment(live, patch).unwrap(),
+        json!({"metadata": {"finalizers": ["b", "a", "c"]}})
     );
 }

@@ -18,7 +18,7 @@ pub(super) fn apply(object: &Json, ops: &[Json]) -> Result<Json, String> {
         match apply_one(&mut doc, op) {
             Ok(()) => {}
             Err(Failure::TestFailed) => return Ok(object.clone()),
-            Err(Failure::Error(e)) => return Err(format!("JSONPath: {e}")),
+            Err(Failure::Error(e)) => return Err(format!("JSON Patch: {e}")),
         }
     }
     Ok(doc)
@@ -45,6 +45,12 @@ fn apply_one(doc: &mut Json, op: &Json) -> Result<(), Failure> {
                     "replace operation does not apply: doc is missing path: {path}: missing value"
                 ))
             })?;
+            // kube's library replaces a missing member of an object as if
+            // it were there; only a missing array item is an error.
+            if let Json::Object(m) = parent {
+                m.insert(key, value());
+                return Ok(());
+            }
             let slot = child_mut(parent, &key).ok_or_else(|| {
                 err(format!(
                     "replace operation does not apply: doc is missing key: {path}: missing value"

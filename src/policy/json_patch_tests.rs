@@ -33,11 +33,18 @@ fn failures_say_what_kube_apiserver_says() {
     let add = [json!({"op": "add", "path": "/metadata/labels/a", "value": "1"})];
     assert_eq!(
         apply(&doc, &add).unwrap_err(),
-        "JSONPath: add operation does not apply: doc is missing path: \"/metadata/labels/a\": missing value"
+        "JSON Patch: add operation does not apply: doc is missing path: \"/metadata/labels/a\": missing value"
     );
-    let replace = [json!({"op": "replace", "path": "/metadata/name", "value": "x"})];
+    let remove = [json!({"op": "remove", "path": "/metadata/x"})];
     assert_eq!(
-        apply(&doc, &replace).unwrap_err(),
-        "JSONPath: replace operation does not apply: doc is missing key: /metadata/name: missing value"
+        apply(&doc, &remove).unwrap_err(),
+        "JSON Patch: error in remove for path: '/metadata/x': Unable to remove nonexistent key: x: missing value"
     );
+}
+
+#[test]
+fn replace_sets_a_missing_member_of_an_object() {
+    let doc = json!({"data": {}});
+    let replace = [json!({"op": "replace", "path": "/data/x", "value": "1"})];
+    assert_eq!(apply(&doc, &replace).unwrap(), json!({"data": {"x": "1"}}));
 }

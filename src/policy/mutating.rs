@@ -47,7 +47,8 @@ pub(super) fn check_fields(kind: PolicyKind, spec: &PolicySpec) -> Result<Reinvo
         return Err("spec.mutations: Required value: at least one mutation is required".into());
     }
     match spec.reinvocation_policy.as_deref() {
-        None | Some("Never") => Ok(Reinvocation::Never),
+        None => Err("spec.reinvocationPolicy: Required value".into()),
+        Some("Never") => Ok(Reinvocation::Never),
         Some("IfNeeded") => Ok(Reinvocation::IfNeeded),
         Some(other) => Err(format!(
             "spec.reinvocationPolicy: Unsupported value: {other:?}: supported values: \"IfNeeded\", \"Never\""

@@ -47,6 +47,11 @@ spec:
 ";
 
 fn map(name: &str, rest: &str) -> String {
+    let rest = if rest.contains("reinvocationPolicy") {
+        rest.to_string()
+    } else {
+        format!("  reinvocationPolicy: Never\n{rest}")
+    };
     format!(
         "{}{rest}---\napiVersion: admissionregistration.k8s.io/v1\nkind: MutatingAdmissionPolicyBinding\nmetadata: {{name: {name}-b}}\nspec: {{policyName: {name}}}\n",
         MAP_HEADER.replace("NAME", name)
@@ -120,7 +125,7 @@ fn runtime_errors_refuse_under_fail_and_are_skipped_under_ignore() {
 fn malformed_policies_are_refused_with_the_field() {
     let m = |rest: &str| compile_error(&format!("{}{rest}", MAP_HEADER.replace("NAME", "p")));
     assert_eq!(
-        m("  mutations:\n  - patchType: Merge\n"),
+        m("  reinvocationPolicy: Never\n  mutations:\n  - patchType: Merge\n"),
         "spec.mutations[0].patchType: Unsupported value: \"Merge\": supported values: \"ApplyConfiguration\", \"JSONPatch\""
     );
     assert_eq!(
@@ -132,7 +137,7 @@ fn malformed_policies_are_refused_with_the_field() {
         "spec.validations: not a MutatingAdmissionPolicy field"
     );
     assert!(
-        m("  mutations:\n  - patchType: JSONPatch\n    jsonPatch: {expression: 'object.'}\n")
+        m("  reinvocationPolicy: Never\n  mutations:\n  - patchType: JSONPatch\n    jsonPatch: {expression: 'object.'}\n")
             .starts_with("spec.mutations[0].jsonPatch.expression: ")
     );
 }

@@ -342,3 +342,48 @@ fn a_yaml_1_1_boolean_label_is_named_with_its_line() {
         "{f:?}"
     );
 }
+
+#[test]
+fn a_mutating_admission_policy_case_expects_the_patched_object() {
+    let policy = "apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingAdmissionPolicy
+metadata: {name: configmap-rules}
+spec:
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [''], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}
+  reinvocationPolicy: Never
+  mutations:
+  - patchType: ApplyConfiguration
+    applyConfiguration:
+      expression: \"Object{metadata: Object.metadata{labels: {'owner': 'platform'}}}\"
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingAdmissionPolicyBinding
+metadata: {name: configmap-rules}
+spec: {policyName: configmap-rules}
+";
+    let expect = |owner: &str| {
+        header(
+            &format!("owner-{owner}"),
+            &format!(
+                "  expect: []
+  expectMutations:
+    - object: {{kind: ConfigMap, namespace: a, name: c}}
+      patched: {{apiVersion: v1, kind: ConfigMap, metadata: {{name: c, namespace: a, labels: {{l: v, owner: {owner}}}}}}}
+"
+            ),
+        ) + &cm("c", ", labels: {l: v}")
+    };
+    let dir = library(
+        policy,
+        &[
+            ("pass.yaml", expect("platform")),
+            ("fail.yaml", expect("me")),
+        ],
+    );
+    assert_eq!(
+        failures(&run_dir(&dir, None)),
+        vec![r#"owner-me: mutating ConfigMap a/c: the patched object differs at /metadata/labels/owner: expected "me", got "platform""#.to_string()]
+    );
+}

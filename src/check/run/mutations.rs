@@ -78,3 +78,7 @@ pub(super) fn compare(
         )));
     }
 }
+
+#[cfg(test)]
+#[path = "mutations_tests.rs"]
+mod tests;

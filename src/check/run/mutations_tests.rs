@@ -1,0 +1,132 @@
+//! `check` runs the chain kube-apiserver runs: MutatingAdmissionPolicies,
+//! then validating policies on the object they leave.
+
+use super::*;
+use std::fs;
+use std::path::Path;
+
+const ADD_OWNER: &str = "apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingAdmissionPolicy
+metadata: {name: add-owner}
+spec:
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [''], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}
+  reinvocationPolicy: Never
+  mutations:
+  - patchType: ApplyConfiguration
+    applyConfiguration:
+      expression: \"Object{metadata: Object.metadata{labels: {'owner': 'platform'}}}\"
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingAdmissionPolicyBinding
+metadata: {name: add-owner}
+spec: {policyName: add-owner}
+";
+
+const REQUIRE_OWNER: &str = "apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: require-owner}
+spec:
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [''], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}
+  validations:
+  - expression: \"has(object.metadata.labels) && 'owner' in object.metadata.labels\"
+    message: an owner label is required
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: require-owner}
+spec: {policyName: require-owner, validationActions: [Deny]}
+";
+
+const FORBID_PLATFORM: &str = "apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: forbid-platform}
+spec:
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [''], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}
+  validations:
+  - expression: \"!has(object.metadata.labels) || object.metadata.labels.?owner.orValue('') != 'platform'\"
+    message: platform owns nothing here
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: forbid-platform}
+spec: {policyName: forbid-platform, validationActions: [Deny]}
+";
+
+const CONFIG_MAP: &str = "apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings, namespace: apps}
+data: {k: v}
+";
+
+/// `check` of a repository with `policies` (file name, text) and one
+/// ConfigMap.
+fn check_with(policies: &[(&str, &str)], show_mutations: bool) -> Report {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let write = |p: &Path, text: &str| {
+        fs::create_dir_all(p.parent().expect("a parent")).expect("mkdir");
+        fs::write(p, text).expect("write");
+    };
+    for (name, text) in policies {
+        write(&dir.path().join("policies").join(name), text);
+    }
+    write(&dir.path().join("manifests/cm.yaml"), CONFIG_MAP);
+    let mut r = run(&CheckOptions {
+        policies: vec![dir.path().join("policies")],
+        inputs: vec![dir.path().join("manifests")],
+        user: DEFAULT_USER.into(),
+        show_mutations,
+        ..CheckOptions::default()
+    });
+    r.sort();
+    r
+}
+
+#[test]
+fn a_label_a_mutating_policy_adds_satisfies_the_policy_that_requires_it() {
+    let with = check_with(
+        &[("map.yaml", ADD_OWNER), ("vap.yaml", REQUIRE_OWNER)],
+        false,
+    );
+    assert!(with.errors.is_empty(), "{:?}", with.errors);
+    assert!(with.results.is_empty(), "{:?}", with.results);
+    assert!(
+        with.notices.iter().any(|n| n.message
+            == "ConfigMap apps/settings: require-owner would find on the object as written \"an owner label is required\", but not once mutated by add-owner"),
+        "{:?}",
+        with.notices
+    );
+    let without = check_with(&[("vap.yaml", REQUIRE_OWNER)], false);
+    let messages: Vec<&str> = without.results.iter().map(|f| f.message.as_str()).collect();
+    assert_eq!(messages, ["an owner label is required"]);
+}
+
+#[test]
+fn a_finding_that_only_the_mutation_causes_is_said_so_at_the_source_line() {
+    let r = check_with(
+        &[("map.yaml", ADD_OWNER), ("vap.yaml", FORBID_PLATFORM)],
+        true,
+    );
+    assert_eq!(r.results.len(), 1, "{:?}", r.results);
+    assert_eq!(r.results[0].message, "platform owns nothing here");
+    assert_eq!(r.results[0].source.line, 1);
+    assert!(r.notices.iter().any(|n| n.message
+        == "ConfigMap apps/settings: the finding of forbid-platform exists only on the object as mutated by add-owner, not as written"));
+    assert_eq!(r.mutations.len(), 1);
+    assert_eq!(r.mutations[0].policies, ["add-owner"]);
+    assert_eq!(
+        r.mutations[0].patch,
+        serde_json::json!([{"op": "add", "path": "/metadata/labels", "value": {"owner": "platform"}}])
+    );
+}
+
+#[test]
+fn without_a_mutating_policy_nothing_is_patched() {
+    let r = check_with(&[("vap.yaml", FORBID_PLATFORM)], true);
+    assert!(r.results.is_empty() && r.mutations.is_empty(), "{r:?}");
+}

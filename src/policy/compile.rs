@@ -198,11 +198,11 @@ pub(super) fn compile_policy(
     inventory: &mut Inventory,
 ) -> Result<CompiledPolicy, Failure> {
     let (mut env, slots) = policy_env(kind, &spec);
-    let failure_policy = failure_policy_of(&spec)?;
-    let matcher = spec
-        .match_constraints
-        .clone()
-        .ok_or("spec.matchConstraints is required: say which resources the policy applies to")?;
+    let failure_policy = failure_policy_of(kind, &spec)?;
+    let matcher = spec.match_constraints.clone().ok_or(match kind {
+        PolicyKind::Map => "spec.matchConstraints: Required value",
+        _ => "spec.matchConstraints is required: say which resources the policy applies to",
+    })?;
     let reinvocation = mutating::check_fields(kind, &spec)?;
     let expressions = Expressions::compile(&mut env, kind, &spec)?;
     let indexes = declare_indexes(&spec, inventory)?;
@@ -294,15 +294,25 @@ fn policy_env(kind: PolicyKind, spec: &PolicySpec) -> (Env, Slots) {
     if kind != PolicyKind::Interlock && spec.param_kind.is_none() {
         env.hide_variable("params");
     }
+    // kube-apiserver declares `variables` for a MutatingAdmissionPolicy
+    // even when it has none (a ValidatingAdmissionPolicy's is undeclared).
+    if kind == PolicyKind::Map && spec.variables.is_empty() {
+        let none = checker::StructTy::new("kubernetes.variables", vec![]);
+        env.add_typed_variable("variables", Ty::Struct(Arc::new(none)));
+    }
     host::declare(&mut env, kind == PolicyKind::Interlock);
     env.enable_lazy_variables();
     (env, slots)
 }
 
-fn failure_policy_of(spec: &PolicySpec) -> Result<FailurePolicy, Failure> {
+fn failure_policy_of(kind: PolicyKind, spec: &PolicySpec) -> Result<FailurePolicy, Failure> {
     match spec.failure_policy.as_deref() {
         None | Some("Fail") => Ok(FailurePolicy::Fail),
         Some("Ignore") => Ok(FailurePolicy::Ignore),
+        Some(other) if kind == PolicyKind::Map => Err(format!(
+            "spec.failurePolicy: Unsupported value: {other:?}: supported values: \"Fail\", \"Ignore\""
+        )
+        .into()),
         Some(other) => Err(format!("spec.failurePolicy: {other:?} is not Fail or Ignore").into()),
     }
 }
@@ -407,7 +417,11 @@ impl Expressions {
         let mut patch_types = Vec::new();
         for (i, m) in spec.mutations.iter().enumerate() {
             let (patch_type, field, expression) = mutating::mutation_expression(kind, i, m)?;
-            mutations.push(compile_as(env, vap, field, expression, &[])?);
+            let want = match kind {
+                PolicyKind::Map => vec![mutating::result_type(patch_type)],
+                _ => vec![],
+            };
+            mutations.push(compile_as(env, vap, field, expression, &want)?);
             patch_types.push(patch_type);
         }
         Ok(Expressions {

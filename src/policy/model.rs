@@ -179,6 +179,7 @@ pub struct IndexDecl {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Mutation {
+    #[serde(default)]
     pub patch_type: String,
     #[serde(default)]
     pub json_patch: Option<JsonPatchMutation>,

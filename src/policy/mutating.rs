@@ -44,7 +44,9 @@ pub(super) fn check_fields(kind: PolicyKind, spec: &PolicySpec) -> Result<Reinvo
         return Err(format!("spec.{field}: not a MutatingAdmissionPolicy field").into());
     }
     if spec.mutations.is_empty() {
-        return Err("spec.mutations: Required value: at least one mutation is required".into());
+        return Err(
+            "spec.mutations: Required value: mutations must contain at least one item".into(),
+        );
     }
     match spec.reinvocation_policy.as_deref() {
         None => Err("spec.reinvocationPolicy: Required value".into()),
@@ -65,15 +67,29 @@ pub(super) fn mutation_expression(
     m: &model::Mutation,
 ) -> Result<(PatchType, String, &str), Failure> {
     let field = |f: &str| format!("mutations/{i}/{f}/expression");
+    let map = kind == PolicyKind::Map;
+    let at = format!("spec.mutations[{i}]");
     match (m.patch_type.as_str(), &m.json_patch, &m.apply_configuration) {
         ("JSONPatch", Some(p), None) => Ok((PatchType::JsonPatch, field("jsonPatch"), &p.expression)),
-        ("ApplyConfiguration", None, Some(p)) if kind == PolicyKind::Map => {
+        ("ApplyConfiguration", None, Some(p)) if map => {
             Ok((PatchType::ApplyConfiguration, field("applyConfiguration"), &p.expression))
         }
-        ("JSONPatch", _, _) => Err(format!("spec.mutations[{i}].jsonPatch: Required value: must be specified when patchType is JSONPatch, and applyConfiguration must not be").into()),
-        ("ApplyConfiguration", _, _) if kind == PolicyKind::Map => Err(format!("spec.mutations[{i}].applyConfiguration: Required value: must be specified when patchType is ApplyConfiguration, and jsonPatch must not be").into()),
-        (t, _, _) if kind == PolicyKind::Map => Err(format!("spec.mutations[{i}].patchType: Unsupported value: {t:?}: supported values: \"ApplyConfiguration\", \"JSONPatch\"").into()),
-        (t, _, _) => Err(format!("spec.mutations[{i}]: patchType {t:?} is not supported; use JSONPatch with jsonPatch.expression").into()),
+        ("JSONPatch", None, _) => Err(format!("{at}.jsonPatch: Required value: must be specified when patchType is JSONPatch").into()),
+        ("JSONPatch", _, Some(_)) => Err(format!("{at}.applyConfiguration: Invalid value: \"{{applyConfiguration}}\": must not be specified when patchType is JSONPatch").into()),
+        ("ApplyConfiguration", _, None) if map => Err(format!("{at}.applyConfiguration: Required value: must be specified when patchType is ApplyConfiguration").into()),
+        ("ApplyConfiguration", Some(_), _) if map => Err(format!("{at}.jsonPatch: Invalid value: \"{{jsonPatch}}\": must not be specified when patchType is ApplyConfiguration").into()),
+        ("", _, _) if map => Err(format!("{at}.patchType: Required value").into()),
+        (t, _, _) if map => Err(format!("{at}.patchType: Unsupported value: {t:?}: supported values: \"ApplyConfiguration\", \"JSONPatch\"").into()),
+        (t, _, _) => Err(format!("{at}: patchType {t:?} is not supported; use JSONPatch with jsonPatch.expression").into()),
+    }
+}
+
+/// The type a mutation's expression must have (kube-apiserver checks it
+/// at creation).
+pub(super) fn result_type(patch_type: PatchType) -> Ty {
+    match patch_type {
+        PatchType::JsonPatch => Ty::list(Ty::Named("JSONPatch".into())),
+        PatchType::ApplyConfiguration => Ty::Named("Object".into()),
     }
 }
 

@@ -42,6 +42,7 @@ mod group_wait_drift;
 mod image;
 mod install;
 mod listeners;
+mod map_creation;
 mod map_differential;
 mod policies;
 mod policy_objects;

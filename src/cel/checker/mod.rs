@@ -280,6 +280,39 @@ impl Checker<'_, '_> {
         )
     }
 
+    /// `JSONPatch{...}` (its string fields checked, at the field's colon
+    /// as cel-go places them) and `Object.x.y{...}` (fields unchecked) are
+    /// of the named type; kube-apiserver checks a mutation's result type.
+    fn structure(&mut self, name: &str, fields: &[(Arc<str>, Expr, bool)]) -> Ty {
+        let name = name.trim_start_matches('.');
+        for (f, v, _) in fields {
+            let t = self.check(v);
+            let at = self.src[..v.pos as usize]
+                .rfind(':')
+                .unwrap_or(v.pos as usize) as Pos;
+            let expected = match (name, &**f) {
+                ("JSONPatch", "op" | "path" | "from") => "string",
+                ("JSONPatch", "value") => continue,
+                // cel-go's message for a field the type does not have.
+                ("JSONPatch", _) => "",
+                _ => continue,
+            };
+            if expected.is_empty() || !matches!(t, Ty::String | Ty::Dyn | Ty::Error | Ty::Param(_))
+            {
+                let message = format!(
+                    "expected type of field '{f}' is '{expected}' but provided type is '{}'",
+                    t.declared_name()
+                );
+                self.error(at, message);
+            }
+        }
+        if name == "JSONPatch" || name == "Object" || name.starts_with("Object.") {
+            Ty::Named(name.into())
+        } else {
+            Ty::Dyn
+        }
+    }
+
     fn error(&mut self, pos: Pos, msg: String) -> Ty {
         self.errors.push((pos, msg));
         Ty::Error
@@ -347,12 +380,7 @@ impl Checker<'_, '_> {
             } => self.call(e.pos, function, target.as_deref(), args),
             ExprKind::List { elements, optional } => self.list(elements, optional),
             ExprKind::Map { entries } => self.map(entries),
-            ExprKind::Struct { fields, .. } => {
-                for (_, v, _) in fields {
-                    self.check(v);
-                }
-                Ty::Dyn
-            }
+            ExprKind::Struct { name, fields } => self.structure(name, fields),
             ExprKind::And(a, b) | ExprKind::Or(a, b) => {
                 let mut result = Ty::Bool;
                 for x in [a, b] {

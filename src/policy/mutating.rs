@@ -296,7 +296,7 @@ impl Invocation<'_> {
                     let value = program
                         .eval(act)
                         .map_err(|e| expression_error(program, &e))?;
-                    patch(p.patch_types[i], &before_mutation(&current), &value)
+                    patch(p.patch_types[i], current.object.unwrap_or(&Json::Null), &value)
                 },
             );
             match patched {
@@ -392,10 +392,6 @@ fn patch(patch_type: PatchType, object: &Json, value: &Value) -> Result<Json, St
                 .map_err(|e| format!("error applying patch: {e}"))
         }
     }
-}
-
-fn before_mutation<'a>(req: &Request<'a>) -> &'a Json {
-    req.object.expect("a mutated request has an object")
 }
 
 fn object_gvk(object: &Json) -> GroupVersionKind {

@@ -6,6 +6,27 @@ use crate::inventory::Inventory;
 use crate::policy::PolicySet;
 use std::sync::{Arc, Mutex};
 
+/// A MutatingAdmissionPolicy (and binding) that labels every ConfigMap
+/// `owner: platform`.
+pub const ADD_OWNER_MAP: &str = "apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingAdmissionPolicy
+metadata: {name: add-owner}
+spec:
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [''], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}
+  reinvocationPolicy: Never
+  mutations:
+  - patchType: ApplyConfiguration
+    applyConfiguration:
+      expression: \"Object{metadata: Object.metadata{labels: {'owner': 'platform'}}}\"
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingAdmissionPolicyBinding
+metadata: {name: add-owner}
+spec: {policyName: add-owner}
+";
+
 /// Ingress hosts unique in the cluster, through a declared index.
 pub const UNIQUE_HOST: &str = "
 apiVersion: interlock.dev/v1alpha1

@@ -195,10 +195,7 @@ impl PolicySet {
         out: &mut Admitted,
         dirty: &mut bool,
     ) -> bool {
-        let current = Request {
-            object: Some(&*object),
-            ..req.clone()
-        };
+        let current = with_object(req, &*object);
         if !matching::matches(&p.matcher, &current, inv, false) {
             return false;
         }
@@ -283,10 +280,7 @@ impl Invocation<'_> {
             }
         }
         for (i, program) in p.mutations.iter().enumerate() {
-            let current = Request {
-                object: Some(&*object),
-                ..req.clone()
-            };
+            let current = with_object(req, &*object);
             let patched = p.with_activation(
                 &current,
                 &Shared::default(),
@@ -332,10 +326,7 @@ impl Invocation<'_> {
         if p.match_conditions.is_empty() {
             return Ok(true);
         }
-        let current = Request {
-            object: Some(object),
-            ..req.clone()
-        };
+        let current = with_object(req, object);
         p.with_activation(
             &current,
             &Shared::default(),
@@ -391,6 +382,14 @@ fn patch(patch_type: PatchType, object: &Json, value: &Value) -> Result<Json, St
             crate::k8s::apply::apply(schemas, root, object, &value.to_json())
                 .map_err(|e| format!("error applying patch: {e}"))
         }
+    }
+}
+
+/// `req` sending `object` (as a mutation left it).
+fn with_object<'a>(req: &Request<'a>, object: &'a Json) -> Request<'a> {
+    Request {
+        object: Some(object),
+        ..req.clone()
     }
 }
 

@@ -345,24 +345,7 @@ fn a_yaml_1_1_boolean_label_is_named_with_its_line() {
 
 #[test]
 fn a_mutating_admission_policy_case_expects_the_patched_object() {
-    let policy = "apiVersion: admissionregistration.k8s.io/v1
-kind: MutatingAdmissionPolicy
-metadata: {name: configmap-rules}
-spec:
-  matchConstraints:
-    resourceRules:
-    - {apiGroups: [''], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}
-  reinvocationPolicy: Never
-  mutations:
-  - patchType: ApplyConfiguration
-    applyConfiguration:
-      expression: \"Object{metadata: Object.metadata{labels: {'owner': 'platform'}}}\"
----
-apiVersion: admissionregistration.k8s.io/v1
-kind: MutatingAdmissionPolicyBinding
-metadata: {name: configmap-rules}
-spec: {policyName: configmap-rules}
-";
+    let policy = &crate::fixtures::ADD_OWNER_MAP.replace("add-owner", "configmap-rules");
     let expect = |owner: &str| {
         header(
             &format!("owner-{owner}"),

@@ -5,24 +5,7 @@ use super::*;
 use std::fs;
 use std::path::Path;
 
-const ADD_OWNER: &str = "apiVersion: admissionregistration.k8s.io/v1
-kind: MutatingAdmissionPolicy
-metadata: {name: add-owner}
-spec:
-  matchConstraints:
-    resourceRules:
-    - {apiGroups: [''], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}
-  reinvocationPolicy: Never
-  mutations:
-  - patchType: ApplyConfiguration
-    applyConfiguration:
-      expression: \"Object{metadata: Object.metadata{labels: {'owner': 'platform'}}}\"
----
-apiVersion: admissionregistration.k8s.io/v1
-kind: MutatingAdmissionPolicyBinding
-metadata: {name: add-owner}
-spec: {policyName: add-owner}
-";
+use crate::fixtures::ADD_OWNER_MAP as ADD_OWNER;
 
 const REQUIRE_OWNER: &str = "apiVersion: admissionregistration.k8s.io/v1
 kind: ValidatingAdmissionPolicy

@@ -191,7 +191,8 @@ pub fn generate(policies: &PolicySet, options: &Options) -> (Json, Json) {
     let bound = || policies.policies.iter().filter(|p| p.is_bound());
     let mut must = Atoms::new();
     let mut advise = Atoms::new();
-    for p in bound() {
+    // A MutatingAdmissionPolicy only mutates (through `/mutate`).
+    for p in bound().filter(|p| p.kind != crate::policy::PolicyKind::Map) {
         let strict = p.may_deny_at_admission() && p.failure_policy() == FailurePolicy::Fail;
         let into = if strict { &mut must } else { &mut advise };
         for r in &p.match_constraints().resource_rules {

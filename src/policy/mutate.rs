@@ -11,10 +11,33 @@ pub struct MutationError {
 }
 
 impl PolicySet {
-    /// The JSON patch operations (RFC 6902, as JSON) that matching
-    /// InterlockPolicies' mutations yield, in policy order.
+    /// The JSON patch operations (RFC 6902, as JSON) the mutations make:
+    /// the MutatingAdmissionPolicies' first (as one diff, see
+    /// [`PolicySet::admit`]), then matching InterlockPolicies' in policy
+    /// order, over the object the former left.
     pub fn mutate(&self, req: &Request, inv: &dyn Lookup) -> Result<Vec<Json>, MutationError> {
-        let mut ops = Vec::new();
+        let admitted = self.admit(req, inv);
+        if let Some(f) = admitted.failures.first() {
+            return Err(MutationError {
+                policy: f.policy.clone(),
+                message: f.message.clone(),
+            });
+        }
+        let (mut ops, mutated) = match (&admitted.object, req.object) {
+            (Some(m), Some(before)) => {
+                let diff = serde_json::to_value(::json_patch::diff(before, m)).unwrap_or_default();
+                let ops = diff.as_array().cloned().unwrap_or_default();
+                (
+                    ops,
+                    Some(Request {
+                        object: Some(m),
+                        ..req.clone()
+                    }),
+                )
+            }
+            _ => (Vec::new(), None),
+        };
+        let req = mutated.as_ref().unwrap_or(req);
         let interlock = |p: &&CompiledPolicy| p.kind == PolicyKind::Interlock;
         for p in self
             .policies

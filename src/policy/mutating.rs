@@ -290,7 +290,11 @@ impl Invocation<'_> {
                     let value = program
                         .eval(act)
                         .map_err(|e| expression_error(program, &e))?;
-                    patch(p.patch_types[i], current.object.unwrap_or(&Json::Null), &value)
+                    patch(
+                        p.patch_types[i],
+                        current.object.unwrap_or(&Json::Null),
+                        &value,
+                    )
                 },
             );
             match patched {

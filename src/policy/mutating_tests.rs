@@ -141,3 +141,17 @@ fn malformed_policies_are_refused_with_the_field() {
             .starts_with("spec.mutations[0].jsonPatch.expression: ")
     );
 }
+
+#[test]
+fn the_webhook_patch_holds_the_mutating_policies_changes_first() {
+    let set = compile(&map(
+        "p",
+        "  mutations:\n  - patchType: ApplyConfiguration\n    applyConfiguration:\n      expression: \"Object{metadata: Object.metadata{labels: {'owner': 'platform'}}}\"\n",
+    ));
+    let object = config_map();
+    let req = Request::create(&object, "u").unwrap();
+    assert_eq!(
+        set.mutate(&req, &Inventory::new()).unwrap(),
+        vec![json!({"op": "add", "path": "/metadata/labels", "value": {"owner": "platform"}})]
+    );
+}

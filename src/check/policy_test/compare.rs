@@ -100,32 +100,17 @@ pub(super) fn mutations(
         };
         // MutatingAdmissionPolicies first (kube-apiserver's in-process
         // plugin runs before webhooks), then InterlockPolicy mutations.
-        let admitted = policies.admit(&req, inventory);
-        let outcome = match admitted.failures.first() {
-            Some(f) => Err(f.to_string()),
-            None => {
-                let base = admitted.object.unwrap_or_else(|| value.clone());
-                let mut ops: Vec<Json> = serde_json::to_value(json_patch::diff(&value, &base))
-                    .ok()
-                    .and_then(|v| v.as_array().cloned())
-                    .unwrap_or_default();
-                let req = check.request(&base, &check.user).unwrap_or(req);
-                policies
-                    .mutate(&req, inventory)
-                    .map_err(|e| e.to_string())
-                    .and_then(|webhook_ops| {
-                        let patch: json_patch::Patch = serde_json::from_value(Json::Array(
-                            webhook_ops.clone(),
-                        ))
-                        .map_err(|e| format!("the mutations are not a valid JSON patch: {e}"))?;
-                        let mut patched = base.clone();
-                        json_patch::patch(&mut patched, &patch)
-                            .map_err(|e| format!("the mutations' patch does not apply: {e}"))?;
-                        ops.extend(webhook_ops);
-                        Ok((ops, patched))
-                    })
-            }
-        };
+        let outcome = policies
+            .mutate(&req, inventory)
+            .map_err(|e| e.to_string())
+            .and_then(|ops| {
+                let patch: json_patch::Patch = serde_json::from_value(Json::Array(ops.clone()))
+                    .map_err(|e| format!("the mutations are not a valid JSON patch: {e}"))?;
+                let mut patched = value.clone();
+                json_patch::patch(&mut patched, &patch)
+                    .map_err(|e| format!("the mutations' patch does not apply: {e}"))?;
+                Ok((ops, patched))
+            });
         out.push(Patched {
             kind: d.kind().to_string(),
             namespace: value

@@ -151,7 +151,7 @@ impl PolicySet {
     /// object defaulted after each; then, when some mutation changed the
     /// object, the `IfNeeded` policies once more.
     pub fn admit(&self, req: &Request, inv: &dyn Lookup) -> Admitted {
-        let mut out = Admitted::default();
+        let out = Admitted::default();
         let Some(original) = req.object else {
             return out;
         };
@@ -164,46 +164,63 @@ impl PolicySet {
             return out;
         }
         maps.sort_by(|a, b| a.name.cmp(&b.name));
-        let mut object = original.clone();
+        let mut chain = Chain {
+            req,
+            inv,
+            object: original.clone(),
+            out,
+            dirty: false,
+        };
         let mut reinvoke: Vec<&CompiledPolicy> = Vec::new();
-        let mut dirty = false;
         for p in &maps {
-            let ran = self.run_policy(p, req, &mut object, inv, &mut out, &mut dirty);
-            if ran && p.reinvocation == Reinvocation::IfNeeded {
+            if chain.run_policy(p) && p.reinvocation == Reinvocation::IfNeeded {
                 reinvoke.push(p);
             }
         }
-        if dirty {
-            let mut ignored = false;
+        if chain.dirty {
             for p in reinvoke {
-                self.run_policy(p, req, &mut object, inv, &mut out, &mut ignored);
+                chain.run_policy(p);
             }
         }
-        if object != *original {
-            out.object = Some(object);
+        let mut out = chain.out;
+        if chain.object != *original {
+            out.object = Some(chain.object);
         }
         out
     }
+}
+
+/// One request's way through the MutatingAdmissionPolicies.
+struct Chain<'r, 'a> {
+    req: &'r Request<'a>,
+    inv: &'r dyn Lookup,
+    /// The object as the mutations so far left it.
+    object: Json,
+    out: Admitted,
+    /// Whether some mutation was applied (kube-apiserver then reinvokes).
+    dirty: bool,
+}
+
+impl Chain<'_, '_> {
+    /// The request, sending the object as it is now.
+    fn current(&self) -> Request<'_> {
+        Request {
+            object: Some(&self.object),
+            ..self.req.clone()
+        }
+    }
 
     /// Runs one policy's invocations; whether one ran (matched).
-    fn run_policy(
-        &self,
-        p: &CompiledPolicy,
-        req: &Request,
-        object: &mut Json,
-        inv: &dyn Lookup,
-        out: &mut Admitted,
-        dirty: &mut bool,
-    ) -> bool {
-        let current = with_object(req, &*object);
-        if !matching::matches(&p.matcher, &current, inv, false) {
+    fn run_policy(&mut self, p: &CompiledPolicy) -> bool {
+        let current = self.current();
+        if !matching::matches(&p.matcher, &current, self.inv, false) {
             return false;
         }
-        let (invocations, failures) = p.invocations(&current, inv);
-        out.failures.extend(failures);
+        let (invocations, failures) = p.invocations(&current, self.inv);
+        self.out.failures.extend(failures);
         let mut ran = false;
         for invocation in invocations {
-            ran |= invocation.run(req, object, inv, out, dirty);
+            ran |= invocation.run(self);
         }
         ran
     }
@@ -256,37 +273,27 @@ impl CompiledPolicy {
 }
 
 impl Invocation<'_> {
-    /// Runs the mutations if the matchConditions hold on `object`; whether
-    /// they did.
-    fn run(
-        &self,
-        req: &Request,
-        object: &mut Json,
-        inv: &dyn Lookup,
-        out: &mut Admitted,
-        dirty: &mut bool,
-    ) -> bool {
+    /// Runs the mutations if the matchConditions hold on the object;
+    /// whether they did.
+    fn run(&self, chain: &mut Chain) -> bool {
         let p = self.policy;
         let fail = p.failure_policy == FailurePolicy::Fail;
-        let before = object.clone();
-        match self.conditions_hold(req, &before, inv) {
+        let before = chain.object.clone();
+        match self.conditions_hold(&chain.current(), chain.inv) {
             Ok(true) => {}
             Ok(false) => return false,
             Err(message) => {
                 if fail {
-                    out.failures.push(p.failure(self.binding, message));
+                    chain.out.failures.push(p.failure(self.binding, message));
                 }
                 return false;
             }
         }
         for (i, program) in p.mutations.iter().enumerate() {
-            let current = with_object(req, &*object);
-            let patched = p.with_activation(
-                &current,
-                &Shared::default(),
-                inv,
-                self.params.as_ref(),
-                |act, _| {
+            let current = chain.current();
+            let params = self.params.as_ref();
+            let patched =
+                p.with_activation(&current, &Shared::default(), chain.inv, params, |act, _| {
                     let value = program
                         .eval(act)
                         .map_err(|e| expression_error(program, &e))?;
@@ -295,44 +302,37 @@ impl Invocation<'_> {
                         current.object.unwrap_or(&Json::Null),
                         &value,
                     )
-                },
-            );
+                });
             match patched {
                 Ok(mut new) => {
                     // kube-apiserver decodes the patched object into its
                     // type (nulls dropped) and defaults it.
                     drop_nulls(&mut new);
                     crate::k8s::defaults::apply(&mut new);
-                    *object = new;
-                    *dirty = true;
+                    chain.object = new;
+                    chain.dirty = true;
                 }
-                Err(message) if fail => out.failures.push(p.failure(self.binding, message)),
+                Err(message) if fail => chain.out.failures.push(p.failure(self.binding, message)),
                 Err(message) => {
                     tracing::debug!(policy = %p.name, %message, "mutation ignored (failurePolicy Ignore)")
                 }
             }
         }
-        if *object != before && !out.mutated_by.contains(&p.name) {
-            out.mutated_by.push(p.name.clone());
+        if chain.object != before && !chain.out.mutated_by.contains(&p.name) {
+            chain.out.mutated_by.push(p.name.clone());
         }
         true
     }
 
-    /// Every matchCondition on `object`: false if one is false, else an
-    /// error if one failed.
-    fn conditions_hold(
-        &self,
-        req: &Request,
-        object: &Json,
-        inv: &dyn Lookup,
-    ) -> Result<bool, String> {
+    /// Every matchCondition on `current`'s object: false if one is
+    /// false, else an error if one failed.
+    fn conditions_hold(&self, current: &Request, inv: &dyn Lookup) -> Result<bool, String> {
         let p = self.policy;
         if p.match_conditions.is_empty() {
             return Ok(true);
         }
-        let current = with_object(req, object);
         p.with_activation(
-            &current,
+            current,
             &Shared::default(),
             inv,
             self.params.as_ref(),
@@ -386,14 +386,6 @@ fn patch(patch_type: PatchType, object: &Json, value: &Value) -> Result<Json, St
             crate::k8s::apply::apply(schemas, root, object, &value.to_json())
                 .map_err(|e| format!("error applying patch: {e}"))
         }
-    }
-}
-
-/// `req` sending `object` (as a mutation left it).
-fn with_object<'a>(req: &Request<'a>, object: &'a Json) -> Request<'a> {
-    Request {
-        object: Some(object),
-        ..req.clone()
     }
 }
 

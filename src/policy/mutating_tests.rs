@@ -155,3 +155,22 @@ fn the_webhook_patch_holds_the_mutating_policies_changes_first() {
         vec![json!({"op": "add", "path": "/metadata/labels", "value": {"owner": "platform"}})]
     );
 }
+
+#[test]
+fn v1beta1_documents_are_read_and_other_versions_refused() {
+    let beta = map(
+        "p",
+        "  mutations:\n  - patchType: JSONPatch\n    jsonPatch: {expression: \"[JSONPatch{op: 'add', path: '/data/x', value: 'y'}]\"}\n",
+    )
+    .replace("admissionregistration.k8s.io/v1\n", "admissionregistration.k8s.io/v1beta1\n");
+    let set = compile(&beta);
+    assert_eq!(admit(&set, &config_map()).object.unwrap()["data"]["x"], "y");
+    let wrong = MAP_HEADER.replace("NAME", "p").replace(
+        "admissionregistration.k8s.io/v1\n",
+        "admissionregistration.k8s.io/v2\n",
+    );
+    assert_eq!(
+        compile_error(&wrong),
+        "apiVersion \"admissionregistration.k8s.io/v2\": a MutatingAdmissionPolicy or its binding is admissionregistration.k8s.io/v1 (or v1beta1, v1alpha1)"
+    );
+}

@@ -231,13 +231,12 @@ impl CrdSchemas {
 /// a ValidatingAdmissionPolicy's `status.typeChecking`), as notices: they
 /// change no finding and no exit code. Without such a policy the schemas
 /// are not even read.
-fn type_check_notices(policies: &PolicySet, crds: CrdSchemas, report: &mut Report) {
+fn type_check_notices(policies: &PolicySet, schemas: &Schemas, report: &mut Report) {
     if !policies.policies.iter().any(|p| p.kind == PolicyKind::Vap) {
         return;
     }
-    let schemas = crds.schemas(report);
     for p in policies.policies.iter() {
-        for w in p.type_check_warnings(&schemas) {
+        for w in p.type_check_warnings(schemas) {
             report.notices.push(InputError {
                 file: p.source.file.clone(),
                 line: Some(p.source.line),
@@ -383,11 +382,19 @@ pub fn run(opts: &CheckOptions) -> Report {
         }
     }
     skipped_notice(&skipped, &mut report);
-    type_check_notices(&policies, crds, &mut report);
+    // The schemas are read only for policies that use them.
+    let schemas = if policies.has_mutating_policies()
+        || policies.policies.iter().any(|p| p.kind == PolicyKind::Vap)
+    {
+        crds.schemas(&mut report)
+    } else {
+        Cow::Borrowed(openapi::builtin())
+    };
+    type_check_notices(&policies, &schemas, &mut report);
     let files = loaded.files;
     let skipped_files = skipped.len();
     let items = flatten_items(loaded.items, &mut report);
-    let inventory = check_items(items, &policies, inventory, opts, &mut report);
+    let inventory = check_items(items, &policies, &schemas, inventory, opts, &mut report);
     // Nothing checked is not "all fine": say so, and fail the run.
     if report.errors.is_empty() && policies.is_empty() {
         report.errors.push(InputError {
@@ -504,7 +511,14 @@ pub fn check_documents_with(
         .map(|d| expanded_items(d.clone(), &inventory, &policies, opts))
         .collect();
     let items = flatten_items(items, report);
-    let inventory = check_items(items, &policies, inventory, opts, report);
+    let inventory = check_items(
+        items,
+        &policies,
+        openapi::builtin(),
+        inventory,
+        opts,
+        report,
+    );
     (policies, inventory)
 }
 

@@ -5,7 +5,7 @@
 //! something changed).
 
 use super::*;
-use crate::k8s::openapi;
+use crate::k8s::openapi::{self, Schemas};
 
 /// The apiVersions kube-apiserver serves each admissionregistration kind at.
 pub(super) fn check_api_version(kind: PolicyKind, doc: &Json) -> Result<(), String> {
@@ -151,6 +151,12 @@ impl PolicySet {
     /// object defaulted after each; then, when some mutation changed the
     /// object, the `IfNeeded` policies once more.
     pub fn admit(&self, req: &Request, inv: &dyn Lookup) -> Admitted {
+        self.admit_with(req, inv, openapi::builtin())
+    }
+
+    /// [`PolicySet::admit`] with `schemas` (the built-in ones and CRDs')
+    /// for ApplyConfiguration's merge.
+    pub fn admit_with(&self, req: &Request, inv: &dyn Lookup, schemas: &Schemas) -> Admitted {
         let out = Admitted::default();
         let Some(original) = req.object else {
             return out;
@@ -167,6 +173,7 @@ impl PolicySet {
         let mut chain = Chain {
             req,
             inv,
+            schemas,
             object: original.clone(),
             out,
             dirty: false,
@@ -194,6 +201,7 @@ impl PolicySet {
 struct Chain<'r, 'a> {
     req: &'r Request<'a>,
     inv: &'r dyn Lookup,
+    schemas: &'r Schemas,
     /// The object as the mutations so far left it.
     object: Json,
     out: Admitted,
@@ -299,6 +307,7 @@ impl Invocation<'_> {
                         .map_err(|e| expression_error(program, &e))?;
                     patch(
                         p.patch_types[i],
+                        chain.schemas,
                         current.object.unwrap_or(&Json::Null),
                         &value,
                     )
@@ -361,7 +370,12 @@ impl Invocation<'_> {
 }
 
 /// `object` patched by a mutation's value.
-fn patch(patch_type: PatchType, object: &Json, value: &Value) -> Result<Json, String> {
+fn patch(
+    patch_type: PatchType,
+    schemas: &Schemas,
+    object: &Json,
+    value: &Value,
+) -> Result<Json, String> {
     match patch_type {
         PatchType::JsonPatch => {
             let Value::List(ops) = value else {
@@ -381,7 +395,6 @@ fn patch(patch_type: PatchType, object: &Json, value: &Value) -> Result<Json, St
                 ));
             };
             let gvk = object_gvk(object);
-            let schemas = openapi::builtin();
             let root = schemas.root(gvk.group(), gvk.version(), gvk.kind());
             crate::k8s::apply::apply(schemas, root, object, &value.to_json())
                 .map_err(|e| format!("error applying patch: {e}"))

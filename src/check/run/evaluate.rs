@@ -13,6 +13,7 @@ use super::*;
 pub(super) fn check_items(
     mut items: Vec<Item>,
     policies: &PolicySet,
+    schemas: &Schemas,
     mut inventory: Inventory,
     opts: &CheckOptions,
     report: &mut Report,
@@ -94,6 +95,7 @@ pub(super) fn check_items(
     let ctx = CheckContext {
         items: &items,
         policies,
+        schemas,
         inventory: &inventory,
         duplicated: &duplicated,
         units: &units,
@@ -342,6 +344,8 @@ impl ApplyUnits {
 pub(super) struct CheckContext<'a> {
     pub(super) items: &'a [Item],
     pub(super) policies: &'a PolicySet,
+    /// The built-in schemas and the CRDs' among the files (ApplyConfiguration).
+    pub(super) schemas: &'a Schemas,
     pub(super) inventory: &'a Inventory,
     pub(super) duplicated: &'a Duplicated<'a>,
     pub(super) units: &'a ApplyUnits,
@@ -399,6 +403,7 @@ pub(super) fn check_one(value: Option<&Json>, i: usize, ctx: &CheckContext<'_>) 
     let CheckContext {
         items,
         policies,
+        schemas: _,
         inventory,
         duplicated,
         units,
@@ -421,7 +426,7 @@ pub(super) fn check_one(value: Option<&Json>, i: usize, ctx: &CheckContext<'_>) 
     let admitted = written
         .as_ref()
         .filter(|_| policies.has_mutating_policies())
-        .map(|req| policies.admit(req, inventory));
+        .map(|req| policies.admit_with(req, inventory, ctx.schemas));
     let mutated = admitted.as_ref().and_then(|a| a.object.as_ref());
     let request = match mutated {
         Some(m) => opts.request(m, &opts.user),

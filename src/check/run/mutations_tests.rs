@@ -113,3 +113,87 @@ fn without_a_mutating_policy_nothing_is_patched() {
     let r = check_with(&[("vap.yaml", FORBID_PLATFORM)], true);
     assert!(r.results.is_empty() && r.mutations.is_empty(), "{r:?}");
 }
+
+const WIDGET_CRD: &str = "apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.example.com}
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: widgets, singular: widget, kind: Widget}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              parts:
+                type: array
+                x-kubernetes-list-type: map
+                x-kubernetes-list-map-keys: [name]
+                items:
+                  type: object
+                  properties:
+                    name: {type: string}
+                    size: {type: integer}
+";
+
+const ADD_PART: &str = "apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingAdmissionPolicy
+metadata: {name: add-part}
+spec:
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [example.com], apiVersions: [v1], operations: [CREATE], resources: [widgets]}
+  reinvocationPolicy: Never
+  mutations:
+  - patchType: ApplyConfiguration
+    applyConfiguration:
+      expression: \"Object{spec: Object.spec{parts: [Object.spec.parts{name: 'b', size: 2}]}}\"
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingAdmissionPolicyBinding
+metadata: {name: add-part}
+spec: {policyName: add-part}
+";
+
+#[test]
+fn an_apply_configuration_merges_a_custom_resource_by_its_crd_schema() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    fs::create_dir_all(dir.path().join("manifests")).expect("mkdir");
+    fs::write(dir.path().join("map.yaml"), ADD_PART).expect("write");
+    let widget = "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w, namespace: apps}\nspec:\n  parts: [{name: a, size: 1}]\n";
+    fs::write(dir.path().join("manifests/widget.yaml"), widget).expect("write");
+    let parts = |with_crd: bool| {
+        let crd = dir.path().join("manifests/crd.yaml");
+        if with_crd {
+            fs::write(&crd, WIDGET_CRD).expect("write");
+        } else {
+            let _ = fs::remove_file(&crd);
+        }
+        let r = run(&CheckOptions {
+            policies: vec![dir.path().join("map.yaml")],
+            inputs: vec![dir.path().join("manifests")],
+            user: DEFAULT_USER.into(),
+            show_mutations: true,
+            ..CheckOptions::default()
+        });
+        assert!(r.errors.is_empty(), "{:?}", r.errors);
+        r.mutations[0].patch.clone()
+    };
+    // The CRD says `parts` is a map list: the new part joins the old one.
+    assert_eq!(
+        parts(true),
+        serde_json::json!([{"op": "add", "path": "/spec/parts/1", "value": {"name": "b", "size": 2}}])
+    );
+    // Without its schema a list is replaced.
+    assert_eq!(
+        parts(false),
+        serde_json::json!([{"op": "replace", "path": "/spec/parts/0/name", "value": "b"}, {"op": "replace", "path": "/spec/parts/0/size", "value": 2}])
+    );
+}

@@ -351,6 +351,11 @@ pub struct ClusterPolicyArgs {
     /// named like a `-p` file policy is refused.
     #[arg(long)]
     pub cluster_policies: bool,
+    /// Also load the tenants' InterlockNamespacePolicy objects (the CRD
+    /// must be installed): each judges only objects of its own namespace
+    /// and reads only its own namespace. Needs --cluster-policies.
+    #[arg(long, requires = "cluster_policies")]
+    pub namespace_policies: bool,
 }
 
 impl ClusterPolicyArgs {
@@ -365,6 +370,7 @@ impl ClusterPolicyArgs {
             .then_some(crate::cluster::policy_objects::ObjectOptions {
                 lease_name: lease,
                 identity,
+                namespaced: self.namespace_policies,
             })
     }
 }

@@ -16,7 +16,7 @@ impl PolicySet {
     pub fn mutate(&self, req: &Request, inv: &dyn Lookup) -> Result<Vec<Json>, MutationError> {
         let mut ops = Vec::new();
         for p in self.policies.iter().filter(|p| !p.mutations.is_empty()) {
-            if !matching::matches(&p.matcher, req, inv, false) {
+            if !p.matches(req, inv) {
                 continue;
             }
             match p.mutation_ops(req, inv) {

@@ -42,6 +42,7 @@ mod group_wait_drift;
 mod image;
 mod install;
 mod listeners;
+mod namespace_policies;
 mod policies;
 mod policy_objects;
 mod prereq;

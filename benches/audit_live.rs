@@ -346,7 +346,7 @@ fn beside(
         (a.hold, a.pace) = (hold, pace);
         let mut n = 0;
         while !st.load(Ordering::Relaxed) {
-            a.pass(&c, &s, true);
+            a.pass(&c, &s, true, None);
             n += 1;
         }
         n

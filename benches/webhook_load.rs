@@ -35,6 +35,13 @@
 //! the samples by a dry-run pre-flight through the engine, so the expected
 //! decision of each body is known.
 //!
+//! 3. with the whole library, the fixed-rate phase again while a thread
+//!    changes the policies every `LOAD_RELOAD_EVERY_MS` (500 ms), as an
+//!    applied InterlockPolicy object does under `serve --cluster-policies`
+//!    (compiled outside the lock, swapped in by `Cluster::install`;
+//!    support/policy_reload.rs): its p99 beside the quiet phase's. Target
+//!    (issue 32): no more than 2x.
+//!
 //! Environment (all optional):
 //! `LOAD_OBJECTS` (50000), `LOAD_RATE` (2000), `LOAD_SECS` (5),
 //! `LOAD_CONNS` (16), `LOAD_SAT_CONNS` (32), `LOAD_BODIES` (distinct
@@ -61,6 +68,8 @@
 
 #[path = "support/gen_cluster.rs"]
 mod gen_cluster;
+#[path = "support/policy_reload.rs"]
+mod policy_reload;
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -970,6 +979,49 @@ fn ratio(a: f64, b: f64) -> String {
     }
 }
 
+/// The fixed-rate phase again while the policies are reloaded every
+/// `LOAD_RELOAD_EVERY_MS` (500), as an InterlockPolicy object's changes
+/// reload them under `serve --cluster-policies` (support/policy_reload.rs);
+/// its p99 beside the quiet phase's. Returns the errors.
+async fn reload_under_load(
+    run: Arc<Run>,
+    engine: &Arc<Engine>,
+    s: &Settings,
+    quiet: &Figures,
+) -> usize {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let every = Duration::from_millis(env("LOAD_RELOAD_EVERY_MS", 500));
+    let stop = Arc::new(AtomicBool::new(false));
+    let (cluster, flag) = (engine.cluster().clone(), stop.clone());
+    let reloader = std::thread::spawn(move || policy_reload::run(cluster, every, flag));
+    let before = thread_cpu();
+    let mut p = fixed_rate(run, s.rate, s.conns, s.secs).await;
+    (p.cpu_server_ns, p.cpu_client_ns) = cpu_between(&before, &thread_cpu());
+    stop.store(true, Ordering::Relaxed);
+    let during = report(
+        &format!(
+            "fixed rate {:.0}/s x {} conns, reloading every {every:?}",
+            s.rate, s.conns
+        ),
+        &mut p,
+        s.pinned,
+    );
+    let r = reloader.join().unwrap_or_default();
+    let n = r.count.max(1) as f64;
+    println!(
+        "reload under load: {} reloads ({} failed), compile {:.1} ms and install (write lock) {:.3} ms each on average; p99 quiet {:.3} ms, reloading {:.3} ms ({}; <= 2x: {})",
+        r.count,
+        r.failures,
+        r.compile.as_secs_f64() * 1e3 / n,
+        r.install.as_secs_f64() * 1e3 / n,
+        quiet.p99,
+        during.p99,
+        ratio(during.p99, quiet.p99),
+        if during.p99 <= 2.0 * quiet.p99 { "met" } else { "MISSED" },
+    );
+    p.errors + r.failures
+}
+
 fn main() -> Result<(), BoxError> {
     // `cargo test --benches` runs this with `--bench` absent: do a tiny smoke run.
     let smoke = !std::env::args().any(|a| a == "--bench");
@@ -1154,9 +1206,12 @@ fn main() -> Result<(), BoxError> {
                 engine: path == "/validate",
             });
             let reevaluated = reevaluations(&engine);
-            let (fixed, sat, e) = measure(run, &settings).await;
-            let _ = stop.send(());
+            let (fixed, sat, e) = measure(run.clone(), &settings).await;
             errors += e;
+            if whole_library {
+                errors += reload_under_load(run, &engine, &settings, &fixed).await;
+            }
+            let _ = stop.send(());
             println!(
                 "decisions evaluated twice (a write since changed a kind their policies read): {}",
                 reevaluations(&engine) - reevaluated

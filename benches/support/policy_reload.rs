@@ -53,8 +53,11 @@ pub fn run(cluster: Arc<Cluster>, every: Duration, stop: Arc<AtomicBool>) -> Rel
     let mut ledger = Ledger::default();
     let mut out = Reloads::default();
     let mut generation = 0;
-    while !stop.load(Ordering::Relaxed) {
+    loop {
         std::thread::sleep(every);
+        if stop.load(Ordering::Relaxed) {
+            return out;
+        }
         generation += 1;
         let objects = BTreeMap::from([("bench-reload".to_string(), object(generation))]);
         let t = Instant::now();
@@ -71,5 +74,4 @@ pub fn run(cluster: Arc<Cluster>, every: Duration, stop: Arc<AtomicBool>) -> Rel
         }
         out.install += t.elapsed();
     }
-    out
 }

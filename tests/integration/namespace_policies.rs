@@ -9,11 +9,12 @@
 
 use crate::support;
 
+use crate::policy_objects::{denied, until};
 use serde_json::{json, Value};
 use std::path::Path;
 use std::process::{Command, Output};
-use std::time::{Duration, Instant};
 use support::cluster::TestCluster;
+use support::tenant::ok;
 use support::webhook::{kubeconfig_as, namespace_labelled, Scope};
 
 /// ConfigMaps, and the tenants' policies themselves (refused at admission
@@ -27,19 +28,12 @@ const SCOPE: Scope = Scope {
 
 const TENANT: &str = "tenant-ilnp";
 
-/// Generous: a failure deadline, not a speed claim.
-const PATIENCE: Duration = Duration::from_secs(90);
-
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
 fn text(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-fn ok(out: &Output, what: &str) {
-    assert!(out.status.success(), "{what}: {}", text(out));
 }
 
 /// kubectl as the tenant, with `stdin` when given.
@@ -80,41 +74,13 @@ fn policy(kind: &str, ns: Option<&str>, name: &str, reads: Option<&str>) -> Stri
             "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
                 "resources": ["configmaps"], "operations": ["CREATE", "UPDATE"]}]},
             "validationActions": ["Deny"],
-            "validations": [{"expression": rule, "message": "the key forbidden is not allowed here"}]
+            "validations": [{"expression": rule, "message": "the key forbidden is not allowed"}]
         }
     });
     if let Some(ns) = ns {
         doc["metadata"]["namespace"] = json!(ns);
     }
     doc.to_string()
-}
-
-/// Whether a ConfigMap with the forbidden key is denied in `ns` now (a
-/// server-side dry run as the admin).
-fn denied(cluster: &TestCluster, ns: &str) -> bool {
-    let out = cluster.kubectl(&[
-        "-n",
-        ns,
-        "create",
-        "configmap",
-        "probe",
-        "--from-literal=forbidden=1",
-        "--dry-run=server",
-    ]);
-    let stderr = text(&out);
-    assert!(
-        out.status.success() || stderr.contains("the key forbidden is not allowed here"),
-        "refused for another reason: {stderr}"
-    );
-    !out.status.success()
-}
-
-fn until(what: &str, mut f: impl FnMut() -> bool) {
-    let deadline = Instant::now() + PATIENCE;
-    while !f() {
-        assert!(Instant::now() < deadline, "never: {what}");
-        std::thread::sleep(Duration::from_millis(300));
-    }
 }
 
 /// The tenant policy's status once it speaks of its generation.

@@ -49,7 +49,10 @@ fn object(generation: i64) -> ObjectDoc {
 }
 
 /// Reloads the policies of `cluster` every `every` until `stop`.
+/// `LOAD_RELOAD_COMPILE_ONLY=1` compiles and never swaps in (to tell the
+/// compile's cost on the shared cores from the swap's).
 pub fn run(cluster: Arc<Cluster>, every: Duration, stop: Arc<AtomicBool>) -> Reloads {
+    let swap = std::env::var("LOAD_RELOAD_COMPILE_ONLY").as_deref() != Ok("1");
     let mut ledger = Ledger::default();
     let mut out = Reloads::default();
     let mut generation = 0;
@@ -65,7 +68,13 @@ pub fn run(cluster: Arc<Cluster>, every: Duration, stop: Arc<AtomicBool>) -> Rel
             LoadedPolicies::with_objects(&[], &Overrides::default(), &objects, &mut ledger);
         out.compile += t.elapsed();
         let t = Instant::now();
-        match loaded.map(|(l, _)| cluster.install(l, None)) {
+        match loaded.map(|(l, _)| {
+            if swap {
+                cluster.install(l, None)
+            } else {
+                Ok(false)
+            }
+        }) {
             Ok(Ok(_)) => out.count += 1,
             Ok(Err(e)) | Err(e) => {
                 eprintln!("reload failed: {e}");

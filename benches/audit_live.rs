@@ -128,7 +128,7 @@ fn full_passes(cluster: &Cluster, store: &Shared, auditor: &mut Auditor, rounds:
     let (mut evaluated, mut holds) = (0, 0);
     for _ in 0..rounds {
         let t = Instant::now();
-        let p = auditor.pass(cluster, store, true);
+        let p = auditor.pass(cluster, store, true, None);
         wall.push(t.elapsed().as_secs_f64());
         busy.push(p.busy.as_secs_f64());
         (evaluated, holds) = (p.evaluated, p.holds);
@@ -192,25 +192,25 @@ fn one_change(
     rounds: usize,
 ) {
     let key = ObjectKey::of(cm).expect("key");
-    auditor.pass(cluster, store, false);
+    auditor.pass(cluster, store, false, None);
     let (mut del, mut put) = (vec![], vec![]);
     let (mut del_n, mut put_n, mut delta) = (0, 0, 0);
     for _ in 0..rounds {
         let before = auditor.findings().count();
         cluster.update_inventory(|inv, _| inv.remove(&key));
         let t = Instant::now();
-        let p = auditor.pass(cluster, store, false);
+        let p = auditor.pass(cluster, store, false, None);
         del.push((t.elapsed().as_secs_f64(), p.busy.as_secs_f64()));
         del_n = p.evaluated;
         delta = auditor.findings().count() as isize - before as isize;
         cluster.update_inventory(|inv, _| inv.upsert(cm, None).map(|_| ()).expect("upsert"));
         let t = Instant::now();
-        let p = auditor.pass(cluster, store, false);
+        let p = auditor.pass(cluster, store, false, None);
         put.push((t.elapsed().as_secs_f64(), p.busy.as_secs_f64()));
         put_n = p.evaluated;
     }
     let t = Instant::now();
-    let idle = auditor.pass(cluster, store, false).evaluated;
+    let idle = auditor.pass(cluster, store, false, None).evaluated;
     let idle_secs = t.elapsed().as_secs_f64();
     let ms = |v: &[(f64, f64)], i: usize| {
         1e3 * median(v.iter().map(|p| if i == 0 { p.0 } else { p.1 }).collect())
@@ -346,7 +346,7 @@ fn beside(
         (a.hold, a.pace) = (hold, pace);
         let mut n = 0;
         while !st.load(Ordering::Relaxed) {
-            a.pass(&c, &s, true);
+            a.pass(&c, &s, true, None);
             n += 1;
         }
         n

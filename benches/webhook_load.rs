@@ -35,12 +35,21 @@
 //! the samples by a dry-run pre-flight through the engine, so the expected
 //! decision of each body is known.
 //!
+//! 3. with the whole library, `LOAD_RELOAD_ROUNDS` (3) rounds of the
+//!    fixed-rate phase quiet, then while a thread changes the policies every
+//!    `LOAD_RELOAD_EVERY_MS` (500 ms), as an applied InterlockPolicy object
+//!    does under `serve --cluster-policies` (compiled outside the lock,
+//!    swapped in by `Cluster::install`; support/policy_reload.rs): each
+//!    round's two p99s side by side, and the median ratio. Target (issue
+//!    32): no more than 2x.
+//!
 //! Environment (all optional):
 //! `LOAD_OBJECTS` (50000), `LOAD_RATE` (2000), `LOAD_SECS` (5),
 //! `LOAD_CONNS` (16), `LOAD_SAT_CONNS` (32), `LOAD_BODIES` (distinct
 //! request bodies, 4096), `LOAD_PROTO` (`h1` or `h2`, default h1),
 //! `LOAD_EVAL_THREADS` (server `--eval-threads`, default one per CPU),
-//! `LOAD_PATH` (/validate), `LOAD_SKIP_BASELINE=1`, `LOAD_PENDING_TTL` (seconds an admitted
+//! `LOAD_PATH` (/validate), `LOAD_SKIP_BASELINE=1`, `LOAD_RELOAD_EVERY_MS`
+//! (500), `LOAD_RELOAD_ROUNDS` (3), `LOAD_PENDING_TTL` (seconds an admitted
 //! write stays recorded; long for repeatable callgrind counts), `LOAD_POLICIES` (comma-separated names: load
 //! only these policies of the library, to profile one).
 //! `LOAD_TARGET=127.0.0.1:8443`, `LOAD_CA=ca.crt` and `LOAD_CLUSTER=DIR`
@@ -61,6 +70,8 @@
 
 #[path = "support/gen_cluster.rs"]
 mod gen_cluster;
+#[path = "support/policy_reload.rs"]
+mod policy_reload;
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -970,6 +981,77 @@ fn ratio(a: f64, b: f64) -> String {
     }
 }
 
+/// The fixed-rate phase again, quiet and then while the policies are
+/// reloaded every `LOAD_RELOAD_EVERY_MS` (500), as an InterlockPolicy
+/// object's changes reload them under `serve --cluster-policies`
+/// (support/policy_reload.rs), `LOAD_RELOAD_ROUNDS` (3) times in turn: each
+/// reloading phase beside the quiet one run right before it, in the same
+/// state, and the median of the rounds' p99 ratios (a shared machine moves
+/// one phase's p99 by more than the reloads do). Returns the errors.
+async fn reload_under_load(run: Arc<Run>, engine: &Arc<Engine>, s: &Settings) -> usize {
+    // At least three changes in a phase, however short (the smoke run).
+    let every = Duration::from_millis(env("LOAD_RELOAD_EVERY_MS", 500))
+        .min(Duration::from_secs_f64(s.secs / 3.0));
+    let rounds = env("LOAD_RELOAD_ROUNDS", 3usize).max(1);
+    let mut ratios = Vec::new();
+    let mut errors = 0;
+    for round in 1..=rounds {
+        let (quiet, e) = reload_phase(&run, engine, s, None).await;
+        errors += e;
+        let (during, e) = reload_phase(&run, engine, s, Some(every)).await;
+        errors += e;
+        ratios.push(during.p99 / quiet.p99);
+        println!(
+            "  round {round}: p99 quiet {:.3} ms, reloading {:.3} ms ({})",
+            quiet.p99,
+            during.p99,
+            ratio(during.p99, quiet.p99)
+        );
+    }
+    ratios.sort_by(f64::total_cmp);
+    let median = ratios[ratios.len() / 2];
+    println!(
+        "reload under load: median p99 ratio (reloading / quiet) of {rounds} rounds {median:.2}x (<= 2x: {})",
+        if median <= 2.0 { "met" } else { "MISSED" },
+    );
+    errors
+}
+
+/// One fixed-rate phase, reloading every `every` when given; its figures
+/// and errors (reload failures included).
+async fn reload_phase(
+    run: &Arc<Run>,
+    engine: &Arc<Engine>,
+    s: &Settings,
+    every: Option<Duration>,
+) -> (Figures, usize) {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let stop = Arc::new(AtomicBool::new(false));
+    let reloader = every.map(|every| {
+        let (cluster, flag) = (engine.cluster().clone(), stop.clone());
+        std::thread::spawn(move || policy_reload::run(cluster, every, flag))
+    });
+    let before = thread_cpu();
+    let mut p = fixed_rate(run.clone(), s.rate, s.conns, s.secs).await;
+    (p.cpu_server_ns, p.cpu_client_ns) = cpu_between(&before, &thread_cpu());
+    stop.store(true, Ordering::Relaxed);
+    let what = every.map_or("quiet".into(), |e| format!("reloading every {e:?}"));
+    let name = format!("fixed rate {:.0}/s x {} conns, {what}", s.rate, s.conns);
+    let figures = report(&name, &mut p, s.pinned);
+    let Some(r) = reloader.and_then(|t| t.join().ok()) else {
+        return (figures, p.errors);
+    };
+    let n = r.count.max(1) as f64;
+    println!(
+        "    {} reloads ({} failed), each: compile {:.1} ms, install (write lock) {:.3} ms",
+        r.count,
+        r.failures,
+        r.compile.as_secs_f64() * 1e3 / n,
+        r.install.as_secs_f64() * 1e3 / n,
+    );
+    (figures, p.errors + r.failures)
+}
+
 fn main() -> Result<(), BoxError> {
     // `cargo test --benches` runs this with `--bench` absent: do a tiny smoke run.
     let smoke = !std::env::args().any(|a| a == "--bench");
@@ -1154,9 +1236,12 @@ fn main() -> Result<(), BoxError> {
                 engine: path == "/validate",
             });
             let reevaluated = reevaluations(&engine);
-            let (fixed, sat, e) = measure(run, &settings).await;
-            let _ = stop.send(());
+            let (fixed, sat, e) = measure(run.clone(), &settings).await;
             errors += e;
+            if whole_library {
+                errors += reload_under_load(run, &engine, &settings).await;
+            }
+            let _ = stop.send(());
             println!(
                 "decisions evaluated twice (a write since changed a kind their policies read): {}",
                 reevaluations(&engine) - reevaluated

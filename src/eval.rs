@@ -276,6 +276,7 @@ impl Session {
         let indexes = HashMap::new();
         let host = InventoryHost {
             inventory: &self.inventory,
+            confined: None,
             indexes: &indexes,
             me: SelfIdentity {
                 uid: None,

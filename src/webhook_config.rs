@@ -226,6 +226,20 @@ pub fn generate(policies: &PolicySet, options: &Options) -> (Json, Json) {
             ["CREATE", "UPDATE"],
         );
     }
+    // A tenant's policy that reaches beyond its namespace is refused at
+    // admission (admission/namespace_policy.rs). Advisory: while the
+    // webhook is down one is admitted, and the compiler still keeps it out
+    // of force (its status says why).
+    if !policies.is_empty() {
+        add_atom(
+            &mut advise,
+            "interlock.dev",
+            "interlocknamespacepolicies",
+            "Namespaced",
+            "v1alpha1",
+            ["CREATE", "UPDATE"],
+        );
+    }
     subtract(&mut advise, &must);
     let mut mutate = Atoms::new();
     for p in bound().filter(|p| !p.mutations.is_empty()) {

@@ -5,6 +5,7 @@
 pub mod boundary;
 pub mod claims;
 mod group;
+mod namespace_policy;
 pub mod serve;
 pub mod webhook_rules;
 
@@ -237,7 +238,9 @@ impl Engine {
         } else {
             first
         };
-        boundary.warn(self.answer(resp, &r, outcome.verdicts, outcome.annotations))
+        let mut verdicts = outcome.verdicts;
+        verdicts.extend(namespace_policy::verdicts(&r));
+        boundary.warn(self.answer(resp, &r, verdicts, outcome.annotations))
     }
 
     /// The outcome of `r` on `view`. While the inventory is not synced,

@@ -326,6 +326,12 @@ pub struct AuditArgs {
     /// the cluster serves it, else PolicyReport.
     #[arg(long, value_enum, default_value = "auto", requires = "audit")]
     pub audit_report_format: ReportFormatArg,
+    /// Also audit the cluster's own ValidatingAdmissionPolicies and their
+    /// bindings (with their params) against what is stored: kube-apiserver
+    /// judges an object only when it is written. Needs list on both kinds
+    /// and on each paramKind they name (docs/audit.md).
+    #[arg(long, requires = "audit")]
+    pub audit_cluster_vaps: bool,
 }
 
 impl AuditArgs {
@@ -335,6 +341,7 @@ impl AuditArgs {
             Arc::new(LiveAudit::new(LiveOptions {
                 full_interval: self.audit_interval.max(Duration::from_secs(1)),
                 report_format: self.audit_report_format.into(),
+                cluster_vaps: self.audit_cluster_vaps,
                 ..LiveOptions::default()
             })) as Arc<dyn Companion>
         })
@@ -351,6 +358,11 @@ pub struct ClusterPolicyArgs {
     /// named like a `-p` file policy is refused.
     #[arg(long)]
     pub cluster_policies: bool,
+    /// Also load the tenants' InterlockNamespacePolicy objects (the CRD
+    /// must be installed): each judges only objects of its own namespace
+    /// and reads only its own namespace. Needs --cluster-policies.
+    #[arg(long, requires = "cluster_policies")]
+    pub namespace_policies: bool,
 }
 
 impl ClusterPolicyArgs {
@@ -365,6 +377,7 @@ impl ClusterPolicyArgs {
             .then_some(crate::cluster::policy_objects::ObjectOptions {
                 lease_name: lease,
                 identity,
+                namespaced: self.namespace_policies,
             })
     }
 }

@@ -151,10 +151,11 @@ pub enum Command {
         args: super::args::CertsArgs,
     },
     /// Print the CRDs of the project's kinds (ResourceGroup,
-    /// InterlockException, InterlockPolicy) as YAML.
+    /// InterlockException, InterlockPolicy, InterlockNamespacePolicy) as
+    /// YAML.
     Crd {
         /// Only this kind's CRD.
-        #[arg(value_parser = ["ResourceGroup", "InterlockException", "InterlockPolicy"])]
+        #[arg(value_parser = ["ResourceGroup", "InterlockException", "InterlockPolicy", "InterlockNamespacePolicy"])]
         kind: Option<String>,
     },
     /// Reconcile ResourceGroups against the cluster of the current kubeconfig.

@@ -217,6 +217,10 @@ fn dispatch(command: Command) -> u8 {
                     "InterlockPolicy",
                     crate::cluster::policy_objects::CRD_YAML.to_string(),
                 ),
+                (
+                    "InterlockNamespacePolicy",
+                    crate::cluster::policy_objects::NAMESPACED_CRD_YAML.to_string(),
+                ),
             ];
             for (name, yaml) in all {
                 if kind.as_deref().is_none_or(|k| k == name) {

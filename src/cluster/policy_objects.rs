@@ -1,5 +1,6 @@
-//! The cluster's InterlockPolicy objects (with `--cluster-policies`): one
-//! watch folds their events into a snapshot that the policy reload loop
+//! The cluster's InterlockPolicy objects (with `--cluster-policies`) and
+//! the tenants' InterlockNamespacePolicy objects (`--namespace-policies`):
+//! one watch per kind, folded into one snapshot that the policy reload loop
 //! (reload.rs) loads beside the files, level-triggered: every reload reads
 //! the whole snapshot, never an event. The status each object should have
 //! (computed by `policy::objects`) is written by the replica that holds the
@@ -16,6 +17,7 @@ use super::Cluster;
 use crate::inventory::ObjectKey;
 use crate::k8s::kind::{GroupKind, GroupVersionKind};
 use crate::policy::objects::{status_differs, ObjectDoc, KIND};
+use crate::policy::tenant;
 use futures::StreamExt;
 use kube::api::{Api, DynamicObject, PostParams};
 use kube::runtime::watcher;
@@ -33,7 +35,11 @@ pub const API_VERSION: &str = "interlock.dev/v1alpha1";
 /// The kind's CRD, as committed (`interlock crd`).
 pub const CRD_YAML: &str = include_str!("../../manifests/base/crd-interlockpolicy.yaml");
 
-/// The objects by name.
+/// The tenants' kind's CRD, as committed.
+pub const NAMESPACED_CRD_YAML: &str =
+    include_str!("../../manifests/base/crd-interlocknamespacepolicy.yaml");
+
+/// The objects by name (`namespace/name` for the tenants' kind).
 pub type Snapshot = Arc<BTreeMap<String, ObjectDoc>>;
 
 /// How a process takes part in the cluster's policy objects.
@@ -45,6 +51,23 @@ pub struct ObjectOptions {
     pub lease_name: Option<String>,
     /// This replica's identity in it.
     pub identity: String,
+    /// `--namespace-policies`: the tenants' InterlockNamespacePolicy
+    /// objects too.
+    pub namespaced: bool,
+}
+
+/// The kinds a process with `options` watches, each with its resource
+/// (the plural) and its CRD's file.
+fn kinds_of(options: &ObjectOptions) -> Vec<(GroupVersionKind, &'static str, &'static str)> {
+    let mut kinds = vec![(kind(), "interlockpolicies", "crd-interlockpolicy.yaml")];
+    if options.namespaced {
+        kinds.push((
+            namespaced_kind(),
+            "interlocknamespacepolicies",
+            "crd-interlocknamespacepolicy.yaml",
+        ));
+    }
+    kinds
 }
 
 /// Where the policy-status Lease lives: the Pod's namespace, else the
@@ -57,24 +80,23 @@ fn lease_namespace(client: &Client) -> String {
 /// and its one log line naming what is missing: the kind served and
 /// watchable and, for the status writer, its Lease and the status verb.
 pub fn needs(client: &Client, options: &ObjectOptions) -> Vec<Need> {
-    let mut needs = vec![Need::Served {
-        kind: kind(),
-        crd: "crd-interlockpolicy.yaml",
-    }];
-    for verb in ["list", "watch"] {
-        needs.push(Need::Access(Access::new(
-            verb,
-            "interlock.dev",
-            "interlockpolicies",
-        )));
+    let mut needs = Vec::new();
+    for (kind, plural, crd) in kinds_of(options) {
+        needs.push(Need::Served { kind, crd });
+        for verb in ["list", "watch"] {
+            needs.push(Need::Access(Access::new(verb, "interlock.dev", plural)));
+        }
+        if options.lease_name.is_some() {
+            let status = format!("{plural}/status");
+            needs.push(Need::Access(Access::new(
+                "update",
+                "interlock.dev",
+                &status,
+            )));
+        }
     }
     if let Some(name) = &options.lease_name {
         let ns = lease_namespace(client);
-        needs.push(Need::Access(Access::new(
-            "update",
-            "interlock.dev",
-            "interlockpolicies/status",
-        )));
         needs.push(Need::Access(
             Access::new("create", "coordination.k8s.io", "leases").in_namespace(&ns),
         ));
@@ -94,12 +116,25 @@ pub fn kind() -> GroupVersionKind {
     GroupVersionKind::from_api_version(API_VERSION, KIND)
 }
 
+/// The tenants' kind.
+pub fn namespaced_kind() -> GroupVersionKind {
+    GroupVersionKind::from_api_version(API_VERSION, tenant::KIND)
+}
+
+/// An object's name in the snapshot: its own, or `namespace/name`.
+fn snapshot_name(key: &ObjectKey) -> String {
+    match &*key.namespace {
+        "" => key.name.to_string(),
+        ns => tenant::qualified(ns, &key.name),
+    }
+}
+
 /// An object (with its apiVersion and kind) as the loader needs it.
 fn object_doc(mut doc: Json) -> Option<(String, ObjectDoc)> {
+    let name = snapshot_name(&ObjectKey::of(&doc)?);
     let m = doc.as_object_mut()?;
     let status = m.remove("status").unwrap_or(Json::Null);
     let meta = m.get("metadata")?;
-    let name = meta.get("name")?.as_str()?.to_string();
     let uid = meta
         .get("uid")
         .and_then(Json::as_str)
@@ -120,12 +155,13 @@ fn object_doc(mut doc: Json) -> Option<(String, ObjectDoc)> {
     ))
 }
 
-/// The objects seen, by name: a [`Sink`] of the one watch driver
-/// (`cluster::driver`), listed once its first list has ended.
-#[derive(Default)]
+/// The objects seen, by snapshot name: a [`Sink`] of the watch drivers
+/// (`cluster::driver`) of every kind, listed once each kind's first list
+/// has ended.
 pub struct ObjectSync {
     objects: BTreeMap<String, ObjectDoc>,
-    listed: bool,
+    /// The kinds whose first list has not ended yet.
+    unlisted: HashSet<GroupKind>,
 }
 
 impl Sink for ObjectSync {
@@ -137,20 +173,31 @@ impl Sink for ObjectSync {
     }
 
     fn delete(&mut self, key: &ObjectKey) {
-        self.objects.remove(&*key.name);
+        self.objects.remove(&snapshot_name(key));
     }
 
-    fn reset(&mut self, _kind: &GroupKind, seen: &HashSet<ObjectKey>) {
+    fn reset(&mut self, kind: &GroupKind, seen: &HashSet<ObjectKey>) {
+        let names: HashSet<String> = seen.iter().map(snapshot_name).collect();
         self.objects
-            .retain(|name, _| seen.iter().any(|k| &*k.name == name));
-        self.listed = true;
+            .retain(|name, o| o.doc["kind"] != kind.kind() || names.contains(name));
+        self.unlisted.remove(kind);
     }
 }
 
 impl ObjectSync {
-    /// The objects, once listed.
+    /// Nothing seen yet of `kinds`.
+    pub fn new(kinds: &[GroupVersionKind]) -> Self {
+        ObjectSync {
+            objects: BTreeMap::new(),
+            unlisted: kinds.iter().map(GroupVersionKind::group_kind).collect(),
+        }
+    }
+
+    /// The objects, once every kind is listed.
     pub fn snapshot(&self) -> Option<Snapshot> {
-        self.listed.then(|| Arc::new(self.objects.clone()))
+        self.unlisted
+            .is_empty()
+            .then(|| Arc::new(self.objects.clone()))
     }
 }
 
@@ -181,6 +228,7 @@ pub fn start(
     let (stored_tx, stored) = channel::channel(Arc::new(BTreeMap::new()));
     let (desired, desired_rx) = channel::channel(Arc::new(BTreeMap::new()));
     let leading = Arc::new(AtomicBool::new(false));
+    let kinds: Vec<GroupVersionKind> = kinds_of(&options).into_iter().map(|k| k.0).collect();
     let lease = options.lease_name.map(|name| LeaseConfig {
         namespace: lease_namespace(&client),
         name,
@@ -191,6 +239,7 @@ pub fn start(
     let mut tasks = vec![tokio::spawn(watch(
         client.clone(),
         cluster,
+        kinds,
         specs_tx,
         stored_tx,
     ))];
@@ -206,29 +255,34 @@ pub fn start(
     (tasks, Feeds { specs, desired })
 }
 
-/// Watches the objects until aborted: every event to `stored`, and to
-/// `specs` when what compiles changed.
+/// Watches the objects of `kinds` until aborted: every event to `stored`,
+/// and to `specs` when what compiles changed.
 async fn watch(
     client: Client,
     cluster: Arc<Cluster>,
+    kinds: Vec<GroupVersionKind>,
     specs: channel::Sender<Option<Snapshot>>,
     stored: channel::Sender<Snapshot>,
 ) {
-    let api = super::exceptions::discover(
-        &client,
-        KIND,
-        "InterlockPolicy is not served (CRD not installed?): --cluster-policies needs it; not ready until it is",
-    )
-    .await;
-    let config =
-        watcher::Config::default().timeout(cluster.options.watch_timeout.as_secs().max(1) as u32);
-    let mut stream = watcher::watcher(api, config).default_backoff().boxed();
-    let mut sync = ObjectSync::default();
-    let mut driver = KindSync::new(&kind());
-    while let Some(event) = stream.next().await {
+    let mut streams = Vec::new();
+    for (i, kind) in kinds.iter().enumerate() {
+        let missing = format!(
+            "{} is not served (CRD not installed?): --cluster-policies/--namespace-policies need it; not ready until it is",
+            kind.kind()
+        );
+        let api = super::exceptions::discover(&client, kind.kind(), &missing).await;
+        let config = watcher::Config::default()
+            .timeout(cluster.options.watch_timeout.as_secs().max(1) as u32);
+        let stream = watcher::watcher(api, config).default_backoff();
+        streams.push(stream.map(move |e| (i, e)).boxed());
+    }
+    let mut stream = futures::stream::select_all(streams);
+    let mut sync = ObjectSync::new(&kinds);
+    let mut drivers: Vec<KindSync> = kinds.iter().map(KindSync::new).collect();
+    while let Some((i, event)) = stream.next().await {
         match event {
             Ok(e) => {
-                driver.on_event(&mut sync, e);
+                drivers[i].on_event(&mut sync, e);
                 let Some(now) = sync.snapshot() else { continue };
                 stored.send_replace(now.clone());
                 specs.send_if_modified(|old| {
@@ -239,7 +293,9 @@ async fn watch(
                     !same
                 });
             }
-            Err(e) => tracing::warn!(error = %e, "InterlockPolicy watch error; re-listing"),
+            Err(e) => {
+                tracing::warn!(kind = %kinds[i].kind(), error = %e, "policy object watch error; re-listing")
+            }
         }
     }
 }
@@ -265,9 +321,6 @@ async fn write_statuses(
     mut stored: channel::Receiver<Snapshot>,
     leading: Arc<AtomicBool>,
 ) {
-    let gvk = kube::api::GroupVersionKind::gvk("interlock.dev", "v1alpha1", KIND);
-    let ar = kube::api::ApiResource::from_gvk(&gvk);
-    let api: Api<DynamicObject> = Api::all_with(client, &ar);
     loop {
         tokio::select! {
             _ = desired.changed() => {}
@@ -293,18 +346,35 @@ async fn write_statuses(
             let Ok(object) = serde_json::from_value::<DynamicObject>(whole) else {
                 continue;
             };
+            let Some((api, own_name)) = status_api(&client, &o.doc) else {
+                continue;
+            };
             match api
-                .replace_status(name, &PostParams::default(), &object)
+                .replace_status(own_name, &PostParams::default(), &object)
                 .await
             {
                 Ok(_) => tracing::info!(policy = %name, generation = o.generation,
-                    ready = %status["conditions"][0]["status"], "InterlockPolicy status written"),
+                    ready = %status["conditions"][0]["status"], "policy object status written"),
                 Err(e) => {
-                    tracing::warn!(policy = %name, error = %e, "InterlockPolicy status not written")
+                    tracing::warn!(policy = %name, error = %e, "policy object status not written")
                 }
             }
         }
     }
+}
+
+/// Where an object's status is written (its kind, in its namespace when it
+/// has one), and its own name there.
+fn status_api<'d>(client: &Client, doc: &'d Json) -> Option<(Api<DynamicObject>, &'d str)> {
+    let kind = doc["kind"].as_str()?;
+    let name = doc.pointer("/metadata/name")?.as_str()?;
+    let gvk = kube::api::GroupVersionKind::gvk("interlock.dev", "v1alpha1", kind);
+    let ar = kube::api::ApiResource::from_gvk(&gvk);
+    let api = match doc.pointer("/metadata/namespace").and_then(Json::as_str) {
+        Some(ns) => Api::namespaced_with(client.clone(), ns, &ar),
+        None => Api::all_with(client.clone(), &ar),
+    };
+    Some((api, name))
 }
 
 #[cfg(test)]

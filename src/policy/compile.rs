@@ -47,11 +47,15 @@ impl PolicySet {
         let mut bindings = Vec::new();
         let mut exception_sources = Vec::new();
         for (doc, source) in docs {
+            let tenant_namespace = tenant::namespace_of(doc);
             let name = doc
                 .pointer("/metadata/name")
                 .and_then(Json::as_str)
-                .unwrap_or("<unnamed>")
-                .to_string();
+                .unwrap_or("<unnamed>");
+            let name = match tenant_namespace {
+                Some(ns) => tenant::qualified(ns, name),
+                None => name.to_string(),
+            };
             let err = |message: String| PolicyError {
                 location: source.clone(),
                 column: None,
@@ -89,9 +93,17 @@ impl PolicySet {
                 Some("ValidatingAdmissionPolicy") => PolicyKind::Vap,
                 Some("MutatingAdmissionPolicy") => PolicyKind::Map,
                 Some("InterlockPolicy") => PolicyKind::Interlock,
+                Some(tenant::KIND) if tenant_namespace.is_some() => PolicyKind::Interlock,
+                Some(tenant::KIND) => {
+                    errors.push(err(format!(
+                        "metadata.namespace is required: an {} applies to its own namespace",
+                        tenant::KIND
+                    )));
+                    continue;
+                }
                 other => {
                     errors.push(err(format!(
-                        "not a policy document (kind {other:?}); expected ValidatingAdmissionPolicy, MutatingAdmissionPolicy, their bindings, or InterlockPolicy"
+                        "not a policy document (kind {other:?}); expected ValidatingAdmissionPolicy, MutatingAdmissionPolicy, their bindings, InterlockPolicy or InterlockNamespacePolicy"
                     )));
                     continue;
                 }
@@ -102,7 +114,7 @@ impl PolicySet {
             }
             match spec::<PolicySpec>(doc)
                 .map_err(Failure::from)
-                .and_then(|s| compile_policy(&name, kind, s, inventory))
+                .and_then(|s| compile_policy(&name, kind, s, tenant_namespace, inventory))
             {
                 Ok(mut p) => {
                     p.source = source.clone();
@@ -195,6 +207,7 @@ pub(super) fn compile_policy(
     name: &str,
     kind: PolicyKind,
     spec: PolicySpec,
+    tenant_namespace: Option<&str>,
     inventory: &mut Inventory,
 ) -> Result<CompiledPolicy, Failure> {
     let (mut env, slots) = policy_env(kind, &spec);
@@ -205,6 +218,12 @@ pub(super) fn compile_policy(
     })?;
     let reinvocation = mutating::check_fields(kind, &spec)?;
     let expressions = Expressions::compile(&mut env, kind, &spec)?;
+    if let Some(ns) = tenant_namespace {
+        let beyond = tenant::reach(ns, &spec, Some(&expressions));
+        if !beyond.is_empty() {
+            return Err(beyond.join("; ").into());
+        }
+    }
     let indexes = declare_indexes(&spec, inventory)?;
     if kind == PolicyKind::Vap && !spec.claims.is_empty() {
         return Err("spec.claims is an InterlockPolicy field".into());
@@ -248,6 +267,7 @@ pub(super) fn compile_policy(
         expressions_read_inventory: reads.inventory,
         name: name.to_string(),
         kind,
+        tenant: tenant_namespace.map(Arc::from),
         source: Source {
             file: String::new(),
             line: 0,
@@ -273,7 +293,7 @@ pub(super) fn compile_policy(
 }
 
 /// The CEL environment of a policy of `kind`, and where its variables sit.
-fn policy_env(kind: PolicyKind, spec: &PolicySpec) -> (Env, Slots) {
+pub(super) fn policy_env(kind: PolicyKind, spec: &PolicySpec) -> (Env, Slots) {
     let mut env = match kind {
         PolicyKind::Vap => Env::kubernetes(),
         PolicyKind::Map => Env::kubernetes_mutating(),
@@ -343,7 +363,7 @@ fn compile_as(
 }
 
 /// Every expression of a policy, compiled.
-struct Expressions {
+pub(super) struct Expressions {
     variables: Vec<Program>,
     match_conditions: Vec<(String, Program)>,
     validations: Vec<CompiledValidation>,
@@ -355,7 +375,7 @@ struct Expressions {
 impl Expressions {
     /// Compiles them in the order kube-apiserver does; each variable is
     /// declared in `env` for the expressions after it.
-    fn compile(env: &mut Env, kind: PolicyKind, spec: &PolicySpec) -> Result<Expressions, Failure> {
+    pub(super) fn compile(env: &mut Env, kind: PolicyKind, spec: &PolicySpec) -> Result<Expressions, Failure> {
         // kube-apiserver's typing rules hold for its own kinds.
         let vap = kind != PolicyKind::Interlock;
         let mut variables = Vec::new();
@@ -434,6 +454,23 @@ impl Expressions {
         })
     }
 
+    /// Each expression with its field, as messages spell it.
+    pub(super) fn fields(&self) -> Vec<(String, &Program)> {
+        let mut out = named("variables", "expression", &self.variables);
+        let conditions: Vec<&Program> = self.match_conditions.iter().map(|(_, p)| p).collect();
+        out.extend(named("matchConditions", "expression", conditions));
+        for (i, v) in self.validations.iter().enumerate() {
+            out.push((format!("spec.validations[{i}].expression"), &v.expression));
+            if let Some(m) = &v.message_expression {
+                out.push((format!("spec.validations[{i}].messageExpression"), m));
+            }
+        }
+        let annotations: Vec<&Program> = self.audit_annotations.iter().map(|(_, p)| p).collect();
+        out.extend(named("auditAnnotations", "valueExpression", annotations));
+        out.extend(named("mutations", "jsonPatch.expression", &self.mutations));
+        out
+    }
+
     fn programs(&self) -> Vec<&Program> {
         self.variables
             .iter()
@@ -447,6 +484,19 @@ impl Expressions {
             .chain(self.mutations.iter())
             .collect()
     }
+}
+
+/// Each program of a list field with its field name.
+fn named<'p>(
+    field: &str,
+    leaf: &str,
+    programs: impl IntoIterator<Item = &'p Program>,
+) -> Vec<(String, &'p Program)> {
+    programs
+        .into_iter()
+        .enumerate()
+        .map(|(i, p)| (format!("spec.{field}[{i}].{leaf}"), p))
+        .collect()
 }
 
 /// Declares the policy's indexes in the inventory; their ids by name.

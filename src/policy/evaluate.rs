@@ -21,7 +21,7 @@ impl PolicySet {
             // A MutatingAdmissionPolicy has nothing to decide (`admit` runs it).
             if p.kind == PolicyKind::Map
                 || !part.selects(p)
-                || !matching::matches(&p.matcher, req, inventory, false)
+                || !p.matches(req, inventory)
             {
                 continue;
             }
@@ -85,6 +85,16 @@ pub(super) enum Params<'a> {
 }
 
 impl CompiledPolicy {
+    /// Whether the policy's matchConstraints match `req`; a tenant's
+    /// policy matches only objects of its own namespace.
+    pub(super) fn matches(&self, req: &Request, inv: &dyn Lookup) -> bool {
+        let in_reach = self
+            .tenant
+            .as_deref()
+            .is_none_or(|ns| !req.is_namespace_request() && req.namespace == ns);
+        in_reach && matching::matches(&self.matcher, req, inv, false)
+    }
+
     pub fn reads_inventory(&self) -> bool {
         self.kind == PolicyKind::Interlock
     }
@@ -271,6 +281,7 @@ impl CompiledPolicy {
             .get_or_init(|| namespace_object(req, inv));
         let host = InventoryHost {
             inventory: inv,
+            confined: self.tenant.as_deref(),
             indexes: &self.indexes,
             me: shared.me.get_or_init(|| SelfIdentity::of(req)).clone(),
             related: Default::default(),

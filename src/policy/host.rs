@@ -79,6 +79,8 @@ fn record(e: &Entry) {
 
 pub struct InventoryHost<'a> {
     pub inventory: &'a dyn Lookup,
+    /// A tenant policy's namespace: its lookups of any other are errors.
+    pub confined: Option<&'a str>,
     pub indexes: &'a HashMap<String, IndexId>,
     pub me: SelfIdentity,
     /// Objects returned by index lookups: the related objects of a finding
@@ -99,6 +101,17 @@ fn built(ctx: &mut Ctx, e: &Entry) -> EvalResult<()> {
 }
 
 impl<'a> InventoryHost<'a> {
+    /// Refuses a lookup in `namespace` by a policy confined elsewhere
+    /// (one whose namespace is a constant was refused when it was written).
+    fn reach(&self, f: &str, namespace: &str) -> EvalResult<()> {
+        match self.confined {
+            Some(own) if own != namespace => Err(EvalError::new(format!(
+                "{f}: an InterlockNamespacePolicy of namespace {own:?} reads only its own namespace, not {namespace:?}"
+            ))),
+            _ => Ok(()),
+        }
+    }
+
     fn get(&self, ctx: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {
         let f = "inventory.get";
         let key = ObjectKeyRef {
@@ -107,6 +120,7 @@ impl<'a> InventoryHost<'a> {
             namespace: str_arg(f, a, 2)?,
             name: str_arg(f, a, 3)?,
         };
+        self.reach(f, key.namespace)?;
         match self.inventory.find(key).filter(|e| !self.me.is(e)) {
             Some(e) => {
                 built(ctx, e)?;
@@ -122,6 +136,7 @@ impl<'a> InventoryHost<'a> {
         let group = group_of(str_arg(f, a, 0)?);
         let kind = str_arg(f, a, 1)?;
         let ns = str_arg(f, a, 2)?;
+        self.reach(f, ns)?;
         let labels = match a.get(3) {
             None => None,
             Some(Value::Map(m)) => Some(string_map(m)?),

@@ -21,6 +21,7 @@ pub mod overrides;
 mod projection;
 mod queries;
 mod request;
+pub mod tenant;
 /// The kinds table lives in [`crate::k8s::kinds`]; this name stays for callers.
 pub use crate::k8s::kinds as resources;
 pub mod selector;
@@ -90,6 +91,8 @@ struct CompiledValidation {
 pub struct CompiledPolicy {
     pub name: String,
     pub kind: PolicyKind,
+    /// The namespace an InterlockNamespacePolicy is confined to.
+    pub tenant: Option<Arc<str>>,
     pub source: Source,
     failure_policy: FailurePolicy,
     param_kind: Option<GroupKind>,
@@ -293,7 +296,9 @@ pub fn is_policy_document(doc: &Json) -> bool {
             )
         ) | (
             Some(INTERLOCK_GROUP),
-            Some("InterlockPolicy" | exceptions::FILE_KIND | exceptions::CLUSTER_KIND)
+            Some(
+                "InterlockPolicy" | tenant::KIND | exceptions::FILE_KIND | exceptions::CLUSTER_KIND
+            )
         )
     )
 }

@@ -45,7 +45,7 @@ impl PolicySet {
             .filter(interlock)
             .filter(|p| !p.mutations.is_empty())
         {
-            if !matching::matches(&p.matcher, req, inv, false) {
+            if !p.matches(req, inv) {
                 continue;
             }
             match p.mutation_ops(req, inv) {

@@ -29,10 +29,15 @@ pub struct ObjectDoc {
     pub status: Json,
 }
 
-/// The documents' source for messages and findings: where to find it.
+/// The documents' source for messages and findings: where to find it
+/// (only a tenant's policy has a slash in its snapshot name).
 pub fn source_of(name: &str) -> Source {
+    let kind = match name.contains('/') {
+        true => super::tenant::KIND,
+        false => KIND,
+    };
     Source {
-        file: format!("{KIND}/{name}"),
+        file: format!("{kind}/{name}"),
         line: 0,
     }
 }

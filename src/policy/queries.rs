@@ -13,7 +13,7 @@ impl PolicySet {
         inv: &'s Inventory,
     ) -> impl Iterator<Item = &'s CompiledPolicy> + 's {
         self.policies.iter().filter(move |p| {
-            matching::matches(&p.matcher, req, inv, false)
+            p.matches(req, inv)
                 && p.bindings.iter().any(|b| {
                     b.matcher
                         .as_ref()

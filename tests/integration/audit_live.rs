@@ -49,6 +49,11 @@ struct Audit {
 
 impl Audit {
     fn start(cluster: &TestCluster, full_interval: Duration) -> Audit {
+        Audit::start_with(cluster, full_interval, false)
+    }
+
+    /// `cluster_vaps`: `--audit-cluster-vaps`.
+    fn start_with(cluster: &TestCluster, full_interval: Duration, cluster_vaps: bool) -> Audit {
         let sources = Sources {
             policies: vec![
                 policy("pod-references-exist"),
@@ -64,6 +69,7 @@ impl Audit {
             tick: Duration::from_millis(200),
             write_reports: true,
             report_format: Default::default(),
+            cluster_vaps,
         });
         let _rt = runtime().enter();
         let client = cluster.client();
@@ -318,4 +324,86 @@ fn a_tenants_report_never_names_another_tenants_objects() {
     // The namespace goes, and with it the conflict and its report.
     kubectl_ok(cluster, &["delete", "namespace", &b, "--wait=false"]);
     results_become(cluster, &a, &[]);
+}
+
+/// kube-apiserver's own ValidatingAdmissionPolicy, with a ConfigMap param
+/// naming the data key every ConfigMap of `ns` must have, bound to `ns`
+/// only (the cluster is shared).
+fn cluster_vap(name: &str, ns: &str) -> String {
+    serde_json::json!({"apiVersion": "v1", "kind": "List", "items": [
+        {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+         "metadata": {"name": name},
+         "spec": {
+            "failurePolicy": "Fail",
+            "paramKind": {"apiVersion": "v1", "kind": "ConfigMap"},
+            "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                "resources": ["configmaps"], "operations": ["CREATE", "UPDATE"]}]},
+            "validations": [{"expression": "has(object.data) && params.data.key in object.data",
+                "message": "a ConfigMap here needs the key its params name"}]}},
+        {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+         "metadata": {"name": name},
+         "spec": {"policyName": name, "validationActions": ["Deny"],
+            "paramRef": {"name": "vap-params", "namespace": ns, "parameterNotFoundAction": "Deny"},
+            "matchResources": {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": ns}}}}}
+    ]})
+    .to_string()
+}
+
+#[test]
+fn a_cluster_vap_created_after_an_object_never_judges_it_but_the_audit_reports_it() {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let cluster = TestCluster::shared();
+    let _logs = cluster.logs_on_panic();
+    install_crds(cluster);
+    let ns = cluster.create_namespace("auditd-vaps");
+    let name = format!("needs-owner-{ns}");
+    // Stored before the policy exists; the params say the key is `owner`
+    // (and have it: the params are ConfigMaps of the namespace too).
+    apply(cluster, &ns, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: vap-params}\ndata: {key: owner, owner: platform}\n");
+    apply(cluster, &ns, &config_map("settings"));
+    let out = cluster.kubectl_stdin(&["apply", "-f", "-"], &cluster_vap(&name, &ns));
+    assert!(
+        out.status.success(),
+        "the VAP: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let audit = Audit::start_with(cluster, Duration::from_secs(3600), true);
+
+    // kube-apiserver enforces it on writes...
+    eventually("kube-apiserver enforces the new VAP", || {
+        let out = cluster.kubectl_stdin(
+            &["-n", &ns, "apply", "--dry-run=server", "-f", "-"],
+            &config_map("another"),
+        );
+        String::from_utf8_lossy(&out.stderr)
+            .contains("a ConfigMap here needs the key its params name")
+            .then_some(())
+    });
+    // ...but never judged the stored object, which stays as it was.
+    kubectl_ok(cluster, &["-n", &ns, "get", "configmap", "settings"]);
+    let finding = format!("{name} ConfigMap/settings");
+    results_become(cluster, &ns, &[&finding]);
+
+    // Fixed (the update is judged by kube-apiserver and passes): cleared.
+    kubectl_ok(
+        cluster,
+        &[
+            "-n",
+            &ns,
+            "patch",
+            "configmap",
+            "settings",
+            "--type=merge",
+            "-p",
+            r#"{"data":{"owner":"shop"}}"#,
+        ],
+    );
+    results_become(cluster, &ns, &[]);
+    assert!(audit.audit.metrics.evaluations() > 0);
+    for kind in [
+        "validatingadmissionpolicybinding",
+        "validatingadmissionpolicy",
+    ] {
+        kubectl_ok(cluster, &["delete", kind, &name]);
+    }
 }

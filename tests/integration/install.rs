@@ -341,6 +341,10 @@ const NOT_EXERCISED: &[(&str, &str)] = &[
         "interlock: update interlock.dev/interlockpolicies/status",
         "no InterlockPolicy object is created here, so no status is written",
     ),
+    (
+        "interlock: update interlock.dev/interlocknamespacepolicies/status",
+        "no InterlockNamespacePolicy object is created here, so no status is written",
+    ),
 ];
 
 /// [`NOT_EXERCISED`] as permission strings.

@@ -44,6 +44,7 @@ mod install;
 mod listeners;
 mod map_creation;
 mod map_differential;
+mod namespace_policies;
 mod policies;
 mod policy_objects;
 mod prereq;

@@ -71,7 +71,7 @@ const RULE: &str = "!has(object.data) || !('forbidden' in object.data)";
 
 /// Whether a ConfigMap with the forbidden key is denied in `ns` now (one
 /// server-side dry run; the webhook declares no side effects).
-fn denied(cluster: &TestCluster, ns: &str) -> bool {
+pub(crate) fn denied(cluster: &TestCluster, ns: &str) -> bool {
     dry_run_denied(
         cluster,
         ns,
@@ -104,7 +104,7 @@ fn dry_run_denied(cluster: &TestCluster, ns: &str, what: &[&str]) -> bool {
 }
 
 /// Polls until `f` holds, or fails with `what`.
-fn until(what: &str, mut f: impl FnMut() -> bool) {
+pub(crate) fn until(what: &str, mut f: impl FnMut() -> bool) {
     let deadline = Instant::now() + PATIENCE;
     while !f() {
         assert!(Instant::now() < deadline, "never: {what}");

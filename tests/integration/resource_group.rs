@@ -41,10 +41,17 @@ fn crd_prints_the_committed_manifest() {
     let policy = std::fs::read(root().join("manifests/base/crd-interlockpolicy.yaml")).unwrap();
     let one = interlock(&["crd", "InterlockPolicy"]);
     assert_eq!(one.stdout, policy, "the InterlockPolicy CRD alone");
+    let tenants =
+        std::fs::read(root().join("manifests/base/crd-interlocknamespacepolicy.yaml")).unwrap();
+    let one = interlock(&["crd", "InterlockNamespacePolicy"]);
+    assert_eq!(
+        one.stdout, tenants,
+        "the InterlockNamespacePolicy CRD alone"
+    );
     let all = interlock(&["crd"]);
     assert_eq!(
         all.stdout,
-        [committed, exception, policy].concat(),
+        [committed, exception, policy, tenants].concat(),
         "every CRD, in order"
     );
     let kustomization =
@@ -52,6 +59,7 @@ fn crd_prints_the_committed_manifest() {
     assert!(kustomization.contains("- crd-resourcegroup.yaml"));
     assert!(kustomization.contains("- crd-interlockexception.yaml"));
     assert!(kustomization.contains("- crd-interlockpolicy.yaml"));
+    assert!(kustomization.contains("- crd-interlocknamespacepolicy.yaml"));
 }
 
 #[test]

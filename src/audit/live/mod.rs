@@ -19,12 +19,14 @@
 //! - Matched kinds are found by discovery at start, after each policy
 //!   reload and at each full pass (a CRD installed later is picked up).
 
+pub mod cluster_vaps;
 pub mod metrics;
 pub mod pass;
 pub mod reports;
 pub mod store;
 
 use crate::cluster::{Cluster, Companion};
+use cluster_vaps::ClusterVaps;
 use kube::discovery::{ApiResource, Discovery};
 use kube::Client;
 use metrics::AuditMetrics;
@@ -46,6 +48,8 @@ pub struct LiveOptions {
     pub write_reports: bool,
     /// Their kinds (`--audit-report-format`).
     pub report_format: super::policy_report::FormatChoice,
+    /// `--audit-cluster-vaps`: the cluster's own VAPs too ([`cluster_vaps`]).
+    pub cluster_vaps: bool,
 }
 
 impl Default for LiveOptions {
@@ -55,6 +59,7 @@ impl Default for LiveOptions {
             tick: TICK,
             write_reports: true,
             report_format: Default::default(),
+            cluster_vaps: false,
         }
     }
 }
@@ -87,16 +92,22 @@ impl LiveAudit {
         let mut last_full: Option<Instant> = None;
         // The policy generation and time of the last discovery.
         let mut discovered: Option<(u64, Instant)> = None;
+        let mut vaps = VapsRead::default();
         tracing::info!(full_interval = ?self.options.full_interval, reports = self.options.write_reports, "continuous audit started");
         loop {
             tokio::time::sleep(self.options.tick).await;
             let generation = cluster.read(|st| st.generation());
-            let full_due = last_full.is_none_or(|t| t.elapsed() >= self.options.full_interval);
+            let vaps_changed = self.options.cluster_vaps && vaps.refresh(&client, &cluster).await;
+            if vaps_changed {
+                discovered = None;
+            }
+            let full_due =
+                vaps_changed || last_full.is_none_or(|t| t.elapsed() >= self.options.full_interval);
             let stale = discovered.is_none_or(|(g, at)| {
                 g != generation || at.elapsed() >= self.options.full_interval
             });
             if stale {
-                match matched_kinds(&client, &cluster).await {
+                match matched_kinds(&client, &cluster, vaps.set.as_deref()).await {
                     Ok(kinds) => {
                         watchers.set_kinds(&kinds);
                         discovered = Some((generation, Instant::now()));
@@ -115,9 +126,10 @@ impl LiveAudit {
             }
             let mut a = std::mem::take(&mut auditor);
             let (st, c, m) = (store.clone(), cluster.clone(), self.metrics.clone());
+            let set = vaps.set.clone();
             let started = Instant::now();
             let joined = tokio::task::spawn_blocking(move || {
-                let pass = a.pass(&c, &st, full_due);
+                let pass = a.pass(&c, &st, full_due, set.as_deref());
                 let objects = st.lock().objects.len();
                 m.pass(pass.full, pass.evaluated, objects, a.findings());
                 (a, pass)
@@ -204,20 +216,63 @@ fn namespace_exists(cluster: &Cluster, ns: &str) -> bool {
     })
 }
 
-/// The kinds some policy may match, among those the cluster serves.
+/// The kinds some policy (or one of the cluster's VAPs audited) may
+/// match, among those the cluster serves.
 async fn matched_kinds(
     client: &Client,
     cluster: &Cluster,
+    vaps: Option<&ClusterVaps>,
 ) -> Result<Vec<ApiResource>, kube::Error> {
     let discovery = Discovery::new(client.clone()).run().await?;
     let served: Vec<_> = discovery
         .groups()
         .flat_map(|g| g.resources_by_stability())
         .collect();
-    let (planned, _) = cluster.read(|st| super::list::plan(&st.policies, &served));
-    Ok(planned
-        .into_iter()
-        .filter(|p| p.matched)
-        .map(|p| p.resource)
-        .collect())
+    let (mut planned, _) = cluster.read(|st| super::list::plan(&st.policies, &served));
+    if let Some(v) = vaps {
+        planned.extend(super::list::plan(&v.policies, &served).0);
+    }
+    let mut kinds: Vec<ApiResource> = Vec::new();
+    for p in planned.into_iter().filter(|p| p.matched) {
+        if !kinds.contains(&p.resource) {
+            kinds.push(p.resource);
+        }
+    }
+    Ok(kinds)
+}
+
+/// The cluster's VAPs as last read, and when.
+#[derive(Default)]
+struct VapsRead {
+    set: Option<Arc<ClusterVaps>>,
+    at: Option<Instant>,
+}
+
+impl VapsRead {
+    /// Reads them again every [`cluster_vaps::REFRESH`]; whether they (or
+    /// their params) changed.
+    async fn refresh(&mut self, client: &Client, cluster: &Cluster) -> bool {
+        if self.at.is_some_and(|t| t.elapsed() < cluster_vaps::REFRESH) {
+            return false;
+        }
+        self.at = Some(Instant::now());
+        let own = cluster.read(|st| st.policies.clone());
+        match cluster_vaps::read(client, &own).await {
+            Ok(v) => {
+                let changed = self.set.as_ref().map(|s| &s.fingerprint) != Some(&v.fingerprint);
+                if changed {
+                    tracing::info!(
+                        policies = v.policies.len(),
+                        "audit: the cluster's VAPs changed"
+                    );
+                    self.set = Some(Arc::new(v));
+                }
+                changed
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "audit: the cluster's VAPs not read; retried");
+                false
+            }
+        }
+    }
 }

@@ -24,11 +24,12 @@
 //!   during a pass is seen by the next one (evaluated twice at worst,
 //!   never missed).
 
+use super::cluster_vaps::{ClusterVaps, WithParams};
 use super::store::Shared;
 use crate::cluster::{Cluster, State};
 use crate::inventory::ObjectKey;
 use crate::k8s::kind::{GroupKind, GroupVersionKind};
-use crate::policy::Request;
+use crate::policy::{PolicySet, Request};
 use crate::report::{Finding, ObjectRef};
 use serde_json::Value as Json;
 use std::collections::{BTreeSet, HashMap, HashSet};
@@ -99,17 +100,31 @@ impl Default for Auditor {
 
 impl Auditor {
     /// Evaluates what changed (everything when `full`, on the first pass,
-    /// or after a policy reload).
-    pub fn pass(&mut self, cluster: &Cluster, store: &Shared, full: bool) -> Pass {
-        let (generation, version, changed_kinds, names) = cluster.read(|st| {
+    /// or after a policy reload), by the process's policies and `vaps`.
+    pub fn pass(
+        &mut self,
+        cluster: &Cluster,
+        store: &Shared,
+        full: bool,
+        vaps: Option<&ClusterVaps>,
+    ) -> Pass {
+        let (generation, version, changed_kinds, names, extra) = cluster.read(|st| {
             let changed = self
                 .seen
                 .and_then(|(_, v)| st.inventory.kinds_changed_since(v));
+            // The same exceptions as the process's own policies.
+            let extra = vaps.map(|v| {
+                let mut policies = v.policies.clone();
+                policies.exceptions = st.policies.exceptions.clone();
+                policies.cluster_exceptions = st.policies.cluster_exceptions.clone();
+                Extra { policies, vaps: v }
+            });
             (
                 st.generation(),
                 st.inventory.version(),
                 changed,
                 api_versions(&st.policies.kinds_read()),
+                extra,
             )
         });
         let full = full || self.seen.map(|s| s.0) != Some(generation) || changed_kinds.is_none();
@@ -147,7 +162,7 @@ impl Auditor {
             }
         }
         for batch in keys.chunks(BATCH) {
-            self.batch(cluster, store, batch, &names, &mut pass);
+            self.batch(cluster, store, batch, (&names, extra.as_ref()), &mut pass);
         }
         pass
     }
@@ -169,7 +184,7 @@ impl Auditor {
         cluster: &Cluster,
         store: &Shared,
         keys: &[ObjectKey],
-        names: &HashMap<GroupKind, String>,
+        (names, extra): (&HashMap<GroupKind, String>, Option<&Extra>),
         pass: &mut Pass,
     ) {
         // Copies of the compressed bytes, decompressed outside every lock.
@@ -199,7 +214,7 @@ impl Auditor {
             let held = cluster.read(|st| {
                 let started = Instant::now();
                 for (k, o) in &objects[evaluated.len()..] {
-                    evaluated.push(evaluate(st, k, o.as_ref(), names));
+                    evaluated.push(evaluate(st, k, o.as_ref(), names, extra));
                     if started.elapsed() >= hold {
                         break;
                     }
@@ -254,6 +269,12 @@ impl Auditor {
     }
 }
 
+/// The cluster's VAPs of a pass, with the process's exceptions.
+struct Extra<'v> {
+    policies: PolicySet,
+    vaps: &'v ClusterVaps,
+}
+
 /// One object's results and the kinds its evaluation read; an object gone
 /// (or not a valid request) has none.
 fn evaluate(
@@ -261,6 +282,7 @@ fn evaluate(
     k: &ObjectKey,
     o: Option<&(ObjectRef, Json)>,
     names: &HashMap<GroupKind, String>,
+    extra: Option<&Extra>,
 ) -> (ObjectKey, Vec<Finding>, ReadSet) {
     let none = || (k.clone(), vec![], Some(vec![]));
     let Some((object, json)) = o else {
@@ -272,13 +294,22 @@ fn evaluate(
     // The cluster's object: validationActions, not checkActions.
     req.live = true;
     let outcome = st.policies.evaluate(&req, &st.inventory);
+    // A change of the cluster's VAPs or their params makes a full pass:
+    // their reads need no tracking here.
     let reads = st
         .policies
         .kinds_read_by(&outcome)
         .map(|v| v.into_iter().cloned().collect());
+    let mut verdicts = outcome.verdicts;
+    if let Some(x) = extra {
+        let lookup = WithParams {
+            vaps: x.vaps,
+            base: &st.inventory,
+        };
+        verdicts.extend(x.policies.evaluate(&req, &lookup).verdicts);
+    }
     // Not evaluable in audit: no result, neither pass nor fail.
-    let findings = outcome
-        .verdicts
+    let findings = verdicts
         .into_iter()
         .filter(|v| !crate::audit::not_evaluable(v))
         .map(|v| crate::audit::finding(v, object, |r| related_ref(r, names)))

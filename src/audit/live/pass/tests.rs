@@ -56,18 +56,18 @@ fn names(a: &Auditor) -> Vec<String> {
 fn a_deleted_config_map_re_evaluates_only_what_reads_config_maps() {
     let (cluster, store) = setup();
     let mut a = Auditor::default();
-    let first = a.pass(&cluster, &store, false);
+    let first = a.pass(&cluster, &store, false, None);
     assert!(first.full, "the first pass is full");
     assert_eq!(first.evaluated, 3);
     assert!(names(&a).is_empty(), "{:?}", names(&a));
 
-    let idle = a.pass(&cluster, &store, false);
+    let idle = a.pass(&cluster, &store, false, None);
     assert_eq!(idle.evaluated, 0, "nothing changed, nothing evaluated");
 
     cluster.update_inventory(|inv, _| {
         inv.remove(&ObjectKey::of(&config_map("a", "settings")).unwrap())
     });
-    let after = a.pass(&cluster, &store, false);
+    let after = a.pass(&cluster, &store, false, None);
     assert!(!after.full);
     assert_eq!(after.evaluated, 2, "the two Deployments, not the Ingress");
     assert_eq!(
@@ -90,7 +90,7 @@ fn a_deleted_config_map_re_evaluates_only_what_reads_config_maps() {
             .map(|_| ())
             .unwrap()
     });
-    let fixed = a.pass(&cluster, &store, false);
+    let fixed = a.pass(&cluster, &store, false, None);
     assert_eq!(fixed.evaluated, 2);
     assert!(names(&a).is_empty(), "fixing it clears the results");
     assert!(fixed.changed.contains("a"));
@@ -100,15 +100,15 @@ fn a_deleted_config_map_re_evaluates_only_what_reads_config_maps() {
 fn a_changed_or_deleted_object_is_evaluated_alone_and_a_full_pass_takes_all() {
     let (cluster, store) = setup();
     let mut a = Auditor::default();
-    a.pass(&cluster, &store, false);
+    a.pass(&cluster, &store, false, None);
     store.lock().upsert(deployment("a", "web", "missing"));
-    let changed = a.pass(&cluster, &store, false);
+    let changed = a.pass(&cluster, &store, false, None);
     assert_eq!(changed.evaluated, 1);
     assert_eq!(names(&a), vec!["pod-references-exist Deployment a/web"]);
 
     let web = ObjectKey::of(&deployment("a", "web", "missing")).unwrap();
     store.lock().remove(&web);
-    let removed = a.pass(&cluster, &store, false);
+    let removed = a.pass(&cluster, &store, false, None);
     assert_eq!(removed.evaluated, 0);
     assert!(
         names(&a).is_empty(),
@@ -116,7 +116,7 @@ fn a_changed_or_deleted_object_is_evaluated_alone_and_a_full_pass_takes_all() {
     );
     assert!(removed.changed.contains("a"));
 
-    let full = a.pass(&cluster, &store, true);
+    let full = a.pass(&cluster, &store, true, None);
     assert!(full.full);
     assert_eq!(full.evaluated, 2);
 }
@@ -125,9 +125,9 @@ fn a_changed_or_deleted_object_is_evaluated_alone_and_a_full_pass_takes_all() {
 fn a_policy_reload_makes_a_full_pass() {
     let (cluster, store) = setup();
     let mut a = Auditor::default();
-    a.pass(&cluster, &store, false);
+    a.pass(&cluster, &store, false, None);
     cluster.update(|_| ());
-    let after = a.pass(&cluster, &store, false);
+    let after = a.pass(&cluster, &store, false, None);
     assert!(after.full);
     assert_eq!(after.evaluated, 3);
 }
@@ -136,12 +136,12 @@ fn a_policy_reload_makes_a_full_pass() {
 fn an_ingress_change_re_evaluates_only_what_reads_ingresses() {
     let (cluster, store) = setup();
     let mut a = Auditor::default();
-    a.pass(&cluster, &store, false);
+    a.pass(&cluster, &store, false, None);
     // Another tenant's Ingress, stored: the Deployments' policy reads no
     // Ingress, so only the audited Ingress is evaluated again.
     let other = crate::fixtures::ingress("a", "other", "a.example", "cert");
     cluster.update_inventory(|inv, _| inv.upsert(&other, None).map(|_| ()).unwrap());
-    let after = a.pass(&cluster, &store, false);
+    let after = a.pass(&cluster, &store, false, None);
     assert!(!after.full);
     assert_eq!(after.evaluated, 1, "the Ingress, not the two Deployments");
     assert!(names(&a).is_empty(), "{:?}", names(&a));
@@ -149,7 +149,7 @@ fn an_ingress_change_re_evaluates_only_what_reads_ingresses() {
     // The same host in namespace a: the audited Ingress now conflicts.
     let clash = crate::fixtures::ingress("a", "clash", "b.example", "cert");
     cluster.update_inventory(|inv, _| inv.upsert(&clash, None).map(|_| ()).unwrap());
-    let clashed = a.pass(&cluster, &store, false);
+    let clashed = a.pass(&cluster, &store, false, None);
     assert_eq!(clashed.evaluated, 1);
     assert_eq!(names(&a), vec!["unique-host Ingress b/site"]);
 }
@@ -163,13 +163,13 @@ fn a_pass_holds_the_lock_briefly_and_many_times() {
         pace: 0.0,
         ..Auditor::default()
     };
-    let p = a.pass(&cluster, &store, true);
+    let p = a.pass(&cluster, &store, true, None);
     assert_eq!((p.evaluated, p.holds), (3, 3));
     let mut whole = Auditor {
         hold: std::time::Duration::MAX,
         ..Auditor::default()
     };
-    let p = whole.pass(&cluster, &store, true);
+    let p = whole.pass(&cluster, &store, true, None);
     assert_eq!((p.evaluated, p.holds), (3, 1), "one batch, one hold");
     assert_eq!(names(&a), names(&whole), "the same results either way");
 }
@@ -205,7 +205,7 @@ fn an_authorizer_check_gives_no_result_in_the_continuous_audit() {
     store.lock().upsert(deployment("a", "web", "settings"));
     store.lock().upsert(deployment("a", "api", "settings"));
     let mut a = Auditor::default();
-    assert_eq!(a.pass(&cluster, &store, false).evaluated, 2);
+    assert_eq!(a.pass(&cluster, &store, false, None).evaluated, 2);
     let messages: Vec<String> = a
         .findings()
         .map(|f| format!("{} {}", f.object, f.message))

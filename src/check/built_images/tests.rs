@@ -58,6 +58,7 @@ fn tilt_and_release_scripts_replace_latest_as_well() {
     for (builder, tag) in [
         (Builder::Tilt, "tilt-built"),
         (Builder::ReleaseScript, "release-set"),
+        (Builder::LocalLoad, "loaded-locally"),
     ] {
         let images = BuiltImages::of(builder, &["quay.io/org/app"]);
         let mut pod = json!({"kind": "Pod", "spec": {"containers": [

@@ -58,20 +58,48 @@ pub(crate) fn commands(text: &str, file: &str) -> Vec<ByHand> {
     for (n, line) in logical_lines(text) {
         for command in line.split(['&', ';', '|']) {
             let words: Vec<&str> = command.split_whitespace().collect();
-            let Some(at) = words.windows(2).position(|w| w == ["kubectl", "create"]) else {
+            let Some((create, args)) = create_command(&words) else {
                 continue;
             };
-            if let Some((kind, name)) = object(&words[at + 2..]) {
+            if let Some((kind, name)) = object(args) {
                 out.push(ByHand {
                     kind,
                     name: name.to_string(),
-                    namespace: namespace(&words[at + 2..]),
+                    // kubectl takes `-n` before the verb as well as after.
+                    namespace: namespace(args).or_else(|| namespace(create)),
                     at: format!("{file}:{n}"),
                 });
             }
         }
     }
     out
+}
+
+/// kubectl's global flags that take their value as the next word.
+const VALUED_GLOBALS: &[&str] = &[
+    "-n",
+    "--namespace",
+    "--context",
+    "--kubeconfig",
+    "--cluster",
+    "--user",
+    "-s",
+    "--server",
+    "--as",
+];
+
+/// A `kubectl [global flags] create ...` command: the words from
+/// `kubectl` up to `create`, and the words after it.
+fn create_command<'w, 'a>(words: &'w [&'a str]) -> Option<(&'w [&'a str], &'w [&'a str])> {
+    let start = words.iter().position(|w| *w == "kubectl")?;
+    let mut i = start + 1;
+    while let Some(w) = words.get(i) {
+        if !w.starts_with('-') {
+            break;
+        }
+        i += if VALUED_GLOBALS.contains(w) { 2 } else { 1 };
+    }
+    (words.get(i) == Some(&"create")).then(|| (&words[start..i], &words[i + 1..]))
 }
 
 /// The lines of `text` with continued lines (`\\` at the end) joined,

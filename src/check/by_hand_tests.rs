@@ -11,7 +11,9 @@ kubectl create configmap gateway-env --from-literal \\
 kubectl create cm app-settings -n team --from-file=settings.json
 kubectl create secret generic db-creds --namespace=data --from-literal=password=x
 kubectl create secret tls site-tls --cert=tls.crt --key=tls.key -nweb
-kubectl -n other create sa ignored-without-create-after-kubectl
+kubectl --context=gke-1 create configmap haproxy-config --from-file=haproxy.cfg -n demo
+kubectl -n other --kubeconfig /tmp/k create sa builder
+kubectl get sa create
 kubectl create namespace team && kubectl create serviceaccount app-ksa --namespace team
 kubectl create configmap $NAME --from-file=x
 kubectl create secret generic <your-secret>
@@ -40,7 +42,9 @@ fn kubectl_create_commands_name_their_objects_and_namespaces() {
             ("ConfigMap", "app-settings", Some("team"), "README.md:6"),
             ("Secret", "db-creds", Some("data"), "README.md:7"),
             ("Secret", "site-tls", Some("web"), "README.md:8"),
-            ("ServiceAccount", "app-ksa", Some("team"), "README.md:10"),
+            ("ConfigMap", "haproxy-config", Some("demo"), "README.md:9"),
+            ("ServiceAccount", "builder", Some("other"), "README.md:10"),
+            ("ServiceAccount", "app-ksa", Some("team"), "README.md:12"),
         ]
     );
 }

@@ -24,7 +24,10 @@
 //!   import`, `minikube image load`) runs as the copy it built, whatever
 //!   its tag says ([`local_load`]);
 //! - an image on a loopback registry (`localhost:5000/app`) is pushed
-//!   there by a build on the same machine, for a local cluster.
+//!   there by a build on the same machine, for a local cluster;
+//! - `image: auto` in a pod template that asks Istio's injector for a
+//!   template (`inject.istio.io/templates`, as Istio's gateway install
+//!   does) is replaced by the proxy image the injector writes.
 //!
 //! None of these references reaches a cluster as written, so `interlock
 //! check` marks each one ([`BuiltImages::pin`]) before the policies see
@@ -54,6 +57,8 @@ pub enum Builder {
     /// An image a script builds and loads into a local cluster's nodes
     /// ([`local_load`]).
     LocalLoad,
+    /// `image: auto`, which Istio's sidecar injector replaces.
+    Injector,
 }
 
 impl Builder {
@@ -66,6 +71,7 @@ impl Builder {
             Builder::ReleaseScript => "release-set",
             Builder::LocalRegistry => "local-build",
             Builder::LocalLoad => "loaded-locally",
+            Builder::Injector => "injected",
         }
     }
 
@@ -124,6 +130,7 @@ impl BuiltImages {
     /// holds: no cluster but the builder's own pulls from it.
     pub fn pin(&self, object: &mut Json) {
         for pointer in pod_spec_pointers(object) {
+            let injected = istio_injected(object, &pointer);
             let Some(spec) = object.pointer_mut(&pointer) else {
                 continue;
             };
@@ -140,6 +147,8 @@ impl BuiltImages {
                         b
                     } else if on_loopback_registry(repo) {
                         Builder::LocalRegistry
+                    } else if injected && image == ISTIO_AUTO {
+                        Builder::Injector
                     } else {
                         continue;
                     };
@@ -152,6 +161,25 @@ impl BuiltImages {
             }
         }
     }
+}
+
+/// The image Istio's injector replaces: "The `image: auto` ... will
+/// automatically update each time the pod starts" (Istio, installing
+/// gateways with injection).
+const ISTIO_AUTO: &str = "auto";
+
+/// Whether the pod template whose spec is at `spec_pointer` asks Istio's
+/// injector for a template (annotation `inject.istio.io/templates`).
+fn istio_injected(object: &Json, spec_pointer: &str) -> bool {
+    let meta = match spec_pointer.strip_suffix("/spec") {
+        Some("") => "/metadata".to_string(),
+        Some(template) => format!("{template}/metadata"),
+        None => return false,
+    };
+    object
+        .pointer(&format!("{meta}/annotations"))
+        .and_then(|a| a.get("inject.istio.io/templates"))
+        .is_some()
 }
 
 /// What `parse` reads from each file named one of `names` that governs

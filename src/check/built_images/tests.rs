@@ -173,3 +173,33 @@ fn repository_drops_tag_and_digest_but_not_a_port() {
         "localhost:5000/app"
     );
 }
+
+#[test]
+fn istio_auto_images_are_the_injectors_to_write() {
+    // Istio's gateway install: the injector replaces `image: auto` in a
+    // pod template annotated with the template to inject.
+    let gateway = |annotated: bool| {
+        let annotations = if annotated {
+            json!({"inject.istio.io/templates": "gateway"})
+        } else {
+            json!({})
+        };
+        json!({"kind": "Deployment", "spec": {"template": {
+            "metadata": {"annotations": annotations, "labels": {"sidecar.istio.io/inject": "true"}},
+            "spec": {"containers": [{"name": "istio-proxy", "image": "auto"}]}}}})
+    };
+    let mut d = gateway(true);
+    BuiltImages::default().pin(&mut d);
+    assert_eq!(
+        d.pointer("/spec/template/spec/containers/0/image").unwrap(),
+        "auto:injected"
+    );
+    let mut plain = gateway(false);
+    BuiltImages::default().pin(&mut plain);
+    assert_eq!(
+        plain
+            .pointer("/spec/template/spec/containers/0/image")
+            .unwrap(),
+        "auto"
+    );
+}

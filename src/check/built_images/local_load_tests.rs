@@ -83,12 +83,7 @@ fn the_repository_scripts_are_read_and_the_images_pinned() {
         {"image": "orders:latest"}, {"image": "redis:latest"}, {"image": "team/agent:latest"}
     ]}});
     found.pin(&mut pod);
-    let got: Vec<&str> = pod["spec"]["containers"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["image"].as_str().unwrap())
-        .collect();
+    let got = super::super::tests::container_images(&pod);
     assert_eq!(
         got,
         ["orders:loaded-locally", "redis:latest", "team/agent:latest"]

@@ -1,6 +1,16 @@
 use super::*;
 use serde_json::json;
 
+/// The images of a Pod's containers, in order.
+pub(super) fn container_images(pod: &Json) -> Vec<&str> {
+    pod["spec"]["containers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["image"].as_str().unwrap())
+        .collect()
+}
+
 #[test]
 fn references_to_built_images_are_pinned_in_every_pod_spec() {
     let images = BuiltImages::of(Builder::Skaffold, &["frontend", "localhost:5000/worker"]);
@@ -69,12 +79,7 @@ fn tilt_and_release_scripts_replace_latest_as_well() {
             {"image": "quay.io/org/other:latest"}
         ]}});
         images.pin(&mut pod);
-        let got: Vec<&str> = pod["spec"]["containers"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|c| c["image"].as_str().unwrap())
-            .collect();
+        let got = container_images(&pod);
         let pinned = format!("quay.io/org/app:{tag}");
         assert_eq!(
             got,
@@ -146,12 +151,7 @@ fn bare_and_latest_images_on_a_loopback_registry_are_local_builds() {
         {"image": "busybox:latest"}
     ]}});
     BuiltImages::default().pin(&mut pod);
-    let got: Vec<&str> = pod["spec"]["containers"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["image"].as_str().unwrap())
-        .collect();
+    let got = container_images(&pod);
     assert_eq!(
         got,
         [

@@ -1,6 +1,7 @@
 //! `interlock check`: offline checks over manifest files, and their reports.
 
 pub mod built_images;
+pub mod by_hand;
 pub mod policy_test;
 pub mod producers;
 pub mod render;

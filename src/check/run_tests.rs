@@ -757,3 +757,45 @@ fn absences_in_namespaces_the_files_cannot_show_are_notices() {
         );
     }
 }
+
+#[test]
+fn objects_the_readme_creates_by_hand_are_given() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    fs::create_dir_all(dir.path().join(".git")).expect("mkdir");
+    let pod = "apiVersion: v1\nkind: Pod\nmetadata: {name: gateway, namespace: demo}\nspec:\n  serviceAccountName: gateway-ksa\n  containers: [{name: c, image: 'nginx:1.27', envFrom: [{configMapRef: {name: gateway-env}}, {configMapRef: {name: gateway-extra}}]}]\n";
+    write(dir.path(), "deploy/gateway.yaml", pod);
+    // kubectl's reference: `kubectl create configmap NAME`, and
+    // `kubectl create serviceaccount NAME -n NS` in the namespace named.
+    write(
+        dir.path(),
+        "README.md",
+        "```\nkubectl create configmap gateway-env --from-literal url=https://example.test\nkubectl create serviceaccount gateway-ksa -n elsewhere\n```\n",
+    );
+    let r = run_on(&dir.path().join("deploy"), |_| {});
+    let refs = findings(&r, "pod-references-exist");
+    assert_eq!(refs.len(), 1, "{:?}", r.results);
+    // gateway-env is given by the README; gateway-extra is not, and the
+    // ServiceAccount is made in another namespace.
+    assert!(
+        refs[0].message.contains("ConfigMap gateway-extra"),
+        "{}",
+        refs[0].message
+    );
+    assert!(
+        refs[0].message.contains("ServiceAccount gateway-ksa"),
+        "{}",
+        refs[0].message
+    );
+    assert!(
+        !refs[0].message.contains("gateway-env"),
+        "{}",
+        refs[0].message
+    );
+    assert!(
+        r.notices.iter().any(|n| n.message.starts_with(
+            "ConfigMap gateway-env is created by hand (kubectl create at README.md:2)"
+        )),
+        "{:?}",
+        r.notices
+    );
+}

@@ -19,8 +19,15 @@
 //!   `helm template CHART --set …tag=${TAG}` tags the images the chart's
 //!   values name beside that key, whose committed render keeps the
 //!   chart's default ([`helm_release`]);
+//! - an image with a one-word name (`orders`) that a script builds and
+//!   loads into a local cluster (`kind load docker-image`, `k3d image
+//!   import`, `minikube image load`) runs as the copy it built, whatever
+//!   its tag says ([`local_load`]);
 //! - an image on a loopback registry (`localhost:5000/app`) is pushed
-//!   there by a build on the same machine, for a local cluster.
+//!   there by a build on the same machine, for a local cluster;
+//! - `image: auto` in a pod template that asks Istio's injector for a
+//!   template (`inject.istio.io/templates`, as Istio's gateway install
+//!   does) is replaced by the proxy image the injector writes.
 //!
 //! None of these references reaches a cluster as written, so `interlock
 //! check` marks each one ([`BuiltImages::pin`]) before the policies see
@@ -28,7 +35,8 @@
 //! tooling around it is still `latest`.
 
 mod helm_release;
-mod release;
+mod local_load;
+pub(crate) mod release;
 mod skaffold;
 mod tilt;
 
@@ -46,6 +54,11 @@ pub enum Builder {
     /// build on the same machine can push it there, so it names what a
     /// local build (`make local-image`, a kind cluster's registry) makes.
     LocalRegistry,
+    /// An image a script builds and loads into a local cluster's nodes
+    /// ([`local_load`]).
+    LocalLoad,
+    /// `image: auto`, which Istio's sidecar injector replaces.
+    Injector,
 }
 
 impl Builder {
@@ -57,6 +70,8 @@ impl Builder {
             Builder::Tilt => "tilt-built",
             Builder::ReleaseScript => "release-set",
             Builder::LocalRegistry => "local-build",
+            Builder::LocalLoad => "loaded-locally",
+            Builder::Injector => "injected",
         }
     }
 
@@ -85,6 +100,7 @@ impl BuiltImages {
             (Builder::Skaffold, skaffold::artifact_images(inputs)),
             (Builder::Tilt, tilt::images(inputs)),
             (Builder::ReleaseScript, release::images(inputs)),
+            (Builder::LocalLoad, local_load::images(inputs)),
         ] {
             for image in found {
                 images.0.entry(image).or_insert(builder);
@@ -114,6 +130,7 @@ impl BuiltImages {
     /// holds: no cluster but the builder's own pulls from it.
     pub fn pin(&self, object: &mut Json) {
         for pointer in pod_spec_pointers(object) {
+            let injected = istio_injected(object, &pointer);
             let Some(spec) = object.pointer_mut(&pointer) else {
                 continue;
             };
@@ -130,6 +147,8 @@ impl BuiltImages {
                         b
                     } else if on_loopback_registry(repo) {
                         Builder::LocalRegistry
+                    } else if injected && image == ISTIO_AUTO {
+                        Builder::Injector
                     } else {
                         continue;
                     };
@@ -142,6 +161,25 @@ impl BuiltImages {
             }
         }
     }
+}
+
+/// The image Istio's injector replaces: "The `image: auto` ... will
+/// automatically update each time the pod starts" (Istio, installing
+/// gateways with injection).
+const ISTIO_AUTO: &str = "auto";
+
+/// Whether the pod template whose spec is at `spec_pointer` asks Istio's
+/// injector for a template (annotation `inject.istio.io/templates`).
+fn istio_injected(object: &Json, spec_pointer: &str) -> bool {
+    let meta = match spec_pointer.strip_suffix("/spec") {
+        Some("") => "/metadata".to_string(),
+        Some(template) => format!("{template}/metadata"),
+        None => return false,
+    };
+    object
+        .pointer(&format!("{meta}/annotations"))
+        .and_then(|a| a.get("inject.istio.io/templates"))
+        .is_some()
 }
 
 /// What `parse` reads from each file named one of `names` that governs
@@ -197,13 +235,47 @@ fn files_named(inputs: &[PathBuf], names: &[&str]) -> BTreeSet<PathBuf> {
 /// holds `.git`; failing that (an exported tree), the working directory
 /// when `input` is inside it, as when `interlock check` runs at a
 /// repository's root in CI.
-fn repository_root(input: &Path) -> Option<PathBuf> {
+pub(crate) fn repository_root(input: &Path) -> Option<PathBuf> {
     let input = input.canonicalize().unwrap_or_else(|_| input.to_path_buf());
     if let Some(git) = input.ancestors().find(|d| d.join(".git").exists()) {
         return Some(git.to_path_buf());
     }
     let cwd = std::env::current_dir().ok()?.canonicalize().ok()?;
     input.starts_with(&cwd).then_some(cwd)
+}
+
+/// Files larger than this are not read by [`repository_files`] (no
+/// script or README needs more).
+const MAX_FILE_BYTES: u64 = 1 << 20;
+/// At most this many files are gathered from one repository.
+const MAX_FILES: usize = 5_000;
+const SKIPPED_DIRS: &[&str] = &["vendor", "node_modules", "third_party"];
+
+/// The files under `dir` whose name `accept` takes, at any depth: hidden
+/// directories, `vendor`, `node_modules` and `third_party` are not
+/// entered, and files of 1 MiB or more are left out.
+pub(crate) fn repository_files(dir: &Path, accept: &dyn Fn(&str) -> bool, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        if out.len() >= MAX_FILES {
+            return;
+        }
+        let Ok(t) = e.file_type() else { continue };
+        let name = e.file_name();
+        let name = name.to_string_lossy();
+        if t.is_dir() {
+            if !name.starts_with('.') && !SKIPPED_DIRS.contains(&name.as_ref()) {
+                repository_files(&e.path(), accept, out);
+            }
+        } else if t.is_file()
+            && accept(&name)
+            && e.metadata().is_ok_and(|m| m.len() <= MAX_FILE_BYTES)
+        {
+            out.push(e.path());
+        }
+    }
 }
 
 fn find_inside(dir: &Path, names: &[&str], files: &mut BTreeSet<PathBuf>) {

@@ -48,12 +48,6 @@ use serde_json::Value as Json;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-/// Scripts larger than this are not read (none a release needs).
-const MAX_SCRIPT_BYTES: u64 = 1 << 20;
-/// At most this many scripts are read in one repository.
-const MAX_SCRIPTS: usize = 5_000;
-const SKIPPED_DIRS: &[&str] = &["vendor", "node_modules", "third_party"];
-
 /// The images the release scripts of the repositories of `inputs` tag.
 pub(super) fn images(inputs: &[PathBuf]) -> BTreeSet<String> {
     let roots: BTreeSet<PathBuf> = inputs
@@ -97,31 +91,13 @@ pub(super) fn images(inputs: &[PathBuf]) -> BTreeSet<String> {
     images.into_iter().collect()
 }
 
-fn find_scripts(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for e in entries.flatten() {
-        if out.len() >= MAX_SCRIPTS {
-            return;
-        }
-        let Ok(t) = e.file_type() else { continue };
-        let name = e.file_name();
-        let name = name.to_string_lossy();
-        if t.is_dir() {
-            if !name.starts_with('.') && !SKIPPED_DIRS.contains(&name.as_ref()) {
-                find_scripts(&e.path(), out);
-            }
-        } else if t.is_file()
-            && (name == "Makefile"
-                || name == "GNUmakefile"
-                || name.ends_with(".mk")
-                || name.ends_with(".sh"))
-            && e.metadata().is_ok_and(|m| m.len() <= MAX_SCRIPT_BYTES)
-        {
-            out.push(e.path());
-        }
-    }
+/// The repository's `Makefile`s, `*.mk` and `*.sh` files under `dir`.
+pub(super) fn find_scripts(dir: &Path, out: &mut Vec<PathBuf>) {
+    super::repository_files(dir, &is_script, out);
+}
+
+pub(crate) fn is_script(name: &str) -> bool {
+    name == "Makefile" || name == "GNUmakefile" || name.ends_with(".mk") || name.ends_with(".sh")
 }
 
 /// One `edit set image` command: the directory it runs in, when a `cd`

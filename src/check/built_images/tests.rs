@@ -1,6 +1,16 @@
 use super::*;
 use serde_json::json;
 
+/// The images of a Pod's containers, in order.
+pub(super) fn container_images(pod: &Json) -> Vec<&str> {
+    pod["spec"]["containers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["image"].as_str().unwrap())
+        .collect()
+}
+
 #[test]
 fn references_to_built_images_are_pinned_in_every_pod_spec() {
     let images = BuiltImages::of(Builder::Skaffold, &["frontend", "localhost:5000/worker"]);
@@ -58,6 +68,7 @@ fn tilt_and_release_scripts_replace_latest_as_well() {
     for (builder, tag) in [
         (Builder::Tilt, "tilt-built"),
         (Builder::ReleaseScript, "release-set"),
+        (Builder::LocalLoad, "loaded-locally"),
     ] {
         let images = BuiltImages::of(builder, &["quay.io/org/app"]);
         let mut pod = json!({"kind": "Pod", "spec": {"containers": [
@@ -68,12 +79,7 @@ fn tilt_and_release_scripts_replace_latest_as_well() {
             {"image": "quay.io/org/other:latest"}
         ]}});
         images.pin(&mut pod);
-        let got: Vec<&str> = pod["spec"]["containers"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|c| c["image"].as_str().unwrap())
-            .collect();
+        let got = container_images(&pod);
         let pinned = format!("quay.io/org/app:{tag}");
         assert_eq!(
             got,
@@ -145,12 +151,7 @@ fn bare_and_latest_images_on_a_loopback_registry_are_local_builds() {
         {"image": "busybox:latest"}
     ]}});
     BuiltImages::default().pin(&mut pod);
-    let got: Vec<&str> = pod["spec"]["containers"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["image"].as_str().unwrap())
-        .collect();
+    let got = container_images(&pod);
     assert_eq!(
         got,
         [
@@ -170,5 +171,35 @@ fn repository_drops_tag_and_digest_but_not_a_port() {
     assert_eq!(
         repository("localhost:5000/app:v1@sha256:x"),
         "localhost:5000/app"
+    );
+}
+
+#[test]
+fn istio_auto_images_are_the_injectors_to_write() {
+    // Istio's gateway install: the injector replaces `image: auto` in a
+    // pod template annotated with the template to inject.
+    let gateway = |annotated: bool| {
+        let annotations = if annotated {
+            json!({"inject.istio.io/templates": "gateway"})
+        } else {
+            json!({})
+        };
+        json!({"kind": "Deployment", "spec": {"template": {
+            "metadata": {"annotations": annotations, "labels": {"sidecar.istio.io/inject": "true"}},
+            "spec": {"containers": [{"name": "istio-proxy", "image": "auto"}]}}}})
+    };
+    let mut d = gateway(true);
+    BuiltImages::default().pin(&mut d);
+    assert_eq!(
+        d.pointer("/spec/template/spec/containers/0/image").unwrap(),
+        "auto:injected"
+    );
+    let mut plain = gateway(false);
+    BuiltImages::default().pin(&mut plain);
+    assert_eq!(
+        plain
+            .pointer("/spec/template/spec/containers/0/image")
+            .unwrap(),
+        "auto"
     );
 }

@@ -16,6 +16,11 @@
 //! holds a kustomization, belong to kustomize: they are not also read raw.
 //! Those that no kustomization references (scaffold patches left commented
 //! out) are named in a notice.
+//!
+//! A kustomization that cannot be rendered here is a notice, not an error,
+//! when the cause is outside the files: a remote base this machine cannot
+//! fetch, or a Fleet bundle's Helm chart whose output it patches
+//! ([`fleet_helm_bundle`]).
 
 use std::collections::{HashMap, HashSet};
 use std::fs;
@@ -292,6 +297,42 @@ fn loads_remote(dir: &Path) -> bool {
     false
 }
 
+/// The Fleet bundle (`fleet.yaml`, in `dir` or a folder above it) that
+/// names `dir` as its kustomize folder and renders a Helm chart. Fleet's
+/// bundle reference: `kustomize.dir` (also per `targetCustomizations[]`)
+/// is "a custom folder for kustomize resources", and with `helm:` set the
+/// kustomization is applied to the chart's rendered output, so it may
+/// patch objects that only the chart gives (Fleet's helm-kustomize
+/// example). Read by lines: a top-level `helm:` key and any `dir:` value.
+fn fleet_helm_bundle(dir: &Path) -> Option<PathBuf> {
+    let dir = canonical(dir);
+    for at in dir.ancestors() {
+        for name in ["fleet.yaml", "fleet.yml"] {
+            let file = at.join(name);
+            let Ok(text) = fs::read_to_string(&file) else {
+                continue;
+            };
+            let helm = text
+                .lines()
+                .any(|l| l.trim_end() == "helm:" || l.starts_with("helm: "));
+            let names_dir = text
+                .lines()
+                .filter_map(|l| l.trim().strip_prefix("dir:"))
+                .any(|v| {
+                    let v = v.trim().trim_matches(|c| c == '"' || c == '\'');
+                    !v.is_empty() && canonical(&at.join(v)) == dir
+                });
+            if helm && names_dir {
+                return Some(file);
+            }
+        }
+        if at.join(".git").exists() {
+            break;
+        }
+    }
+    None
+}
+
 /// The program that renders kustomizations.
 #[derive(Debug, Clone)]
 pub struct Renderer {
@@ -423,6 +464,12 @@ fn render(renderer: &Renderer, root: &Path, opts: &LoadOptions) -> Rendered {
         // kustomize's message for an unreachable base varies with how the
         // fetch failed (git may report only its exit status), so the
         // kustomization's own references decide as well.
+        if let Some(bundle) = fleet_helm_bundle(root) {
+            return Rendered::NotHere(error(format!(
+                "not rendered: {} names it as the kustomize folder of a Helm bundle, and Fleet applies it to the chart's output, which kustomize alone does not have ({message}); the chart's files are checked where the inputs hold them",
+                bundle.display()
+            )));
+        }
         return if reason_is_remote(&reason) || loads_remote(root) {
             Rendered::NotHere(error(format!(
                 "not rendered: it loads a remote base this machine cannot fetch ({message}); the local kustomizations it includes are checked on their own, but not what it adds (its own resources, patches, namespace, prefixes, images): check it where the base can be fetched (`kubectl kustomize DIR | interlock check -`); --remote-bases error makes this an error"

@@ -146,3 +146,39 @@ fn a_remote_reference_anywhere_below_a_kustomization_is_found() {
     // A cycle of local kustomizations ends, and finds nothing remote.
     assert!(!loads_remote(&root.join("local")));
 }
+
+#[test]
+fn fleet_helm_bundles_name_their_kustomize_folders() {
+    // Fleet's bundle reference: `helm:` renders a chart, and
+    // `kustomize.dir` (per target too) is applied to its output.
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    write(
+        d,
+        "app/fleet.yaml",
+        "namespace: demo\nhelm:\n  chart: ./chart\ntargetCustomizations:\n- name: dev\n  kustomize:\n    dir: overlays/dev\n",
+    );
+    write(
+        d,
+        "app/overlays/dev/kustomization.yaml",
+        "patches: [{path: p.yaml}]\n",
+    );
+    write(
+        d,
+        "app/overlays/test/kustomization.yaml",
+        "patches: [{path: p.yaml}]\n",
+    );
+    write(d, "plain/fleet.yaml", "kustomize:\n  dir: overlays/dev\n");
+    write(
+        d,
+        "plain/overlays/dev/kustomization.yaml",
+        "resources: [a.yaml]\n",
+    );
+    assert_eq!(
+        fleet_helm_bundle(&d.join("app/overlays/dev")),
+        Some(canonical(&d.join("app")).join("fleet.yaml"))
+    );
+    assert_eq!(fleet_helm_bundle(&d.join("app/overlays/test")), None);
+    // No chart: the kustomization must build on its own.
+    assert_eq!(fleet_helm_bundle(&d.join("plain/overlays/dev")), None);
+}

@@ -67,6 +67,8 @@ pub(super) fn check_items(
         }
     }
     if !opts.whole_cluster {
+        let created = super::super::by_hand::created(&opts.inputs);
+        created_by_hand(&created, &items, &mut inventory, report, opts.namespace());
         supplied_out_of_band(&items, &mut inventory, report, opts.namespace(), &guessed);
     }
     for (key, later) in &copies {
@@ -124,6 +126,58 @@ pub(super) fn check_items(
         report.mutations.extend(c.mutation);
     }
     inventory
+}
+
+/// Objects the repository's README or scripts create with `kubectl
+/// create` ([`by_hand`](super::super::by_hand)) are put in the inventory
+/// where the inputs give no object of that name: in the namespace the
+/// command names, or else in every namespace of the inputs (the reader
+/// runs it where the manifests go). One notice per object says so.
+pub(super) fn created_by_hand(
+    created: &[super::super::by_hand::ByHand],
+    items: &[Item],
+    inventory: &mut Inventory,
+    report: &mut Report,
+    default_ns: &str,
+) {
+    let namespaces: std::collections::BTreeSet<&str> = items
+        .iter()
+        .map(|it| it.object.namespace.as_deref().unwrap_or(default_ns))
+        .collect();
+    for c in created {
+        let targets: Vec<&str> = match &c.namespace {
+            Some(ns) => vec![ns.as_str()],
+            None => namespaces.iter().copied().collect(),
+        };
+        let mut taken = false;
+        for ns in targets {
+            let made = serde_json::json!({"apiVersion": "v1", "kind": c.kind,
+                "metadata": {"name": c.name, "namespace": ns,
+                             "annotations": {producers::PRODUCED_BY: format!("created by hand ({})", c.at)}}});
+            if let Ok(p) = inventory.prepare(&made) {
+                if inventory.get(p.key()).is_none() {
+                    inventory.insert(p, None);
+                    taken = true;
+                }
+            }
+        }
+        if taken {
+            report.notices.push(InputError {
+                file: c.at.clone(),
+                line: None,
+                column: None,
+                message: format!(
+                    "{} {} is created by hand (kubectl create at {}): taken as given{}",
+                    c.kind,
+                    c.name,
+                    c.at,
+                    c.namespace
+                        .as_ref()
+                        .map_or_else(String::new, |ns| format!(" in namespace {ns}"))
+                ),
+            });
+        }
+    }
 }
 
 /// Secrets are kept out of repositories by design: credentials are made

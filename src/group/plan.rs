@@ -351,6 +351,22 @@ pub fn plan(input: &PlanInput<'_>) -> Plan {
     }
 }
 
+/// `observed` with the objects the API server answered to a pass's
+/// writes (the objects as stored) in place of what the caches held, or
+/// added for new members: what the caches will hold once the writes' watch
+/// events arrive. Planned again on it, a pass records a member that is
+/// ready at once as Ready, so the pass those events wake has no status to
+/// write.
+pub fn after_writes(observed: &[Value], stored: &[Value]) -> Vec<Value> {
+    let written: std::collections::BTreeSet<Key> = stored.iter().filter_map(key_of).collect();
+    observed
+        .iter()
+        .filter(|o| key_of(o).is_none_or(|k| !written.contains(&k)))
+        .chain(stored)
+        .cloned()
+        .collect()
+}
+
 /// A `waitForReady` group waiting: the member the later ranks wait for.
 struct Wait {
     /// The last rank that may be written.

@@ -22,7 +22,8 @@ use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// A ServiceAccount's username cannot be a header value.
+/// A ServiceAccount's username cannot be a header value, or no client
+/// could be made to impersonate through.
 #[derive(Debug, thiserror::Error)]
 #[error("impersonating {user}: {message}")]
 pub struct ImpersonationError {
@@ -115,6 +116,30 @@ impl As {
         req.extensions_mut().insert(verb);
         req
     }
+}
+
+/// The client to impersonate through: `client` itself, unless `config`
+/// impersonates someone already (kubeconfig `as`, `as-group`): its headers
+/// would then ride along with a ServiceAccount's, so a client of the same
+/// credentials without them, made once.
+pub fn impersonator(config: &kube::Config, client: &Client) -> Result<Client, ImpersonationError> {
+    let a = &config.auth_info;
+    if a.impersonate.is_none()
+        && a.impersonate_groups.is_none()
+        && a.impersonate_uid.is_none()
+        && a.impersonate_user_extra.is_none()
+    {
+        return Ok(client.clone());
+    }
+    let mut config = config.clone();
+    config.auth_info.impersonate = None;
+    config.auth_info.impersonate_groups = None;
+    config.auth_info.impersonate_uid = None;
+    config.auth_info.impersonate_user_extra = None;
+    Client::try_from(config).map_err(|e| ImpersonationError {
+        user: a.impersonate.clone().unwrap_or_default(),
+        message: e.to_string(),
+    })
 }
 
 const IMPERSONATE_USER: HeaderName = HeaderName::from_static("impersonate-user");

@@ -191,3 +191,63 @@ fn a_username_that_cannot_be_a_header_is_an_error_naming_it() {
     let e = As::writer(client, &writer).err().expect("refused");
     assert_eq!(e.user, "system:serviceaccount:shop:bad\nname");
 }
+
+/// Serves one HTTP request on a local port with `answer`, and returns the
+/// request's head (request line and headers, lower-cased).
+async fn one_request(answer: &'static str) -> (String, tokio::task::JoinHandle<String>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let served = tokio::spawn(async move {
+        let (mut s, _) = listener.accept().await.unwrap();
+        let mut head = Vec::new();
+        let mut buf = [0u8; 4096];
+        while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+            let n = s.read(&mut buf).await.unwrap();
+            if n == 0 {
+                break;
+            }
+            head.extend_from_slice(&buf[..n]);
+        }
+        let reply = format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{answer}",
+            answer.len()
+        );
+        s.write_all(reply.as_bytes()).await.unwrap();
+        String::from_utf8_lossy(&head).to_lowercase()
+    });
+    (url, served)
+}
+
+#[tokio::test]
+async fn a_kubeconfig_that_impersonates_lends_none_of_it_to_a_service_account_s_writes() {
+    let (url, served) =
+        one_request(r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c"}}"#).await;
+    let mut config = kube::Config::new(url.parse().unwrap());
+    config.auth_info.impersonate = Some("alice".into());
+    config.auth_info.impersonate_groups = Some(vec!["ops".into()]);
+    let client = Client::try_from(config.clone()).unwrap();
+    let writer = Writer {
+        namespace: "shop",
+        service_account: "deployer",
+    };
+    let through = impersonator(&config, &client).expect("a client");
+    let (resource, d) = configmap();
+    As::writer(through, &writer)
+        .unwrap()
+        .apply_member(&resource, &d, true)
+        .await
+        .expect("apply");
+    let head = served.await.unwrap();
+    let values = |name: &str| -> Vec<String> {
+        let prefix = format!("{name}: ");
+        let lines = head.lines().filter_map(|l| l.strip_prefix(prefix.as_str()));
+        lines.map(str::to_string).collect()
+    };
+    assert_eq!(
+        values("impersonate-user"),
+        ["system:serviceaccount:shop:deployer"],
+        "{head}"
+    );
+    assert!(values("impersonate-group").is_empty(), "{head}");
+}

@@ -43,6 +43,10 @@ pub const SYNC_WAIT: Duration = Duration::from_secs(60);
 /// What every reconcile shares.
 pub struct Context {
     pub client: Client,
+    /// The client writes as a group's ServiceAccount go through
+    /// ([`crate::cluster::impersonate::impersonator`]): `client`, unless its configuration
+    /// impersonates someone itself.
+    pub impersonator: Client,
     pub cluster: Arc<Cluster>,
     pub members: Members,
     pub metrics: Metrics,
@@ -70,6 +74,7 @@ impl Context {
         metrics: Metrics,
     ) -> Context {
         Context {
+            impersonator: client.clone(),
             client,
             cluster,
             members,
@@ -84,7 +89,7 @@ impl Context {
 
     /// Requests as `writer`'s ServiceAccount, through the one client.
     fn as_writer(&self, writer: &Writer) -> Result<As> {
-        As::writer(self.client.clone(), writer).map_err(|e| Error::Impersonation {
+        As::writer(self.impersonator.clone(), writer).map_err(|e| Error::Impersonation {
             user: e.user,
             message: e.message,
         })

@@ -75,6 +75,7 @@ pub async fn run(
         .await
         .map_err(|e| anyhow::anyhow!("no cluster to reconcile against ({e})"))?;
     let client = kube::Client::try_from(kube_config.clone())?;
+    let impersonator = crate::cluster::impersonate::impersonator(&kube_config, &client)?;
     let sources = Sources {
         policies: cfg.policies.clone(),
         overrides: cfg.overrides.clone(),
@@ -131,6 +132,7 @@ pub async fn run(
 
     let leader = Leader {
         client: client.clone(),
+        impersonator,
         cluster,
         metrics,
         authorizer,
@@ -285,6 +287,8 @@ async fn campaign(
 /// mid-pass carries over.
 struct Leader {
     client: kube::Client,
+    /// Writes as ServiceAccounts go through it (`Context::impersonator`).
+    impersonator: kube::Client,
     cluster: Arc<Cluster>,
     metrics: Metrics,
     authorizer: Arc<SarAuthorizer>,
@@ -329,6 +333,7 @@ impl Leader {
         ctx.authorizer = Some(self.authorizer.clone());
         ctx.shards = shards;
         ctx.quotas = Some(quotas);
+        ctx.impersonator = self.impersonator.clone();
         let ctx = Arc::new(ctx);
         let woken =
             futures::stream::unfold(

@@ -29,7 +29,7 @@ pub use input::{InputError, InputGroup};
 
 use crate::cel::k8s_authz::Authorizer;
 use crate::cluster::authz::SarAuthorizer;
-use crate::cluster::impersonate::{validate_group, As, VALIDATION_DEADLINE};
+use crate::cluster::impersonate::{impersonator, validate_group, As, VALIDATION_DEADLINE};
 use crate::cluster::reload::{self, Sources, Supervisor};
 use crate::cluster::{Cluster, ClusterOptions};
 use crate::group::crd::{
@@ -170,6 +170,7 @@ async fn plan_all(
         tokio::runtime::Handle::current(),
     ));
     let ctx = Ctx {
+        impersonator: impersonator(config, client)?,
         client,
         cluster,
         authorizer,
@@ -197,6 +198,8 @@ async fn wait_synced(cluster: &Cluster) -> Result<(), PlanError> {
 }
 
 struct Ctx<'a> {
+    /// Dry runs as a group's ServiceAccount go through it.
+    impersonator: Client,
     client: &'a Client,
     cluster: &'a Arc<Cluster>,
     authorizer: Arc<dyn Authorizer>,
@@ -429,7 +432,7 @@ impl Ctx<'_> {
             namespace: &g.namespace,
             service_account: &spec.service_account_name,
         };
-        let client = As::writer(self.client.clone(), &writer)?;
+        let client = As::writer(self.impersonator.clone(), &writer)?;
         for d in &p.apply {
             let Some(resource) = o.resource(&d.target.api_version, &d.target.kind) else {
                 continue;

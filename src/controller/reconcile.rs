@@ -64,6 +64,8 @@ pub struct Context {
     /// The ResourceQuotas checked before a group's first write; `None`:
     /// not checked (the API server alone decides).
     pub quotas: Option<super::quota::Quotas>,
+    /// Statuses written whose watch events the store may not hold yet.
+    pub written: super::written::Written,
 }
 
 impl Context {
@@ -84,6 +86,7 @@ impl Context {
             authorizer: None,
             shards: Arc::new(super::shards::Shards::all()),
             quotas: None,
+            written: Default::default(),
         }
     }
 
@@ -474,7 +477,7 @@ async fn apply(rg: &ResourceGroup, ctx: &Context) -> Result<Action> {
     };
     // Before any member: the finalizer, and the ApplySet's kinds as a
     // superset of what is written (KEP-3659).
-    write_parent_metadata(rg, g, &d.plan, ctx).await?;
+    let patched = write_parent_metadata(rg, g, &d.plan, ctx).await?;
     let held = refused.is_some() || short.is_some();
     let w = if held {
         Writes {
@@ -485,7 +488,7 @@ async fn apply(rg: &ResourceGroup, ctx: &Context) -> Result<Action> {
         write_members(&client, &d, ctx).await
     };
     let status = status_after(rg, &d, short.as_ref(), w, held);
-    write_status(rg, g, &status, ctx).await?;
+    write_status(rg, g, &status, patched, ctx).await?;
     let drifted = status.members.iter().filter(|m| !m.drift.is_empty());
     ctx.metrics
         .set_drifted(&g.namespace, &g.name, drifted.count());
@@ -614,7 +617,7 @@ async fn cleanup(rg: &ResourceGroup, ctx: &Context) -> Result<Action> {
         ..
     } = decide(rg, ctx, Unlabelled::Read).await?;
     ctx.metrics.set_drifted(&g.namespace, &g.name, 0);
-    write_status(rg, &g, &p.status, ctx).await?;
+    write_status(rg, &g, &p.status, None, ctx).await?;
     // Deletion is done as the controller: the members belong to the group
     // being deleted (the garbage collector would remove them too), and the
     // ServiceAccount may already be gone with its namespace.
@@ -767,19 +770,20 @@ async fn delete(client: &As, observed: &Observed, t: &ObjectRef, foreground: boo
 
 /// The group's KEP-3659 parent label and annotations (so `kubectl` sees it
 /// as an ApplySet parent), and the finalizer if it lacks it, by one merge
-/// patch only when they differ.
+/// patch only when they differ. The group's version after the patch, if
+/// one was made.
 async fn write_parent_metadata(
     rg: &ResourceGroup,
     g: &GroupRef,
     p: &Plan,
     ctx: &Context,
-) -> Result<()> {
+) -> Result<Option<String>> {
     let mut desired = p.applyset_parent_metadata(g);
     let stored =
         json!({"metadata": {"labels": rg.metadata.labels, "annotations": rg.metadata.annotations}});
     let add_finalizer = lacks_finalizer(rg);
     if !add_finalizer && !crate::group::diff::needs_apply(&desired, &stored) {
-        return Ok(());
+        return Ok(None);
     }
     if add_finalizer {
         // A merge patch replaces the whole list: the resourceVersion makes
@@ -790,20 +794,26 @@ async fn write_parent_metadata(
         desired["metadata"]["resourceVersion"] = json!(rg.resource_version());
     }
     let api: Api<ResourceGroup> = Api::namespaced(ctx.client.clone(), &g.namespace);
-    api.patch(&g.name, &PatchParams::default(), &Patch::Merge(&desired))
+    let patched = api
+        .patch(&g.name, &PatchParams::default(), &Patch::Merge(&desired))
         .await?;
     ctx.metrics.wrote("parent");
-    Ok(())
+    Ok(patched.metadata.resource_version)
 }
 
-/// Status through the status subresource, only when it changed.
+/// Status through the status subresource, only when it changed: from the
+/// stored one, or, while the store is behind this replica's last write of
+/// it, from that write. `patched`: the group's version after this pass's
+/// metadata patch.
 async fn write_status(
     rg: &ResourceGroup,
     g: &GroupRef,
     status: &ResourceGroupStatus,
+    patched: Option<String>,
     ctx: &Context,
 ) -> Result<()> {
-    if rg.status.as_ref() == Some(status) {
+    let version = rg.resource_version().unwrap_or_default();
+    if rg.status.as_ref() == Some(status) || ctx.written.pending(&g.uid, &version, status) {
         return Ok(());
     }
     let api: Api<ResourceGroup> = Api::namespaced(ctx.client.clone(), &g.namespace);
@@ -815,6 +825,8 @@ async fn write_status(
     )
     .await?;
     ctx.metrics.wrote("status");
+    let before = std::iter::once(version).chain(patched).collect();
+    ctx.written.wrote(&g.uid, before, status);
     Ok(())
 }
 

@@ -244,12 +244,21 @@ fn usage(pid: u32) -> (f64, f64) {
     // utime and stime are fields 14 and 15 (11 and 12 after the comm).
     let cpu = (ticks(11) + ticks(12)) / 100.0;
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    let hwm = status
+    (cpu, kib(&status, "VmHWM:") / 1024.0)
+}
+
+/// A process's resident memory now, in MiB.
+fn resident(pid: u32) -> f64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    kib(&status, "VmRSS:") / 1024.0
+}
+
+fn kib(status: &str, field: &str) -> f64 {
+    status
         .lines()
-        .find(|l| l.starts_with("VmHWM:"))
+        .find(|l| l.starts_with(field))
         .and_then(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok())
-        .unwrap_or(0.0);
-    (cpu, hwm / 1024.0)
+        .unwrap_or(0.0)
 }
 
 /// The machine's load averages (it is shared: other work skews timings).
@@ -353,12 +362,14 @@ fn main() {
     let converge = start.elapsed();
     let converged_requests = delta(&requests(&c), &before);
     let (cpu, rss) = usage(child.id());
+    let rss_converged = resident(child.id());
     let steady_writes_before = writes(admin);
     let steady_requests_before = requests(&c);
     std::thread::sleep(Duration::from_secs(o.steady));
     let steady_writes = writes(admin) - steady_writes_before;
     let steady_requests = delta(&requests(&c), &steady_requests_before);
     let (cpu_after, _) = usage(child.id());
+    let rss_steady = resident(child.id());
     let load_after = load_average();
 
     let total: f64 = converged_requests.values().sum();
@@ -383,7 +394,9 @@ fn main() {
         "  CPU per group          {:.4} s",
         cpu / o.groups.max(1) as f64
     );
-    println!("  controller peak RSS    {rss:.0} MiB");
+    println!(
+        "  controller peak RSS    {rss:.0} MiB  (resident {rss_converged:.0} MiB when converged, {rss_steady:.0} MiB after the steady state)"
+    );
     println!("  steady-state writes    {steady_writes}  (API requests: {steady_requests:?})");
     println!("  machine load (1/5/15)  {load_before} at start, {load_after} at end");
     if ready != o.groups {

@@ -581,10 +581,10 @@ fn status_after(
             p.record_stop(previous, &stop, &w.written, chrono::Utc::now());
             p.status
         }
-        (None, None) if !w.stored.is_empty() && w.pruned == 0 => {
-            d.plan_on(rg, &after_writes(&d.observed.objects, &w.stored))
-                .status
-        }
+        (None, None) if !w.stored.is_empty() && w.pruned == 0 => d
+            .plan_on(rg, &after_writes(&d.observed.objects, &w.stored))
+            .settled_status()
+            .unwrap_or_else(|| d.plan.status.clone()),
         (None, None) => d.plan.status.clone(),
     }
 }

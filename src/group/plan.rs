@@ -204,6 +204,16 @@ impl Plan {
         }
     }
 
+    /// The status of a plan that has nothing left to write, for a pass
+    /// planned again after its writes ([`after_writes`]). `None` when the
+    /// writes unblocked more (a `waitForReady` rank now ready at once): its
+    /// status would call members "applied on this pass" that the pass did
+    /// not write, so the pass keeps its first plan's status and the next
+    /// pass writes them.
+    pub fn settled_status(self) -> Option<ResourceGroupStatus> {
+        (self.apply.is_empty() && self.prune.is_empty()).then_some(self.status)
+    }
+
     /// The KEP-3659 parent metadata of the group, for a metadata patch of
     /// the group itself (the executor writes it only when it differs): the
     /// id label, the tooling annotation, and the group-kinds of every

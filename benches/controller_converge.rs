@@ -4,6 +4,7 @@
 //! ```text
 //! cargo bench --bench controller_converge -- --groups 1000 --members 5 --steady 120
 //! cargo bench --bench controller_converge -- --groups 1000 --namespaces 100
+//! cargo bench --bench controller_converge -- --groups 10000 --restart
 //! ```
 //!
 //! The groups go round-robin into `--namespaces` namespaces (default one).
@@ -14,6 +15,11 @@
 //! and its writes during the steady state (target: zero). Under
 //! `cargo test --all-targets` (no `--bench`) it is a smoke run of 3 groups
 //! that checks convergence and zero steady-state writes, not speed.
+//!
+//! `--restart`: after the steady state the controller is killed (SIGKILL)
+//! and started again over the converged groups; reports the time until it
+//! has passed every group once (each pass decides a group, and finds it
+//! Ready), its writes (target: zero) and the API requests meanwhile.
 
 #[path = "../tests/support/cluster.rs"]
 #[allow(dead_code)]
@@ -32,6 +38,7 @@ struct Opts {
     members: usize,
     namespaces: usize,
     steady: u64,
+    restart: bool,
     smoke: bool,
 }
 
@@ -43,6 +50,7 @@ fn parse_args() -> Opts {
         members: 5,
         namespaces: 1,
         steady: if smoke { 4 } else { 120 },
+        restart: false,
         smoke,
     };
     let mut it = all.into_iter();
@@ -53,6 +61,7 @@ fn parse_args() -> Opts {
             "--members" => o.members = num().unwrap_or(o.members),
             "--namespaces" => o.namespaces = num().unwrap_or(o.namespaces).max(1),
             "--steady" => o.steady = num().unwrap_or(o.steady as usize) as u64,
+            "--restart" => o.restart = true,
             _ => {}
         }
     }
@@ -158,6 +167,12 @@ fn spawn_controller(c: &TestCluster, admin: u16, log: &Path) -> Child {
 }
 
 fn writes(admin: u16) -> u64 {
+    metric(admin, "interlock_controller_writes_total")
+}
+
+/// The sum of a counter's series on the controller's admin endpoint (0
+/// while it does not answer).
+fn metric(admin: u16, name: &str) -> u64 {
     use std::io::{Read, Write};
     let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", admin)) else {
         return 0;
@@ -166,9 +181,49 @@ fn writes(admin: u16) -> u64 {
     let mut out = String::new();
     let _ = s.read_to_string(&mut out);
     out.lines()
-        .filter(|l| l.starts_with("interlock_controller_writes_total"))
+        .filter(|l| l.starts_with(name))
         .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
         .sum()
+}
+
+/// A restart over converged groups: the controller killed, started again,
+/// and timed until it has passed every group once; then a pause as long as
+/// `settle` for passes that would write late.
+fn restart(c: &TestCluster, mut child: Child, o: &Opts, admin: u16, log: &Path) {
+    let _ = child.kill();
+    let _ = child.wait();
+    let before = requests(c);
+    let start = Instant::now();
+    let mut child = spawn_controller(c, admin, log);
+    let limit = Duration::from_secs(60 + o.groups as u64 / 10);
+    let mut passes = 0;
+    while start.elapsed() < limit {
+        passes = metric(admin, "interlock_controller_reconciles_total");
+        if passes >= o.groups as u64 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    let decided = start.elapsed();
+    let (cpu, rss) = usage(child.id());
+    std::thread::sleep(Duration::from_secs(10));
+    let restart_writes = writes(admin);
+    let made = delta(&requests(c), &before);
+    let _ = child.kill();
+    let _ = child.wait();
+    println!(
+        "  restart: every group passed  {passes}/{} in {:.1} s",
+        o.groups,
+        decided.as_secs_f64()
+    );
+    println!("  restart: writes              {restart_writes}  (to 10 s after)");
+    println!("  restart: controller CPU      {cpu:.1} s, peak RSS {rss:.0} MiB");
+    println!("  restart: API requests        {made:?}");
+    assert!(
+        passes >= o.groups as u64,
+        "only {passes} of {} groups passed after the restart",
+        o.groups
+    );
 }
 
 /// (CPU seconds, peak RSS in MiB) of a process, from /proc.
@@ -189,12 +244,21 @@ fn usage(pid: u32) -> (f64, f64) {
     // utime and stime are fields 14 and 15 (11 and 12 after the comm).
     let cpu = (ticks(11) + ticks(12)) / 100.0;
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    let hwm = status
+    (cpu, kib(&status, "VmHWM:") / 1024.0)
+}
+
+/// A process's resident memory now, in MiB.
+fn resident(pid: u32) -> f64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    kib(&status, "VmRSS:") / 1024.0
+}
+
+fn kib(status: &str, field: &str) -> f64 {
+    status
         .lines()
-        .find(|l| l.starts_with("VmHWM:"))
+        .find(|l| l.starts_with(field))
         .and_then(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok())
-        .unwrap_or(0.0);
-    (cpu, hwm / 1024.0)
+        .unwrap_or(0.0)
 }
 
 /// The machine's load averages (it is shared: other work skews timings).
@@ -298,14 +362,14 @@ fn main() {
     let converge = start.elapsed();
     let converged_requests = delta(&requests(&c), &before);
     let (cpu, rss) = usage(child.id());
+    let rss_converged = resident(child.id());
     let steady_writes_before = writes(admin);
     let steady_requests_before = requests(&c);
     std::thread::sleep(Duration::from_secs(o.steady));
     let steady_writes = writes(admin) - steady_writes_before;
     let steady_requests = delta(&requests(&c), &steady_requests_before);
     let (cpu_after, _) = usage(child.id());
-    let _ = child.kill();
-    let _ = child.wait();
+    let rss_steady = resident(child.id());
     let load_after = load_average();
 
     let total: f64 = converged_requests.values().sum();
@@ -330,7 +394,9 @@ fn main() {
         "  CPU per group          {:.4} s",
         cpu / o.groups.max(1) as f64
     );
-    println!("  controller peak RSS    {rss:.0} MiB");
+    println!(
+        "  controller peak RSS    {rss:.0} MiB  (resident {rss_converged:.0} MiB when converged, {rss_steady:.0} MiB after the steady state)"
+    );
     println!("  steady-state writes    {steady_writes}  (API requests: {steady_requests:?})");
     println!("  machine load (1/5/15)  {load_before} at start, {load_after} at end");
     if ready != o.groups {
@@ -350,5 +416,15 @@ fn main() {
     }
     if o.smoke {
         assert_eq!(steady_writes, 0, "a converged cluster gets no write");
+    }
+    if o.restart {
+        restart(&c, child, &o, admin, &log);
+        println!(
+            "  machine load (1/5/15)  {} after the restart",
+            load_average()
+        );
+    } else {
+        let _ = child.kill();
+        let _ = child.wait();
     }
 }

@@ -1,6 +1,6 @@
 //! Writes as a group's ServiceAccount, shared by the controller and
-//! `interlock plan`: an impersonating client, the server-side apply of one
-//! member (for real or as a dry run), and a group's validation on a thread
+//! `interlock plan`: requests as a group's ServiceAccount, the server-side
+//! apply of one member (for real or as a dry run), and a group's validation on a thread
 //! of its own. Sharing them is what makes `plan`'s answers the controller's.
 
 use crate::cel::interrupt::{self, Interrupt};
@@ -10,17 +10,20 @@ use crate::cluster::Cluster;
 use crate::group::crd::GroupFinding;
 use crate::group::crd::FIELD_MANAGER;
 use crate::group::member::ScopeOracle;
+use crate::group::plan::ObjectRef;
 use crate::group::plan::{owned_by, DesiredObject, GroupRef};
 use crate::group::validate::{spec_findings, Writer};
 use crate::group::ResourceGroupSpec;
 use crate::inventory::{Base, ObjectKey};
-use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
-use kube::Client;
+use http::header::{HeaderName, HeaderValue};
+use kube::api::{ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, Preconditions};
+use kube::{Client, Resource as _};
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// A client could not be made for the ServiceAccount.
+/// A ServiceAccount's username cannot be a header value, or no client
+/// could be made to impersonate through.
 #[derive(Debug, thiserror::Error)]
 #[error("impersonating {user}: {message}")]
 pub struct ImpersonationError {
@@ -28,39 +31,121 @@ pub struct ImpersonationError {
     pub message: String,
 }
 
-/// A client made from `config` that acts as `writer`'s ServiceAccount.
-pub fn client_as(config: &kube::Config, writer: &Writer) -> Result<Client, ImpersonationError> {
-    let user = writer.username();
+/// Requests through the one client of the controller (or of `plan`), as
+/// itself or as a group's ServiceAccount. Impersonation is a header of
+/// each request, not a client of its own: every ServiceAccount shares the
+/// one connection pool and TLS state, so memory does not grow with the
+/// number of namespaces.
+#[derive(Clone)]
+pub struct As {
+    client: Client,
+    /// The Impersonate-User header's value; `None`: as the client itself.
+    user: Option<HeaderValue>,
+}
+
+impl As {
+    /// As the client's own identity.
+    pub fn itself(client: Client) -> As {
+        As { client, user: None }
+    }
+
+    /// As `writer`'s ServiceAccount. Only the Impersonate-User header:
+    /// for a ServiceAccount username kube-apiserver adds exactly
+    /// `writer.groups()` itself (system:serviceaccounts,
+    /// system:serviceaccounts:NS, system:authenticated). Naming them would
+    /// need `impersonate` on every namespace's group, which RBAC can only
+    /// grant as "any group", system:masters included
+    /// (manifests/base/controller.yaml).
+    pub fn writer(client: Client, writer: &Writer) -> Result<As, ImpersonationError> {
+        let user = writer.username();
+        let value = HeaderValue::from_str(&user).map_err(|e| ImpersonationError {
+            user: user.clone(),
+            message: e.to_string(),
+        })?;
+        Ok(As {
+            client,
+            user: Some(value),
+        })
+    }
+
+    /// Server-side apply of one member (field manager `interlock`,
+    /// forced); a dry run writes nothing and returns the object as it
+    /// would be stored.
+    pub async fn apply_member(
+        &self,
+        resource: &ApiResource,
+        d: &DesiredObject,
+        dry_run: bool,
+    ) -> Result<DynamicObject, kube::Error> {
+        let mut params = PatchParams::apply(FIELD_MANAGER).force();
+        params.dry_run = dry_run;
+        let req = request(resource, &d.target.namespace)
+            .patch(&d.target.name, &params, &Patch::Apply(&d.object))
+            .map_err(kube::Error::BuildRequest)?;
+        self.client.request(self.sign(req, "patch")).await
+    }
+
+    /// Deletes `t` only while it is the object of its UID (a new object of
+    /// the same name is never deleted by mistake); one already gone is
+    /// deleted.
+    pub async fn delete(
+        &self,
+        resource: &ApiResource,
+        t: &ObjectRef,
+        mut dp: DeleteParams,
+    ) -> Result<(), kube::Error> {
+        dp.preconditions = t.uid.clone().map(|uid| Preconditions {
+            uid: Some(uid),
+            resource_version: None,
+        });
+        let req = request(resource, &t.namespace)
+            .delete(&t.name, &dp)
+            .map_err(kube::Error::BuildRequest)?;
+        match self.client.request_text(self.sign(req, "delete")).await {
+            Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
+            r => r.map(drop),
+        }
+    }
+
+    /// `req` with the impersonation header, and the verb kube's tracing
+    /// names its span by (as `Api` sets it).
+    fn sign(&self, mut req: http::Request<Vec<u8>>, verb: &'static str) -> http::Request<Vec<u8>> {
+        if let Some(user) = &self.user {
+            req.headers_mut().insert(IMPERSONATE_USER, user.clone());
+        }
+        req.extensions_mut().insert(verb);
+        req
+    }
+}
+
+/// The client to impersonate through: `client` itself, unless `config`
+/// impersonates someone already (kubeconfig `as`, `as-group`): its headers
+/// would then ride along with a ServiceAccount's, so a client of the same
+/// credentials without them, made once.
+pub fn impersonator(config: &kube::Config, client: &Client) -> Result<Client, ImpersonationError> {
+    let a = &config.auth_info;
+    if a.impersonate.is_none()
+        && a.impersonate_groups.is_none()
+        && a.impersonate_uid.is_none()
+        && a.impersonate_user_extra.is_none()
+    {
+        return Ok(client.clone());
+    }
     let mut config = config.clone();
-    config.auth_info.impersonate = Some(user.clone());
-    // No Impersonate-Group headers: for a ServiceAccount username
-    // kube-apiserver adds exactly `writer.groups()` itself
-    // (system:serviceaccounts, system:serviceaccounts:NS,
-    // system:authenticated). Naming them would need `impersonate` on
-    // every namespace's group, which RBAC can only grant as "any
-    // group", system:masters included (manifests/base/controller.yaml).
+    config.auth_info.impersonate = None;
     config.auth_info.impersonate_groups = None;
+    config.auth_info.impersonate_uid = None;
+    config.auth_info.impersonate_user_extra = None;
     Client::try_from(config).map_err(|e| ImpersonationError {
-        user,
+        user: a.impersonate.clone().unwrap_or_default(),
         message: e.to_string(),
     })
 }
 
-/// Server-side apply of one member (field manager `interlock`, forced),
-/// through `client`; a dry run writes nothing and returns the object as it
-/// would be stored.
-pub async fn apply_member(
-    client: &Client,
-    resource: &ApiResource,
-    d: &DesiredObject,
-    dry_run: bool,
-) -> Result<DynamicObject, kube::Error> {
-    let api: Api<DynamicObject> =
-        Api::namespaced_with(client.clone(), &d.target.namespace, resource);
-    let mut params = PatchParams::apply(FIELD_MANAGER).force();
-    params.dry_run = dry_run;
-    api.patch(&d.target.name, &params, &Patch::Apply(&d.object))
-        .await
+const IMPERSONATE_USER: HeaderName = HeaderName::from_static("impersonate-user");
+
+fn request(resource: &ApiResource, namespace: &str) -> kube::core::Request {
+    kube::core::Request::new(DynamicObject::url_path(resource, Some(namespace)))
 }
 
 /// Sets `interrupt` once `after` has passed (unless the task is aborted).
@@ -147,105 +232,5 @@ pub async fn validate_group(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::cel::k8s_authz::{Attributes, Decision, UserInfo};
-    use crate::cluster::ClusterOptions;
-    use crate::fixtures::{compile, ingress, UNIQUE_HOST};
-    use crate::inventory::Inventory;
-    use std::sync::Mutex;
-
-    const ASKS_THE_AUTHORIZER: &str = "
-apiVersion: admissionregistration.k8s.io/v1
-kind: ValidatingAdmissionPolicy
-metadata: {name: may-create}
-spec:
-  matchConstraints:
-    resourceRules:
-      - {apiGroups: [networking.k8s.io], apiVersions: [v1], resources: [ingresses], operations: [CREATE, UPDATE]}
-  validations:
-    - expression: \"authorizer.requestResource.check('create').allowed()\"
----
-apiVersion: admissionregistration.k8s.io/v1
-kind: ValidatingAdmissionPolicyBinding
-metadata: {name: may-create}
-spec: {policyName: may-create, validationActions: [Deny]}
-";
-
-    /// Answers yes, and notes whether a writer could take the state's lock
-    /// at that moment, in the middle of the group's evaluation.
-    struct Probe {
-        cluster: Arc<Cluster>,
-        lock_free: Mutex<Vec<bool>>,
-    }
-
-    impl std::fmt::Debug for Probe {
-        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-            f.write_str("Probe")
-        }
-    }
-
-    impl Authorizer for Probe {
-        fn authorize(
-            &self,
-            _: &UserInfo,
-            _: &Attributes,
-            _: Option<&crate::cel::interrupt::Interrupt>,
-        ) -> Option<Decision> {
-            let free = self.cluster.lock_is_free();
-            self.lock_free.lock().unwrap().push(free);
-            Some(Decision {
-                allowed: true,
-                reason: String::new(),
-                error: None,
-            })
-        }
-    }
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn a_group_validation_holds_the_state_lock_per_lookup_only() {
-        let mut inv = Inventory::new();
-        let policies = compile(&[UNIQUE_HOST, ASKS_THE_AUTHORIZER], &mut inv);
-        inv.upsert(&ingress("u", "other", "b.example", "s"), None)
-            .expect("store");
-        let cluster = Arc::new(Cluster::new(policies, inv, ClusterOptions::default()));
-        let probe = Arc::new(Probe {
-            cluster: cluster.clone(),
-            lock_free: Mutex::default(),
-        });
-        let authorizer: Arc<dyn Authorizer> = probe.clone();
-        let group = GroupRef {
-            namespace: "t".into(),
-            name: "g".into(),
-            uid: "u1".into(),
-            generation: 1,
-            deleting: false,
-        };
-        let spec: ResourceGroupSpec = serde_json::from_value(serde_json::json!({
-            "serviceAccountName": "deployer",
-            "resources": [ingress("t", "web", "b.example", "s")],
-        }))
-        .expect("spec");
-        let findings = validate_group(
-            &cluster,
-            &group,
-            &spec,
-            Some(&authorizer),
-            &[],
-            &crate::group::BuiltinScopes,
-        )
-        .await
-        .expect("within the deadline");
-        // The inventory was read: the other tenant's host is a conflict.
-        assert!(
-            findings.iter().any(|f| f.policy == "unique-host"),
-            "{findings:?}"
-        );
-        let seen = probe.lock_free.lock().unwrap().clone();
-        assert!(!seen.is_empty(), "the authorizer was asked");
-        assert!(
-            seen.iter().all(|free| *free),
-            "a writer could not get in mid-evaluation: {seen:?}"
-        );
-    }
-}
+#[path = "impersonate_tests.rs"]
+mod tests;

@@ -177,7 +177,7 @@ fn index_into(by_group: &mut HashMap<GroupKey, HashSet<Name>>, name: &Name, o: &
 /// managedFields are read by nothing the controller decides (the drift
 /// check compares values, not owners) and are often the largest part of a
 /// small object's metadata.
-fn trimmed(mut o: DynamicObject) -> DynamicObject {
+pub(super) fn trimmed(mut o: DynamicObject) -> DynamicObject {
     o.metadata.managed_fields = None;
     o
 }

@@ -59,3 +59,4 @@ pub mod quota;
 pub mod reconcile;
 pub mod run;
 pub mod shards;
+pub mod written;

@@ -8,7 +8,7 @@ use super::index::{GroupKey, Name};
 use super::members::{KindCache, Members};
 use super::metrics::Metrics;
 use crate::cel::k8s_authz::Authorizer;
-use crate::cluster::impersonate::{self, validate_group, VALIDATION_DEADLINE};
+use crate::cluster::impersonate::{validate_group, As, VALIDATION_DEADLINE};
 use crate::cluster::Cluster;
 use crate::group::crd::{
     applyset_id, GroupFinding, ResourceGroup, ResourceGroupStatus, API_VERSION, FIELD_MANAGER,
@@ -17,16 +17,15 @@ use crate::group::crd::{
 use crate::group::member::{parse_member, Scope};
 use crate::group::outcome::Stop;
 use crate::group::plan::{
-    plan, reason, DesiredObject, Finalize, GroupRef, ObjectRef, Plan, PlanInput, VALID,
+    after_writes, plan, reason, DesiredObject, Finalize, GroupRef, ObjectRef, Plan, PlanInput,
+    VALID,
 };
 use crate::group::quota::{shortfall, NewObject, Shortfall};
 use crate::group::validate::Writer;
 use crate::inventory::ObjectKey;
 use crate::k8s::kind::{GroupKind, GroupVersionKind, NamespacedName};
 use crate::k8s::kinds::group_of;
-use kube::api::{
-    Api, DeleteParams, DynamicObject, Patch, PatchParams, Preconditions, PropagationPolicy,
-};
+use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PropagationPolicy};
 use kube::runtime::controller::Action;
 use kube::runtime::finalizer::{finalizer, Event};
 use kube::{Client, ResourceExt};
@@ -44,9 +43,10 @@ pub const SYNC_WAIT: Duration = Duration::from_secs(60);
 /// What every reconcile shares.
 pub struct Context {
     pub client: Client,
-    /// The controller's own configuration, from which impersonating
-    /// clients are made.
-    pub config: kube::Config,
+    /// The client writes as a group's ServiceAccount go through
+    /// ([`crate::cluster::impersonate::impersonator`]): `client`, unless its configuration
+    /// impersonates someone itself.
+    pub impersonator: Client,
     pub cluster: Arc<Cluster>,
     pub members: Members,
     pub metrics: Metrics,
@@ -64,20 +64,20 @@ pub struct Context {
     /// The ResourceQuotas checked before a group's first write; `None`:
     /// not checked (the API server alone decides).
     pub quotas: Option<super::quota::Quotas>,
-    impersonating: Mutex<HashMap<String, Client>>,
+    /// Statuses written whose watch events the store may not hold yet.
+    pub written: super::written::Written,
 }
 
 impl Context {
     pub fn new(
         client: Client,
-        config: kube::Config,
         cluster: Arc<Cluster>,
         members: Members,
         metrics: Metrics,
     ) -> Context {
         Context {
+            impersonator: client.clone(),
             client,
-            config,
             cluster,
             members,
             metrics,
@@ -86,24 +86,16 @@ impl Context {
             authorizer: None,
             shards: Arc::new(super::shards::Shards::all()),
             quotas: None,
-            impersonating: Mutex::default(),
+            written: Default::default(),
         }
     }
 
-    /// A client that acts as `writer`'s ServiceAccount.
-    fn as_writer(&self, writer: &Writer) -> Result<Client> {
-        let user = writer.username();
-        let mut cache = self.impersonating.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(c) = cache.get(&user) {
-            return Ok(c.clone());
-        }
-        let client =
-            impersonate::client_as(&self.config, writer).map_err(|e| Error::Impersonation {
-                user: e.user,
-                message: e.message,
-            })?;
-        cache.insert(user, client.clone());
-        Ok(client)
+    /// Requests as `writer`'s ServiceAccount, through the one client.
+    fn as_writer(&self, writer: &Writer) -> Result<As> {
+        As::writer(self.impersonator.clone(), writer).map_err(|e| Error::Impersonation {
+            user: e.user,
+            message: e.message,
+        })
     }
 
     fn succeeded(&self, key: &NamespacedName) {
@@ -401,12 +393,43 @@ async fn findings(
     .ok_or(Error::ValidationDeadline(VALIDATION_DEADLINE))
 }
 
-/// Observes, validates and plans one pass.
-async fn decide(
+/// What a pass decided, and from what.
+struct Decided {
+    g: GroupRef,
+    observed: Observed,
+    findings: Vec<GroupFinding>,
+    plan: Plan,
+}
+
+impl Decided {
+    /// The plan made from `objects` instead of what was observed (the
+    /// validation's findings stand: they judged the same desired members).
+    fn plan_on(&self, rg: &ResourceGroup, objects: &[Value]) -> Plan {
+        plan_of(rg, &self.g, &self.observed, &self.findings, objects)
+    }
+}
+
+fn plan_of(
     rg: &ResourceGroup,
-    ctx: &Context,
-    unlabelled: Unlabelled,
-) -> Result<(GroupRef, Observed, Plan)> {
+    g: &GroupRef,
+    observed: &Observed,
+    findings: &[GroupFinding],
+    objects: &[Value],
+) -> Plan {
+    let oracle = scope_oracle(&observed.scopes);
+    plan(&PlanInput {
+        group: g,
+        spec: &rg.spec,
+        previous: rg.status.as_ref(),
+        observed: objects,
+        findings,
+        scopes: &oracle,
+        now: chrono::Utc::now(),
+    })
+}
+
+/// Observes, validates and plans one pass.
+async fn decide(rg: &ResourceGroup, ctx: &Context, unlabelled: Unlabelled) -> Result<Decided> {
     let g = GroupRef::of(rg).map_err(|e| Error::Metadata(e.0))?;
     let mut observed = observe(rg, &g, ctx).await?;
     let findings = if g.deleting {
@@ -415,19 +438,13 @@ async fn decide(
         read_unlabelled(rg, &g, &mut observed, ctx, unlabelled).await?;
         findings(rg, &g, &observed, ctx).await?
     };
-    let p = {
-        let oracle = scope_oracle(&observed.scopes);
-        plan(&PlanInput {
-            group: &g,
-            spec: &rg.spec,
-            previous: rg.status.as_ref(),
-            observed: &observed.objects,
-            findings: &findings,
-            scopes: &oracle,
-            now: chrono::Utc::now(),
-        })
-    };
-    Ok((g, observed, p))
+    let plan = plan_of(rg, &g, &observed, &findings, &observed.objects);
+    Ok(Decided {
+        g,
+        observed,
+        findings,
+        plan,
+    })
 }
 
 async fn apply(rg: &ResourceGroup, ctx: &Context) -> Result<Action> {
@@ -440,51 +457,117 @@ async fn apply(rg: &ResourceGroup, ctx: &Context) -> Result<Action> {
     // the ServiceAccount, other admission webhooks): a group the API server
     // would refuse in part is not written at all. Then the applies, in
     // order; a refusal stops the pass (and the prune).
-    let (g, observed, p) = decide(rg, ctx, Unlabelled::Assumed).await?;
-    let (observed, mut p, mut refused) = match dry_run(&client, &observed, &p).await {
+    let first = decide(rg, ctx, Unlabelled::Assumed).await?;
+    let (d, refused) = match dry_run(&client, &first.observed, &first.plan).await {
         DryRun::Unseen => {
-            let (_, observed, p) = decide(rg, ctx, Unlabelled::Read).await?;
-            let refused = dry_run(&client, &observed, &p).await.refusal();
-            (observed, p, refused)
+            let d = decide(rg, ctx, Unlabelled::Read).await?;
+            let refused = dry_run(&client, &d.observed, &d.plan).await.refusal();
+            (d, refused)
         }
-        other => (observed, p, other.refusal()),
+        other => (first, other.refusal()),
     };
+    let g = &d.g;
     tracing::debug!(group = %g.name, namespace = %g.namespace, generation = g.generation,
-        apply = p.apply.len(), prune = p.prune.len(), "planned");
+        apply = d.plan.apply.len(), prune = d.plan.prune.len(), "planned");
     // A dry run consumes no quota: the creates are counted against the
     // cached quotas before any write, so a group is not stored in part.
     let short = match refused {
-        None => quota_shortfall(ctx, &g, &observed, &p).await?,
+        None => quota_shortfall(ctx, g, &d.observed, &d.plan).await?,
         Some(_) => None,
     };
     // Before any member: the finalizer, and the ApplySet's kinds as a
     // superset of what is written (KEP-3659).
-    write_parent_metadata(rg, &g, &p, ctx).await?;
+    let patched = write_parent_metadata(rg, g, &d.plan, ctx).await?;
     let held = refused.is_some() || short.is_some();
-    let mut written = Vec::new();
-    for d in p.apply.iter().filter(|_| !held) {
-        if let Err(e) = server_side_apply(&client, &observed, d, false).await {
-            tracing::info!(group = %g.name, namespace = %g.namespace, member = %d.target.name, kind = %d.target.kind, error = %e, "member not applied");
-            refused = Some((d.target.clone(), e));
-            break;
+    let w = if held {
+        Writes {
+            refused,
+            ..Writes::default()
+        }
+    } else {
+        write_members(&client, &d, ctx).await
+    };
+    let status = status_after(rg, &d, short.as_ref(), w, held);
+    write_status(rg, g, &status, patched, ctx).await?;
+    let drifted = status.members.iter().filter(|m| !m.drift.is_empty());
+    ctx.metrics
+        .set_drifted(&g.namespace, &g.name, drifted.count());
+    unanswered(&status)?;
+    let ready = status
+        .conditions
+        .iter()
+        .any(|c| c.type_ == "Ready" && c.status == crate::group::crd::ConditionStatus::True);
+    let mut after = requeue_after(ready);
+    // A waitForReady group is due again when its wait times out, to say
+    // so, even if no member changes meanwhile.
+    if let Some(at) = d.plan.recheck_at {
+        let until = (at - chrono::Utc::now()).to_std().unwrap_or_default();
+        after = after.min(until + Duration::from_secs(1));
+    }
+    Ok(Action::requeue(after))
+}
+
+/// What a pass's writes of members did.
+#[derive(Default)]
+struct Writes {
+    /// The members applied, in order.
+    written: Vec<ObjectRef>,
+    /// The API server's answers to those applies, as the caches hold
+    /// objects.
+    stored: Vec<Value>,
+    pruned: usize,
+    /// The write the API server refused (which stopped the pass).
+    refused: Option<(ObjectRef, Error)>,
+}
+
+/// The planned applies in order, then (if all succeeded) the prunes.
+async fn write_members(client: &As, d: &Decided, ctx: &Context) -> Writes {
+    let (g, observed) = (&d.g, &d.observed);
+    let mut w = Writes::default();
+    for t in &d.plan.apply {
+        match server_side_apply(client, observed, t, false).await {
+            Ok((o, resource)) => w.stored.push(to_json(&super::index::trimmed(o), &resource)),
+            Err(e) => {
+                tracing::info!(group = %g.name, namespace = %g.namespace, member = %t.target.name, kind = %t.target.kind, error = %e, "member not applied");
+                w.refused = Some((t.target.clone(), e));
+                return w;
+            }
         }
         ctx.metrics.wrote("apply");
-        record(ctx, &d.object);
-        written.push(d.target.clone());
+        record(ctx, &t.object);
+        w.written.push(t.target.clone());
     }
-    if refused.is_none() && short.is_none() {
-        for target in &p.prune {
-            if let Err(e) = delete(&client, &observed, target, false).await {
-                refused = Some((target.clone(), e));
-                break;
-            }
-            ctx.metrics.wrote("prune");
+    for target in &d.plan.prune {
+        if let Err(e) = delete(client, observed, target, false).await {
+            w.refused = Some((target.clone(), e));
+            return w;
         }
+        ctx.metrics.wrote("prune");
+        w.pruned += 1;
     }
-    match (&short, refused) {
+    w
+}
+
+/// The status a pass leaves: the plan's, or where a quota or a refusal
+/// stopped it. A pass that wrote members and pruned nothing is planned
+/// again on the API server's answers, so members ready as soon as stored
+/// are recorded Ready now, not by a second status write from the pass
+/// their watch events wake (which then finds nothing to change).
+fn status_after(
+    rg: &ResourceGroup,
+    d: &Decided,
+    short: Option<&Shortfall>,
+    w: Writes,
+    dry_run: bool,
+) -> ResourceGroupStatus {
+    let previous = rg.status.as_ref();
+    match (short, w.refused) {
         (Some(s), _) => {
+            let g = &d.g;
             tracing::info!(group = %g.name, namespace = %g.namespace, quota = %s.quota, resource = %s.resource, "held by a ResourceQuota");
-            p.record_stop(rg.status.as_ref(), &Stop::Quota(s), &[], chrono::Utc::now());
+            let mut p = d.plan.clone();
+            p.record_stop(previous, &Stop::Quota(s), &[], chrono::Utc::now());
+            p.status
         }
         (None, Some((target, e))) => {
             let (reason, message) = refusal(&e);
@@ -492,30 +575,18 @@ async fn apply(rg: &ResourceGroup, ctx: &Context) -> Result<Action> {
                 target: &target,
                 reason,
                 message: &message,
-                dry_run: held,
+                dry_run,
             };
-            p.record_stop(rg.status.as_ref(), &stop, &written, chrono::Utc::now());
+            let mut p = d.plan.clone();
+            p.record_stop(previous, &stop, &w.written, chrono::Utc::now());
+            p.status
         }
-        (None, None) => {}
+        (None, None) if !w.stored.is_empty() && w.pruned == 0 => d
+            .plan_on(rg, &after_writes(&d.observed.objects, &w.stored))
+            .settled_status()
+            .unwrap_or_else(|| d.plan.status.clone()),
+        (None, None) => d.plan.status.clone(),
     }
-    write_status(rg, &g, &p.status, ctx).await?;
-    let drifted = p.status.members.iter().filter(|m| !m.drift.is_empty());
-    ctx.metrics
-        .set_drifted(&g.namespace, &g.name, drifted.count());
-    unanswered(&p.status)?;
-    let ready = p
-        .status
-        .conditions
-        .iter()
-        .any(|c| c.type_ == "Ready" && c.status == crate::group::crd::ConditionStatus::True);
-    let mut after = requeue_after(ready);
-    // A waitForReady group is due again when its wait times out, to say
-    // so, even if no member changes meanwhile.
-    if let Some(at) = p.recheck_at {
-        let until = (at - chrono::Utc::now()).to_std().unwrap_or_default();
-        after = after.min(until + Duration::from_secs(1));
-    }
-    Ok(Action::requeue(after))
 }
 
 /// When a group that succeeded is looked at again unwoken. Member watches
@@ -539,16 +610,21 @@ fn unanswered(status: &ResourceGroupStatus) -> Result<()> {
 }
 
 async fn cleanup(rg: &ResourceGroup, ctx: &Context) -> Result<Action> {
-    let (g, observed, p) = decide(rg, ctx, Unlabelled::Read).await?;
+    let Decided {
+        g,
+        observed,
+        plan: p,
+        ..
+    } = decide(rg, ctx, Unlabelled::Read).await?;
     ctx.metrics.set_drifted(&g.namespace, &g.name, 0);
-    write_status(rg, &g, &p.status, ctx).await?;
+    write_status(rg, &g, &p.status, None, ctx).await?;
     // Deletion is done as the controller: the members belong to the group
     // being deleted (the garbage collector would remove them too), and the
     // ServiceAccount may already be gone with its namespace.
     match p.finalize {
         Some(Finalize::Delete(targets)) => {
             for t in &targets {
-                delete(&ctx.client, &observed, t, true).await?;
+                delete(&As::itself(ctx.client.clone()), &observed, t, true).await?;
                 ctx.metrics.wrote("delete");
             }
             Err(Error::Waiting(targets.len()))
@@ -642,11 +718,11 @@ impl DryRun {
     }
 }
 
-async fn dry_run(client: &Client, observed: &Observed, p: &Plan) -> DryRun {
+async fn dry_run(client: &As, observed: &Observed, p: &Plan) -> DryRun {
     for d in &p.apply {
         let unseen = ObjectKey::of(&d.object).is_some_and(|k| observed.unseen.contains(&k));
         match server_side_apply(client, observed, d, true).await {
-            Ok(o) if unseen && stored(&o) => return DryRun::Unseen,
+            Ok((o, _)) if unseen && stored(&o) => return DryRun::Unseen,
             Ok(_) => {}
             Err(_) if unseen => return DryRun::Unseen,
             Err(e) => return DryRun::Refused(d.target.clone(), e),
@@ -664,60 +740,50 @@ fn stored(o: &DynamicObject) -> bool {
         .is_some_and(|rv| !rv.is_empty())
 }
 
+/// The object as the API server stored it (or would, in a dry run), and
+/// the resource it was written through.
 async fn server_side_apply(
-    client: &Client,
+    client: &As,
     observed: &Observed,
     d: &DesiredObject,
     dry_run: bool,
-) -> Result<DynamicObject> {
+) -> Result<(DynamicObject, kube::api::ApiResource)> {
     let c = observed
         .cache(&d.target.api_version, &d.target.kind)
         .ok_or(Error::Metadata("kind in the cluster"))?;
-    Ok(impersonate::apply_member(client, &c.resource, d, dry_run).await?)
+    let o = client.apply_member(&c.resource, d, dry_run).await?;
+    Ok((o, c.resource.clone()))
 }
 
-/// Deletes an owned object; its UID is a precondition, so a new object of
-/// the same name is never deleted by mistake.
-async fn delete(
-    client: &Client,
-    observed: &Observed,
-    t: &ObjectRef,
-    foreground: bool,
-) -> Result<()> {
+/// Deletes an owned object (only while it has its UID); `foreground`
+/// keeps a workload until its Pods are gone.
+async fn delete(client: &As, observed: &Observed, t: &ObjectRef, foreground: bool) -> Result<()> {
     let Some(c) = observed.cache(&t.api_version, &t.kind) else {
         return Ok(());
     };
-    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), &t.namespace, &c.resource);
     let dp = DeleteParams {
-        preconditions: t.uid.clone().map(|uid| Preconditions {
-            uid: Some(uid),
-            resource_version: None,
-        }),
         propagation_policy: foreground.then_some(PropagationPolicy::Foreground),
         ..DeleteParams::default()
     };
-    match api.delete(&t.name, &dp).await {
-        Ok(_) => Ok(()),
-        Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
-        Err(e) => Err(e.into()),
-    }
+    Ok(client.delete(&c.resource, t, dp).await?)
 }
 
 /// The group's KEP-3659 parent label and annotations (so `kubectl` sees it
 /// as an ApplySet parent), and the finalizer if it lacks it, by one merge
-/// patch only when they differ.
+/// patch only when they differ. The group's version after the patch, if
+/// one was made.
 async fn write_parent_metadata(
     rg: &ResourceGroup,
     g: &GroupRef,
     p: &Plan,
     ctx: &Context,
-) -> Result<()> {
+) -> Result<Option<String>> {
     let mut desired = p.applyset_parent_metadata(g);
     let stored =
         json!({"metadata": {"labels": rg.metadata.labels, "annotations": rg.metadata.annotations}});
     let add_finalizer = lacks_finalizer(rg);
     if !add_finalizer && !crate::group::diff::needs_apply(&desired, &stored) {
-        return Ok(());
+        return Ok(None);
     }
     if add_finalizer {
         // A merge patch replaces the whole list: the resourceVersion makes
@@ -728,20 +794,26 @@ async fn write_parent_metadata(
         desired["metadata"]["resourceVersion"] = json!(rg.resource_version());
     }
     let api: Api<ResourceGroup> = Api::namespaced(ctx.client.clone(), &g.namespace);
-    api.patch(&g.name, &PatchParams::default(), &Patch::Merge(&desired))
+    let patched = api
+        .patch(&g.name, &PatchParams::default(), &Patch::Merge(&desired))
         .await?;
     ctx.metrics.wrote("parent");
-    Ok(())
+    Ok(patched.metadata.resource_version)
 }
 
-/// Status through the status subresource, only when it changed.
+/// Status through the status subresource, only when it changed: from the
+/// stored one, or, while the store is behind this replica's last write of
+/// it, from that write. `patched`: the group's version after this pass's
+/// metadata patch.
 async fn write_status(
     rg: &ResourceGroup,
     g: &GroupRef,
     status: &ResourceGroupStatus,
+    patched: Option<String>,
     ctx: &Context,
 ) -> Result<()> {
-    if rg.status.as_ref() == Some(status) {
+    let version = rg.resource_version().unwrap_or_default();
+    if rg.status.as_ref() == Some(status) || ctx.written.pending(&g.uid, &version, status) {
         return Ok(());
     }
     let api: Api<ResourceGroup> = Api::namespaced(ctx.client.clone(), &g.namespace);
@@ -753,6 +825,8 @@ async fn write_status(
     )
     .await?;
     ctx.metrics.wrote("status");
+    let before = std::iter::once(version).chain(patched).collect();
+    ctx.written.wrote(&g.uid, before, status);
     Ok(())
 }
 

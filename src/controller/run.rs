@@ -19,7 +19,7 @@ use crate::k8s::kind::NamespacedName;
 use futures::StreamExt;
 use kube::api::Api;
 use kube::runtime::controller::{self, Action, Controller};
-use kube::runtime::watcher;
+use kube::runtime::{reflector, watcher, WatchStreamExt as _};
 use kube::ResourceExt;
 use prometheus_client::registry::Registry;
 use std::net::SocketAddr;
@@ -75,6 +75,7 @@ pub async fn run(
         .await
         .map_err(|e| anyhow::anyhow!("no cluster to reconcile against ({e})"))?;
     let client = kube::Client::try_from(kube_config.clone())?;
+    let impersonator = crate::cluster::impersonate::impersonator(&kube_config, &client)?;
     let sources = Sources {
         policies: cfg.policies.clone(),
         overrides: cfg.overrides.clone(),
@@ -131,7 +132,7 @@ pub async fn run(
 
     let leader = Leader {
         client: client.clone(),
-        kube_config,
+        impersonator,
         cluster,
         metrics,
         authorizer,
@@ -286,7 +287,8 @@ async fn campaign(
 /// mid-pass carries over.
 struct Leader {
     client: kube::Client,
-    kube_config: kube::Config,
+    /// Writes as ServiceAccounts go through it (`Context::impersonator`).
+    impersonator: kube::Client,
     cluster: Arc<Cluster>,
     metrics: Metrics,
     authorizer: Arc<SarAuthorizer>,
@@ -317,15 +319,13 @@ impl Leader {
         taken: impl futures::Stream<Item = ()> + Send + 'static,
     ) {
         let (wake, woken) = tokio::sync::mpsc::unbounded_channel();
-        let groups: Api<ResourceGroup> = Api::all(self.client.clone());
-        let controller = Controller::new(groups, watcher::Config::default());
+        let controller = groups_controller(self.client.clone());
         let (quotas, quota_watch) =
             Quotas::start(self.client.clone(), controller.store(), wake.clone());
         let _quota_watch = AbortOnDrop(quota_watch);
         let members = Members::new(self.client.clone(), wake);
         let mut ctx = Context::new(
             self.client.clone(),
-            self.kube_config.clone(),
             self.cluster.clone(),
             members,
             self.metrics.clone(),
@@ -333,6 +333,7 @@ impl Leader {
         ctx.authorizer = Some(self.authorizer.clone());
         ctx.shards = shards;
         ctx.quotas = Some(quotas);
+        ctx.impersonator = self.impersonator.clone();
         let ctx = Arc::new(ctx);
         let woken =
             futures::stream::unfold(
@@ -353,6 +354,21 @@ impl Leader {
             })
             .await;
     }
+}
+
+/// The Controller over every ResourceGroup. Its store holds every group
+/// for the whole term, without managedFields: nothing reads them, and they
+/// are often the larger part of a group's metadata.
+fn groups_controller(client: kube::Client) -> Controller<ResourceGroup> {
+    let (reader, writer) = reflector::store();
+    let groups = watcher(
+        Api::<ResourceGroup>::all(client),
+        watcher::Config::default(),
+    )
+    .modify(|rg| rg.metadata.managed_fields = None)
+    .reflect(writer)
+    .applied_objects();
+    Controller::for_stream(groups, reader)
 }
 
 /// [`reconcile`] of a group whose shard this replica holds, dropped where

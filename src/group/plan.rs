@@ -204,6 +204,16 @@ impl Plan {
         }
     }
 
+    /// The status of a plan that has nothing left to write, for a pass
+    /// planned again after its writes ([`after_writes`]). `None` when the
+    /// writes unblocked more (a `waitForReady` rank now ready at once): its
+    /// status would call members "applied on this pass" that the pass did
+    /// not write, so the pass keeps its first plan's status and the next
+    /// pass writes them.
+    pub fn settled_status(self) -> Option<ResourceGroupStatus> {
+        (self.apply.is_empty() && self.prune.is_empty()).then_some(self.status)
+    }
+
     /// The KEP-3659 parent metadata of the group, for a metadata patch of
     /// the group itself (the executor writes it only when it differs): the
     /// id label, the tooling annotation, and the group-kinds of every
@@ -349,6 +359,22 @@ pub fn plan(input: &PlanInput<'_>) -> Plan {
         finalize: None,
         recheck_at,
     }
+}
+
+/// `observed` with the objects the API server answered to a pass's
+/// writes (the objects as stored) in place of what the caches held, or
+/// added for new members: what the caches will hold once the writes' watch
+/// events arrive. Planned again on it, a pass records a member that is
+/// ready at once as Ready, so the pass those events wake has no status to
+/// write.
+pub fn after_writes(observed: &[Value], stored: &[Value]) -> Vec<Value> {
+    let written: std::collections::BTreeSet<Key> = stored.iter().filter_map(key_of).collect();
+    observed
+        .iter()
+        .filter(|o| key_of(o).is_none_or(|k| !written.contains(&k)))
+        .chain(stored)
+        .cloned()
+        .collect()
 }
 
 /// A `waitForReady` group waiting: the member the later ranks wait for.

@@ -248,6 +248,71 @@ fn a_converged_group_makes_no_write_and_keeps_its_status() {
 }
 
 #[test]
+fn members_just_written_are_judged_from_the_apply_answers_as_the_next_pass_will() {
+    let mut case = Case::new(vec![cm("c"), svc("web"), sa("runner"), deploy("web")]);
+    let first = case.plan();
+    assert_eq!(condition(&first.status, "Ready").reason, "Progressing");
+    // The answers of the applies: a Deployment is stored before any Pod
+    // runs, so its answer has no status yet.
+    let answers: Vec<Value> = first
+        .apply
+        .iter()
+        .enumerate()
+        .map(|(i, d)| stored(&d.object, &format!("uid-{i}")))
+        .map(|mut v| {
+            if v["kind"] == "Deployment" {
+                v.as_object_mut().unwrap().remove("status");
+            }
+            v
+        })
+        .collect();
+    case.observed = after_writes(&case.observed, &answers);
+    let written = case.plan();
+    assert!(written.apply.is_empty(), "{:?}", names(&written.apply));
+    let ready: BTreeMap<&str, Option<bool>> = written
+        .status
+        .members
+        .iter()
+        .map(|m| (m.kind.as_str(), m.ready))
+        .collect();
+    let want = [
+        ("ConfigMap", Some(true)),
+        ("Deployment", Some(false)),
+        ("Service", Some(true)),
+        ("ServiceAccount", Some(true)),
+    ];
+    assert_eq!(ready, BTreeMap::from(want));
+    assert_eq!(condition(&written.status, "Ready").status, False);
+    // Without the Deployment every member is ready at once: one status.
+    case.spec.resources.pop();
+    case.observed.retain(|o| o["kind"] != "Deployment");
+    let written = case.plan();
+    expect(
+        &written.status,
+        [
+            ("Valid", True, "Valid"),
+            ("Applied", True, "Applied"),
+            ("Ready", True, "Ready"),
+        ],
+    );
+    // The pass the writes' watch events wake sees the same objects in its
+    // caches and computes the same status: nothing to write.
+    case.previous = Some(written.status.clone());
+    case.now = at(1);
+    assert_eq!(case.plan().status, written.status);
+}
+
+#[test]
+fn an_answer_replaces_the_cached_object_of_its_key_and_keeps_the_others() {
+    let mut old = stored(&cm("c"), "uid-c");
+    old["data"] = json!({"k": "old"});
+    let other = stored(&cm("d"), "uid-d");
+    let answer = stored(&cm("c"), "uid-c");
+    let after = after_writes(&[old, other.clone()], std::slice::from_ref(&answer));
+    assert_eq!(after, vec![other, answer]);
+}
+
+#[test]
 fn last_transition_time_moves_only_when_status_changes() {
     let mut case = Case::new(vec![cm("c")]);
     converge(&mut case);

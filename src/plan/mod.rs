@@ -29,7 +29,7 @@ pub use input::{InputError, InputGroup};
 
 use crate::cel::k8s_authz::Authorizer;
 use crate::cluster::authz::SarAuthorizer;
-use crate::cluster::impersonate::{apply_member, client_as, validate_group, VALIDATION_DEADLINE};
+use crate::cluster::impersonate::{impersonator, validate_group, As, VALIDATION_DEADLINE};
 use crate::cluster::reload::{self, Sources, Supervisor};
 use crate::cluster::{Cluster, ClusterOptions};
 use crate::group::crd::{
@@ -46,7 +46,7 @@ use crate::group::ResourceGroupSpec;
 use crate::k8s::kind::{GroupKind, GroupVersionKind};
 use crate::k8s::kinds::group_of;
 use crate::policy::overrides::Overrides;
-use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, ListParams, Preconditions};
+use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, ListParams};
 use kube::Client;
 use serde::Serialize;
 use serde_json::Value;
@@ -170,7 +170,7 @@ async fn plan_all(
         tokio::runtime::Handle::current(),
     ));
     let ctx = Ctx {
-        config,
+        impersonator: impersonator(config, client)?,
         client,
         cluster,
         authorizer,
@@ -198,7 +198,8 @@ async fn wait_synced(cluster: &Cluster) -> Result<(), PlanError> {
 }
 
 struct Ctx<'a> {
-    config: &'a kube::Config,
+    /// Dry runs as a group's ServiceAccount go through it.
+    impersonator: Client,
     client: &'a Client,
     cluster: &'a Arc<Cluster>,
     authorizer: Arc<dyn Authorizer>,
@@ -431,12 +432,12 @@ impl Ctx<'_> {
             namespace: &g.namespace,
             service_account: &spec.service_account_name,
         };
-        let client = client_as(self.config, &writer)?;
+        let client = As::writer(self.impersonator.clone(), &writer)?;
         for d in &p.apply {
             let Some(resource) = o.resource(&d.target.api_version, &d.target.kind) else {
                 continue;
             };
-            match apply_member(&client, resource, d, true).await {
+            match client.apply_member(resource, d, true).await {
                 Ok(obj) => out.written.push(to_json(&obj, resource)),
                 Err(e) => {
                     let (why, message) = refusal(&e);
@@ -565,23 +566,15 @@ fn refusal(e: &kube::Error) -> (&'static str, String) {
 }
 
 async fn dry_run_delete(
-    client: &Client,
+    client: &As,
     resource: &ApiResource,
     t: &ObjectRef,
 ) -> Result<(), kube::Error> {
-    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), &t.namespace, resource);
     let dp = DeleteParams {
         dry_run: true,
-        preconditions: t.uid.clone().map(|uid| Preconditions {
-            uid: Some(uid),
-            resource_version: None,
-        }),
         ..DeleteParams::default()
     };
-    match api.delete(&t.name, &dp).await {
-        Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
-        r => r.map(|_| ()),
-    }
+    client.delete(resource, t, dp).await
 }
 
 fn target_json(t: &ObjectRef) -> Value {

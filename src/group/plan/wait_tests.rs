@@ -124,6 +124,32 @@ fn waiting_case() -> Case {
 }
 
 #[test]
+fn a_rank_ready_at_once_leaves_the_pass_that_wrote_it_its_first_status() {
+    let mut case = waiting_case();
+    let first = case.plan();
+    assert_eq!(names(&first.apply), ["ConfigMap/c"]);
+    let answers: Vec<Value> = first
+        .apply
+        .iter()
+        .map(|d| stored(&d.object, "uid-c"))
+        .collect();
+    case.observed = after_writes(&case.observed, &answers);
+    // The ConfigMap is ready as stored: planned again, the Job's rank is
+    // due, which this pass did not write.
+    let again = case.plan();
+    assert_eq!(names(&again.apply), ["Job/migrate"]);
+    assert!(again.settled_status().is_none());
+    // Nothing left to write: the status stands.
+    let mut case = Case::new(vec![cm("c")]);
+    let first = case.plan();
+    case.observed = after_writes(&[], &[stored(&first.apply[0].object, "uid-c")]);
+    let again = case.plan();
+    let status = again.clone().settled_status().expect("settled");
+    assert_eq!(status, again.status);
+    assert_eq!(condition(&status, "Ready").status, True);
+}
+
+#[test]
 fn wait_for_ready_applies_a_rank_once_the_previous_one_is_ready() {
     let mut case = waiting_case();
     // First pass: only the first rank, the ConfigMap; the others wait for

@@ -375,7 +375,11 @@ pub(super) struct Expressions {
 impl Expressions {
     /// Compiles them in the order kube-apiserver does; each variable is
     /// declared in `env` for the expressions after it.
-    pub(super) fn compile(env: &mut Env, kind: PolicyKind, spec: &PolicySpec) -> Result<Expressions, Failure> {
+    pub(super) fn compile(
+        env: &mut Env,
+        kind: PolicyKind,
+        spec: &PolicySpec,
+    ) -> Result<Expressions, Failure> {
         // kube-apiserver's typing rules hold for its own kinds.
         let vap = kind != PolicyKind::Interlock;
         let mut variables = Vec::new();

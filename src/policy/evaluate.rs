@@ -19,10 +19,7 @@ impl PolicySet {
         let mut annotations = Vec::new();
         for (i, p) in self.policies.iter().enumerate() {
             // A MutatingAdmissionPolicy has nothing to decide (`admit` runs it).
-            if p.kind == PolicyKind::Map
-                || !part.selects(p)
-                || !p.matches(req, inventory)
-            {
+            if p.kind == PolicyKind::Map || !part.selects(p) || !p.matches(req, inventory) {
                 continue;
             }
             partial.matched.push(i);

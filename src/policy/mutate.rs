@@ -1,6 +1,8 @@
 //! InterlockPolicy mutations: the JSON patch a request gets.
 
+use super::mutating::{Admitted, MutationFailure};
 use super::*;
+use crate::k8s::openapi::Schemas;
 
 /// A mutation that could not be computed under failurePolicy Fail.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -62,6 +64,69 @@ impl PolicySet {
             }
         }
         Ok(ops)
+    }
+}
+
+impl PolicySet {
+    /// Whether some policy mutates (a MutatingAdmissionPolicy, or an
+    /// InterlockPolicy with mutations): else `check` runs no mutating
+    /// admission at all.
+    pub fn mutates(&self) -> bool {
+        self.policies.iter().any(|p| !p.mutations.is_empty())
+    }
+
+    /// The whole mutating admission `check` runs offline, as `serve`'s
+    /// `/mutate` answers it: the MutatingAdmissionPolicies
+    /// ([`PolicySet::admit_with`]), then the matching InterlockPolicies'
+    /// mutations in policy order over the object they leave. A Fail
+    /// policy's error refuses the request as a MAP's does.
+    pub fn admit_all(&self, req: &Request, inv: &dyn Lookup, schemas: &Schemas) -> Admitted {
+        let mut out = self.admit_with(req, inv, schemas);
+        let Some(original) = req.object else {
+            return out;
+        };
+        if !out.failures.is_empty() {
+            return out;
+        }
+        let mut object = out.object.clone().unwrap_or_else(|| original.clone());
+        let interlock = |p: &&CompiledPolicy| p.kind == PolicyKind::Interlock;
+        for p in self.policies.iter().filter(interlock) {
+            if p.mutations.is_empty() {
+                continue;
+            }
+            let current = Request {
+                object: Some(&object),
+                ..req.clone()
+            };
+            if !p.matches(&current, inv) {
+                continue;
+            }
+            let next = p
+                .mutation_ops(&current, inv)
+                .and_then(|ops| super::json_patch::apply(&object, &ops));
+            match next {
+                Ok(next) if next != object => {
+                    object = next;
+                    out.mutated_by.push(p.name.clone());
+                }
+                Ok(_) => {}
+                Err(message) if p.failure_policy == FailurePolicy::Fail => {
+                    out.failures.push(MutationFailure {
+                        policy: p.name.clone(),
+                        binding: None,
+                        message,
+                    });
+                    return out;
+                }
+                Err(message) => {
+                    tracing::warn!(policy = %p.name, %message, "mutation ignored (failurePolicy Ignore)")
+                }
+            }
+        }
+        if object != *original {
+            out.object = Some(object);
+        }
+        out
     }
 }
 

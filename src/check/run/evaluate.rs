@@ -475,12 +475,11 @@ pub(super) fn check_one(value: Option<&Json>, i: usize, ctx: &CheckContext<'_>) 
         return checked;
     }
     let written = value.and_then(|v| opts.request(v, &opts.user));
-    // Mutating admission first (only when a MutatingAdmissionPolicy is
-    // loaded): the validating policies judge the object it leaves.
+    // Mutating admission first (only when some policy mutates): the validating policies judge the object it leaves.
     let admitted = written
         .as_ref()
-        .filter(|_| policies.has_mutating_policies())
-        .map(|req| policies.admit_with(req, inventory, ctx.schemas));
+        .filter(|_| policies.mutates())
+        .map(|req| policies.admit_all(req, inventory, ctx.schemas));
     let mutated = admitted.as_ref().and_then(|a| a.object.as_ref());
     let request = match mutated {
         Some(m) => opts.request(m, &opts.user),

@@ -197,3 +197,47 @@ fn an_apply_configuration_merges_a_custom_resource_by_its_crd_schema() {
         serde_json::json!([{"op": "replace", "path": "/spec/parts/0/name", "value": "b"}, {"op": "replace", "path": "/spec/parts/0/size", "value": 2}])
     );
 }
+
+/// An InterlockPolicy that adds the owner label, as `serve`'s `/mutate`
+/// would before the validating webhook judges the object.
+const ADD_OWNER_INTERLOCK: &str = "apiVersion: interlock.dev/v1alpha1
+kind: InterlockPolicy
+metadata: {name: add-owner-label}
+spec:
+  validationActions: [Deny]
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [''], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}
+  mutations:
+  - patchType: JSONPatch
+    jsonPatch:
+      expression: >
+        [JSONPatch{op: 'add', path: '/metadata/labels', value: {'owner': 'apps'}}]
+";
+
+#[test]
+fn an_interlock_policy_mutation_runs_in_the_chain_before_validation() {
+    let with = check_with(
+        &[
+            ("mutate.yaml", ADD_OWNER_INTERLOCK),
+            ("vap.yaml", REQUIRE_OWNER),
+        ],
+        true,
+    );
+    assert!(with.errors.is_empty(), "{:?}", with.errors);
+    assert!(with.results.is_empty(), "{:?}", with.results);
+    assert_eq!(with.mutations.len(), 1, "{:?}", with.mutations);
+    assert_eq!(with.mutations[0].policies, ["add-owner-label"]);
+    // After the MutatingAdmissionPolicies, over the object they leave.
+    let both = check_with(
+        &[
+            ("map.yaml", ADD_OWNER),
+            ("mutate.yaml", ADD_OWNER_INTERLOCK),
+            ("vap.yaml", FORBID_PLATFORM),
+        ],
+        true,
+    );
+    assert!(both.errors.is_empty(), "{:?}", both.errors);
+    assert_eq!(both.mutations[0].policies, ["add-owner", "add-owner-label"]);
+    assert!(both.results.is_empty(), "{:?}", both.results);
+}

@@ -126,7 +126,9 @@ fn check_patch(
                 path.push_str(k);
                 match r.properties.get(k) {
                     Some(f) => check_patch(defs, f, child, path, atomics)?,
-                    None if r.properties.is_empty() || r.additional_properties.is_some() => {}
+                    None if r.properties.is_empty()
+                        || r.additional_properties.is_some()
+                        || r.preserve_unknown_fields => {}
                     None => return Err(ApplyError::Undeclared(path.clone())),
                 }
                 path.truncate(at);

@@ -87,3 +87,33 @@ fn set_lists_take_the_patch_order_and_keep_the_rest_after_the_shared_items() {
         json!({"metadata": {"finalizers": ["b", "a", "c"]}})
     );
 }
+
+#[test]
+fn undeclared_fields_of_an_object_that_preserves_unknown_fields_merge_as_deduced() {
+    let schema: Schema = serde_json::from_value(json!({
+        "type": "object",
+        "properties": {"spec": {
+            "type": "object",
+            "x-kubernetes-preserve-unknown-fields": true,
+            "properties": {"size": {"type": "integer"}}
+        }}
+    }))
+    .expect("a schema");
+    let live = json!({"spec": {"size": 1, "extra": {"a": 1, "list": [1, 2]}}});
+    let patch = json!({"spec": {"extra": {"b": 2, "list": [3]}, "more": "x"}});
+    assert_eq!(
+        apply(openapi::builtin(), Some(&schema), &live, &patch).unwrap(),
+        json!({"spec": {"size": 1, "extra": {"a": 1, "b": 2, "list": [3]}, "more": "x"}})
+    );
+    // Without the extension the same patch is refused.
+    let mut strict = schema.clone();
+    strict
+        .properties
+        .get_mut("spec")
+        .unwrap()
+        .preserve_unknown_fields = false;
+    assert!(matches!(
+        apply(openapi::builtin(), Some(&strict), &live, &patch),
+        Err(ApplyError::Undeclared(_))
+    ));
+}

@@ -81,6 +81,16 @@ pub struct Schema {
         skip_serializing_if = "is_false"
     )]
     pub embedded_resource: bool,
+    /// `x-kubernetes-preserve-unknown-fields`: a CRD's object whose
+    /// undeclared fields are kept (server-side apply merges them as it
+    /// deduces them: maps by key, lists replaced).
+    #[serde(
+        rename = "pu",
+        alias = "x-kubernetes-preserve-unknown-fields",
+        default,
+        skip_serializing_if = "std::ops::Not::not"
+    )]
+    pub preserve_unknown_fields: bool,
     /// `x-kubernetes-list-type` (`atomic`, `set`, `map`): how
     /// server-side apply merges the list (`k8s::apply`).
     #[serde(

@@ -429,15 +429,21 @@ impl Cluster {
             return Err(format!("binding: {status} {}", body["message"]));
         }
         let deadline = Instant::now() + Duration::from_secs(60);
+        // The probe's last answer says what stood in the way (another
+        // policy's denial, the params not found, no answer at all).
+        let mut last = None;
         while Instant::now() < deadline {
-            if let Some(message) = self.dry_run(probe).await {
-                if message.contains(probe) {
-                    return Ok(());
-                }
+            let answer = self.dry_run(probe).await;
+            if answer.as_deref().is_some_and(|m| m.contains(probe)) {
+                return Ok(());
             }
+            last = answer;
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        Err("the policy was not enforced within 60 s".into())
+        Err(format!(
+            "the policy was not enforced within 60 s (the probe's last answer: {})",
+            last.as_deref().unwrap_or("admitted")
+        ))
     }
 
     async fn uninstall(&self, name: &str) {

@@ -109,7 +109,7 @@ fn interlock_answer(doc: &Json) -> Option<String> {
         file: "creation.yaml".into(),
         line: 1,
     };
-    let (_, errors) = PolicySet::compile(&[(doc.clone(), source)], &mut inventory);
+    let (_, errors) = PolicySet::compile(&[(doc.clone(), source)]);
     errors.first().map(|e| normalize(&e.message))
 }
 

@@ -512,7 +512,7 @@ fn interlock_creation(prefix: &str, expression: &str) -> Answer {
         file: "fuzz.yaml".into(),
         line: 1,
     };
-    let (_, errors) = PolicySet::compile(&[(doc, source)], &mut Inventory::new());
+    let (_, errors) = PolicySet::compile(&[(doc, source)]);
     errors.first().map(|e| normalize(&e.message))
 }
 

@@ -151,7 +151,7 @@ fn loads(doc: &Json) -> Option<PolicySet> {
         file: "fuzz".into(),
         line: 1,
     };
-    let (set, errors) = PolicySet::compile(&[(doc.clone(), source)], &mut Inventory::new());
+    let (set, errors) = PolicySet::compile(&[(doc.clone(), source)]);
     errors.is_empty().then_some(set)
 }
 

@@ -103,7 +103,7 @@ fn interlock_error(doc: &Json) -> Option<String> {
         file: "creation.yaml".into(),
         line: 1,
     };
-    let (_, errors) = PolicySet::compile(&[(doc.clone(), source)], &mut Inventory::new());
+    let (_, errors) = PolicySet::compile(&[(doc.clone(), source)]);
     errors.first().map(|e| error_key(&e.message))
 }
 

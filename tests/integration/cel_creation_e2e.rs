@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use crate::support::cluster::TestCluster;
-use interlock::inventory::{Inventory, Source};
+use interlock::inventory::Source;
 use interlock::policy::PolicySet;
 use serde_json::{json, Value as Json};
 
@@ -104,7 +104,6 @@ pub(crate) fn normalize(text: &str) -> String {
 }
 
 fn interlock_answer(doc: &Json) -> Option<String> {
-    let mut inventory = Inventory::new();
     let source = Source {
         file: "creation.yaml".into(),
         line: 1,

@@ -43,7 +43,7 @@ use std::time::{Duration, Instant};
 
 use futures::{stream, StreamExt as _};
 use interlock::check::{check_documents_with, CheckOptions, Report};
-use interlock::inventory::{Inventory, Source as InvSource};
+use interlock::inventory::Source as InvSource;
 use interlock::manifest::{Document, Source};
 use interlock::policy::PolicySet;
 use kube::client::Body;

@@ -12,7 +12,7 @@ use crate::celwarn_differential::without_type_numbers;
 use crate::support;
 use crate::vap_differential::StatusController;
 use interlock::cel::Ty;
-use interlock::inventory::{Inventory, Source as ObjectSource};
+use interlock::inventory::Source as ObjectSource;
 use interlock::k8s::openapi::{self, Gvk};
 use interlock::policy::PolicySet;
 use serde_json::{json, Value as Json};

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 
 use crate::cel_creation_e2e::normalize;
 use crate::support::cluster::TestCluster;
-use interlock::inventory::{Inventory, Source};
+use interlock::inventory::Source;
 use interlock::policy::PolicySet;
 use serde_json::{json, Value as Json};
 

@@ -62,11 +62,11 @@ fn measure<T>(build: impl FnOnce() -> T) -> (T, usize, f64) {
 
 fn bundled_inventory(project: bool) -> Inventory {
     let mut inventory = Inventory::new();
-    let (set, errors) =
-        PolicySet::compile_documents(interlock::bundled::documents().documents, &mut inventory);
+    let (set, errors) = PolicySet::compile_documents(interlock::bundled::documents().documents);
+    inventory.set_indexes(&set.index_decls()).unwrap();
     assert!(errors.is_empty(), "bundled policies: {errors:?}");
     if project {
-        inventory.set_projection(set.projection(&inventory));
+        inventory.set_projection(set.projection());
     }
     inventory
 }

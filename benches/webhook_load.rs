@@ -455,12 +455,13 @@ fn build_engine(dir: &Path) -> Result<Engine, BoxError> {
         })
         .collect();
     let mut inventory = Inventory::new();
-    let (policies, errors) = PolicySet::compile_documents(documents, &mut inventory);
+    let (policies, errors) = PolicySet::compile_documents(documents);
     if let Some(e) = errors.first() {
         return Err(format!("bundled policies: {e}").into());
     }
+    inventory.set_indexes(&policies.index_decls())?;
     // As `serve` does: keep only what the policies read.
-    inventory.set_projection(policies.projection(&inventory));
+    inventory.set_projection(policies.projection());
     inventory_from_files(&mut inventory, &[dir.to_path_buf()])?;
     let mut options = EngineOptions::default();
     // Under callgrind, admitted writes would expire as the slowed clock

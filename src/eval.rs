@@ -313,11 +313,14 @@ fn policy_mode(
         .filter(|d| policy::is_policy_document(&d.value))
         .collect();
     let doc_values: Vec<Json> = docs.iter().map(|d| d.value.clone()).collect();
-    let (set, errors) = PolicySet::compile_documents(docs, inventory);
+    let (set, errors) = PolicySet::compile_documents(docs);
     if !errors.is_empty() {
         let text: Vec<String> = errors.iter().map(ToString::to_string).collect();
         return Err(EvalCommandError::Compile(text.join("\n")));
     }
+    inventory
+        .set_indexes(&set.index_decls())
+        .map_err(|e| EvalCommandError::Compile(e.to_string()))?;
     if set.policies.len() != 1 {
         let names: Vec<&str> = set.policies.iter().map(|p| p.name.as_str()).collect();
         return Err(EvalCommandError::Input(format!(

@@ -72,8 +72,11 @@ pub fn compile(texts: &[&str], inventory: &mut Inventory) -> PolicySet {
             .documents
         })
         .collect();
-    let (set, errors) = PolicySet::compile_documents(docs, inventory);
+    let (set, errors) = PolicySet::compile_documents(docs);
     assert!(errors.is_empty(), "{errors:?}");
+    inventory
+        .set_indexes(&set.index_decls())
+        .expect("the declarations compiled");
     set
 }
 

@@ -108,7 +108,7 @@ fn wildcards_and_mutations_are_kept_and_infrastructure_kinds_dropped() {
             line: 1,
         },
     )];
-    let (set, errors) = PolicySet::compile(&docs, &mut crate::inventory::Inventory::new());
+    let (set, errors) = PolicySet::compile(&docs);
     assert!(errors.is_empty(), "{errors:?}");
     let opts = Options::new(Endpoint::service("ops/hook").unwrap());
     let (v, m) = generate(&set, &opts);

@@ -89,7 +89,9 @@ pub fn verdicts(st: &State, r: &Request) -> Vec<Verdict> {
 /// so does a `spec.readyTimeout` that is not a duration.
 fn ready_when_verdicts(spec: &ResourceGroupSpec) -> Vec<Verdict> {
     let rules = crate::group::ready::ReadyRules::compile(&spec.ready_when);
-    let timeout = crate::group::wait::timeout(&spec.ready_timeout).err();
+    let timeout = crate::group::wait::timeout(&spec.ready_timeout)
+        .err()
+        .map(|e| e.to_string());
     rules
         .errors()
         .map(|(i, e)| format!("spec.readyWhen[{i}].expression: {e}"))

@@ -17,8 +17,7 @@ use crate::inventory::{Inventory, Lookup};
 use crate::k8s::kind::GroupVersionKind;
 use crate::k8s::kinds::group_of;
 use crate::policy::{
-    Action, FailurePolicy, OldObject, Outcome, Part, Partial, PolicySet, Request,
-    RequestAuthorizer, Verdict,
+    Action, OldObject, Outcome, Part, Partial, PolicySet, Request, RequestAuthorizer, Verdict,
 };
 use crate::server::{ParsedReview, Reviewer};
 use kube::core::admission::{AdmissionRequest, AdmissionResponse, Operation};
@@ -187,7 +186,7 @@ impl Engine {
                 let out = self.decide_now(View::locked(st, &r), &r, &detached);
                 (out, Some(st.seen()))
             })
-        } else if records || policies.may_need_inventory(&r) {
+        } else if records || detached.partial.may_need_inventory() {
             // The readiness flag is read after the start: a reload that
             // needs a re-list clears it in the same update that installs
             // the policies.
@@ -247,10 +246,11 @@ impl Engine {
     /// the policies that read it answer by their failurePolicy instead.
     fn decide_now(&self, view: View, r: &Request, detached: &Detached) -> Outcome {
         let mut outcome = evaluate(&view, r, detached);
-        let readers = view.policies.inventory_readers(&outcome).next().is_some();
-        if readers && !self.cluster.is_ready() {
-            outcome.verdicts = Self::unready(view.policies, &outcome);
-            outcome.annotations.clear();
+        if !self.cluster.is_ready() {
+            if let Some(verdicts) = outcome.unready() {
+                outcome.verdicts = verdicts;
+                outcome.annotations.clear();
+            }
         }
         outcome
     }
@@ -290,23 +290,6 @@ impl Engine {
             reason: Some("Conflict".into()),
             related: vec![],
         }])
-    }
-
-    /// The verdicts of inventory-reading policies while the inventory is
-    /// not synced: Deny where their failurePolicy is Fail.
-    fn unready(policies: &PolicySet, outcome: &Outcome) -> Vec<Verdict> {
-        policies
-            .inventory_readers(outcome)
-            .filter(|p| p.failure_policy() == FailurePolicy::Fail)
-            .map(|p| Verdict {
-                policy: p.name.clone(),
-                binding: None,
-                action: Action::Deny,
-                message: "the cluster inventory is still loading; retry in a few seconds".into(),
-                reason: Some("ServiceUnavailable".into()),
-                related: vec![],
-            })
-            .collect()
     }
 
     fn answer(
@@ -476,13 +459,21 @@ fn evaluate(view: &View, r: &Request, detached: &Detached) -> Outcome {
     outcome
 }
 
+/// Why the mutations' operations make no patch for the object.
+#[derive(Debug, thiserror::Error)]
+enum PatchError {
+    #[error("mutation is not a valid JSON patch: {0}")]
+    Invalid(serde_json::Error),
+    #[error("mutation patch does not apply to the object: {0}")]
+    DoesNotApply(json_patch::PatchError),
+}
+
 /// Parses the operations and checks that they apply to the object.
-fn build_patch(object: &Json, ops: Vec<Json>) -> Result<json_patch::Patch, String> {
-    let patch: json_patch::Patch = serde_json::from_value(Json::Array(ops))
-        .map_err(|e| format!("mutation is not a valid JSON patch: {e}"))?;
+fn build_patch(object: &Json, ops: Vec<Json>) -> Result<json_patch::Patch, PatchError> {
+    let patch: json_patch::Patch =
+        serde_json::from_value(Json::Array(ops)).map_err(PatchError::Invalid)?;
     let mut doc = object.clone();
-    json_patch::patch(&mut doc, &patch)
-        .map_err(|e| format!("mutation patch does not apply to the object: {e}"))?;
+    json_patch::patch(&mut doc, &patch).map_err(PatchError::DoesNotApply)?;
     Ok(patch)
 }
 

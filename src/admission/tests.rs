@@ -33,9 +33,10 @@ fn engine_of(policies: &str, ready: bool, options: EngineOptions) -> Engine {
     );
     assert!(docs.errors.is_empty(), "{:?}", docs.errors);
     let mut inv = Inventory::new();
-    let (set, errors) = PolicySet::compile_documents(docs.documents, &mut inv);
+    let (set, errors) = PolicySet::compile_documents(docs.documents);
+    inv.set_indexes(&set.index_decls()).unwrap();
     assert!(errors.is_empty(), "{errors:?}");
-    inv.set_projection(set.projection(&inv));
+    inv.set_projection(set.projection());
     let e = Engine::new(set, inv, options);
     e.set_ready(ready);
     e

@@ -14,7 +14,7 @@ fn policies(resources: &[&str]) -> PolicySet {
             (doc, crate::policy::objects::source_of(r))
         })
         .collect();
-    let (set, errors) = PolicySet::compile(&docs, &mut crate::inventory::Inventory::new());
+    let (set, errors) = PolicySet::compile(&docs);
     assert!(errors.is_empty(), "{errors:?}");
     set
 }

@@ -220,7 +220,7 @@ impl Env {
 
     /// Evaluates a constant subexpression (literals, type names,
     /// conversions and aggregates of them), as cel-go's planner folds it.
-    pub(super) fn fold(&self, e: &Expr) -> Result<Value<'static>, String> {
+    pub(super) fn fold(&self, e: &Expr) -> Result<Value<'static>, FoldError> {
         let mut c = Compiler {
             env: self,
             src: "",
@@ -228,10 +228,10 @@ impl Env {
             tracked: Vec::new(),
             resolved: HashMap::new(),
         };
-        let node = c.compile(e).map_err(|e| e.message)?;
+        let node = c.compile(e).map_err(FoldError::Compile)?;
         Program::new(node, "", None)
             .eval(&super::program::Activation::new(self))
-            .map_err(|e| e.message().to_string())
+            .map_err(FoldError::Eval)
     }
 
     fn check(&self, src: &str, ast: &Expr) -> Result<super::checker::TypeChecked, CompileError> {
@@ -626,7 +626,7 @@ impl<'e> Compiler<'e> {
             for (i, e) in exprs.iter().enumerate() {
                 if let ExprKind::Literal(Literal::String(s)) = &e.kind {
                     if let Err(msg) = validate(i, s) {
-                        return Err(self.err(e.pos, msg));
+                        return Err(self.err(e.pos, msg.to_string()));
                     }
                 }
             }
@@ -651,7 +651,7 @@ impl<'e> Compiler<'e> {
                 Err(m) if checks => {
                     return Err(CompileError {
                         planning: true,
-                        ..self.err(exprs[1].pos, m)
+                        ..self.err(exprs[1].pos, m.to_string())
                     })
                 }
                 Err(_) => {}
@@ -875,4 +875,14 @@ fn fuse_optional_selects(decl: &'static FnDecl, mut args: Vec<Node>) -> Node {
         fields: fields.into(),
         end,
     }
+}
+
+/// Why a constant subexpression does not fold: the message (without a
+/// position) cel-go's planner gives.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum FoldError {
+    #[error("{}", .0.message)]
+    Compile(CompileError),
+    #[error("{}", .0.message())]
+    Eval(super::error::EvalError),
 }

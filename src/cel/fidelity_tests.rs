@@ -5,33 +5,54 @@
 
 use super::{Activation, Env, Value};
 
-fn eval_in(mut env: Env, src: &str) -> Result<serde_json::Value, String> {
+/// What kube-apiserver makes of an expression: its value, or its error
+/// text (a compile error's prefixed `compile: `); both are what these
+/// cases compare.
+#[derive(Debug, PartialEq)]
+enum Answer {
+    Value(serde_json::Value),
+    Error(String),
+}
+
+impl Answer {
+    fn expect_err(self, what: &str) -> String {
+        match self {
+            Answer::Error(e) => e,
+            Answer::Value(v) => panic!("{what}: expected an error, got {v}"),
+        }
+    }
+}
+
+fn eval_in(mut env: Env, src: &str) -> Answer {
     let object = env.add_variable("object");
-    let program = env.compile(src).map_err(|e| format!("compile: {e}"))?;
+    let program = match env.compile(src) {
+        Ok(p) => p,
+        Err(e) => return Answer::Error(format!("compile: {e}")),
+    };
     let json = serde_json::json!({"data": {"s": "x", "n": "-1", "big": "1e30", "huge": "99999999999999999999"}});
     let mut act = Activation::new(&env);
     act.set(object, Value::from_json(&json));
-    program
-        .eval(&act)
-        .map(|v| v.to_json())
-        .map_err(|e| e.to_string())
+    match program.eval(&act) {
+        Ok(v) => Answer::Value(v.to_json()),
+        Err(e) => Answer::Error(e.to_string()),
+    }
 }
 
-fn kube(src: &str) -> Result<serde_json::Value, String> {
+fn kube(src: &str) -> Answer {
     eval_in(Env::kubernetes(), src)
 }
 
 fn kube_string(src: &str) -> String {
     match kube(src) {
-        Ok(serde_json::Value::String(s)) => s,
+        Answer::Value(serde_json::Value::String(s)) => s,
         other => panic!("{src}: {other:?}"),
     }
 }
 
 fn kube_error(src: &str) -> String {
     match kube(src) {
-        Err(e) => e,
-        Ok(v) => panic!("{src}: expected an error, got {v:?}"),
+        Answer::Error(e) => e,
+        Answer::Value(v) => panic!("{src}: expected an error, got {v:?}"),
     }
 }
 
@@ -131,7 +152,7 @@ fn format_prints_like_kube_apiserver() {
 fn the_latest_strings_extension_keeps_go_formatting() {
     assert_eq!(
         eval_in(Env::conformance(), "'%e'.format([0.001])"),
-        Ok(serde_json::json!("1.000000e-03"))
+        Answer::Value(serde_json::json!("1.000000e-03"))
     );
 }
 
@@ -160,18 +181,19 @@ fn format_arguments_may_mix_types_other_lists_may_not() {
 
 /// A compile error's message without its position and caret, which
 /// `dyn(...)` shifts.
-fn without_position(r: Result<serde_json::Value, String>) -> Result<serde_json::Value, String> {
-    r.map_err(|e| {
-        let first = e.lines().next().unwrap_or_default();
-        match first.strip_prefix("compile: ERROR: <input>:") {
-            Some(rest) => rest
-                .splitn(3, ':')
-                .nth(2)
-                .unwrap_or(rest)
-                .trim()
-                .to_string(),
-            None => e,
-        }
+fn without_position(r: Answer) -> Answer {
+    let Answer::Error(e) = r else {
+        return r;
+    };
+    let first = e.lines().next().unwrap_or_default();
+    Answer::Error(match first.strip_prefix("compile: ERROR: <input>:") {
+        Some(rest) => rest
+            .splitn(3, ':')
+            .nth(2)
+            .unwrap_or(rest)
+            .trim()
+            .to_string(),
+        None => e,
     })
 }
 
@@ -290,7 +312,7 @@ fn timestamps_keep_their_offset() {
             serde_json::json!("2024-01-02T01:30:00Z"),
         ),
     ] {
-        assert_eq!(kube(&src), Ok(want), "{src}");
+        assert_eq!(kube(&src), Answer::Value(want), "{src}");
     }
 }
 
@@ -305,11 +327,11 @@ fn index_of_past_the_end_finds_nothing() {
         ("'abcabc'.lastIndexOf('bc')", 4),
         ("'abc'.indexOf('c', 1)", 2),
     ] {
-        assert_eq!(kube(src), Ok(serde_json::json!(want)), "{src}");
+        assert_eq!(kube(src), Answer::Value(serde_json::json!(want)), "{src}");
     }
     assert_eq!(
         eval_in(Env::conformance(), "'abc'.indexOf('a', 10)"),
-        Err("index out of range: 10".to_string())
+        Answer::Error("index out of range: 10".to_string())
     );
 }
 
@@ -317,10 +339,10 @@ fn index_of_past_the_end_finds_nothing() {
 fn optional_unwrap_keeps_present_values() {
     assert_eq!(
         kube("optional.unwrap([optional.of(1), optional.none(), optional.of(3)])"),
-        Ok(serde_json::json!([1, 3]))
+        Answer::Value(serde_json::json!([1, 3]))
     );
     assert_eq!(
         kube("[optional.none(), optional.of('a')].unwrapOpt()"),
-        Ok(serde_json::json!(["a"]))
+        Answer::Value(serde_json::json!(["a"]))
     );
 }

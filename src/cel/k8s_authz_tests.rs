@@ -4,36 +4,52 @@ use crate::cel::{Activation, Env, Ty};
 use crate::fixtures::FakeAuthorizer;
 use std::sync::Arc;
 
-fn eval(src: &str) -> Result<serde_json::Value, String> {
+/// What an expression comes to: its value, or its error text (a compile
+/// error's prefixed `compile: `); both are what these cases compare.
+#[derive(Debug, PartialEq)]
+enum Answer {
+    Value(serde_json::Value),
+    Error(String),
+}
+
+impl Answer {
+    fn unwrap_err(self) -> String {
+        match self {
+            Answer::Error(e) => e,
+            Answer::Value(v) => panic!("expected an error, got {v}"),
+        }
+    }
+}
+
+fn eval(src: &str) -> Answer {
     eval_with(src, None)
 }
 
-fn eval_with(src: &str, authority: Option<Arc<Authority>>) -> Result<serde_json::Value, String> {
+fn eval_with(src: &str, authority: Option<Arc<Authority>>) -> Answer {
     eval_under(src, authority, Interrupt::new())
 }
 
-fn eval_under(
-    src: &str,
-    authority: Option<Arc<Authority>>,
-    interrupt: Arc<Interrupt>,
-) -> Result<serde_json::Value, String> {
+fn eval_under(src: &str, authority: Option<Arc<Authority>>, interrupt: Arc<Interrupt>) -> Answer {
     let mut env = Env::kubernetes();
     let a = env.add_typed_variable("authorizer", Ty::Named(super::AUTHORIZER.into()));
     let r = env.add_typed_variable(
         "authorizer.requestResource",
         Ty::Named(super::RESOURCE_CHECK.into()),
     );
-    let program = env.compile(src).map_err(|e| format!("compile: {e}"))?;
+    let program = match env.compile(src) {
+        Ok(p) => p,
+        Err(e) => return Answer::Error(format!("compile: {e}")),
+    };
     let mut act = Activation::new(&env).with_interrupt(interrupt);
     act.set(a, super::authorizer(authority.clone()));
     act.set(
         r,
         super::request_resource(authority, "apps", "deployments", "", "ns", "web"),
     );
-    program
-        .eval(&act)
-        .map(|v| v.to_json())
-        .map_err(|e| e.to_string())
+    match program.eval(&act) {
+        Ok(v) => Answer::Value(v.to_json()),
+        Err(e) => Answer::Error(e.to_string()),
+    }
 }
 
 fn alice() -> UserInfo {
@@ -67,7 +83,10 @@ fn a_check_asks_the_authorizer_for_the_user_and_reads_its_decision() {
              [d.allowed(), d.reason() == 'RBAC: allowed', !d.errored(), d.error() == ''])",
         authority(&fake),
     );
-    assert_eq!(got, Ok(serde_json::json!([[true, true, true, true]])));
+    assert_eq!(
+        got,
+        Answer::Value(serde_json::json!([[true, true, true, true]]))
+    );
     let asked = fake.asked.lock().unwrap().clone();
     assert_eq!(asked.len(), 1);
     assert_eq!(asked[0].0, alice());
@@ -102,13 +121,13 @@ fn service_accounts_paths_selectors_and_the_request_resource_are_asked_as_kube_a
              .all(d, !d.allowed() && d.errored() && d.error() == 'webhook down')",
         authority(&fake),
     );
-    assert_eq!(got, Ok(serde_json::json!(true)));
+    assert_eq!(got, Answer::Value(serde_json::json!(true)));
     // A third check would be over one expression's budget.
     let got = eval_with(
         "authorizer.requestResource.subresource('scale').check('update').allowed()",
         authority(&fake),
     );
-    assert_eq!(got, Ok(serde_json::json!(false)));
+    assert_eq!(got, Answer::Value(serde_json::json!(false)));
     let asked = fake.asked.lock().unwrap().clone();
     assert_eq!(
         asked[0].0,
@@ -169,12 +188,12 @@ fn a_check_costs_what_cel_go_charges_two_fit_in_an_expression() {
     let two = format!("{check} || {check}");
     assert_eq!(
         eval_with(&two, authority(&fake)),
-        Ok(serde_json::json!(false))
+        Answer::Value(serde_json::json!(false))
     );
     let three = format!("{check} || {check} || {check}");
     assert_eq!(
         eval_with(&three, authority(&fake)),
-        Err("operation cancelled: actual cost limit exceeded".into())
+        Answer::Error("operation cancelled: actual cost limit exceeded".into())
     );
     // The third is refused before it is asked.
     assert_eq!(fake.asked.lock().unwrap().len(), 4);
@@ -244,7 +263,7 @@ fn builders_validate_their_arguments_as_kube_apiserver() {
     }
     assert_eq!(
         eval("authorizer.requestResource.fieldSelector('a=b') == authorizer.requestResource.fieldSelector('a=b')"),
-        Ok(serde_json::json!(true))
+        Answer::Value(serde_json::json!(true))
     );
 }
 

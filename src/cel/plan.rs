@@ -133,9 +133,25 @@ impl Env {
         let message = planner.plan(ast).err()?;
         Some(CompileError {
             planning: true,
-            ..CompileError::new(src, 0, message)
+            ..CompileError::new(src, 0, message.to_string())
         })
     }
+}
+
+/// Why cel-go's planner refuses a program, in its words.
+#[derive(Debug, thiserror::Error)]
+enum PlanError {
+    #[error("reference to undefined type: {0}")]
+    UndefinedType(Arc<str>),
+    #[error("no such overload: {function}({arg})")]
+    NoSuchOverload { function: String, arg: String },
+    #[error(transparent)]
+    Fold(#[from] super::compile::FoldError),
+    #[error("invalid qualifier type: {0}")]
+    InvalidQualifier(&'static str),
+    /// A constant pattern that does not compile.
+    #[error(transparent)]
+    Pattern(#[from] super::k8s::regex::RegexError),
 }
 
 /// cel-go's planner, as far as it can fail.
@@ -147,11 +163,11 @@ struct Planner<'e> {
 impl Planner<'_> {
     /// Plans `e` as cel-go does, children first; whether it plans to a
     /// constant.
-    fn plan(&self, e: &Expr) -> Result<bool, String> {
+    fn plan(&self, e: &Expr) -> Result<bool, PlanError> {
         stacker::maybe_grow(64 * 1024, 1024 * 1024, || self.plan_node(e))
     }
 
-    fn plan_all<'x>(&self, exprs: impl IntoIterator<Item = &'x Expr>) -> Result<bool, String> {
+    fn plan_all<'x>(&self, exprs: impl IntoIterator<Item = &'x Expr>) -> Result<bool, PlanError> {
         let mut constant = true;
         for e in exprs {
             constant &= self.plan(e)?;
@@ -159,11 +175,11 @@ impl Planner<'_> {
         Ok(constant)
     }
 
-    fn plan_node(&self, e: &Expr) -> Result<bool, String> {
+    fn plan_node(&self, e: &Expr) -> Result<bool, PlanError> {
         Ok(match &e.kind {
             ExprKind::Literal(_) => true,
             ExprKind::Ident(name) if self.type_valued_locals.contains(&(e.pos, name.clone())) => {
-                return Err(format!("reference to undefined type: {name}"))
+                return Err(PlanError::UndefinedType(name.clone()))
             }
             ExprKind::Ident(name) => self.is_type_name(name),
             ExprKind::Select {
@@ -230,7 +246,7 @@ impl Planner<'_> {
         global: bool,
         args: &[&Expr],
         constant: &[bool],
-    ) -> Result<bool, String> {
+    ) -> Result<bool, PlanError> {
         if let (true, [arg], [true]) = (global, args, constant) {
             if CONVERSIONS.contains(&function) {
                 return self.fold_conversion(e, function, arg).map(|_| true);
@@ -264,21 +280,24 @@ impl Planner<'_> {
 
     /// Evaluates a conversion of a constant, as cel-go's planner does;
     /// its error refuses the program.
-    fn fold_conversion(&self, e: &Expr, function: &str, arg: &Expr) -> Result<(), String> {
+    fn fold_conversion(&self, e: &Expr, function: &str, arg: &Expr) -> Result<(), PlanError> {
         match self.env.fold(e) {
             Ok(_) => Ok(()),
-            Err(m) if m == "no such overload" => {
+            Err(m) if m.to_string() == "no such overload" => {
                 let t = self.env.fold(arg).map(|v| v.type_of()).unwrap_or(Type::Dyn);
-                Err(format!("no such overload: {function}({})", t.name()))
+                Err(PlanError::NoSuchOverload {
+                    function: function.to_string(),
+                    arg: t.name().to_string(),
+                })
             }
-            Err(m) => Err(m),
+            Err(m) => Err(m.into()),
         }
     }
 
     /// cel-go qualifies by constant strings, integers, unsigned integers,
     /// booleans and doubles only; any other constant index is refused
     /// with its Go type.
-    fn qualifier(&self, index: &Expr) -> Result<(), String> {
+    fn qualifier(&self, index: &Expr) -> Result<(), PlanError> {
         let go_type = match self.env.fold(index).map(|v| v.type_of()) {
             Ok(Type::String | Type::Int | Type::Uint | Type::Bool | Type::Double) => return Ok(()),
             Ok(Type::Null) => "types.Null",
@@ -291,7 +310,7 @@ impl Planner<'_> {
             Ok(Type::Optional) => "*types.Optional",
             Ok(_) | Err(_) => "*types.Err",
         };
-        Err(format!("invalid qualifier type: {go_type}"))
+        Err(PlanError::InvalidQualifier(go_type))
     }
 
     fn is_type_name(&self, name: &str) -> bool {

@@ -1,34 +1,32 @@
 use super::*;
 
-/// A small deterministic generator (xorshift) of JSON texts.
-struct Rng(u64);
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n
-    }
-    fn json(&mut self, depth: u32) -> Json {
-        match self.below(if depth == 0 { 6 } else { 9 }) {
-            0 => Json::Null,
-            1 => Json::Bool(self.below(2) == 0),
-            2 => serde_json::json!(self.below(100) as f64 / 8.0 - 3.0),
-            3 => serde_json::json!([i64::MIN, -1, 0, 7, i64::MAX][self.below(5) as usize]),
-            4 => serde_json::json!(u64::MAX - self.below(2)),
-            5 => Json::String(format!("s\\\"{}é", self.below(10))),
-            6 | 7 => Json::Object(
-                (0..self.below(5))
-                    .map(|_| {
-                        (
-                            ["a", "b", "c"][self.below(3) as usize].to_string(),
-                            self.json(depth - 1),
-                        )
-                    })
-                    .collect(),
-            ),
-            _ => Json::Array((0..self.below(4)).map(|_| self.json(depth - 1)).collect()),
-        }
+// The shared test generator (the same xorshift this file kept a copy of).
+use crate::test_rng::Rng;
+
+fn below(r: &mut Rng, n: u64) -> u64 {
+    r.next() % n
+}
+
+/// A JSON text's value, drawn from `r`.
+fn json(r: &mut Rng, depth: u32) -> Json {
+    match below(r, if depth == 0 { 6 } else { 9 }) {
+        0 => Json::Null,
+        1 => Json::Bool(below(r, 2) == 0),
+        2 => serde_json::json!(below(r, 100) as f64 / 8.0 - 3.0),
+        3 => serde_json::json!([i64::MIN, -1, 0, 7, i64::MAX][below(r, 5) as usize]),
+        4 => serde_json::json!(u64::MAX - below(r, 2)),
+        5 => Json::String(format!("s\\\"{}é", below(r, 10))),
+        6 | 7 => Json::Object(
+            (0..below(r, 5))
+                .map(|_| {
+                    (
+                        ["a", "b", "c"][below(r, 3) as usize].to_string(),
+                        json(r, depth - 1),
+                    )
+                })
+                .collect(),
+        ),
+        _ => Json::Array((0..below(r, 4)).map(|_| json(r, depth - 1)).collect()),
     }
 }
 
@@ -56,7 +54,7 @@ fn owned(j: &Json) -> Value<'static> {
 fn json_text_parses_to_the_value_of_its_tree() {
     let mut rng = Rng(0x2545_f491_4f6c_dd1d);
     for _ in 0..20_000 {
-        let text = rng.json(4).to_string();
+        let text = json(&mut rng, 4).to_string();
         let tree: Json = serde_json::from_str(&text).expect("valid");
         let direct = Value::from_json_slice(text.as_bytes()).expect("parses");
         let via_tree = owned(&tree);

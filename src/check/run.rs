@@ -164,7 +164,15 @@ pub fn compile_policies(
             ),
         });
     }
-    let (set, errors) = PolicySet::compile_documents(policy_docs, inventory);
+    let (set, errors) = PolicySet::compile_documents(policy_docs);
+    if let Err(e) = inventory.set_indexes(&set.index_decls()) {
+        report.errors.push(InputError {
+            file: "policies".into(),
+            line: None,
+            column: None,
+            message: format!("an index declared by the policies does not compile: {e}"),
+        });
+    }
     for e in errors {
         report.errors.push(InputError {
             file: e.location.file.clone(),
@@ -299,7 +307,7 @@ pub fn run(opts: &CheckOptions) -> Report {
     let mut inventory = Inventory::new();
     let policies = compile_policies(&policy_docs, &mut inventory, &mut report);
     if !opts.whole_objects {
-        inventory.set_projection(policies.projection(&inventory));
+        inventory.set_projection(policies.projection());
     }
     // Each object is parsed once; its file's worker keeps only what the
     // inventory keeps of it (projected, index keys computed) and compact
@@ -482,7 +490,7 @@ pub fn check_documents_with(
     let mut inventory = Inventory::new();
     let policies = compile_policies(policy_docs, &mut inventory, report);
     if !opts.whole_objects {
-        inventory.set_projection(policies.projection(&inventory));
+        inventory.set_projection(policies.projection());
     }
     for d in context {
         let mut value = d.value.clone();

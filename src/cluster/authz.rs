@@ -155,20 +155,18 @@ impl SarAuthorizer {
         &self,
         review: &SubjectAccessReview,
         interrupt: Option<&Interrupt>,
-    ) -> Option<Result<SubjectAccessReviewStatus, String>> {
+    ) -> Option<Result<SubjectAccessReviewStatus, AskError>> {
         if tokio::runtime::Handle::try_current().is_ok() {
-            return Some(Err(
-                "the authorizer was asked on an async runtime thread, which must not block".into(),
-            ));
+            return Some(Err(AskError::OnRuntime));
         }
         let post = PostParams::default();
         self.runtime.block_on(async {
             let call = tokio::time::timeout(CALL_TIMEOUT, self.api.create(&post, review));
             tokio::select! {
                 r = call => Some(match r {
-                    Ok(Ok(sar)) => sar.status.ok_or_else(|| "the SubjectAccessReview has no status".to_string()),
+                    Ok(Ok(sar)) => sar.status.ok_or(AskError::NoStatus),
                     Ok(Err(e)) => Err(call_error(e)),
-                    Err(_) => Err(format!("SubjectAccessReview: no answer within {CALL_TIMEOUT:?}")),
+                    Err(_) => Err(AskError::NoAnswer(CALL_TIMEOUT)),
                 }),
                 () = stopped(interrupt) => None,
             }
@@ -178,11 +176,29 @@ impl SarAuthorizer {
 
 /// A failed call in words: the API server's status code and message (a
 /// 403 names the missing permission), without the status's debug dump.
-fn call_error(e: kube::Error) -> String {
+fn call_error(e: kube::Error) -> AskError {
     match e {
-        kube::Error::Api(s) => format!("SubjectAccessReview refused ({}): {}", s.code, s.message),
-        other => format!("SubjectAccessReview: {other}"),
+        kube::Error::Api(s) => AskError::Refused {
+            code: s.code,
+            message: s.message,
+        },
+        other => AskError::Call(other),
     }
+}
+
+/// Why a SubjectAccessReview gave no decision.
+#[derive(Debug, thiserror::Error)]
+enum AskError {
+    #[error("the authorizer was asked on an async runtime thread, which must not block")]
+    OnRuntime,
+    #[error("the SubjectAccessReview has no status")]
+    NoStatus,
+    #[error("SubjectAccessReview refused ({code}): {message}")]
+    Refused { code: u16, message: String },
+    #[error("SubjectAccessReview: {0}")]
+    Call(kube::Error),
+    #[error("SubjectAccessReview: no answer within {0:?}")]
+    NoAnswer(std::time::Duration),
 }
 
 /// Returns once `interrupt` is set; never without one.
@@ -226,7 +242,7 @@ impl Authorizer for SarAuthorizer {
                 Decision {
                     allowed: false,
                     reason: String::new(),
-                    error: Some(error),
+                    error: Some(error.to_string()),
                 }
             }
         };

@@ -31,7 +31,8 @@ fn an_exception_seen_applies_at_once_and_goes_with_its_deletion() {
         line: 1,
     };
     let mut inv = crate::inventory::Inventory::new();
-    let (set, errors) = crate::policy::PolicySet::compile(&[(policy, source)], &mut inv);
+    let (set, errors) = crate::policy::PolicySet::compile(&[(policy, source)]);
+    inv.set_indexes(&set.index_decls()).unwrap();
     assert!(errors.is_empty(), "{errors:?}");
     let cluster = Cluster::new(set, inv, Default::default());
     let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x", "namespace": "team-a"}});

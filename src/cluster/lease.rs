@@ -45,6 +45,8 @@ pub enum LeaseError {
         "could not renew the lease {name} within {deadline:?}: another replica may take it over"
     )]
     Expired { name: String, deadline: Duration },
+    #[error("no answer within {0:?}")]
+    NoAnswer(Duration),
 }
 
 /// How long a term lasts after the start of its last successful renewal,
@@ -229,10 +231,10 @@ impl Elector {
 
     /// One attempt, abandoned when it outlasts `within` (a call to an
     /// API server that does not answer may otherwise hang for minutes).
-    async fn attempt(&self, within: Duration) -> Result<bool, String> {
+    async fn attempt(&self, within: Duration) -> Result<bool, LeaseError> {
         match tokio::time::timeout(within, self.try_hold()).await {
-            Ok(r) => r.map_err(|e| e.to_string()),
-            Err(_) => Err(format!("no answer within {within:?}")),
+            Ok(r) => r,
+            Err(_) => Err(LeaseError::NoAnswer(within)),
         }
     }
 
@@ -256,6 +258,8 @@ impl Elector {
                 }
                 Ok(false) => last_error = None,
                 Err(e) => {
+                    // Logged again only when the text changes.
+                    let e = e.to_string();
                     if last_error.as_ref() != Some(&e) {
                         tracing::warn!(lease = %self.cfg.name, error = %e, "lease not readable; campaigning until it is");
                     }

@@ -101,12 +101,11 @@ impl State {
     /// gave when the state was `seen`: same policies, and no change since to
     /// a kind they read.
     pub fn still_holds(&self, seen: Seen, outcome: &Outcome) -> bool {
-        // Same generation, same policy set: `outcome` indexes into it.
         self.generation == seen.generation
             && (self.inventory.version() == seen.inventory
                 || !self
                     .inventory
-                    .changed_since(seen.inventory, self.policies.kinds_read_by(outcome)))
+                    .changed_since(seen.inventory, outcome.kinds_read()))
     }
 }
 

@@ -264,19 +264,18 @@ impl Drop for Supervisor {
     }
 }
 
+/// The contents of every file under `paths`, by path. Symlinks are
+/// followed (kubelet swaps a ConfigMap's files through `..data`), and a
+/// symlink cycle ends the walk of that branch instead of looping.
 fn fingerprint(paths: &[PathBuf]) -> HashMap<PathBuf, Vec<u8>> {
-    let mut out = HashMap::new();
-    let mut stack: Vec<PathBuf> = paths.to_vec();
-    while let Some(p) = stack.pop() {
-        if p.is_dir() {
-            if let Ok(rd) = std::fs::read_dir(&p) {
-                stack.extend(rd.flatten().map(|e| e.path()));
-            }
-        } else if let Ok(b) = std::fs::read(&p) {
-            out.insert(p, b);
-        }
-    }
-    out
+    let files = paths
+        .iter()
+        .flat_map(|p| walkdir::WalkDir::new(p).follow_links(true))
+        .flatten()
+        .filter(|e| !e.file_type().is_dir());
+    files
+        .filter_map(|e| Some((e.path().to_path_buf(), std::fs::read(e.path()).ok()?)))
+        .collect()
 }
 
 /// Polls the policy files (kubelet swaps ConfigMap files through a symlink,

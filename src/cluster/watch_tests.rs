@@ -99,7 +99,7 @@ mod reload {
     fn a_relist_after_a_reload_keeps_what_the_new_policies_read() {
         let mut inv = Inventory::new();
         let set = compile(&[HOSTS], &mut inv);
-        inv.set_projection(set.projection(&inv));
+        inv.set_projection(set.projection());
         let cluster = Cluster::new(set, inv, ClusterOptions::default());
         let mut sync = KindSync::new(&GroupVersionKind::from_api_version(
             "networking.k8s.io/v1",
@@ -114,7 +114,7 @@ mod reload {
         sync.on_event(&mut InventorySink(&cluster), Event::InitDone);
         cluster.update(|st| {
             let set = compile(&[HOSTS, TLS], &mut st.inventory);
-            let p = set.projection(&st.inventory);
+            let p = set.projection();
             assert!(*st.inventory.projection() != p);
             st.inventory.set_projection(p);
             st.policies = set;

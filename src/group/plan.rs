@@ -302,7 +302,7 @@ pub fn plan(input: &PlanInput<'_>) -> Plan {
     }
     let timeout = wait::timeout(&input.spec.ready_timeout);
     if let Err(e) = &timeout {
-        problems.add(reason::INVALID_READY_TIMEOUT, e.clone());
+        problems.add(reason::INVALID_READY_TIMEOUT, e.to_string());
     }
     let listed: Vec<Key> = entries.iter().filter_map(Entry::key).collect();
     let unlisted = owned_unlisted(&live, &listed, &g.uid);

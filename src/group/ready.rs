@@ -40,7 +40,7 @@ struct Rule {
     index: usize,
     api_version: Option<String>,
     kind: String,
-    program: Result<Program, String>,
+    program: Result<Program, RuleError>,
 }
 
 impl Rule {
@@ -88,16 +88,23 @@ const OBJECT_SLOT: usize = 0;
 
 /// Compiles one expression, refusing a result type that is known not to be
 /// a bool (`dyn`, from a field of `object`, is checked when evaluated).
-pub fn compile_rule(expression: &str) -> Result<Program, String> {
-    let checked = env()
-        .check_expression(expression)
-        .map_err(|e: CompileError| e.to_string())?;
+pub fn compile_rule(expression: &str) -> Result<Program, RuleError> {
+    let checked = env().check_expression(expression)?;
     match checked.static_type() {
         Some(t) if !matches!(t, Ty::Bool | Ty::Dyn | Ty::Unknown) => {
-            Err(format!("must evaluate to bool but got {t}"))
+            Err(RuleError::NotBool(t.to_string()))
         }
-        _ => checked.plan().map_err(|e| e.to_string()),
+        _ => Ok(checked.plan()?),
     }
+}
+
+/// Why a readyWhen expression does not compile.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum RuleError {
+    #[error(transparent)]
+    Compile(#[from] CompileError),
+    #[error("must evaluate to bool but got {0}")]
+    NotBool(String),
 }
 
 impl ReadyRules {
@@ -117,10 +124,10 @@ impl ReadyRules {
     }
 
     /// Each rule that does not compile: (index in `spec.readyWhen`, error).
-    pub fn errors(&self) -> impl Iterator<Item = (usize, &str)> {
+    pub fn errors(&self) -> impl Iterator<Item = (usize, &RuleError)> {
         self.rules
             .iter()
-            .filter_map(|r| r.program.as_ref().err().map(|e| (r.index, e.as_str())))
+            .filter_map(|r| r.program.as_ref().err().map(|e| (r.index, e)))
     }
 
     /// Readiness of a stored member: the built-in rules of its kind, with

@@ -186,7 +186,7 @@ fn a_rule_that_does_not_compile_is_named_with_its_position() {
         {"kind": "Widget", "expression": "object.status.phase =="},
         {"kind": "Widget", "expression": "1 + 1"}
     ]));
-    let errors: Vec<(usize, &str)> = r.errors().collect();
+    let errors: Vec<(usize, String)> = r.errors().map(|(i, e)| (i, e.to_string())).collect();
     assert_eq!(errors.len(), 2, "{errors:?}");
     assert_eq!(errors[0].0, 1);
     assert!(
@@ -194,7 +194,10 @@ fn a_rule_that_does_not_compile_is_named_with_its_position() {
         "{}",
         errors[0].1
     );
-    assert_eq!(errors[1], (2, "must evaluate to bool but got int"));
+    assert_eq!(
+        errors[1],
+        (2, "must evaluate to bool but got int".to_string())
+    );
     let Readiness::NotReady(why) = r.readiness(&widget(json!({}))) else {
         panic!("ready with a broken rule");
     };

@@ -63,16 +63,21 @@ pub fn settles(api_version: &str, kind: &str, applied: bool, ready: bool) -> boo
 }
 
 /// `spec.readyTimeout`, in Go's duration syntax.
-pub fn timeout(text: &str) -> Result<Duration, String> {
-    crate::k8s::duration::parse(text)
-        .map_err(|e| format!("spec.readyTimeout: {e}"))
-        .and_then(|d| {
-            if d.is_zero() {
-                Err(format!("spec.readyTimeout: {text:?} must be more than 0"))
-            } else {
-                Ok(d)
-            }
-        })
+pub fn timeout(text: &str) -> Result<Duration, TimeoutError> {
+    let d = crate::k8s::duration::parse(text)?;
+    if d.is_zero() {
+        return Err(TimeoutError::Zero(text.to_string()));
+    }
+    Ok(d)
+}
+
+/// Why `spec.readyTimeout` is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TimeoutError {
+    #[error("spec.readyTimeout: {0}")]
+    Syntax(#[from] crate::k8s::duration::DurationError),
+    #[error("spec.readyTimeout: {0:?} must be more than 0")]
+    Zero(String),
 }
 
 /// When the wait at `rank` began: the previous status's `since` when it

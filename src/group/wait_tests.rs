@@ -48,6 +48,7 @@ fn timeouts_use_go_durations() {
     assert_eq!(timeout("1m30s"), Ok(Duration::from_secs(90)));
     assert!(timeout("ten minutes")
         .unwrap_err()
+        .to_string()
         .contains("spec.readyTimeout"));
     assert!(timeout("0s").is_err());
 }

@@ -317,14 +317,18 @@ fn leaf(lhs: Option<&Json>, rhs: Option<&Json>) -> Option<Json> {
     rhs.or(lhs).cloned()
 }
 
+/// An associative list's item that is not a map (structured-merge-diff's
+/// words).
+#[derive(Debug, thiserror::Error)]
+#[error("expected an object for an associative list item")]
+struct NotAnObject;
+
 /// What identifies a list item: itself in a set, its keys' values in a
 /// map list.
-fn item_key(kind: &ListKind, item: &Json) -> Result<Json, String> {
+fn item_key(kind: &ListKind, item: &Json) -> Result<Json, NotAnObject> {
     match kind {
         ListKind::Map(keys) if !keys.is_empty() => {
-            let obj = item
-                .as_object()
-                .ok_or("expected an object for an associative list item")?;
+            let obj = item.as_object().ok_or(NotAnObject)?;
             Ok(Json::Array(
                 keys.iter()
                     .map(|k| obj.get(k).cloned().unwrap_or(Json::Null))

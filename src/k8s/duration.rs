@@ -1,5 +1,8 @@
 //! Durations on the command line, one parser for every flag: Go's
 //! `time.ParseDuration`, as kubectl and kube's components read theirs.
+//! Hand-written rather than `humantime`: that crate reads a syntax of its
+//! own (`1min 30s`, no fractions such as `1.5h`), and a flag that takes
+//! what kubectl takes must read Go's.
 
 use std::time::Duration;
 

@@ -30,11 +30,11 @@ pub(crate) fn parse_stream(text: &str) -> Parsed {
                 let mut rec = Recorder::default();
                 match scan(&text[start..end], start_line as u32, &value, &mut rec) {
                     Ok(()) => {
-                        if let Err(msg) = normalize_numbers(&mut value) {
+                        if let Err(e) = normalize_numbers(&mut value) {
                             out.errors.push(RawError {
                                 line: start_line,
                                 column: None,
-                                kind: LoadErrorKind::Scalar(msg),
+                                kind: LoadErrorKind::Scalar(e.to_string()),
                             });
                         } else {
                             out.docs.push(RawDoc {
@@ -77,9 +77,14 @@ fn count_newlines(s: &str) -> usize {
     s.bytes().filter(|&b| b == b'\n').count()
 }
 
+/// A number the API server could not represent either.
+#[derive(Debug, thiserror::Error)]
+#[error("number {0} cannot be represented")]
+struct Unrepresentable(String);
+
 /// Makes numbers look as they do to the API server: integral floats become
 /// integers (Go's encoder writes `1.0` as `1`).
-fn normalize_numbers(v: &mut Value) -> Result<(), String> {
+fn normalize_numbers(v: &mut Value) -> Result<(), Unrepresentable> {
     let mut stack = vec![v];
     while let Some(v) = stack.pop() {
         match v {
@@ -87,7 +92,7 @@ fn normalize_numbers(v: &mut Value) -> Result<(), String> {
                 let f = n.as_f64().unwrap_or(0.0);
                 match float_to_json(f) {
                     Some(nv) => *v = nv,
-                    None => return Err(format!("number {n} cannot be represented")),
+                    None => return Err(Unrepresentable(n.to_string())),
                 }
             }
             Value::Array(items) => stack.extend(items.iter_mut()),

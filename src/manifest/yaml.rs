@@ -85,7 +85,7 @@ pub(crate) fn split_documents(text: &str) -> Vec<(usize, usize, usize)> {
     let mut line_no = 1usize;
     let bytes = text.as_bytes();
     while pos < bytes.len() {
-        let line_end = match memchr(b'\n', &bytes[pos..]) {
+        let line_end = match memchr::memchr(b'\n', &bytes[pos..]) {
             Some(i) => pos + i + 1,
             None => bytes.len(),
         };
@@ -134,10 +134,6 @@ fn trim_ascii_start(mut s: &[u8]) -> &[u8] {
         }
     }
     s
-}
-
-fn memchr(needle: u8, haystack: &[u8]) -> Option<usize> {
-    haystack.iter().position(|&b| b == needle)
 }
 
 /// Parses one piece, turning a panic inside the parser into an error.
@@ -857,10 +853,19 @@ fn merge_into(map: &mut Map<String, Value>, source: Value) {
     }
 }
 
+/// A piece of text the fast path and the full parser read differently.
+#[derive(Debug, thiserror::Error)]
+#[error("fast and full parsers differ on {chunk:?}\nfast: {fast}\nfull: {full}")]
+pub(crate) struct PathsDiffer {
+    chunk: String,
+    fast: String,
+    full: String,
+}
+
 /// Checks that the fast path and the full parser agree on `text`: same
 /// documents, values, lines and errors whenever the fast path takes a piece.
 /// Returns a description of the first difference.
-pub(crate) fn compare_paths(text: &str, limits: &Limits) -> Result<usize, String> {
+pub(crate) fn compare_paths(text: &str, limits: &Limits) -> Result<usize, PathsDiffer> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let mut taken = 0;
     for (start, end, line) in split_documents(text) {
@@ -881,9 +886,11 @@ pub(crate) fn compare_paths(text: &str, limits: &Limits) -> Result<usize, String
         };
         let (a, b) = (show(&fast), show(&full));
         if a != b {
-            return Err(format!(
-                "fast and full parsers differ on {chunk:?}\nfast: {a}\nfull: {b}"
-            ));
+            return Err(PathsDiffer {
+                chunk: chunk.to_string(),
+                fast: a,
+                full: b,
+            });
         }
     }
     Ok(taken)

@@ -40,28 +40,39 @@ pub struct Claim {
     pub holder: Holder,
 }
 
+/// A claim that names no index of its policy, or no known holder; `at` is
+/// its position in `spec.claims`.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum ClaimError {
+    #[error("spec.claims[{at}].index: {index:?} is not one of the policy's spec.indexes")]
+    UnknownIndex { at: usize, index: String },
+    #[error("spec.claims[{at}].holder: {holder:?} is not Namespace or Object")]
+    UnknownHolder { at: usize, holder: String },
+}
+
 /// Compiles `spec.claims` against the policy's declared indexes.
 pub(super) fn compile(
     decls: &[ClaimDecl],
     indexes: &HashMap<String, IndexId>,
-) -> Result<Vec<Claim>, String> {
+) -> Result<Vec<Claim>, ClaimError> {
     decls
         .iter()
         .enumerate()
-        .map(|(i, c)| {
-            let id = *indexes.get(&c.index).ok_or_else(|| {
-                format!(
-                    "spec.claims[{i}].index: {:?} is not one of the policy's spec.indexes",
-                    c.index
-                )
-            })?;
+        .map(|(at, c)| {
+            let id = *indexes
+                .get(&c.index)
+                .ok_or_else(|| ClaimError::UnknownIndex {
+                    at,
+                    index: c.index.clone(),
+                })?;
             let holder = match c.holder.as_str() {
                 "Namespace" => Holder::Namespace,
                 "Object" => Holder::Object,
                 other => {
-                    return Err(format!(
-                        "spec.claims[{i}].holder: {other:?} is not Namespace or Object"
-                    ))
+                    return Err(ClaimError::UnknownHolder {
+                        at,
+                        holder: other.to_string(),
+                    })
                 }
             };
             Ok(Claim {

@@ -3,8 +3,8 @@ use crate::fixtures::ingress;
 
 fn bundled() -> (PolicySet, Inventory) {
     let mut inv = Inventory::new();
-    let (set, errors) =
-        PolicySet::compile_documents(crate::bundled::documents().documents, &mut inv);
+    let (set, errors) = PolicySet::compile_documents(crate::bundled::documents().documents);
+    inv.set_indexes(&set.index_decls()).unwrap();
     assert!(errors.is_empty(), "{errors:?}");
     (set, inv)
 }
@@ -85,7 +85,7 @@ fn claims_name_a_declared_index_and_a_known_holder() {
             file: "p.yaml".into(),
             line: 1,
         };
-        let (_, errors) = PolicySet::compile(&[(policy(claims), source)], &mut Inventory::new());
+        let (_, errors) = PolicySet::compile(&[(policy(claims), source)]);
         errors.into_iter().map(|e| e.message).collect::<Vec<_>>()
     };
     assert!(errors(serde_json::json!([{"index": "names", "holder": "Object"}])).is_empty());

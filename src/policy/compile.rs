@@ -1,5 +1,6 @@
 //! Compiling policy documents: bindings attach to their policies,
-//! expressions are type-checked, indexes are declared.
+//! expressions are type-checked, indexes are declared in the set (the
+//! caller declares them in an inventory: compiling touches none).
 
 use super::*;
 
@@ -8,9 +9,8 @@ impl PolicySet {
     /// them (files, the bundled library).
     pub fn compile_documents(
         docs: Vec<crate::manifest::Document>,
-        inventory: &mut Inventory,
     ) -> (PolicySet, Vec<PolicyError>) {
-        PolicySet::compile_documents_with(docs, &[], inventory)
+        PolicySet::compile_documents_with(docs, &[])
     }
 
     /// [`PolicySet::compile_documents`] with documents that are not read
@@ -18,14 +18,13 @@ impl PolicySet {
     pub fn compile_documents_with(
         docs: Vec<crate::manifest::Document>,
         objects: &[(Json, Source)],
-        inventory: &mut Inventory,
     ) -> (PolicySet, Vec<PolicyError>) {
         let pairs: Vec<(Json, Source)> = docs
             .iter()
             .map(|d| (d.value.clone(), Source::of(d)))
             .chain(objects.iter().cloned())
             .collect();
-        let (set, mut errors) = PolicySet::compile(&pairs, inventory);
+        let (set, mut errors) = PolicySet::compile(&pairs);
         for e in errors.iter_mut().filter(|e| e.expression.is_some()) {
             if let Some(d) = docs.iter().find(|d| Source::of(d) == e.location) {
                 e.locate(d);
@@ -35,13 +34,13 @@ impl PolicySet {
     }
 
     /// Compiles every policy document; bindings attach to their policies.
-    /// Indexes are declared in `inventory`. Documents that fail are
-    /// reported and left out; the rest load.
-    pub fn compile(
-        docs: &[(Json, Source)],
-        inventory: &mut Inventory,
-    ) -> (PolicySet, Vec<PolicyError>) {
+    /// The indexes the policies declare are the set's
+    /// ([`PolicySet::index_decls`]): an inventory that serves it declares
+    /// them ([`Inventory::set_indexes`]). Documents that fail are reported
+    /// and left out; the rest load.
+    pub fn compile(docs: &[(Json, Source)]) -> (PolicySet, Vec<PolicyError>) {
         let mut policies: Vec<CompiledPolicy> = Vec::new();
+        let mut indexes = Vec::new();
         let mut exception_list = Vec::new();
         let mut errors = Vec::new();
         let mut bindings = Vec::new();
@@ -83,10 +82,10 @@ impl PolicySet {
                         PolicyKind::Vap
                     };
                     match mutating::check_api_version(of, doc)
-                        .and_then(|()| spec::<BindingSpec>(doc).map_err(|e| e.0))
+                        .and_then(|()| spec::<BindingSpec>(doc))
                     {
                         Ok(b) => bindings.push((name.clone(), b, source.clone(), of)),
-                        Err(e) => errors.push(err(e)),
+                        Err(e) => errors.push(err(e.0)),
                     }
                     continue;
                 }
@@ -109,12 +108,12 @@ impl PolicySet {
                 }
             };
             if let Err(e) = mutating::check_api_version(kind, doc) {
-                errors.push(err(e));
+                errors.push(err(e.0));
                 continue;
             }
             match spec::<PolicySpec>(doc)
                 .map_err(Failure::from)
-                .and_then(|s| compile_policy(&name, kind, s, tenant_namespace, inventory))
+                .and_then(|s| compile_policy(&name, kind, s, tenant_namespace, &mut indexes))
             {
                 Ok(mut p) => {
                     p.source = source.clone();
@@ -127,37 +126,25 @@ impl PolicySet {
             }
         }
         for (name, b, source, of) in bindings {
-            let actions: Result<Vec<Action>, String> = b
+            let actions: Result<Vec<Action>, BindingError> = b
                 .validation_actions
                 .iter()
-                .map(|a| {
-                    Action::parse(a).ok_or_else(|| {
-                        format!(
-                            "spec.validationActions: unknown action {a:?}; use Deny, Warn or Audit"
-                        )
-                    })
-                })
+                .map(|a| Action::parse(a).ok_or_else(|| BindingError::UnknownAction(a.clone())))
                 .collect();
             let actions = match actions {
-                Ok(a) if a.is_empty() && of == PolicyKind::Vap => {
-                    Err("spec.validationActions must not be empty".to_string())
+                Ok(a) if a.is_empty() && of == PolicyKind::Vap => Err(BindingError::NoActions),
+                Ok(a) if !a.is_empty() && of == PolicyKind::Map => {
+                    Err(BindingError::ActionsOnMutating)
                 }
-                Ok(a) if !a.is_empty() && of == PolicyKind::Map => Err(
-                    "spec.validationActions is a ValidatingAdmissionPolicyBinding field; a MutatingAdmissionPolicyBinding has none".to_string(),
-                ),
                 other => other,
             };
             let result = actions.and_then(|actions| {
                 let policy = policies
                     .iter_mut()
                     .find(|p| p.kind == of && p.name == b.policy_name)
-                    .ok_or_else(|| {
-                        format!("binds policy {:?}, which was not loaded", b.policy_name)
-                    })?;
+                    .ok_or_else(|| BindingError::NotLoaded(b.policy_name.clone()))?;
                 if policy.param_kind.is_some() && b.param_ref.is_none() {
-                    return Err(
-                        "the policy has a paramKind, so the binding needs a paramRef".to_string(),
-                    );
+                    return Err(BindingError::NoParamRef);
                 }
                 policy.bindings.push(Binding {
                     name: Some(name.clone()),
@@ -169,12 +156,12 @@ impl PolicySet {
                 });
                 Ok(())
             });
-            if let Err(message) = result {
+            if let Err(e) = result {
                 errors.push(PolicyError {
                     location: source,
                     column: None,
                     policy: name,
-                    message,
+                    message: e.to_string(),
                     expression: None,
                 });
             }
@@ -196,6 +183,7 @@ impl PolicySet {
         }
         let set = PolicySet {
             policies: policies.into(),
+            indexes: indexes.into(),
             exceptions: exception_list.into(),
             cluster_exceptions: Arc::default(),
         };
@@ -203,12 +191,27 @@ impl PolicySet {
     }
 }
 
+/// Why a binding does not attach to its policy.
+#[derive(Debug, thiserror::Error)]
+enum BindingError {
+    #[error("spec.validationActions: unknown action {0:?}; use Deny, Warn or Audit")]
+    UnknownAction(String),
+    #[error("spec.validationActions must not be empty")]
+    NoActions,
+    #[error("spec.validationActions is a ValidatingAdmissionPolicyBinding field; a MutatingAdmissionPolicyBinding has none")]
+    ActionsOnMutating,
+    #[error("binds policy {0:?}, which was not loaded")]
+    NotLoaded(String),
+    #[error("the policy has a paramKind, so the binding needs a paramRef")]
+    NoParamRef,
+}
+
 pub(super) fn compile_policy(
     name: &str,
     kind: PolicyKind,
     spec: PolicySpec,
     tenant_namespace: Option<&str>,
-    inventory: &mut Inventory,
+    declared: &mut Vec<DeclaredIndex>,
 ) -> Result<CompiledPolicy, Failure> {
     let (mut env, slots) = policy_env(kind, &spec);
     let failure_policy = failure_policy_of(kind, &spec)?;
@@ -224,7 +227,7 @@ pub(super) fn compile_policy(
             return Err(beyond.join("; ").into());
         }
     }
-    let indexes = declare_indexes(&spec, inventory)?;
+    let indexes = declare_indexes(&spec, declared)?;
     if kind == PolicyKind::Vap && !spec.claims.is_empty() {
         return Err("spec.claims is an InterlockPolicy field".into());
     }
@@ -503,16 +506,27 @@ fn named<'p>(
         .collect()
 }
 
-/// Declares the policy's indexes in the inventory; their ids by name.
+/// Declares the policy's indexes among the set's (an identical declaration
+/// shares its id); their ids by name.
 fn declare_indexes(
     spec: &PolicySpec,
-    inventory: &mut Inventory,
+    declared: &mut Vec<DeclaredIndex>,
 ) -> Result<HashMap<String, IndexId>, Failure> {
     let mut indexes = HashMap::new();
     for (i, ix) in spec.indexes.iter().enumerate() {
-        let id = inventory
-            .declare_index(&ix.api_version, &ix.kind, &ix.keys)
-            .map_err(|e| format!("spec.indexes[{i}].keys ({}): {e}", ix.name))?;
+        let decl = IndexDecl {
+            gk: GroupKind::new(resources::group_of(&ix.api_version), ix.kind.as_str()),
+            keys: ix.keys.clone(),
+        };
+        let id = match declared.iter().position(|d| d.decl == decl) {
+            Some(id) => id,
+            None => {
+                let d = DeclaredIndex::compile(decl)
+                    .map_err(|e| format!("spec.indexes[{i}].keys ({}): {e}", ix.name))?;
+                declared.push(d);
+                declared.len() - 1
+            }
+        };
         indexes.insert(ix.name.clone(), id);
     }
     Ok(indexes)

@@ -114,6 +114,12 @@ impl From<&str> for SpecError {
     }
 }
 
+impl From<super::claims::ClaimError> for Failure {
+    fn from(e: super::claims::ClaimError) -> Failure {
+        Failure::from(e.to_string())
+    }
+}
+
 impl From<SpecError> for Failure {
     fn from(e: SpecError) -> Failure {
         Failure::from(e.0)

@@ -18,8 +18,14 @@ impl PolicySet {
         let mut verdicts = Vec::new();
         let mut annotations = Vec::new();
         for (i, p) in self.policies.iter().enumerate() {
+            if !part.selects(p) {
+                if part == Part::Detached && !partial.attached_may_match {
+                    partial.attached_may_match = matching::rules_match(&p.matcher, req);
+                }
+                continue;
+            }
             // A MutatingAdmissionPolicy has nothing to decide (`admit` runs it).
-            if p.kind == PolicyKind::Map || !part.selects(p) || !p.matches(req, inventory) {
+            if p.kind == PolicyKind::Map || !p.matches(req, inventory) {
                 continue;
             }
             partial.matched.push(i);
@@ -38,7 +44,10 @@ impl PolicySet {
         let mut outcome = Outcome {
             verdicts: partial.verdicts.into_iter().map(|(_, v)| v).collect(),
             annotations: partial.annotations.into_iter().map(|(_, a)| a).collect(),
-            matched: partial.matched,
+            matched: Matched {
+                set: self.policies.clone(),
+                indexes: partial.matched,
+            },
         };
         exceptions::apply(
             &[&self.exceptions, &self.cluster_exceptions],

@@ -94,7 +94,8 @@ fn a_policy_set_turns_excepted_failures_into_audit_verdicts() {
     };
     let docs = vec![(policy, source.clone()), (exception, source.clone())];
     let mut inv = crate::inventory::Inventory::new();
-    let (set, errors) = super::super::PolicySet::compile(&docs, &mut inv);
+    let (set, errors) = super::super::PolicySet::compile(&docs);
+    inv.set_indexes(&set.index_decls()).unwrap();
     assert!(errors.is_empty(), "{errors:?}");
     let cm = |name: &str| json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": "a"}});
     let (old, new) = (cm("old"), cm("new"));
@@ -113,7 +114,7 @@ fn a_policy_set_turns_excepted_failures_into_audit_verdicts() {
 
     let stray = json!({"apiVersion": "interlock.dev/v1alpha1", "kind": "PolicyException",
         "metadata": {"name": "typo"}, "spec": {"policies": ["no-cms"], "reason": "x"}});
-    let (_, errors) = super::super::PolicySet::compile(&[(stray, source)], &mut inv);
+    let (_, errors) = super::super::PolicySet::compile(&[(stray, source)]);
     assert_eq!(
         errors[0].message,
         "spec.policies: \"no-cms\" is not a loaded policy"

@@ -11,14 +11,20 @@ enum Failure {
     Error(String),
 }
 
+/// An operation that does not apply, in the words of kube-apiserver's
+/// JSON patch library (they reach the client unchanged).
+#[derive(Debug, thiserror::Error)]
+#[error("JSON Patch: {0}")]
+pub(super) struct PatchError(String);
+
 /// `object` with `ops` applied in order.
-pub(super) fn apply(object: &Json, ops: &[Json]) -> Result<Json, String> {
+pub(super) fn apply(object: &Json, ops: &[Json]) -> Result<Json, PatchError> {
     let mut doc = object.clone();
     for op in ops {
         match apply_one(&mut doc, op) {
             Ok(()) => {}
             Err(Failure::TestFailed) => return Ok(object.clone()),
-            Err(Failure::Error(e)) => return Err(format!("JSON Patch: {e}")),
+            Err(Failure::Error(e)) => return Err(PatchError(e)),
         }
     }
     Ok(doc)

@@ -32,12 +32,12 @@ fn failures_say_what_kube_apiserver_says() {
     let doc = json!({"metadata": {}});
     let add = [json!({"op": "add", "path": "/metadata/labels/a", "value": "1"})];
     assert_eq!(
-        apply(&doc, &add).unwrap_err(),
+        apply(&doc, &add).unwrap_err().to_string(),
         "JSON Patch: add operation does not apply: doc is missing path: \"/metadata/labels/a\": missing value"
     );
     let remove = [json!({"op": "remove", "path": "/metadata/x"})];
     assert_eq!(
-        apply(&doc, &remove).unwrap_err(),
+        apply(&doc, &remove).unwrap_err().to_string(),
         "JSON Patch: error in remove for path: '/metadata/x': Unable to remove nonexistent key: x: missing value"
     );
 }

@@ -98,24 +98,21 @@ impl LoadedPolicies {
                 docs.errors.iter().map(|e| e.to_string()).collect(),
             ));
         }
-        // Index ids are positions in the scratch inventory's declarations;
-        // `install` makes the live inventory's declarations the same list.
-        let mut scratch = Inventory::new();
         overrides
             .apply(&mut docs.documents)
             .map_err(PolicyLoadError::Policies)?;
-        let (policies, errors) =
-            PolicySet::compile_documents_with(docs.documents, objects, &mut scratch);
+        let (policies, errors) = PolicySet::compile_documents_with(docs.documents, objects);
         if !errors.is_empty() {
             return Err(PolicyLoadError::Policies(
                 errors.iter().map(|e| e.to_string()).collect(),
             ));
         }
-        let projection = policies.projection(&scratch);
+        // Index ids are positions in the set's declarations; `install`
+        // makes the live inventory's declarations the same list.
         Ok(LoadedPolicies {
+            projection: policies.projection(),
+            indexes: policies.index_decls(),
             policies,
-            projection,
-            indexes: scratch.index_decls(),
         })
     }
 

@@ -10,12 +10,14 @@ pub mod exceptions;
 pub mod files;
 pub mod finding;
 pub mod host;
+mod indexes;
 mod json_patch;
 pub mod load;
 mod matching;
 pub mod model;
 mod mutate;
 mod mutating;
+mod mutation_error;
 pub mod objects;
 pub mod overrides;
 mod projection;
@@ -35,10 +37,11 @@ pub use request::{OldObject, Operation, Request, RequestAuthorizer, RequestShape
 
 use errors::*;
 use evaluate::*;
+use indexes::DeclaredIndex;
 
 use crate::cel::value::{Key, Str};
 use crate::cel::{checker, k8s_authz, Activation, CompileError, Env, Program, Ty, Value};
-use crate::inventory::{IndexId, Inventory, Lookup, ObjectKey, ObjectKeyRef, Source};
+use crate::inventory::{IndexDecl, IndexId, Inventory, Lookup, ObjectKey, ObjectKeyRef, Source};
 use crate::k8s::kind::{GroupKind, GroupVersionKind};
 use host::{InventoryHost, SelfIdentity};
 use model::{BindingSpec, MatchResources, ParamRef, PolicySpec};
@@ -196,15 +199,37 @@ pub fn redact(message: &str, related: &[ObjectKey], namespace: &str) -> String {
 /// Audit annotations produced by a policy (key is `policy/key`).
 pub type AuditAnnotations = Vec<(String, String)>;
 
-/// What [`PolicySet::evaluate`] found for one request.
+/// What [`PolicySet::evaluate`] found for one request, and what the
+/// evaluation read: the policies it matched, kept with the set they belong
+/// to, answer what it read ([`Outcome::kinds_read`]) and what it would be
+/// while the inventory is unready ([`Outcome::unready`]) without asking the
+/// set again.
 #[derive(Debug, Default)]
 pub struct Outcome {
     pub verdicts: Vec<Verdict>,
     pub annotations: AuditAnnotations,
-    /// Indexes of the policies whose matchConstraints matched, in the set
-    /// that evaluated (valid only for that set: see
-    /// [`PolicySet::inventory_readers`], [`PolicySet::kinds_read_by`]).
-    matched: Vec<usize>,
+    matched: Matched,
+}
+
+/// The policies whose matchConstraints matched, as indexes into the set
+/// that evaluated (shared, so an outcome costs no copy of it).
+#[derive(Default)]
+struct Matched {
+    set: Arc<[CompiledPolicy]>,
+    indexes: Vec<usize>,
+}
+
+impl std::fmt::Debug for Matched {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list()
+            .entries(
+                self.indexes
+                    .iter()
+                    .filter_map(|&i| self.set.get(i))
+                    .map(|p| &p.name),
+            )
+            .finish()
+    }
 }
 
 impl Outcome {
@@ -242,14 +267,25 @@ impl Part {
 #[derive(Debug, Default, Clone)]
 pub struct Partial {
     matched: Vec<usize>,
+    /// A [`Part::Detached`] pass: whether a policy it left out may match
+    /// (resource rules only), so that an attached pass is needed.
+    attached_may_match: bool,
     verdicts: Vec<(usize, Verdict)>,
     annotations: Vec<(usize, (String, String))>,
 }
 
 impl Partial {
+    /// Whether a policy that reads the inventory may match the request (its
+    /// resource rules do; selectors are not looked at): known after a
+    /// [`Part::Detached`] pass, which looked at every policy's rules.
+    pub fn may_need_inventory(&self) -> bool {
+        self.attached_may_match
+    }
+
     /// Both passes' findings in policy order, as one pass over all the
     /// policies would have made them.
     pub fn merge(mut self, other: Partial) -> Partial {
+        self.attached_may_match |= other.attached_may_match;
         self.matched.extend(other.matched);
         self.matched.sort_unstable();
         self.verdicts.extend(other.verdicts);
@@ -264,6 +300,8 @@ impl Partial {
 #[derive(Default, Clone)]
 pub struct PolicySet {
     pub policies: Arc<[CompiledPolicy]>,
+    /// The indexes the policies declared (see [`PolicySet::index_decls`]).
+    indexes: Arc<[DeclaredIndex]>,
     /// PolicyException documents loaded with the policies.
     pub exceptions: Arc<[exceptions::Exception]>,
     /// InterlockException objects of the cluster (set by its watcher or

@@ -1,6 +1,7 @@
 //! InterlockPolicy mutations: the JSON patch a request gets.
 
 use super::mutating::{Admitted, MutationFailure};
+use super::mutation_error::MutationFault;
 use super::*;
 use crate::k8s::openapi::Schemas;
 
@@ -52,10 +53,10 @@ impl PolicySet {
             }
             match p.mutation_ops(req, inv) {
                 Ok(mut o) => ops.append(&mut o),
-                Err(message) if p.failure_policy == FailurePolicy::Fail => {
+                Err(fault) if p.failure_policy == FailurePolicy::Fail => {
                     return Err(MutationError {
                         policy: p.name.clone(),
-                        message,
+                        message: fault.to_string(),
                     })
                 }
                 Err(message) => {
@@ -103,18 +104,18 @@ impl PolicySet {
             }
             let next = p
                 .mutation_ops(&current, inv)
-                .and_then(|ops| super::json_patch::apply(&object, &ops));
+                .and_then(|ops| Ok(super::json_patch::apply(&object, &ops)?));
             match next {
                 Ok(next) if next != object => {
                     object = next;
                     out.mutated_by.push(p.name.clone());
                 }
                 Ok(_) => {}
-                Err(message) if p.failure_policy == FailurePolicy::Fail => {
+                Err(fault) if p.failure_policy == FailurePolicy::Fail => {
                     out.failures.push(MutationFailure {
                         policy: p.name.clone(),
                         binding: None,
-                        message,
+                        message: fault.to_string(),
                     });
                     return out;
                 }
@@ -135,32 +136,37 @@ impl CompiledPolicy {
         &self,
         req: &Request,
         inv: &dyn Lookup,
-    ) -> Result<Vec<Json>, String> {
+    ) -> Result<Vec<Json>, MutationFault> {
         self.with_activation(req, &Shared::default(), inv, None, |act, _| {
             for (name, cond) in &self.match_conditions {
                 match cond.eval(act) {
                     Ok(Value::Bool(true)) => {}
                     Ok(Value::Bool(false)) => return Ok(vec![]),
                     Ok(other) => {
-                        return Err(format!(
-                            "matchCondition '{name}' must evaluate to bool, got {}",
-                            other.type_name()
-                        ))
+                        return Err(MutationFault::ConditionNotBool {
+                            name: name.clone(),
+                            got: other.type_name(),
+                        })
                     }
-                    Err(e) => return Err(format!("matchCondition '{name}': {e}")),
+                    Err(error) => {
+                        return Err(MutationFault::Condition {
+                            name: name.clone(),
+                            error,
+                        })
+                    }
                 }
             }
             let mut ops = Vec::new();
-            for (i, m) in self.mutations.iter().enumerate() {
+            for (index, m) in self.mutations.iter().enumerate() {
                 match m.eval(act) {
                     Ok(Value::List(l)) => ops.extend(l.iter().map(|op| op.to_json())),
                     Ok(other) => {
-                        return Err(format!(
-                            "spec.mutations[{i}] must yield a list of JSONPatch, got {}",
-                            other.type_name()
-                        ))
+                        return Err(MutationFault::NotAList {
+                            index,
+                            got: other.type_name(),
+                        })
                     }
-                    Err(e) => return Err(format!("spec.mutations[{i}]: {e}")),
+                    Err(error) => return Err(MutationFault::Mutation { index, error }),
                 }
             }
             Ok(ops)

@@ -4,11 +4,12 @@
 //! defaulted after each, and a second pass of the `IfNeeded` policies when
 //! something changed).
 
+use super::mutation_error::MutationFault;
 use super::*;
 use crate::k8s::openapi::{self, Schemas};
 
 /// The apiVersions kube-apiserver serves each admissionregistration kind at.
-pub(super) fn check_api_version(kind: PolicyKind, doc: &Json) -> Result<(), String> {
+pub(super) fn check_api_version(kind: PolicyKind, doc: &Json) -> Result<(), SpecError> {
     let served: &[&str] = match kind {
         PolicyKind::Map => &["v1", "v1beta1", "v1alpha1"],
         _ => return Ok(()),
@@ -16,9 +17,9 @@ pub(super) fn check_api_version(kind: PolicyKind, doc: &Json) -> Result<(), Stri
     let api_version = doc.get("apiVersion").and_then(Json::as_str).unwrap_or("");
     match api_version.split_once('/') {
         Some((VAP_GROUP, v)) if served.contains(&v) => Ok(()),
-        _ => Err(format!(
+        _ => Err(SpecError(format!(
             "apiVersion {api_version:?}: a MutatingAdmissionPolicy or its binding is {VAP_GROUP}/v1 (or v1beta1, v1alpha1)"
-        )),
+        ))),
     }
 }
 
@@ -263,7 +264,7 @@ impl CompiledPolicy {
                     params: Some(p.into_owned()),
                 })),
                 Params::Missing { deny: true } if self.failure_policy == FailurePolicy::Fail => {
-                    failures.push(self.failure(b, "failed to configure binding: no params found for policy binding with `Deny` parameterNotFoundAction".into()))
+                    failures.push(self.failure(b, MutationFault::NoParams))
                 }
                 Params::Missing { .. } => {}
             }
@@ -271,11 +272,11 @@ impl CompiledPolicy {
         (invocations, failures)
     }
 
-    fn failure(&self, b: &Binding, message: String) -> MutationFailure {
+    fn failure(&self, b: &Binding, fault: MutationFault) -> MutationFailure {
         MutationFailure {
             policy: self.name.clone(),
             binding: b.name.clone(),
-            message,
+            message: fault.to_string(),
         }
     }
 }
@@ -304,7 +305,7 @@ impl Invocation<'_> {
                 p.with_activation(&current, &Shared::default(), chain.inv, params, |act, _| {
                     let value = program
                         .eval(act)
-                        .map_err(|e| expression_error(program, &e))?;
+                        .map_err(|e| MutationFault::Expression(expression_error(program, &e)))?;
                     patch(
                         p.patch_types[i],
                         chain.schemas,
@@ -335,7 +336,7 @@ impl Invocation<'_> {
 
     /// Every matchCondition on `current`'s object: false if one is
     /// false, else an error if one failed.
-    fn conditions_hold(&self, current: &Request, inv: &dyn Lookup) -> Result<bool, String> {
+    fn conditions_hold(&self, current: &Request, inv: &dyn Lookup) -> Result<bool, MutationFault> {
         let p = self.policy;
         if p.match_conditions.is_empty() {
             return Ok(true);
@@ -362,7 +363,7 @@ impl Invocation<'_> {
                 if errors.is_empty() {
                     Ok(true)
                 } else {
-                    Err(aggregate(&errors))
+                    Err(MutationFault::Expression(aggregate(&errors)))
                 }
             },
         )
@@ -375,29 +376,27 @@ fn patch(
     schemas: &Schemas,
     object: &Json,
     value: &Value,
-) -> Result<Json, String> {
+) -> Result<Json, MutationFault> {
     match patch_type {
         PatchType::JsonPatch => {
             let Value::List(ops) = value else {
-                return Err(format!(
-                    "type mismatch: JSONPatchType.expression should evaluate to array, got {}",
-                    value.type_name()
-                ));
+                return Err(MutationFault::NotJsonPatch(value.type_name()));
             };
             let ops: Vec<Json> = ops.iter().map(|op| op.to_json()).collect();
-            super::json_patch::apply(object, &ops)
+            Ok(super::json_patch::apply(object, &ops)?)
         }
         PatchType::ApplyConfiguration => {
             let Value::Map(_) = value else {
-                return Err(format!(
-                    "unsupported return type from ApplyConfiguration expression: {}",
-                    value.type_name()
-                ));
+                return Err(MutationFault::NotApplyConfiguration(value.type_name()));
             };
             let gvk = object_gvk(object);
             let root = schemas.root(gvk.group(), gvk.version(), gvk.kind());
-            crate::k8s::apply::apply(schemas, root, object, &value.to_json())
-                .map_err(|e| format!("error applying patch: {e}"))
+            Ok(crate::k8s::apply::apply(
+                schemas,
+                root,
+                object,
+                &value.to_json(),
+            )?)
         }
     }
 }

@@ -14,23 +14,20 @@ fn compile(yaml: &str) -> PolicySet {
             )
         })
         .collect();
-    let (set, errors) = PolicySet::compile(&docs, &mut Inventory::new());
+    let (set, errors) = PolicySet::compile(&docs);
     assert!(errors.is_empty(), "{errors:?}");
     set
 }
 
 fn compile_error(yaml: &str) -> String {
     let v: Json = serde_yaml::from_str(yaml).unwrap();
-    let (_, errors) = PolicySet::compile(
-        &[(
-            v,
-            Source {
-                file: "p.yaml".into(),
-                line: 1,
-            },
-        )],
-        &mut Inventory::new(),
-    );
+    let (_, errors) = PolicySet::compile(&[(
+        v,
+        Source {
+            file: "p.yaml".into(),
+            line: 1,
+        },
+    )]);
     errors
         .first()
         .map(|e| e.message.clone())

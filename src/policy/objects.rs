@@ -11,7 +11,7 @@
 //! already has is refused, and the file's stays.
 
 use super::PolicySet;
-use crate::inventory::{Inventory, Source};
+use crate::inventory::Source;
 use serde_json::{json, Value as Json};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -137,8 +137,7 @@ impl Ledger {
 /// type-check warnings of what compiled, against the built-in kinds'
 /// schemas.
 fn compile_one(o: &ObjectDoc, name: &str) -> Checked {
-    let mut scratch = Inventory::new();
-    let (set, errors) = PolicySet::compile(&[(o.doc.clone(), source_of(name))], &mut scratch);
+    let (set, errors) = PolicySet::compile(&[(o.doc.clone(), source_of(name))]);
     let warnings: Vec<Json> = set
         .policies
         .iter()

@@ -4,11 +4,10 @@
 //! expressions nobody has written yet: a use the analysis does not follow
 //! keeps the whole value.
 
-use super::{host, CompiledPolicy, PolicySet};
+use super::{host, CompiledPolicy, DeclaredIndex, PolicySet};
 use crate::cel::flow::{Flow, Reads, Tag};
 use crate::cel::Program;
 use crate::inventory::projection::{FieldSet, Projection};
-use crate::inventory::Inventory;
 use crate::k8s::kind::GroupKind;
 use crate::k8s::kinds::group_of;
 use std::cell::RefCell;
@@ -40,21 +39,23 @@ impl Kinds {
 }
 
 impl PolicySet {
-    /// What the inventory must keep of each kind for these policies (and
-    /// the indexes they declared in `inventory`).
-    pub fn projection(&self, inventory: &Inventory) -> Projection {
+    /// What the inventory must keep of each kind for these policies and
+    /// the indexes they declare.
+    pub fn projection(&self) -> Projection {
         let kinds = RefCell::new(Kinds::default());
         let mut sets: HashMap<Tag, FieldSet> = HashMap::new();
         let mut whole_kinds = vec![GroupKind::namespace().clone()];
         for p in self.policies.iter() {
-            add_reads(&mut sets, policy_reads(p, inventory, &kinds));
+            add_reads(&mut sets, policy_reads(p, &self.indexes, &kinds));
             whole_kinds.extend(p.param_kind.clone());
         }
-        for (gk, program, slot) in inventory.index_definitions() {
-            let tag = kinds.borrow_mut().tag(gk.group(), gk.kind());
+        for ix in self.indexes.iter() {
+            let tag = kinds
+                .borrow_mut()
+                .tag(ix.decl.gk.group(), ix.decl.gk.kind());
             let none = |_: usize, _: &[Option<String>]| None;
-            let mut flow = Flow::new(&none, vec![(slot, tag)]);
-            flow.result(program);
+            let mut flow = Flow::new(&none, vec![(ix.slot, tag)]);
+            flow.result(&ix.program);
             add_reads(&mut sets, flow.finish());
         }
         let any = sets.remove(&ANY_KIND).unwrap_or_default();
@@ -102,7 +103,7 @@ fn add_reads(sets: &mut HashMap<Tag, FieldSet>, reads: Reads) {
 }
 
 /// What one policy's expressions read of lookup results.
-fn policy_reads(p: &CompiledPolicy, inventory: &Inventory, kinds: &RefCell<Kinds>) -> Reads {
+fn policy_reads(p: &CompiledPolicy, indexes: &[DeclaredIndex], kinds: &RefCell<Kinds>) -> Reads {
     let classify = |id: usize, consts: &[Option<String>]| -> Option<Tag> {
         let arg = |i: usize| consts.get(i).cloned().flatten();
         match id {
@@ -113,7 +114,8 @@ fn policy_reads(p: &CompiledPolicy, inventory: &Inventory, kinds: &RefCell<Kinds
             host::INDEX => Some(
                 arg(0)
                     .and_then(|name| p.indexes.get(&name))
-                    .and_then(|&id| inventory.index_kind(id))
+                    .and_then(|&id| indexes.get(id))
+                    .map(|ix| &ix.decl.gk)
                     .map_or(ANY_KIND, |gk| kinds.borrow_mut().tag(gk.group(), gk.kind())),
             ),
             _ => None,

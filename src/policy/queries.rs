@@ -1,7 +1,61 @@
 //! What the policy set reads and to which requests it may apply: the
-//! kind queries admission, the webhook configuration and `serve` ask.
+//! kind queries admission, the webhook configuration and `serve` ask; and
+//! what one evaluation read, which its [`Outcome`] answers.
 
 use super::*;
+
+impl Outcome {
+    /// The policies the evaluation matched.
+    pub fn matched(&self) -> impl Iterator<Item = &CompiledPolicy> + '_ {
+        let m = &self.matched;
+        m.indexes.iter().filter_map(|&i| m.set.get(i))
+    }
+
+    /// Of the policies the evaluation matched, those that read the
+    /// inventory: they decide what happens while the inventory is not ready.
+    pub fn inventory_readers(&self) -> impl Iterator<Item = &CompiledPolicy> + '_ {
+        self.matched()
+            .filter(|p| p.reads_inventory() && p.needs_inventory())
+    }
+
+    /// The (group, kind) pairs the evaluation may have read from the
+    /// inventory: those of every policy it matched, and Namespaces
+    /// (namespace selectors, `namespaceObject`; a policy that did not match
+    /// for its namespace's labels matches again only if they change).
+    /// `None` when one of those policies computes a lookup's kind, which
+    /// could then be any.
+    pub fn kinds_read(&self) -> Option<Vec<&GroupKind>> {
+        let mut kinds = vec![GroupKind::namespace()];
+        for p in self.matched() {
+            if p.computed_lookup {
+                return None;
+            }
+            kinds.extend(&p.group_kinds_read);
+        }
+        Some(kinds)
+    }
+
+    /// The verdicts while the inventory is not synced: the inventory
+    /// readers answer by their failurePolicy instead of evaluating (Deny
+    /// where it is Fail); `None` when the evaluation read nothing that
+    /// waits for the inventory.
+    pub fn unready(&self) -> Option<Vec<Verdict>> {
+        let mut readers = self.inventory_readers().peekable();
+        readers.peek()?;
+        let verdicts = readers
+            .filter(|p| p.failure_policy() == FailurePolicy::Fail)
+            .map(|p| Verdict {
+                policy: p.name.clone(),
+                binding: None,
+                action: Action::Deny,
+                message: "the cluster inventory is still loading; retry in a few seconds".into(),
+                reason: Some("ServiceUnavailable".into()),
+                related: vec![],
+            })
+            .collect();
+        Some(verdicts)
+    }
+}
 
 impl PolicySet {
     /// The policies that apply to a request: its matchConstraints match, and
@@ -72,41 +126,6 @@ impl PolicySet {
                 .iter()
                 .any(|p| which(p) && matching::may_match_resource(&p.matcher, &req))
         })
-    }
-
-    /// Of the policies an [`Outcome`] matched, those that read the
-    /// inventory: they decide what happens while the inventory is not ready.
-    /// The outcome must come from this set.
-    pub fn inventory_readers<'s>(
-        &'s self,
-        outcome: &'s Outcome,
-    ) -> impl Iterator<Item = &'s CompiledPolicy> + 's {
-        self.matched(outcome)
-            .filter(|p| p.reads_inventory() && p.needs_inventory())
-    }
-
-    /// The (group, kind) pairs that the evaluation behind `outcome` may have
-    /// read from the inventory: those of every policy it matched, and
-    /// Namespaces (namespace selectors, `namespaceObject`; a policy that did
-    /// not match for its namespace's labels matches again only if they
-    /// change). `None` when one of those policies computes a lookup's kind,
-    /// which could then be any. The outcome must come from this set.
-    pub fn kinds_read_by<'s>(&'s self, outcome: &'s Outcome) -> Option<Vec<&'s GroupKind>> {
-        let mut kinds = vec![GroupKind::namespace()];
-        for p in self.matched(outcome) {
-            if p.computed_lookup {
-                return None;
-            }
-            kinds.extend(&p.group_kinds_read);
-        }
-        Some(kinds)
-    }
-
-    pub(super) fn matched<'s>(
-        &'s self,
-        outcome: &'s Outcome,
-    ) -> impl Iterator<Item = &'s CompiledPolicy> + 's {
-        outcome.matched.iter().filter_map(|&i| self.policies.get(i))
     }
 
     /// Does some policy read objects of this kind from the inventory (see

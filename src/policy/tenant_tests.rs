@@ -29,7 +29,8 @@ fn compile(doc: Json) -> (PolicySet, Vec<String>) {
         file: "t.yaml".into(),
         line: 1,
     };
-    let (set, errors) = PolicySet::compile(&[(doc, source)], &mut inventory);
+    let (set, errors) = PolicySet::compile(&[(doc, source)]);
+    inventory.set_indexes(&set.index_decls()).unwrap();
     (set, errors.into_iter().map(|e| e.message).collect())
 }
 

@@ -19,7 +19,8 @@ fn compile(docs: Vec<Json>) -> (PolicySet, Inventory) {
             )
         })
         .collect();
-    let (set, errors) = PolicySet::compile(&pairs, &mut inventory);
+    let (set, errors) = PolicySet::compile(&pairs);
+    inventory.set_indexes(&set.index_decls()).unwrap();
     assert!(errors.is_empty(), "{errors:?}");
     (set, inventory)
 }
@@ -306,7 +307,6 @@ fn expressions_of_the_wrong_static_type_are_refused_at_load() {
             "spec.validations[0].expression: ERROR: <input>:1:3: found no matching overload for '_==_' applied to '(int, double)'",
         ),
     ] {
-        let mut inventory = Inventory::new();
         let source = Source {
             file: "test.yaml".into(),
             line: 1,
@@ -315,7 +315,7 @@ fn expressions_of_the_wrong_static_type_are_refused_at_load() {
             .into_iter()
             .map(|d| (d, source.clone()))
             .collect();
-        let (set, errors) = PolicySet::compile(&docs, &mut inventory);
+        let (set, errors) = PolicySet::compile(&docs);
         assert!(set.is_empty());
         assert!(errors[0].message.contains(message), "{:?}", errors[0]);
         assert_eq!(errors[0].policy, "p");
@@ -450,7 +450,6 @@ fn check_actions_apply_to_objects_from_files_only() {
         assert_eq!(actions(&req), [at_admission], "at admission");
     }
     // Refused on a ValidatingAdmissionPolicy, as admissionActions are.
-    let mut inventory = Inventory::new();
     let docs = policy(
         "p",
         json!({"checkActions": ["Warn"], "validations": [{"expression": "true"}]}),
@@ -469,7 +468,7 @@ fn check_actions_apply_to_objects_from_files_only() {
             )
         })
         .collect();
-    let (_, errors) = PolicySet::compile(&pairs, &mut inventory);
+    let (_, errors) = PolicySet::compile(&pairs);
     assert!(
         errors.iter().any(|e| e
             .message
@@ -481,7 +480,6 @@ fn check_actions_apply_to_objects_from_files_only() {
 /// A ValidatingAdmissionPolicy has no admissionActions (its bindings say).
 #[test]
 fn admission_actions_are_refused_on_a_validating_admission_policy() {
-    let mut inventory = Inventory::new();
     let docs = policy(
         "p",
         json!({"admissionActions": ["Warn"], "validations": [{"expression": "true"}]}),
@@ -500,7 +498,7 @@ fn admission_actions_are_refused_on_a_validating_admission_policy() {
             )
         })
         .collect();
-    let (_, errors) = PolicySet::compile(&pairs, &mut inventory);
+    let (_, errors) = PolicySet::compile(&pairs);
     assert!(
         errors.iter().any(|e| e
             .message
@@ -567,7 +565,7 @@ fn inventory_lookups_count_against_the_memory_budget() {
     let each = "inventory.list('v1', 'ConfigMap', 'other').all(c, c.data.v.size() > 0)";
     let compiled = |expression: &str| {
         let (set, mut inv) = compile(vec![rule(expression)]);
-        inv.set_projection(set.projection(&inv));
+        inv.set_projection(set.projection());
         let value = "x".repeat(4000);
         for i in 0..200 {
             let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",

@@ -275,16 +275,41 @@ struct IncomingRequest {
 /// `Option<TypeMeta>` (a wrong type makes it `None`, not an error) and the
 /// rest of an object is free-form. The metadata is checked where it lies,
 /// without copying it (`object_check_matches_kube` holds the two together).
-fn check_object(object: &serde_json::Value) -> Result<(), String> {
+fn check_object(object: &serde_json::Value) -> Result<(), ObjectError> {
     let Some(fields) = object.as_object() else {
-        return Err("request.object is not an object".to_owned());
+        return Err(ObjectError::NotAnObject);
     };
     if let Some(metadata) = fields.get("metadata") {
-        if let Err(e) = <ObjectMeta as serde::Deserialize>::deserialize(metadata) {
-            return Err(format!("request.object.metadata: {e}"));
-        }
+        <ObjectMeta as serde::Deserialize>::deserialize(metadata).map_err(ObjectError::Metadata)?;
     }
     Ok(())
+}
+
+/// Why `request.object` is not what kube's parser accepts.
+#[derive(Debug, thiserror::Error)]
+enum ObjectError {
+    #[error("request.object is not an object")]
+    NotAnObject,
+    #[error("request.object.metadata: {0}")]
+    Metadata(serde_json::Error),
+}
+
+/// Why a request body is not an AdmissionReview the server can answer
+/// (kube's words where kube's parser would refuse it).
+#[derive(Debug, thiserror::Error)]
+enum ReviewError {
+    #[error("request body is not an admission.k8s.io/v1 AdmissionReview: {0}")]
+    Parse(serde_json::Error),
+    #[error("request body is not an admission.k8s.io/v1 AdmissionReview: {0}")]
+    Object(#[from] ObjectError),
+    #[error("expected kind AdmissionReview in admission.k8s.io/v1, got kind {kind:?} apiVersion {api_version:?}")]
+    NotAdmissionReview { kind: String, api_version: String },
+    #[error("AdmissionReview has no request")]
+    NoRequest,
+    #[error("request body is not an admission.k8s.io/v1 AdmissionReview: request.oldObject is not an object")]
+    OldObjectNotAnObject,
+    #[error("request body is not an admission.k8s.io/v1 AdmissionReview: recursion limit exceeded in request.oldObject")]
+    OldObjectTooDeep,
 }
 
 /// serde_json parses at most 127 levels of nesting (its recursion limit is
@@ -331,9 +356,7 @@ fn nesting_depth(json: &str) -> usize {
 
 /// Parses an AdmissionReview body: the request without its objects,
 /// `object` as JSON, `oldObject` as text.
-fn parse_review(body: &[u8]) -> Result<ParsedReview, String> {
-    let not_review =
-        |e: String| format!("request body is not an admission.k8s.io/v1 AdmissionReview: {e}");
+fn parse_review(body: &[u8]) -> Result<ParsedReview, ReviewError> {
     // Parsed from bytes, serde_json checks every string it reads for UTF-8
     // on its own; one check of the whole body costs less. A body that
     // fails it is parsed from bytes: strings serde_json skips (unknown
@@ -342,29 +365,27 @@ fn parse_review(body: &[u8]) -> Result<ParsedReview, String> {
         Ok(text) => serde_json::from_str(text),
         Err(_) => serde_json::from_slice(body),
     }
-    .map_err(|e| not_review(e.to_string()))?;
+    .map_err(ReviewError::Parse)?;
     if parsed.kind != META_KIND || !parsed.api_version.starts_with("admission.k8s.io/") {
-        return Err(format!(
-            "expected kind AdmissionReview in admission.k8s.io/v1, got kind {:?} apiVersion {:?}",
-            parsed.kind, parsed.api_version
-        ));
+        return Err(ReviewError::NotAdmissionReview {
+            kind: parsed.kind,
+            api_version: parsed.api_version,
+        });
     }
     let Some(request) = parsed.request else {
-        return Err("AdmissionReview has no request".to_owned());
+        return Err(ReviewError::NoRequest);
     };
     if let Some(object) = &request.object {
-        check_object(object).map_err(not_review)?;
+        check_object(object)?;
     }
     // A raw value is valid JSON with no leading whitespace, but nested as
     // deep as it likes: refuse what parsing the body as a tree would.
     if let Some(old) = &request.old_object {
         if !old.get().starts_with('{') {
-            return Err(not_review("request.oldObject is not an object".to_owned()));
+            return Err(ReviewError::OldObjectNotAnObject);
         }
         if !nests_at_most(old.get(), MAX_OLD_OBJECT_DEPTH) {
-            return Err(not_review(
-                "recursion limit exceeded in request.oldObject".to_owned(),
-            ));
+            return Err(ReviewError::OldObjectTooDeep);
         }
     }
     let req = AdmissionRequest {
@@ -434,7 +455,7 @@ fn review_with(
 ) -> Answer {
     let parsed = match parse_review(&body) {
         Ok(p) => p,
-        Err(message) => return invalid_answer(StatusCode::BAD_REQUEST, message),
+        Err(message) => return invalid_answer(StatusCode::BAD_REQUEST, message.to_string()),
     };
     drop(body);
     // What the answer needs once the reviewer has the request.

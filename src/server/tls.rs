@@ -48,15 +48,51 @@ pub fn load_pair(
     cert_pem: &[u8],
     key_pem: &[u8],
     provider: &CryptoProvider,
-) -> Result<CertifiedKey, String> {
+) -> Result<CertifiedKey, PairError> {
     let chain = CertificateDer::pem_slice_iter(cert_pem)
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| format!("certificate: {e}"))?;
+        .map_err(PairError::CertificatePem)?;
     if chain.is_empty() {
-        return Err("certificate: no CERTIFICATE block found".to_owned());
+        return Err(PairError::NoCertificate);
     }
-    let key = PrivateKeyDer::from_pem_slice(key_pem).map_err(|e| format!("private key: {e}"))?;
-    CertifiedKey::from_der(chain, key, provider).map_err(|e| format!("certificate and key: {e}"))
+    let key = PrivateKeyDer::from_pem_slice(key_pem).map_err(PairError::KeyPem)?;
+    CertifiedKey::from_der(chain, key, provider).map_err(PairError::Mismatch)
+}
+
+/// Why a certificate and key do not make a pair to serve.
+#[derive(Debug, thiserror::Error)]
+pub enum PairError {
+    #[error("certificate: {0}")]
+    CertificatePem(rustls::pki_types::pem::Error),
+    #[error("certificate: no CERTIFICATE block found")]
+    NoCertificate,
+    #[error("private key: {0}")]
+    KeyPem(rustls::pki_types::pem::Error),
+    #[error("certificate and key: {0}")]
+    Mismatch(rustls::Error),
+    #[error(transparent)]
+    Validity(#[from] DerError),
+    /// A file of the pair could not be read (its path and why).
+    #[error("{0}")]
+    Unreadable(String),
+}
+
+/// Why a certificate's validity could not be read; `what` names the
+/// certificate field.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DerError {
+    #[error("certificate: {what} is truncated")]
+    Truncated { what: &'static str },
+    #[error("certificate: {what} has a bad length")]
+    BadLength { what: &'static str },
+    #[error("certificate: {what} has tag {found:#04x}, not {expected:#04x}")]
+    Tag {
+        what: &'static str,
+        found: u8,
+        expected: u8,
+    },
+    #[error("certificate: {what} is not a valid time")]
+    Time { what: &'static str },
 }
 
 /// The validity window of a certificate, in seconds since the Unix epoch.
@@ -116,7 +152,7 @@ impl Validity {
 /// The validity of a DER certificate: the `validity` of its
 /// `tbsCertificate` (RFC 5280, 4.1), read with a minimal DER walk rather
 /// than a full X.509 parser.
-pub fn validity(der: &[u8]) -> Result<Validity, String> {
+pub fn validity(der: &[u8]) -> Result<Validity, DerError> {
     let cert = Der(der).expect(0x30, "certificate")?;
     let mut tbs = Der(Der(cert).expect(0x30, "tbsCertificate")?);
     if tbs.peek() == Some(0xa0) {
@@ -143,8 +179,8 @@ impl<'a> Der<'a> {
     }
 
     /// The next element's tag and content.
-    fn next(&mut self, what: &str) -> Result<(u8, &'a [u8]), String> {
-        let short = || format!("certificate: {what} is truncated");
+    fn next(&mut self, what: &'static str) -> Result<(u8, &'a [u8]), DerError> {
+        let short = || DerError::Truncated { what };
         let (&tag, rest) = self.0.split_first().ok_or_else(short)?;
         let (&first, rest) = rest.split_first().ok_or_else(short)?;
         let (len, rest) = if first < 0x80 {
@@ -152,7 +188,7 @@ impl<'a> Der<'a> {
         } else {
             let n = usize::from(first & 0x7f);
             if n == 0 || n > 4 || rest.len() < n {
-                return Err(format!("certificate: {what} has a bad length"));
+                return Err(DerError::BadLength { what });
             }
             let len = rest[..n]
                 .iter()
@@ -168,18 +204,20 @@ impl<'a> Der<'a> {
     }
 
     /// The next element's content, which must have tag `tag`.
-    fn expect(&mut self, tag: u8, what: &str) -> Result<&'a [u8], String> {
+    fn expect(&mut self, tag: u8, what: &'static str) -> Result<&'a [u8], DerError> {
         match self.next(what)? {
             (t, content) if t == tag => Ok(content),
-            (t, _) => Err(format!(
-                "certificate: {what} has tag {t:#04x}, not {tag:#04x}"
-            )),
+            (found, _) => Err(DerError::Tag {
+                what,
+                found,
+                expected: tag,
+            }),
         }
     }
 
     /// The next element as a UTCTime or GeneralizedTime, in Unix seconds.
-    fn time(&mut self, what: &str) -> Result<i64, String> {
-        let bad = || format!("certificate: {what} is not a valid time");
+    fn time(&mut self, what: &'static str) -> Result<i64, DerError> {
+        let bad = || DerError::Time { what };
         let (tag, content) = self.next(what)?;
         let text = std::str::from_utf8(content).map_err(|_| bad())?;
         let text = text.strip_suffix('Z').ok_or_else(bad)?;
@@ -254,9 +292,9 @@ impl CertReloader {
         };
         let cert = read(cert_path)?;
         let key = read(key_path)?;
-        let invalid = |reason| ServerError::Certificate {
+        let invalid = |e: PairError| ServerError::Certificate {
             path: cert_path.to_owned(),
-            reason,
+            reason: e.to_string(),
         };
         let pair = load_pair(&cert, &key, &provider).map_err(invalid)?;
         let window = leaf_validity(&pair).map_err(invalid)?;
@@ -333,7 +371,7 @@ impl CertReloader {
         let result = match &now {
             Seen::Pair(c, k) => load_pair(c, k, &self.provider)
                 .and_then(|pair| leaf_validity(&pair).map(|window| (pair, window))),
-            Seen::Unreadable(reason) => Err(reason.clone()),
+            Seen::Unreadable(reason) => Err(PairError::Unreadable(reason.clone())),
         };
         *seen = now;
         match result {
@@ -364,12 +402,9 @@ impl CertReloader {
 }
 
 /// The validity of a pair's first (leaf) certificate.
-fn leaf_validity(pair: &CertifiedKey) -> Result<Validity, String> {
-    let leaf = pair
-        .cert
-        .first()
-        .ok_or_else(|| "certificate: no CERTIFICATE block found".to_owned())?;
-    validity(leaf.as_ref())
+fn leaf_validity(pair: &CertifiedKey) -> Result<Validity, PairError> {
+    let leaf = pair.cert.first().ok_or(PairError::NoCertificate)?;
+    Ok(validity(leaf.as_ref())?)
 }
 
 /// A panic elsewhere cannot leave these values half-written: use them.

@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use crate::support::cluster::TestCluster;
-use interlock::inventory::{Inventory, Source};
+use interlock::inventory::Source;
 use interlock::policy::PolicySet;
 use serde_json::{json, Value as Json};
 
@@ -104,12 +104,11 @@ pub(crate) fn normalize(text: &str) -> String {
 }
 
 fn interlock_answer(doc: &Json) -> Option<String> {
-    let mut inventory = Inventory::new();
     let source = Source {
         file: "creation.yaml".into(),
         line: 1,
     };
-    let (_, errors) = PolicySet::compile(&[(doc.clone(), source)], &mut inventory);
+    let (_, errors) = PolicySet::compile(&[(doc.clone(), source)]);
     errors.first().map(|e| normalize(&e.message))
 }
 

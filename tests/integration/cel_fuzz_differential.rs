@@ -43,7 +43,7 @@ use std::time::{Duration, Instant};
 
 use futures::{stream, StreamExt as _};
 use interlock::check::{check_documents_with, CheckOptions, Report};
-use interlock::inventory::{Inventory, Source as InvSource};
+use interlock::inventory::Source as InvSource;
 use interlock::manifest::{Document, Source};
 use interlock::policy::PolicySet;
 use kube::client::Body;
@@ -512,7 +512,7 @@ fn interlock_creation(prefix: &str, expression: &str) -> Answer {
         file: "fuzz.yaml".into(),
         line: 1,
     };
-    let (_, errors) = PolicySet::compile(&[(doc, source)], &mut Inventory::new());
+    let (_, errors) = PolicySet::compile(&[(doc, source)]);
     errors.first().map(|e| normalize(&e.message))
 }
 

@@ -12,7 +12,7 @@ use crate::celwarn_differential::without_type_numbers;
 use crate::support;
 use crate::vap_differential::StatusController;
 use interlock::cel::Ty;
-use interlock::inventory::{Inventory, Source as ObjectSource};
+use interlock::inventory::Source as ObjectSource;
 use interlock::k8s::openapi::{self, Gvk};
 use interlock::policy::PolicySet;
 use serde_json::{json, Value as Json};
@@ -151,7 +151,7 @@ fn loads(doc: &Json) -> Option<PolicySet> {
         file: "fuzz".into(),
         line: 1,
     };
-    let (set, errors) = PolicySet::compile(&[(doc.clone(), source)], &mut Inventory::new());
+    let (set, errors) = PolicySet::compile(&[(doc.clone(), source)]);
     errors.is_empty().then_some(set)
 }
 

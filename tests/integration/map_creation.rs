@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 
 use crate::cel_creation_e2e::normalize;
 use crate::support::cluster::TestCluster;
-use interlock::inventory::{Inventory, Source};
+use interlock::inventory::Source;
 use interlock::policy::PolicySet;
 use serde_json::{json, Value as Json};
 
@@ -103,7 +103,7 @@ fn interlock_error(doc: &Json) -> Option<String> {
         file: "creation.yaml".into(),
         line: 1,
     };
-    let (_, errors) = PolicySet::compile(&[(doc.clone(), source)], &mut Inventory::new());
+    let (_, errors) = PolicySet::compile(&[(doc.clone(), source)]);
     errors.first().map(|e| error_key(&e.message))
 }
 

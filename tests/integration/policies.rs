@@ -57,7 +57,8 @@ fn serve_watches_every_kind_the_library_looks_up() {
     let mut report = interlock::check::Report::default();
     let docs = interlock::check::run::load_policy_documents(&[], &mut report);
     let mut inventory = interlock::inventory::Inventory::new();
-    let (set, errors) = interlock::policy::PolicySet::compile_documents(docs, &mut inventory);
+    let (set, errors) = interlock::policy::PolicySet::compile_documents(docs);
+    inventory.set_indexes(&set.index_decls()).unwrap();
     assert!(errors.is_empty(), "{errors:?}");
     assert_eq!(set.with_computed_lookups(), Vec::<&str>::new());
     let kinds = set.kinds_read();

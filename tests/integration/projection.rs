@@ -5,7 +5,6 @@
 
 use interlock::check::{self, check_documents, CheckOptions};
 use interlock::inventory::projection::Projection;
-use interlock::inventory::Inventory;
 use interlock::manifest::{self, Document, Format, LoadOptions};
 use interlock::policy::PolicySet;
 use interlock::report::Report;
@@ -17,10 +16,9 @@ fn root() -> PathBuf {
 }
 
 fn projection_of(docs: Vec<Document>) -> Projection {
-    let mut inventory = Inventory::new();
-    let (set, errors) = PolicySet::compile_documents(docs, &mut inventory);
+    let (set, errors) = PolicySet::compile_documents(docs);
     assert!(errors.is_empty(), "{errors:?}");
-    set.projection(&inventory)
+    set.projection()
 }
 
 fn yaml(text: &str) -> Vec<Document> {

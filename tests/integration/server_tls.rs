@@ -1573,9 +1573,10 @@ fn freeze_engine() -> Arc<interlock::admission::Engine> {
     );
     assert!(docs.errors.is_empty(), "{:?}", docs.errors);
     let mut inv = interlock::inventory::Inventory::new();
-    let (set, errors) = interlock::policy::PolicySet::compile_documents(docs.documents, &mut inv);
+    let (set, errors) = interlock::policy::PolicySet::compile_documents(docs.documents);
+    inv.set_indexes(&set.index_decls()).unwrap();
     assert!(errors.is_empty(), "{errors:?}");
-    inv.set_projection(set.projection(&inv));
+    inv.set_projection(set.projection());
     let engine = interlock::admission::Engine::new(set, inv, Default::default());
     engine.set_ready(true);
     Arc::new(engine)

@@ -10,7 +10,8 @@ pub fn engine() -> Engine {
     let loaded = interlock::bundled::documents();
     assert!(loaded.errors.is_empty(), "{:?}", loaded.errors);
     let mut inv = Inventory::new();
-    let (set, errors) = PolicySet::compile_documents(loaded.documents, &mut inv);
+    let (set, errors) = PolicySet::compile_documents(loaded.documents);
+    inv.set_indexes(&set.index_decls()).unwrap();
     assert!(errors.is_empty(), "{errors:?}");
     for o in [
         json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "a"}}),

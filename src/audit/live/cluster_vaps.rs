@@ -148,12 +148,11 @@ fn compile(
             (d, crate::inventory::Source { file, line: 0 })
         })
         .collect();
-    let mut scratch = Inventory::new();
-    let (set, errors) = PolicySet::compile(&pairs, &mut scratch);
+    let (set, errors) = PolicySet::compile(&pairs);
     for e in errors {
         tracing::warn!(error = %e, "audit: a cluster VAP is not audited");
     }
-    let projection = set.projection(&scratch);
+    let projection = set.projection();
     (set, projection)
 }
 

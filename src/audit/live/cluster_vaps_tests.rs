@@ -76,7 +76,8 @@ fn a_cluster_vap_named_like_an_own_policy_is_left_out_with_its_binding() {
             )
         })
         .collect();
-    let (own, errors) = PolicySet::compile(&own_docs, &mut inventory);
+    let (own, errors) = PolicySet::compile(&own_docs);
+    inventory.set_indexes(&own.index_decls()).unwrap();
     assert!(errors.is_empty(), "{errors:?}");
     let mut docs = vap("team-label");
     docs.extend(vap("other"));

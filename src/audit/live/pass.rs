@@ -4,7 +4,7 @@
 //! Decisions:
 //! - What to re-evaluate is decided by kind: an object is evaluated again
 //!   when it changed, or when a kind its policies read
-//!   ([`PolicySet::kinds_read_by`](crate::policy::PolicySet::kinds_read_by),
+//!   ([`Outcome::kinds_read`](crate::policy::Outcome::kinds_read),
 //!   Namespaces always) changed in the inventory since the last pass
 //!   ([`Inventory::kinds_changed_since`](crate::inventory::Inventory::kinds_changed_since)).
 //!   Lookups record only the objects they found, not the ones they missed
@@ -296,9 +296,8 @@ fn evaluate(
     let outcome = st.policies.evaluate(&req, &st.inventory);
     // A change of the cluster's VAPs or their params makes a full pass:
     // their reads need no tracking here.
-    let reads = st
-        .policies
-        .kinds_read_by(&outcome)
+    let reads = outcome
+        .kinds_read()
         .map(|v| v.into_iter().cloned().collect());
     let mut verdicts = outcome.verdicts;
     if let Some(x) = extra {

@@ -3,6 +3,7 @@
 //! declarations once.
 
 use super::error::{EvalError, EvalResult};
+use super::k8s::regex::RegexError;
 use super::program::Ctx;
 use super::value::{Type, Value};
 use std::any::Any;
@@ -25,8 +26,17 @@ pub type ImpPrepared = for<'a, 'e> fn(
     &[Value<'a>],
     &(dyn Any + Send + Sync),
 ) -> EvalResult<Value<'a>>;
-pub type ValidateLiteral = fn(usize, &str) -> Result<(), String>;
-pub type Prepare = fn(&str) -> Result<Option<Arc<dyn Any + Send + Sync>>, String>;
+pub type ValidateLiteral = fn(usize, &str) -> Result<(), LiteralError>;
+pub type Prepare = fn(&str) -> Result<Option<Arc<dyn Any + Send + Sync>>, RegexError>;
+
+/// A literal argument cel-go's validators refuse, in their words.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LiteralError {
+    #[error("invalid duration argument")]
+    Duration,
+    #[error("invalid timestamp argument")]
+    Timestamp,
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Style {

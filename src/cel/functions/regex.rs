@@ -3,6 +3,7 @@
 
 use super::{int_arg, no_overload, no_trait_overload, str_arg, Arity, FnDecl, Lib, Style};
 use crate::cel::error::{EvalError, EvalResult};
+use crate::cel::k8s::regex::RegexError;
 use crate::cel::program::Ctx;
 use crate::cel::value::Value;
 use regex::Regex;
@@ -25,18 +26,13 @@ pub const DECLS: &[FnDecl] = &[
 /// Compiles an RE2 pattern with Go's syntax, semantics and messages
 /// (`error parsing regexp: missing closing ): `a(b``), as `matches` reports
 /// them.
-pub fn compile(pattern: &str) -> Result<Regex, String> {
-    crate::cel::k8s::regex::compile(pattern).map_err(|e| e.to_string())
-}
-
-/// The Kubernetes regex library says `Illegal regex: <Go's message>`.
-fn compile_find(pattern: &str) -> Result<Regex, String> {
-    crate::cel::k8s::regex::compile(pattern).map_err(|e| e.illegal_regex())
+pub fn compile(pattern: &str) -> Result<Regex, RegexError> {
+    crate::cel::k8s::regex::compile(pattern)
 }
 
 /// A constant pattern, compiled with the program. kube-apiserver's program
 /// planning fails on a bad one in Go's words, without `find`'s prefix.
-fn prepare(pattern: &str) -> Result<Option<Arc<dyn Any + Send + Sync>>, String> {
+fn prepare(pattern: &str) -> Result<Option<Arc<dyn Any + Send + Sync>>, RegexError> {
     Ok(Some(Arc::new(compile(pattern)?)))
 }
 
@@ -48,11 +44,11 @@ fn regex_arg(prepared: &(dyn Any + Send + Sync)) -> EvalResult<&Regex> {
 
 fn runtime_regex(name: &str, a: &[Value]) -> EvalResult<Regex> {
     let pattern = str_arg(name, a, 1)?;
-    match name {
-        "matches" => compile(pattern),
-        _ => compile_find(pattern),
-    }
-    .map_err(EvalError::new)
+    // The Kubernetes regex library says `Illegal regex: <Go's message>`.
+    compile(pattern).map_err(|e| match name {
+        "matches" => EvalError::new(e.to_string()),
+        _ => EvalError::new(e.illegal_regex()),
+    })
 }
 
 /// The string `matches` applies to. cel-go binds `matches` as one

@@ -504,6 +504,18 @@ fn format_with<'a>(ctx: &mut Ctx<'a, '_>, a: &[Value<'a>], locale: bool) -> Eval
     Ok(Value::string(out))
 }
 
+/// A formatting clause cel-go refuses, in its words.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum ClauseError {
+    #[error("error while parsing precision: could not find end of precision specifier")]
+    UnendedPrecision,
+    /// Go's strconv.Atoi refused the digits.
+    #[error("error while parsing precision: error while converting precision to integer: strconv.Atoi: parsing \"{digits}\": {why}")]
+    Precision { digits: String, why: &'static str },
+    #[error("unrecognized formatting clause \"{0}\"")]
+    Verb(char),
+}
+
 /// A formatting clause after its `%`: how many bytes it takes, its verb
 /// and its precision.
 pub(crate) struct Clause {
@@ -515,7 +527,7 @@ pub(crate) struct Clause {
 /// cel-go's `parseFormattingClause` and `parsePrecision` on the bytes
 /// after a `%` (never empty), or cel-go's message. The runtime and the
 /// checker's `format` validator share it.
-pub(crate) fn clause(b: &[u8]) -> Result<Clause, String> {
+pub(crate) fn clause(b: &[u8]) -> Result<Clause, ClauseError> {
     let mut i = 0;
     let mut precision = None;
     if b[0] == b'.' {
@@ -525,8 +537,7 @@ pub(crate) fn clause(b: &[u8]) -> Result<Clause, String> {
             i += 1;
         }
         if i >= b.len() {
-            let msg = "could not find end of precision specifier";
-            return Err(format!("error while parsing precision: {msg}"));
+            return Err(ClauseError::UnendedPrecision);
         }
         let digits = std::str::from_utf8(&b[start..i]).unwrap_or_default();
         match digits.parse::<i64>() {
@@ -537,10 +548,10 @@ pub(crate) fn clause(b: &[u8]) -> Result<Clause, String> {
                     std::num::IntErrorKind::PosOverflow => "value out of range",
                     _ => "invalid syntax",
                 };
-                return Err(format!(
-                    "error while parsing precision: error while converting precision to integer: \
-                     strconv.Atoi: parsing \"{digits}\": {why}"
-                ));
+                return Err(ClauseError::Precision {
+                    digits: digits.to_string(),
+                    why,
+                });
             }
         }
     }
@@ -548,8 +559,7 @@ pub(crate) fn clause(b: &[u8]) -> Result<Clause, String> {
     if !b"sdfebxXo".contains(&verb) {
         // cel-go reads one byte as the verb, so a multi-byte character
         // shows as its first byte's Latin-1 letter.
-        let shown = char::from(verb);
-        return Err(format!("unrecognized formatting clause \"{shown}\""));
+        return Err(ClauseError::Verb(char::from(verb)));
     }
     Ok(Clause {
         read: i + 1,

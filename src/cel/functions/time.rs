@@ -1,7 +1,7 @@
 //! Durations and timestamps: conversions, arithmetic and accessors, with
 //! Go's parsing and formatting rules (cel-go uses Go's time package).
 
-use super::{no_overload, FnDecl, Lib};
+use super::{no_overload, FnDecl, Lib, LiteralError};
 use crate::cel::error::{EvalError, EvalResult};
 use crate::cel::program::Ctx;
 use crate::cel::value::{Duration, Timestamp, Value};
@@ -83,16 +83,16 @@ pub const DECLS: &[FnDecl] = &[
 ];
 
 /// cel-go's duration literal validator, in its words.
-fn check_duration_literal(_: usize, s: &str) -> Result<(), String> {
+fn check_duration_literal(_: usize, s: &str) -> Result<(), LiteralError> {
     parse_duration(s)
         .map(|_| ())
-        .map_err(|_| "invalid duration argument".to_string())
+        .map_err(|_| LiteralError::Duration)
 }
 
-fn check_timestamp_literal(_: usize, s: &str) -> Result<(), String> {
+fn check_timestamp_literal(_: usize, s: &str) -> Result<(), LiteralError> {
     parse_timestamp(s)
         .map(|_| ())
-        .map_err(|_| "invalid timestamp argument".to_string())
+        .map_err(|_| LiteralError::Timestamp)
 }
 
 fn to_duration<'a>(_: &mut Ctx<'a, '_>, a: &[Value<'a>]) -> EvalResult<Value<'a>> {

@@ -148,7 +148,9 @@ fn unmap(a: IpAddr) -> IpAddr {
 impl Cidr {
     /// `cidr(s)`.
     pub fn parse(s: &str) -> Result<Cidr, NetError> {
-        let cidr = parse_prefix(s).map_err(|detail| NetError::CidrParse { detail })?;
+        let cidr = parse_prefix(s).map_err(|e| NetError::CidrParse {
+            detail: e.to_string(),
+        })?;
         if is_4in6(&cidr.addr) {
             return Err(NetError::CidrMapped(s.to_string()));
         }
@@ -280,7 +282,7 @@ fn format_v6(a: &Ipv6Addr) -> String {
 
 /// A `netip` parse error (`ParseAddr("in"): msg (at "rest")`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct AddrError {
+pub(crate) struct AddrError {
     input: String,
     msg: &'static str,
     at: Option<String>,
@@ -306,10 +308,8 @@ fn addr_err(input: &str, msg: &'static str, at: Option<&[u8]>) -> AddrError {
 
 /// `netip.ParseAddr` for the URL parser: whether the address is IPv4, or
 /// Go's error text.
-pub(crate) fn go_parse_addr(s: &str) -> Result<bool, String> {
-    parse_addr(s)
-        .map(|(a, _)| a.is_ipv4())
-        .map_err(|e| e.to_string())
+pub(crate) fn go_parse_addr(s: &str) -> Result<bool, AddrError> {
+    parse_addr(s).map(|(a, _)| a.is_ipv4())
 }
 
 /// `netip.ParseAddr`: the address and its zone, if any.
@@ -497,9 +497,20 @@ fn expand_ellipsis(
     }
 }
 
+/// A `netip.ParsePrefix` error, in Go's words.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("netip.ParsePrefix({}): {msg}", quote(.input))]
+struct PrefixError {
+    input: String,
+    msg: String,
+}
+
 /// `netip.ParsePrefix`; the error is Go's full message.
-fn parse_prefix(s: &str) -> Result<Cidr, String> {
-    let err = |msg: &str| format!("netip.ParsePrefix({}): {}", quote(s), msg);
+fn parse_prefix(s: &str) -> Result<Cidr, PrefixError> {
+    let err = |msg: &str| PrefixError {
+        input: s.to_string(),
+        msg: msg.to_string(),
+    };
     let Some(slash) = s.rfind('/') else {
         return Err(err("no '/'"));
     };

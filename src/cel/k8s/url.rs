@@ -21,8 +21,38 @@ const MAX_QUERY_PARAMS: usize = 10000;
 pub struct UrlError {
     /// The string given to `url()` (or the part before '#').
     pub input: String,
-    /// Go's `net/url` error text.
-    pub detail: String,
+    /// Go's `net/url` error.
+    pub detail: UrlDetail,
+}
+
+/// Go's `net/url` errors, in its words.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum UrlDetail {
+    #[error("net/url: invalid control character in URL")]
+    ControlCharacter,
+    #[error("empty url")]
+    Empty,
+    #[error("invalid URI for request")]
+    NotForRequest,
+    #[error("first path segment in URL cannot contain colon")]
+    ColonInFirstSegment,
+    #[error("missing protocol scheme")]
+    MissingScheme,
+    #[error("net/url: invalid userinfo")]
+    InvalidUserinfo,
+    #[error("invalid IP-literal")]
+    InvalidIpLiteral,
+    #[error("invalid port {} after host", quote(.0))]
+    InvalidPort(String),
+    #[error("missing ']' in host")]
+    MissingBracket,
+    /// `netip.ParseAddr`'s message.
+    #[error("invalid host: {0}")]
+    InvalidHost(String),
+    #[error("invalid character {} in host name", quote(.0))]
+    HostCharacter(String),
+    #[error("invalid URL escape {}", quote(.0))]
+    Escape(String),
 }
 
 /// The parsed URL (Go's `url.URL` fields that matter here).
@@ -118,7 +148,7 @@ impl Url {
         parse_query(&self.raw_query)
     }
 
-    fn set_fragment(&mut self, f: &str) -> Result<(), String> {
+    fn set_fragment(&mut self, f: &str) -> Result<(), UrlDetail> {
         let frag = unescape(f, Mode::Fragment)?;
         self.raw_fragment = if escape(&frag, Mode::Fragment) == f {
             String::new()
@@ -206,12 +236,12 @@ impl Url {
 // net/url parse
 
 /// Go's `url.parse(rawURL, viaRequest)`; the error is Go's inner message.
-fn parse(raw: &str, via_request: bool) -> Result<Url, String> {
+fn parse(raw: &str, via_request: bool) -> Result<Url, UrlDetail> {
     if raw.bytes().any(|b| b < b' ' || b == 0x7f) {
-        return Err("net/url: invalid control character in URL".to_string());
+        return Err(UrlDetail::ControlCharacter);
     }
     if raw.is_empty() && via_request {
-        return Err("empty url".to_string());
+        return Err(UrlDetail::Empty);
     }
     let mut url = Url::default();
     if raw == "*" {
@@ -233,10 +263,10 @@ fn parse(raw: &str, via_request: bool) -> Result<Url, String> {
             return Ok(url);
         }
         if via_request {
-            return Err("invalid URI for request".to_string());
+            return Err(UrlDetail::NotForRequest);
         }
         if rest.split('/').next().is_some_and(|seg| seg.contains(':')) {
-            return Err("first path segment in URL cannot contain colon".to_string());
+            return Err(UrlDetail::ColonInFirstSegment);
         }
     }
     let authority_form = !url.scheme.is_empty() || (!via_request && !rest.starts_with("///"));
@@ -263,12 +293,12 @@ fn parse(raw: &str, via_request: bool) -> Result<Url, String> {
 }
 
 /// Go's `getScheme`: (scheme, rest).
-fn get_scheme(raw: &str) -> Result<(&str, &str), String> {
+fn get_scheme(raw: &str) -> Result<(&str, &str), UrlDetail> {
     for (i, c) in raw.bytes().enumerate() {
         match c {
             b'a'..=b'z' | b'A'..=b'Z' => {}
             b'0'..=b'9' | b'+' | b'-' | b'.' if i > 0 => {}
-            b':' if i == 0 => return Err("missing protocol scheme".to_string()),
+            b':' if i == 0 => return Err(UrlDetail::MissingScheme),
             b':' => return Ok((&raw[..i], &raw[i + 1..])),
             _ => return Ok(("", raw)),
         }
@@ -278,7 +308,7 @@ fn get_scheme(raw: &str) -> Result<(&str, &str), String> {
 
 type UserInfo = Option<(String, Option<String>)>;
 
-fn parse_authority(scheme: &str, authority: &str) -> Result<(UserInfo, String), String> {
+fn parse_authority(scheme: &str, authority: &str) -> Result<(UserInfo, String), UrlDetail> {
     let at = authority.rfind('@');
     let host = parse_host(scheme, at.map_or(authority, |i| &authority[i + 1..]))?;
     let Some(i) = at else {
@@ -286,7 +316,7 @@ fn parse_authority(scheme: &str, authority: &str) -> Result<(UserInfo, String), 
     };
     let userinfo = &authority[..i];
     if !valid_userinfo(userinfo) {
-        return Err("net/url: invalid userinfo".to_string());
+        return Err(UrlDetail::InvalidUserinfo);
     }
     let user = match userinfo.split_once(':') {
         None => (unescape(userinfo, Mode::UserPassword)?, None),
@@ -303,9 +333,9 @@ fn valid_userinfo(s: &str) -> bool {
         .all(|c| c.is_ascii_alphanumeric() || "-._:~!$&'()*+,;=%@".contains(c))
 }
 
-fn parse_host(scheme: &str, host: &str) -> Result<String, String> {
+fn parse_host(scheme: &str, host: &str) -> Result<String, UrlDetail> {
     match host.rfind('[') {
-        Some(i) if i > 0 => return Err("invalid IP-literal".to_string()),
+        Some(i) if i > 0 => return Err(UrlDetail::InvalidIpLiteral),
         Some(_) => return parse_bracketed_host(host),
         None => {}
     }
@@ -319,20 +349,20 @@ fn parse_host(scheme: &str, host: &str) -> Result<String, String> {
         };
         let colon_port = &host[i..];
         if !valid_optional_port(colon_port) {
-            return Err(format!("invalid port {} after host", quote(colon_port)));
+            return Err(UrlDetail::InvalidPort(colon_port.to_string()));
         }
     }
     unescape(host, Mode::Host)
 }
 
 /// `[IPv6]:port`: the literal must be an IPv6 address (zone allowed).
-fn parse_bracketed_host(host: &str) -> Result<String, String> {
+fn parse_bracketed_host(host: &str) -> Result<String, UrlDetail> {
     let Some(close) = host.rfind(']') else {
-        return Err("missing ']' in host".to_string());
+        return Err(UrlDetail::MissingBracket);
     };
     let colon_port = &host[close + 1..];
     if !valid_optional_port(colon_port) {
-        return Err(format!("invalid port {} after host", quote(colon_port)));
+        return Err(UrlDetail::InvalidPort(colon_port.to_string()));
     }
     let colon_port = unescape(colon_port, Mode::Host)?;
     let hostname = &host[1..close];
@@ -341,8 +371,8 @@ fn parse_bracketed_host(host: &str) -> Result<String, String> {
         None => unescape(hostname, Mode::Host)?,
     };
     match super::net::go_parse_addr(&unescaped) {
-        Err(e) => Err(format!("invalid host: {e}")),
-        Ok(true) => Err("invalid IP-literal".to_string()),
+        Err(e) => Err(UrlDetail::InvalidHost(e.to_string())),
+        Ok(true) => Err(UrlDetail::InvalidIpLiteral),
         Ok(false) => Ok(format!("[{unescaped}]{colon_port}")),
     }
 }
@@ -446,7 +476,7 @@ fn valid_encoded(s: &str, mode: Mode) -> bool {
 }
 
 /// Go's `unescape`; errors are Go's messages.
-fn unescape(s: &str, mode: Mode) -> Result<String, String> {
+fn unescape(s: &str, mode: Mode) -> Result<String, UrlDetail> {
     let b = s.as_bytes();
     let mut i = 0;
     while i < b.len() {
@@ -456,10 +486,7 @@ fn unescape(s: &str, mode: Mode) -> Result<String, String> {
                 i += 3;
             }
             c if matches!(mode, Mode::Host | Mode::Zone) && c < 0x80 && should_escape(c, mode) => {
-                return Err(format!(
-                    "invalid character {} in host name",
-                    quote(&s[i..i + 1])
-                ));
+                return Err(UrlDetail::HostCharacter(s[i..i + 1].to_string()));
             }
             _ => i += 1,
         }
@@ -482,7 +509,7 @@ fn unescape(s: &str, mode: Mode) -> Result<String, String> {
     Ok(String::from_utf8_lossy(&out).into_owned())
 }
 
-fn check_percent(s: &str, i: usize, mode: Mode) -> Result<(), String> {
+fn check_percent(s: &str, i: usize, mode: Mode) -> Result<(), UrlDetail> {
     let b = s.as_bytes();
     if i + 2 >= b.len() || !b[i + 1].is_ascii_hexdigit() || !b[i + 2].is_ascii_hexdigit() {
         let end = (i + 3).min(b.len());
@@ -501,11 +528,8 @@ fn check_percent(s: &str, i: usize, mode: Mode) -> Result<(), String> {
     Ok(())
 }
 
-fn escape_error(bytes: &[u8]) -> String {
-    format!(
-        "invalid URL escape {}",
-        quote(&String::from_utf8_lossy(bytes))
-    )
+fn escape_error(bytes: &[u8]) -> UrlDetail {
+    UrlDetail::Escape(String::from_utf8_lossy(bytes).into_owned())
 }
 
 fn unhex(c: u8) -> u8 {

@@ -93,6 +93,37 @@ pub enum Comparison {
     Failed(String),
 }
 
+/// Why a case was not compared with the cluster.
+#[derive(Debug, thiserror::Error)]
+pub enum AgainstError {
+    #[error("{0}")]
+    Runtime(std::io::Error),
+    #[error("--against-cluster: no cluster ({0})")]
+    NoCluster(kube::Error),
+    #[error("{0}")]
+    Call(kube::Error),
+    #[error("{0}")]
+    Request(kube::core::request::Error),
+    #[error("cannot create {kind} {name}: {message}")]
+    Create {
+        kind: String,
+        name: String,
+        message: String,
+    },
+    #[error("PolicyTest spec: {0}")]
+    Spec(serde_json::Error),
+    #[error(transparent)]
+    Shape(#[from] super::spec::ShapeError),
+    #[error("{api_version} {kind}: {error}")]
+    Discovery {
+        api_version: String,
+        kind: String,
+        error: kube::Error,
+    },
+    #[error("kube-apiserver did not load the policies within {0:?}")]
+    NotLive(Duration),
+}
+
 /// The kube-apiserver of the kubeconfig, for every case of one run.
 pub struct Against {
     rt: tokio::runtime::Runtime,
@@ -100,14 +131,14 @@ pub struct Against {
 }
 
 impl Against {
-    pub fn connect() -> Result<Against, String> {
+    pub fn connect() -> Result<Against, AgainstError> {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
-            .map_err(|e| e.to_string())?;
+            .map_err(AgainstError::Runtime)?;
         let client = rt
             .block_on(Client::try_default())
-            .map_err(|e| format!("--against-cluster: no cluster ({e})"))?;
+            .map_err(AgainstError::NoCluster)?;
         Ok(Against { rt, client })
     }
 
@@ -172,12 +203,12 @@ impl Run<'_> {
         format!("{name}-{}", self.id)
     }
 
-    async fn send(&self, req: http::Request<Vec<u8>>) -> Result<Response, String> {
+    async fn send(&self, req: http::Request<Vec<u8>>) -> Result<Response, AgainstError> {
         let res = self
             .client
             .send(req.map(kube::client::Body::from))
             .await
-            .map_err(|e| e.to_string())?;
+            .map_err(AgainstError::Call)?;
         let ok = res.status().is_success();
         let warnings = res
             .headers()
@@ -190,26 +221,28 @@ impl Run<'_> {
             .into_body()
             .collect_bytes()
             .await
-            .map_err(|e| e.to_string())?;
+            .map_err(AgainstError::Call)?;
         let body = serde_json::from_slice(&bytes).unwrap_or(Json::Null);
         Ok(Response { ok, body, warnings })
     }
 
     /// Creates `obj` for real; an error names it.
-    async fn create(&self, path: &str, obj: &Json) -> Result<(), String> {
+    async fn create(&self, path: &str, obj: &Json) -> Result<(), AgainstError> {
         let req = Request::new(path)
             .create(&PostParams::default(), obj.to_string().into_bytes())
-            .map_err(|e| e.to_string())?;
+            .map_err(AgainstError::Request)?;
         let res = self.send(req).await?;
         if res.ok {
             Ok(())
         } else {
-            Err(format!(
-                "cannot create {} {}: {}",
-                obj["kind"].as_str().unwrap_or("?"),
-                obj["metadata"]["name"].as_str().unwrap_or("?"),
-                res.body["message"].as_str().unwrap_or("refused")
-            ))
+            Err(AgainstError::Create {
+                kind: obj["kind"].as_str().unwrap_or("?").to_string(),
+                name: obj["metadata"]["name"].as_str().unwrap_or("?").to_string(),
+                message: res.body["message"]
+                    .as_str()
+                    .unwrap_or("refused")
+                    .to_string(),
+            })
         }
     }
 
@@ -218,7 +251,7 @@ impl Run<'_> {
         policy_docs: &[Json],
         case: &Case,
         findings: &[Finding],
-    ) -> Result<Vec<Row>, String> {
+    ) -> Result<Vec<Row>, AgainstError> {
         let spec: TestSpec = case
             .header
             .value
@@ -226,7 +259,7 @@ impl Run<'_> {
             .cloned()
             .map(serde_json::from_value)
             .transpose()
-            .map_err(|e| format!("PolicyTest spec: {e}"))?
+            .map_err(AgainstError::Spec)?
             .unwrap_or_default();
         let operation = spec
             .request
@@ -278,7 +311,11 @@ impl Run<'_> {
     /// `obj` moved to the scratch namespace (with the run label when
     /// `labelled`) and the collection it is created in; `None` for a
     /// cluster-scoped object, which is never written.
-    async fn placed(&self, obj: &Json, labelled: bool) -> Result<Option<(String, Json)>, String> {
+    async fn placed(
+        &self,
+        obj: &Json,
+        labelled: bool,
+    ) -> Result<Option<(String, Json)>, AgainstError> {
         let api_version = obj["apiVersion"].as_str().unwrap_or_default();
         let kind = obj["kind"].as_str().unwrap_or_default();
         let (group, version) = match api_version.split_once('/') {
@@ -288,7 +325,11 @@ impl Run<'_> {
         let gvk = GroupVersionKind::gvk(group, version, kind);
         let (ar, caps) = kube::discovery::pinned_kind(self.client, &gvk)
             .await
-            .map_err(|e| format!("{api_version} {kind}: {e}"))?;
+            .map_err(|error| AgainstError::Discovery {
+                api_version: api_version.to_string(),
+                kind: kind.to_string(),
+                error,
+            })?;
         if caps.scope == Scope::Cluster {
             return Ok(None);
         }
@@ -332,7 +373,7 @@ impl Run<'_> {
     }
 
     /// Creates the sentinel policy and probes until it answers.
-    async fn wait_until_live(&self) -> Result<(), String> {
+    async fn wait_until_live(&self) -> Result<(), AgainstError> {
         let name = self.renamed("interlock-test-sentinel");
         let policy = json!({"apiVersion": "admissionregistration.k8s.io/v1",
             "kind": "ValidatingAdmissionPolicy", "metadata": {"name": name},
@@ -362,7 +403,7 @@ impl Run<'_> {
             }
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
-        Err("kube-apiserver did not load the policies within 60s".into())
+        Err(AgainstError::NotLive(Duration::from_secs(60)))
     }
 
     /// Sends `obj` as a dry run of `operation`.
@@ -371,7 +412,7 @@ impl Run<'_> {
         operation: Operation,
         path: &str,
         obj: &Json,
-    ) -> Result<Answer, String> {
+    ) -> Result<Answer, AgainstError> {
         let name = obj["metadata"]["name"].as_str().unwrap_or_default();
         let params = PostParams {
             dry_run: true,
@@ -389,7 +430,7 @@ impl Run<'_> {
             ),
             _ => Request::new(path).create(&params, body),
         }
-        .map_err(|e| e.to_string())?;
+        .map_err(AgainstError::Request)?;
         let res = self.send(req).await?;
         let mut answer = Answer {
             warnings: res.warnings,

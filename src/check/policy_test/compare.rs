@@ -71,7 +71,18 @@ pub(super) struct Patched {
     pub kind: String,
     pub namespace: Option<String>,
     pub name: String,
-    pub outcome: Result<(Vec<Json>, Json), String>,
+    pub outcome: Result<(Vec<Json>, Json), MutateError>,
+}
+
+/// Why the mutations of a checked object give no patched object.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum MutateError {
+    #[error(transparent)]
+    Policy(#[from] crate::policy::MutationError),
+    #[error("the mutations are not a valid JSON patch: {0}")]
+    Invalid(serde_json::Error),
+    #[error("the mutations' patch does not apply: {0}")]
+    DoesNotApply(json_patch::PatchError),
 }
 
 impl std::fmt::Display for Patched {
@@ -102,13 +113,12 @@ pub(super) fn mutations(
         // plugin runs before webhooks), then InterlockPolicy mutations.
         let outcome = policies
             .mutate(&req, inventory)
-            .map_err(|e| e.to_string())
+            .map_err(MutateError::from)
             .and_then(|ops| {
                 let patch: json_patch::Patch = serde_json::from_value(Json::Array(ops.clone()))
-                    .map_err(|e| format!("the mutations are not a valid JSON patch: {e}"))?;
+                    .map_err(MutateError::Invalid)?;
                 let mut patched = value.clone();
-                json_patch::patch(&mut patched, &patch)
-                    .map_err(|e| format!("the mutations' patch does not apply: {e}"))?;
+                json_patch::patch(&mut patched, &patch).map_err(MutateError::DoesNotApply)?;
                 Ok((ops, patched))
             });
         out.push(Patched {

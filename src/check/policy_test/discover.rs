@@ -117,26 +117,27 @@ fn cases_of(dir: &Path) -> Vec<PathBuf> {
     cases
 }
 
+/// Every folder under `dir` (itself first, then each subfolder in name
+/// order, depth first, `tests/` folders left out) that holds a
+/// `policy.yaml`. Symlinked folders are followed; a cycle is walked once.
 fn walk(dir: &Path, out: &mut Discovered, untested: &mut Vec<PathBuf>) {
-    let policy = dir.join("policy.yaml");
-    if policy.is_file() {
-        let cases = cases_of(dir);
+    let folders = walkdir::WalkDir::new(dir)
+        .follow_links(true)
+        .sort_by_file_name()
+        .into_iter()
+        .filter_entry(|e| e.depth() == 0 || e.file_name() != "tests")
+        .flatten()
+        .filter(|e| e.file_type().is_dir());
+    for folder in folders {
+        let policy = folder.path().join("policy.yaml");
+        if !policy.is_file() {
+            continue;
+        }
+        let cases = cases_of(folder.path());
         if cases.is_empty() {
             untested.push(policy);
         } else {
             out.policies.entry(policy).or_default().extend(cases);
         }
-    }
-    let Ok(rd) = std::fs::read_dir(dir) else {
-        return;
-    };
-    let mut subdirs: Vec<PathBuf> = rd
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.is_dir() && p.file_name().is_some_and(|n| n != "tests"))
-        .collect();
-    subdirs.sort();
-    for d in subdirs {
-        walk(&d, out, untested);
     }
 }

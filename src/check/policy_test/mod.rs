@@ -100,7 +100,7 @@ pub fn run(opts: &TestOptions) -> Summary {
         None => None,
         Some(Ok(a)) => Some(a),
         Some(Err(e)) => {
-            summary.errors.push(e);
+            summary.errors.push(e.to_string());
             return summary;
         }
     };
@@ -160,7 +160,7 @@ impl Runner<'_> {
             let case = match load_case(file) {
                 Ok(c) => c,
                 Err(e) => {
-                    out.errors.push(e);
+                    out.errors.push(e.to_string());
                     continue;
                 }
             };
@@ -224,34 +224,47 @@ struct Case {
     objects: Vec<Document>,
 }
 
+/// Why a file is not a case, with where.
+#[derive(Debug, thiserror::Error)]
+enum CaseError {
+    #[error("{0}")]
+    Input(manifest::LoadError),
+    #[error("{file}:{line}: not a PolicyTest: the first document is {found}; a case file starts with a `kind: PolicyTest` document (policies/README.md)")]
+    NotFirst {
+        file: String,
+        line: usize,
+        found: String,
+    },
+    #[error("{0}: not a PolicyTest: the file holds no Kubernetes objects; a case file starts with a `kind: PolicyTest` document (policies/README.md)")]
+    NoObjects(String),
+    #[error("{file}:{line}: a second PolicyTest; one case per file")]
+    Second { file: String, line: usize },
+}
+
 /// Reads a case file; an error says why it is not a case.
-fn load_case(file: &Path) -> Result<Case, String> {
-    let loaded = manifest::load_paths(&[file], &LoadOptions::default());
-    if let Some(e) = loaded.errors.first() {
-        return Err(e.to_string());
+fn load_case(file: &Path) -> Result<Case, CaseError> {
+    let mut loaded = manifest::load_paths(&[file], &LoadOptions::default());
+    if !loaded.errors.is_empty() {
+        return Err(CaseError::Input(loaded.errors.swap_remove(0)));
     }
     let mut docs = loaded.documents.into_iter();
     let header = match docs.next() {
         Some(d) if d.kind() == "PolicyTest" => d,
         Some(d) => {
-            return Err(format!(
-                "{}:{}: not a PolicyTest: the first document is {}; a case file starts with a `kind: PolicyTest` document (policies/README.md)",
-                d.source, d.line, d.display_name()
-            ))
+            return Err(CaseError::NotFirst {
+                file: d.source.to_string(),
+                line: d.line,
+                found: d.display_name(),
+            })
         }
-        None => {
-            return Err(format!(
-                "{}: not a PolicyTest: the file holds no Kubernetes objects; a case file starts with a `kind: PolicyTest` document (policies/README.md)",
-                file.display()
-            ))
-        }
+        None => return Err(CaseError::NoObjects(file.display().to_string())),
     };
     let objects: Vec<Document> = docs.collect();
     if let Some(d) = objects.iter().find(|d| d.kind() == "PolicyTest") {
-        return Err(format!(
-            "{}:{}: a second PolicyTest; one case per file",
-            d.source, d.line
-        ));
+        return Err(CaseError::Second {
+            file: d.source.to_string(),
+            line: d.line,
+        });
     }
     Ok(Case {
         name: header.name().unwrap_or_default().to_string(),
@@ -282,7 +295,7 @@ pub fn run_case(policy_file: &Path, case_file: &Path) -> CaseResult {
                 .failures
                 .extend(run_loaded(&loaded.documents, &case, false).0);
         }
-        Err(e) => result.failures.push(e),
+        Err(e) => result.failures.push(e.to_string()),
     }
     result
 }
@@ -320,7 +333,7 @@ fn run_loaded(
         .shape(!spec.old_objects.is_empty(), DEFAULT_USER)
     {
         Ok(s) => s,
-        Err(e) => return (vec![e], Vec::new()),
+        Err(e) => return (vec![e.to_string()], Vec::new()),
     };
     let mut check = CheckOptions {
         user: shape.user.clone(),

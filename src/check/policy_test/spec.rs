@@ -41,21 +41,27 @@ pub(super) struct RequestSpec {
     pub sub_resource: String,
 }
 
+/// A `spec.request` that makes no request.
+#[derive(Debug, thiserror::Error)]
+pub enum ShapeError {
+    #[error("spec.request.operation: {0:?} is not CREATE, UPDATE or DELETE")]
+    Operation(String),
+    #[error("spec.oldObjects are given but spec.request.operation is {0}: old objects belong to an UPDATE")]
+    OldObjects(&'static str),
+}
+
 impl RequestSpec {
     /// The shape of the requests; `updates` when oldObjects are given.
-    pub fn shape(&self, updates: bool, default_user: &str) -> Result<RequestShape, String> {
+    pub fn shape(&self, updates: bool, default_user: &str) -> Result<RequestShape, ShapeError> {
         let operation = match self.operation.as_deref() {
             None if updates => Operation::Update,
             None => Operation::Create,
-            Some(op) => Operation::parse(op).ok_or_else(|| {
-                format!("spec.request.operation: {op:?} is not CREATE, UPDATE or DELETE")
-            })?,
+            Some(op) => {
+                Operation::parse(op).ok_or_else(|| ShapeError::Operation(op.to_string()))?
+            }
         };
         if updates && operation != Operation::Update {
-            return Err(format!(
-                "spec.oldObjects are given but spec.request.operation is {}: old objects belong to an UPDATE",
-                operation.as_str()
-            ));
+            return Err(ShapeError::OldObjects(operation.as_str()));
         }
         Ok(RequestShape {
             operation,

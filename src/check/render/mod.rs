@@ -87,17 +87,34 @@ pub(crate) struct Output {
     pub stderr: Vec<u8>,
 }
 
+/// Why a renderer's run gave no output to read.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum RunError {
+    #[error("cannot run it: {0}")]
+    Spawn(std::io::Error),
+    #[error("no standard {0}")]
+    NoOutput(&'static str),
+    #[error("did not finish within {0} s (a remote base that does not answer?)")]
+    Timeout(u64),
+    #[error("{0}")]
+    Io(std::io::Error),
+    #[error("the output reader panicked")]
+    ReaderPanicked,
+    #[error("rendered more than the limit of {0} bytes")]
+    TooLarge(u64),
+}
+
 /// Runs a command with no input, a time limit, and at most `limit` bytes
 /// of output kept.
-pub(crate) fn run_bounded(cmd: &mut Command, limit: u64) -> Result<Output, String> {
+pub(crate) fn run_bounded(cmd: &mut Command, limit: u64) -> Result<Output, RunError> {
     let mut child = cmd
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|e| format!("cannot run it: {e}"))?;
-    let mut out = child.stdout.take().ok_or("no standard output")?;
-    let mut err = child.stderr.take().ok_or("no standard error")?;
+        .map_err(RunError::Spawn)?;
+    let mut out = child.stdout.take().ok_or(RunError::NoOutput("output"))?;
+    let mut err = child.stderr.take().ok_or(RunError::NoOutput("error"))?;
     let reader = std::thread::spawn(move || {
         let mut buf = Vec::new();
         let read = out
@@ -121,22 +138,19 @@ pub(crate) fn run_bounded(cmd: &mut Command, limit: u64) -> Result<Output, Strin
             Ok(None) if Instant::now() >= deadline => {
                 let _ = child.kill();
                 let _ = child.wait();
-                return Err(format!(
-                    "did not finish within {} s (a remote base that does not answer?)",
-                    BUILD_TIMEOUT.as_secs()
-                ));
+                return Err(RunError::Timeout(BUILD_TIMEOUT.as_secs()));
             }
             Ok(None) => std::thread::sleep(Duration::from_millis(10)),
-            Err(e) => return Err(e.to_string()),
+            Err(e) => return Err(RunError::Io(e)),
         }
     };
     let stdout = reader
         .join()
-        .map_err(|_| "the output reader panicked".to_string())?
-        .map_err(|e| e.to_string())?;
+        .map_err(|_| RunError::ReaderPanicked)?
+        .map_err(RunError::Io)?;
     let stderr = err_reader.join().unwrap_or_default();
     if stdout.len() as u64 > limit {
-        return Err(format!("rendered more than the limit of {limit} bytes"));
+        return Err(RunError::TooLarge(limit));
     }
     Ok(Output {
         success: status.success(),

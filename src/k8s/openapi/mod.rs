@@ -110,22 +110,21 @@ impl Schemas {
     /// Adds the served versions of a CustomResourceDefinition (a manifest's
     /// JSON) that have a schema, as kube-apiserver publishes them: its
     /// `metadata` is the full ObjectMeta, `apiVersion` and `kind` strings.
-    pub fn add_crd(&mut self, crd: &serde_json::Value) -> Result<(), String> {
+    pub fn add_crd(&mut self, crd: &serde_json::Value) -> Result<(), CrdError> {
         let spec = &crd["spec"];
-        let group = spec["group"].as_str().ok_or("spec.group is missing")?;
+        let missing = |field| CrdError::Missing { field };
+        let group = spec["group"].as_str().ok_or(missing("group"))?;
         let plural = spec["names"]["plural"]
             .as_str()
-            .ok_or("spec.names.plural is missing")?;
+            .ok_or(missing("names.plural"))?;
         let kind = spec["names"]["kind"]
             .as_str()
-            .ok_or("spec.names.kind is missing")?;
-        let versions = spec["versions"]
-            .as_array()
-            .ok_or("spec.versions is missing")?;
+            .ok_or(missing("names.kind"))?;
+        let versions = spec["versions"].as_array().ok_or(missing("versions"))?;
         for (i, v) in versions.iter().enumerate() {
             let version = v["name"]
                 .as_str()
-                .ok_or_else(|| format!("spec.versions[{i}].name is missing"))?;
+                .ok_or(CrdError::MissingVersionName { at: i })?;
             if v["served"] == false {
                 continue;
             }
@@ -133,7 +132,7 @@ impl Schemas {
                 continue;
             };
             let mut root: Schema = serde_json::from_value(raw.clone())
-                .map_err(|e| format!("spec.versions[{i}].schema.openAPIV3Schema: {e}"))?;
+                .map_err(|error| CrdError::Schema { at: i, error })?;
             root.normalize();
             publish(&mut root, true);
             let name = crd_definition(group, version, kind);
@@ -150,6 +149,18 @@ impl Schemas {
         }
         Ok(())
     }
+}
+
+/// Why a CustomResourceDefinition's schemas cannot be read; the field is
+/// under `spec`.
+#[derive(Debug, thiserror::Error)]
+pub enum CrdError {
+    #[error("spec.{field} is missing")]
+    Missing { field: &'static str },
+    #[error("spec.versions[{at}].name is missing")]
+    MissingVersionName { at: usize },
+    #[error("spec.versions[{at}].schema.openAPIV3Schema: {error}")]
+    Schema { at: usize, error: serde_json::Error },
 }
 
 /// What kube-apiserver's CRD OpenAPI builder adds to the root and to

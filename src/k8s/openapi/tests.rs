@@ -88,10 +88,16 @@ fn a_crd_that_cannot_be_read_names_the_field() {
     let mut s = Schemas::default();
     let no_group =
         serde_json::json!({"spec": {"names": {"plural": "a", "kind": "A"}, "versions": []}});
-    assert_eq!(s.add_crd(&no_group), Err("spec.group is missing".into()));
+    assert_eq!(
+        s.add_crd(&no_group).map_err(|e| e.to_string()),
+        Err("spec.group is missing".into())
+    );
     let bad_schema = serde_json::json!({"spec": {"group": "g", "names": {"plural": "a", "kind": "A"},
         "versions": [{"name": "v1", "schema": {"openAPIV3Schema": {"type": 5}}}]}});
-    let e = s.add_crd(&bad_schema).expect_err("a bad schema");
+    let e = s
+        .add_crd(&bad_schema)
+        .expect_err("a bad schema")
+        .to_string();
     assert!(
         e.starts_with("spec.versions[0].schema.openAPIV3Schema: invalid type"),
         "{e}"

@@ -17,7 +17,7 @@ fn warnings_with(spec: Json, schemas: &openapi::Schemas) -> Vec<(String, String)
         file: "test.yaml".into(),
         line: 1,
     };
-    let (set, errors) = PolicySet::compile(&[(doc, source)], &mut Inventory::new());
+    let (set, errors) = PolicySet::compile(&[(doc, source)]);
     assert!(errors.is_empty(), "{errors:?}");
     set.policies[0]
         .type_check_warnings(schemas)
@@ -180,6 +180,6 @@ fn a_variable_of_an_object_type_is_dyn_at_creation_too() {
         file: "test.yaml".into(),
         line: 1,
     };
-    let (_, errors) = PolicySet::compile(&[(doc, source)], &mut Inventory::new());
+    let (_, errors) = PolicySet::compile(&[(doc, source)]);
     assert!(errors.is_empty(), "{errors:?}");
 }

@@ -28,7 +28,7 @@ fn namespace(name: &str) -> Json {
 fn setup() -> (Cluster, Shared) {
     let mut inv = Inventory::new();
     let set = compile(&[REFERENCES, UNIQUE_HOST], &mut inv);
-    inv.set_projection(set.projection(&inv));
+    inv.set_projection(set.projection());
     for o in [namespace("a"), namespace("b"), config_map("a", "settings")] {
         inv.upsert(&o, None).unwrap();
     }

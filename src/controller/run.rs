@@ -357,31 +357,18 @@ impl Leader {
 }
 
 /// The Controller over every ResourceGroup. Its store holds every group
-/// for the whole term, without managedFields and without kubectl's copy of
-/// the last applied group (a second copy of the whole spec after a
-/// `kubectl apply`): nothing reads them (the parent metadata patch is a
-/// merge patch of the ApplySet's own keys).
+/// for the whole term, in the compact form of [`super::stored`].
 fn groups_controller(client: kube::Client) -> Controller<ResourceGroup> {
     let (reader, writer) = reflector::store();
     let groups = watcher(
         Api::<ResourceGroup>::all(client),
         watcher::Config::default(),
     )
-    .modify(trim_group)
+    .modify(super::stored::packed)
     .reflect(writer)
     .applied_objects();
     Controller::for_stream(groups, reader)
 }
-
-/// What [`groups_controller`]'s store drops of each group.
-pub(super) fn trim_group(rg: &mut ResourceGroup) {
-    rg.metadata.managed_fields = None;
-    if let Some(a) = rg.metadata.annotations.as_mut() {
-        a.remove(LAST_APPLIED);
-    }
-}
-
-const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
 
 /// [`reconcile`] of a group whose shard this replica holds, dropped where
 /// it waits if the shard's term ends first; other groups are left alone.
@@ -395,7 +382,7 @@ async fn reconcile_held(rg: Arc<ResourceGroup>, ctx: Arc<Context>) -> Result<Act
         return Ok(Action::await_change());
     };
     tokio::select! {
-        r = reconcile(rg.clone(), ctx.clone()) => r,
+        r = reconcile(Arc::new(super::stored::unpacked(&rg)), ctx.clone()) => r,
         () = held.lost() => {
             tracing::info!(group = %rg.name_any(), namespace = ?rg.namespace(), "shard lost mid-pass; the pass is dropped");
             Ok(Action::await_change())

@@ -25,7 +25,7 @@ impl Fed {
             .ix
             .touched()
             .iter()
-            .filter_map(|o| o.metadata.name.clone())
+            .filter_map(|o| o.json()["metadata"]["name"].as_str().map(String::from))
             .collect();
         woken.sort();
         woken
@@ -73,8 +73,37 @@ fn a_group_sees_only_objects_that_name_it() {
     assert_eq!(names(ix, &group("id-a", "uid-a")), ["a1", "a2", "x"]);
     assert_eq!(names(ix, &group("id-b", "uid-b")), ["b1", "x"]);
     assert!(names(ix, &group("id-c", "uid-c")).is_empty());
-    let kept = ix.get(&Name::new("ns", "a1")).unwrap();
-    assert!(kept.metadata.managed_fields.is_none(), "trimmed");
+    let kept = ix.get(&Name::new("ns", "a1")).unwrap().json();
+    assert!(kept["metadata"].get("managedFields").is_none(), "trimmed");
+    // A list item has no apiVersion or kind: the watch's kind is written in.
+    assert_eq!(
+        (&kept["apiVersion"], &kept["kind"]),
+        (&json!("v1"), &json!("ConfigMap"))
+    );
+    assert_eq!(kept["metadata"]["labels"][PART_OF_LABEL], "id-a");
+}
+
+#[test]
+fn a_change_wakes_the_group_that_controls_the_object_not_the_one_its_label_names() {
+    let mut fed = Fed::new();
+    fed.sync.on_event(
+        &mut fed.ix,
+        Event::Apply(cm("m", Some("id-a"), Some("uid-b"), "1")),
+    );
+    let woken: Vec<String> = fed
+        .ix
+        .touched()
+        .iter()
+        .filter_map(|m| m.owner())
+        .map(|g| format!("{}/{}", g.namespace.unwrap_or_default(), g.name))
+        .collect();
+    assert_eq!(woken, ["ns/g"]);
+    fed.sync
+        .on_event(&mut fed.ix, Event::Apply(cm("x", Some("id-a"), None, "1")));
+    assert!(
+        fed.ix.touched().iter().all(|m| m.owner().is_none()),
+        "a label alone wakes nobody"
+    );
 }
 
 #[test]

@@ -7,7 +7,7 @@
 
 use super::index::Indexed;
 use crate::cluster::driver::KindSync;
-use crate::group::crd::{ResourceGroup, API_VERSION, KIND, PART_OF_LABEL};
+use crate::group::crd::{ResourceGroup, PART_OF_LABEL};
 use crate::k8s::kind::{GroupKind, GroupVersionKind};
 use crate::k8s::kinds::{group_of, version_of};
 use futures::StreamExt;
@@ -161,20 +161,8 @@ async fn feed(
         if !*listed.borrow() || first_list {
             continue;
         }
-        for g in touched.iter().filter_map(|o| owner(o)) {
+        for g in touched.iter().filter_map(|o| o.owner()) {
             let _ = wake.send(g);
         }
     }
-}
-
-/// The group an object belongs to: its controller ownerReference to a
-/// ResourceGroup (the label alone proves nothing: anyone can write it).
-pub fn owner(o: &DynamicObject) -> Option<ObjectRef<ResourceGroup>> {
-    let ns = o.metadata.namespace.as_deref()?;
-    o.metadata
-        .owner_references
-        .iter()
-        .flatten()
-        .find(|r| r.controller == Some(true) && r.kind == KIND && r.api_version == API_VERSION)
-        .map(|r| ObjectRef::new(&r.name).within(ns))
 }

@@ -20,6 +20,10 @@
 //! and started again over the converged groups; reports the time until it
 //! has passed every group once (each pass decides a group, and finds it
 //! Ready), its writes (target: zero) and the API requests meanwhile.
+//!
+//! `INTERLOCK_BENCH_BIN=path` runs that `interlock` binary instead of the
+//! one built with the bench: an A/B of two builds under one bench, or a
+//! profiler's wrapper script.
 
 #[path = "../tests/support/cluster.rs"]
 #[allow(dead_code)]
@@ -146,7 +150,9 @@ fn member(i: usize, j: usize) -> Value {
 }
 
 fn spawn_controller(c: &TestCluster, admin: u16, log: &Path) -> Child {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_interlock"));
+    let bin = std::env::var_os("INTERLOCK_BENCH_BIN")
+        .unwrap_or_else(|| env!("CARGO_BIN_EXE_interlock").into());
+    let mut cmd = Command::new(bin);
     cmd.args([
         "controller",
         "--no-leader-election",
@@ -207,6 +213,7 @@ fn restart(c: &TestCluster, mut child: Child, o: &Opts, admin: u16, log: &Path) 
     let decided = start.elapsed();
     let (cpu, rss) = usage(child.id());
     std::thread::sleep(Duration::from_secs(10));
+    let settled = memory(child.id());
     let restart_writes = writes(admin);
     let made = delta(&requests(c), &before);
     let _ = child.kill();
@@ -218,6 +225,7 @@ fn restart(c: &TestCluster, mut child: Child, o: &Opts, admin: u16, log: &Path) 
     );
     println!("  restart: writes              {restart_writes}  (to 10 s after)");
     println!("  restart: controller CPU      {cpu:.1} s, peak RSS {rss:.0} MiB");
+    println!("  restart: 10 s after          {settled}");
     println!("  restart: API requests        {made:?}");
     assert!(
         passes >= o.groups as u64,
@@ -245,6 +253,19 @@ fn usage(pid: u32) -> (f64, f64) {
     let cpu = (ticks(11) + ticks(12)) / 100.0;
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
     (cpu, kib(&status, "VmHWM:") / 1024.0)
+}
+
+/// Where a process's resident memory is now: anonymous (heap, stacks)
+/// and file-backed (the binary's pages), and its threads.
+fn memory(pid: u32) -> String {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    format!(
+        "resident {:.0} MiB: anonymous {:.0} MiB, file {:.0} MiB; {} threads",
+        kib(&status, "VmRSS:") / 1024.0,
+        kib(&status, "RssAnon:") / 1024.0,
+        kib(&status, "RssFile:") / 1024.0,
+        kib(&status, "Threads:")
+    )
 }
 
 /// A process's resident memory now, in MiB.
@@ -363,6 +384,7 @@ fn main() {
     let converged_requests = delta(&requests(&c), &before);
     let (cpu, rss) = usage(child.id());
     let rss_converged = resident(child.id());
+    let converged_memory = memory(child.id());
     let steady_writes_before = writes(admin);
     let steady_requests_before = requests(&c);
     std::thread::sleep(Duration::from_secs(o.steady));
@@ -397,6 +419,7 @@ fn main() {
     println!(
         "  controller peak RSS    {rss:.0} MiB  (resident {rss_converged:.0} MiB when converged, {rss_steady:.0} MiB after the steady state)"
     );
+    println!("  when converged         {converged_memory}");
     println!("  steady-state writes    {steady_writes}  (API requests: {steady_requests:?})");
     println!("  machine load (1/5/15)  {load_before} at start, {load_after} at end");
     if ready != o.groups {

@@ -1,13 +1,26 @@
 //! The store behind one member kind's cache: the objects the watch holds,
 //! indexed by the group each one names (its ApplySet part-of label, the
 //! UIDs of its ownerReferences), so a group's pass reads its own objects
-//! and never walks the namespace. Kept in step with the watch's events; a
-//! re-list swaps the whole store at its end, as kube-runtime's reflector
-//! does, so a reader never sees half a list.
+//! and never walks the namespace. Fed by the one watch driver
+//! ([`crate::cluster::driver`]) as a [`Sink`] of the watch's own objects: a
+//! re-list updates the store in place and removes at its end what it did
+//! not show, so an object stays until the API server says it is gone and
+//! the store is never held twice.
+//!
+//! An object is kept as its JSON text (without managedFields), with what
+//! the index and the wake-ups need read out beforehand: about a quarter
+//! of the heap of the parsed `DynamicObject` (whose label and annotation
+//! maps and `serde_json` maps cost more than the text), and a pass parses
+//! only its own group's few objects (docs/PERFORMANCE.md, issue 30).
 
+use crate::cluster::driver::Sink;
 use crate::group::crd::PART_OF_LABEL;
+use crate::group::crd::{ResourceGroup, API_VERSION, KIND};
+use crate::inventory::ObjectKey;
+use crate::k8s::kind::GroupKind;
 use kube::api::DynamicObject;
-use kube::runtime::watcher::Event;
+use kube::runtime::reflector::ObjectRef;
+use serde_json::Value;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
@@ -61,44 +74,135 @@ fn keys_of(o: &DynamicObject) -> Vec<GroupKey> {
     label.into_iter().chain(owners).collect()
 }
 
-type Objects = HashMap<Name, Arc<DynamicObject>>;
+/// What the cache keeps of one object.
+#[derive(Debug)]
+pub struct Member {
+    /// The object as JSON text, with apiVersion and kind.
+    text: Box<str>,
+    version: Option<Box<str>>,
+    keys: Vec<GroupKey>,
+    /// The name of the group that controls it (its controller
+    /// ownerReference to a ResourceGroup), in the object's namespace.
+    owner: Option<Box<str>>,
+    namespace: Box<str>,
+}
 
+impl Member {
+    fn new(o: DynamicObject) -> Member {
+        let o = trimmed(o);
+        Member {
+            text: serde_json::to_string(&o).unwrap_or_default().into(),
+            version: o.metadata.resource_version.as_deref().map(Into::into),
+            keys: keys_of(&o),
+            owner: owner_name(&o).map(Into::into),
+            namespace: o.metadata.namespace.as_deref().unwrap_or("").into(),
+        }
+    }
+
+    /// The object as the plan reads it.
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.text).unwrap_or(Value::Null)
+    }
+
+    /// The group to wake when it changes (the label alone proves nothing:
+    /// anyone can write it).
+    pub fn owner(&self) -> Option<ObjectRef<ResourceGroup>> {
+        let name = self.owner.as_deref()?;
+        (!self.namespace.is_empty()).then(|| ObjectRef::new(name).within(&self.namespace))
+    }
+}
+
+fn owner_name(o: &DynamicObject) -> Option<&str> {
+    o.metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .find(|r| r.controller == Some(true) && r.kind == KIND && r.api_version == API_VERSION)
+        .map(|r| r.name.as_str())
+}
+
+type Objects = HashMap<Name, Arc<Member>>;
+
+/// One kind's objects, indexed by group. As a [`Sink`] it also collects
+/// the objects whose groups should be woken (see [`Indexed::touched`]).
 #[derive(Default)]
 pub struct Indexed {
     objects: Objects,
     by_group: HashMap<GroupKey, HashSet<Name>>,
-    /// The list under way, between `Init` and `InitDone`.
-    listing: Option<Objects>,
+    /// Applied (new or at another resourceVersion) or removed since the
+    /// last [`Indexed::touched`].
+    touched: Vec<Arc<Member>>,
 }
 
-impl Indexed {
-    /// Takes one watch event; returns the objects whose groups should be
-    /// woken: the one applied or deleted, and after a re-list those that
-    /// are new, changed or gone since the previous contents.
-    pub fn handle(&mut self, event: Event<DynamicObject>) -> Vec<Arc<DynamicObject>> {
-        match event {
-            Event::Apply(o) => self.apply(o).into_iter().collect(),
-            Event::Delete(o) => self.delete(&o).into_iter().collect(),
-            Event::Init => {
-                self.listing = Some(Objects::new());
-                vec![]
-            }
-            Event::InitApply(o) => {
-                if let (Some(listing), Some(name)) = (self.listing.as_mut(), Name::of(&o)) {
-                    listing.insert(name, Arc::new(trimmed(o)));
-                }
-                vec![]
-            }
-            Event::InitDone => self.swap_listed(),
+impl Sink<DynamicObject> for Indexed {
+    fn apply(&mut self, o: DynamicObject) -> Option<ObjectKey> {
+        let name = Name::of(&o)?;
+        let key = ObjectKey::new(kind_of(&o), name.namespace.as_str(), name.name.as_str());
+        let o = Arc::new(Member::new(o));
+        let old = self.objects.insert(name.clone(), o.clone());
+        // A re-list shows every object again: only a change wakes.
+        let same = old
+            .as_ref()
+            .is_some_and(|p| p.version.is_some() && p.version == o.version);
+        if let Some(old) = old {
+            self.unindex(&name, &old);
+        }
+        self.index(&name, &o);
+        if !same {
+            self.touched.push(o);
+        }
+        Some(key)
+    }
+
+    fn delete(&mut self, key: &ObjectKey) {
+        let name = Name::new(&key.namespace, &key.name);
+        if let Some(old) = self.objects.remove(&name) {
+            self.unindex(&name, &old);
+            self.touched.push(old);
         }
     }
 
-    pub fn get(&self, name: &Name) -> Option<Arc<DynamicObject>> {
+    fn reset(&mut self, kind: &GroupKind, seen: &HashSet<ObjectKey>) {
+        let gone: Vec<Name> = self
+            .objects
+            .keys()
+            .filter(|n| {
+                let key = ObjectKey::new(kind.clone(), n.namespace.as_str(), n.name.as_str());
+                !seen.contains(&key)
+            })
+            .cloned()
+            .collect();
+        for name in gone {
+            if let Some(old) = self.objects.remove(&name) {
+                self.unindex(&name, &old);
+                self.touched.push(old);
+            }
+        }
+    }
+}
+
+/// The group and kind an object says it is (the sink's key; the watch
+/// driver keys deletes by its own kind, which is the same).
+fn kind_of(o: &DynamicObject) -> GroupKind {
+    let types = o.types.as_ref();
+    let api_version = types.map_or("", |t| t.api_version.as_str());
+    let kind = types.map_or("", |t| t.kind.as_str());
+    GroupKind::new(crate::k8s::kinds::group_of(api_version), kind)
+}
+
+impl Indexed {
+    /// The objects whose groups should be woken, since the last call: the
+    /// ones applied new or changed, deleted, or gone at a re-list's end.
+    pub fn touched(&mut self) -> Vec<Arc<Member>> {
+        std::mem::take(&mut self.touched)
+    }
+
+    pub fn get(&self, name: &Name) -> Option<Arc<Member>> {
         self.objects.get(name).cloned()
     }
 
     /// Every object that names one of `keys`, each once.
-    pub fn of_group(&self, keys: &[GroupKey]) -> Vec<(Name, Arc<DynamicObject>)> {
+    pub fn of_group(&self, keys: &[GroupKey]) -> Vec<(Name, Arc<Member>)> {
         let mut names: Vec<&Name> = keys
             .iter()
             .filter_map(|k| self.by_group.get(k))
@@ -112,65 +216,24 @@ impl Indexed {
             .collect()
     }
 
-    fn apply(&mut self, o: DynamicObject) -> Option<Arc<DynamicObject>> {
-        let name = Name::of(&o)?;
-        let o = Arc::new(trimmed(o));
-        if let Some(old) = self.objects.insert(name.clone(), o.clone()) {
-            self.unindex(&name, &old);
+    fn index(&mut self, name: &Name, o: &Member) {
+        for k in &o.keys {
+            self.by_group
+                .entry(k.clone())
+                .or_default()
+                .insert(name.clone());
         }
-        self.index(&name, &o);
-        Some(o)
     }
 
-    fn delete(&mut self, o: &DynamicObject) -> Option<Arc<DynamicObject>> {
-        let name = Name::of(o)?;
-        let old = self.objects.remove(&name)?;
-        self.unindex(&name, &old);
-        Some(old)
-    }
-
-    fn swap_listed(&mut self) -> Vec<Arc<DynamicObject>> {
-        let Some(listed) = self.listing.take() else {
-            return vec![];
-        };
-        let old = std::mem::replace(&mut self.objects, listed);
-        let gone = old
-            .iter()
-            .filter(|(n, _)| !self.objects.contains_key(*n))
-            .map(|(_, o)| o.clone());
-        let changed = self.objects.iter().filter_map(|(n, o)| {
-            let same = old
-                .get(n)
-                .is_some_and(|p| p.metadata.resource_version == o.metadata.resource_version);
-            (!same).then(|| o.clone())
-        });
-        let touched = gone.chain(changed).collect();
-        self.by_group.clear();
-        for (n, o) in &self.objects {
-            index_into(&mut self.by_group, n, o);
-        }
-        touched
-    }
-
-    fn index(&mut self, name: &Name, o: &DynamicObject) {
-        index_into(&mut self.by_group, name, o);
-    }
-
-    fn unindex(&mut self, name: &Name, o: &DynamicObject) {
-        for k in keys_of(o) {
-            if let Some(set) = self.by_group.get_mut(&k) {
+    fn unindex(&mut self, name: &Name, o: &Member) {
+        for k in &o.keys {
+            if let Some(set) = self.by_group.get_mut(k) {
                 set.remove(name);
                 if set.is_empty() {
-                    self.by_group.remove(&k);
+                    self.by_group.remove(k);
                 }
             }
         }
-    }
-}
-
-fn index_into(by_group: &mut HashMap<GroupKey, HashSet<Name>>, name: &Name, o: &DynamicObject) {
-    for k in keys_of(o) {
-        by_group.entry(k).or_default().insert(name.clone());
     }
 }
 

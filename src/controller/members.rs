@@ -6,11 +6,12 @@
 //! by hand is reconciled back.
 
 use super::index::Indexed;
-use crate::group::crd::{ResourceGroup, API_VERSION, KIND, PART_OF_LABEL};
-use crate::k8s::kind::GroupKind;
+use crate::cluster::driver::KindSync;
+use crate::group::crd::{ResourceGroup, PART_OF_LABEL};
+use crate::k8s::kind::{GroupKind, GroupVersionKind};
 use crate::k8s::kinds::{group_of, version_of};
 use futures::StreamExt;
-use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
+use kube::api::{Api, ApiResource, DynamicObject};
 use kube::discovery::Scope;
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::{watcher, WatchStreamExt};
@@ -85,7 +86,7 @@ impl Members {
         if let Some(c) = self.cached(group, kind) {
             return Ok(Some(c));
         }
-        let gvk = GroupVersionKind::gvk(group, version_of(api_version), kind);
+        let gvk = kube::api::GroupVersionKind::gvk(group, version_of(api_version), kind);
         let (resource, caps) = match kube::discovery::pinned_kind(&self.client, &gvk).await {
             Ok(found) => found,
             Err(kube::Error::Discovery(_)) => return Ok(None),
@@ -101,6 +102,10 @@ impl Members {
     }
 
     fn start(&self, resource: ApiResource, namespaced: bool) -> KindCache {
+        let kind = GroupVersionKind::from_api_version(
+            resource.api_version.as_str(),
+            resource.kind.as_str(),
+        );
         let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &resource);
         let config = watcher::Config::default().labels(PART_OF_LABEL);
         let events = watcher::watcher(api, config).default_backoff();
@@ -111,7 +116,7 @@ impl Members {
             store.clone(),
             listed_tx,
             self.wake.clone(),
-            resource.kind.clone(),
+            kind,
         ));
         KindCache {
             resource,
@@ -123,50 +128,41 @@ impl Members {
     }
 }
 
-/// Applies the watch's events to the store and wakes the groups of the
-/// objects they touch. The first list wakes nobody: every group whose pass
-/// reads this kind waits for that list before deciding.
+/// Applies the watch's events to the store through the watch driver and
+/// wakes the groups of the objects they touch. The first list wakes
+/// nobody: every group whose pass reads this kind waits for that list
+/// before deciding.
 async fn feed(
     events: impl futures::Stream<Item = watcher::Result<watcher::Event<DynamicObject>>>,
     store: Arc<RwLock<Indexed>>,
     listed: watch::Sender<bool>,
     wake: UnboundedSender<ObjectRef<ResourceGroup>>,
-    kind: String,
+    kind: GroupVersionKind,
 ) {
+    let mut sync = KindSync::new(&kind);
     futures::pin_mut!(events);
     while let Some(event) = events.next().await {
         let event = match event {
             Ok(e) => e,
             // The watcher re-lists by itself (410 Gone included).
             Err(e) => {
-                tracing::warn!(kind = %kind, error = %e, "member watch error; re-listing");
+                tracing::warn!(kind = %kind.kind(), error = %e, "member watch error; re-listing");
                 continue;
             }
         };
-        let list_done = matches!(event, watcher::Event::InitDone);
-        let touched = store
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .handle(event);
-        if list_done && !*listed.borrow() {
+        let (first_list, touched) = {
+            let mut store = store.write().unwrap_or_else(|p| p.into_inner());
+            (sync.on_event(&mut *store, event), store.touched())
+        };
+        if first_list {
             listed.send_replace(true);
-            tracing::debug!(kind = %kind, "member cache listed");
+            tracing::debug!(kind = %kind.kind(), "member cache listed");
+        }
+        if !*listed.borrow() || first_list {
             continue;
         }
-        for g in touched.iter().filter_map(|o| owner(o)) {
+        for g in touched.iter().filter_map(|o| o.owner()) {
             let _ = wake.send(g);
         }
     }
-}
-
-/// The group an object belongs to: its controller ownerReference to a
-/// ResourceGroup (the label alone proves nothing: anyone can write it).
-pub fn owner(o: &DynamicObject) -> Option<ObjectRef<ResourceGroup>> {
-    let ns = o.metadata.namespace.as_deref()?;
-    o.metadata
-        .owner_references
-        .iter()
-        .flatten()
-        .find(|r| r.controller == Some(true) && r.kind == KIND && r.api_version == API_VERSION)
-        .map(|r| ObjectRef::new(&r.name).within(ns))
 }

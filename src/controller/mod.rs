@@ -59,4 +59,5 @@ pub mod quota;
 pub mod reconcile;
 pub mod run;
 pub mod shards;
+pub mod stored;
 pub mod written;

@@ -4,7 +4,7 @@
 //! the same observation and plan; only what is carried out differs.
 
 use super::error::{Error, Result};
-use super::index::{GroupKey, Name};
+use super::index::{GroupKey, Member, Name};
 use super::members::{KindCache, Members};
 use super::metrics::Metrics;
 use crate::cel::k8s_authz::Authorizer;
@@ -266,7 +266,7 @@ fn group_objects(
     namespace: &str,
     names: &[String],
 ) -> Vec<Value> {
-    let found: BTreeMap<Name, Arc<DynamicObject>> = {
+    let found: BTreeMap<Name, Arc<Member>> = {
         let store = c.read();
         let mut found: BTreeMap<_, _> = store
             .of_group(keys)
@@ -281,7 +281,7 @@ fn group_objects(
         }
         found
     };
-    found.values().map(|o| to_json(o, &c.resource)).collect()
+    found.values().map(|o| o.json()).collect()
 }
 
 /// The object as JSON with apiVersion and kind (list items lack them).

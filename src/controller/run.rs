@@ -357,15 +357,14 @@ impl Leader {
 }
 
 /// The Controller over every ResourceGroup. Its store holds every group
-/// for the whole term, without managedFields: nothing reads them, and they
-/// are often the larger part of a group's metadata.
+/// for the whole term, in the compact form of [`super::stored`].
 fn groups_controller(client: kube::Client) -> Controller<ResourceGroup> {
     let (reader, writer) = reflector::store();
     let groups = watcher(
         Api::<ResourceGroup>::all(client),
         watcher::Config::default(),
     )
-    .modify(|rg| rg.metadata.managed_fields = None)
+    .modify(super::stored::packed)
     .reflect(writer)
     .applied_objects();
     Controller::for_stream(groups, reader)
@@ -383,7 +382,7 @@ async fn reconcile_held(rg: Arc<ResourceGroup>, ctx: Arc<Context>) -> Result<Act
         return Ok(Action::await_change());
     };
     tokio::select! {
-        r = reconcile(rg.clone(), ctx.clone()) => r,
+        r = reconcile(Arc::new(super::stored::unpacked(&rg)), ctx.clone()) => r,
         () = held.lost() => {
             tracing::info!(group = %rg.name_any(), namespace = ?rg.namespace(), "shard lost mid-pass; the pass is dropped");
             Ok(Action::await_change())

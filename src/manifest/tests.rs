@@ -230,6 +230,17 @@ fn duplicate_keys_are_errors() {
                 .to_string()
         ]
     );
+    // A key on its mapping's first line is not recorded (its line is the
+    // mapping's); its duplicate further down still names that line.
+    let l =
+        yaml("apiVersion: v1\ndata: {}\nkind: ConfigMap\napiVersion: v1\nmetadata: {name: c}\n");
+    assert_eq!(
+        messages(&l),
+        vec![
+            "t.yaml:4:1: duplicate key \"apiVersion\" (first defined at line 1); remove one of them"
+                .to_string()
+        ]
+    );
     // Keys equal once stringified are duplicates too.
     let l = yaml(&format!("{CM}data: {{1: a, \"1\": b}}\n"));
     assert!(matches!(

@@ -424,6 +424,31 @@ fn empty_inputs() {
 }
 
 #[test]
+fn utf16_with_a_byte_order_mark_is_read_as_text() {
+    // YAML 1.2, 5.2: a processor must read UTF-8 and UTF-16, told apart
+    // by the byte order mark.
+    let text = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n";
+    let le: Vec<u8> = [0xFF, 0xFE]
+        .into_iter()
+        .chain(text.encode_utf16().flat_map(u16::to_le_bytes))
+        .collect();
+    let be: Vec<u8> = [0xFE, 0xFF]
+        .into_iter()
+        .chain(text.encode_utf16().flat_map(u16::to_be_bytes))
+        .collect();
+    for bytes in [le, be] {
+        let l = load_bytes(
+            Source::file("u.yaml"),
+            &bytes,
+            Format::Yaml,
+            &LoadOptions::default(),
+        );
+        assert!(l.errors.is_empty(), "{:?}", l.errors);
+        assert_eq!(l.documents.len(), 1);
+    }
+}
+
+#[test]
 fn not_utf8_and_too_large() {
     let l = load_bytes(
         Source::file("b.yaml"),

@@ -549,6 +549,22 @@ pub fn load_str(source: Source, text: &str, format: Format, opts: &LoadOptions) 
     load_bytes(source, text.as_bytes(), format, opts)
 }
 
+/// The text of a UTF-16 stream that starts with its byte order mark, which
+/// YAML 1.2 (5.2, "Character Encodings") requires a processor to read as
+/// it reads UTF-8 (and JSON text is YAML); `None` for anything else.
+fn from_utf16_with_bom(bytes: &[u8]) -> Option<String> {
+    let unit: fn([u8; 2]) -> u16 = match bytes {
+        [0xFF, 0xFE, ..] => u16::from_le_bytes,
+        [0xFE, 0xFF, ..] => u16::from_be_bytes,
+        _ => return None,
+    };
+    let units: Vec<u16> = bytes[2..]
+        .chunks(2)
+        .map(|c| unit([c[0], *c.get(1).unwrap_or(&0)]))
+        .collect();
+    String::from_utf16(&units).ok()
+}
+
 /// Reads one input, without the duplicate-object check.
 fn load_one(source: Source, bytes: &[u8], format: Format, opts: &LoadOptions) -> Loaded {
     if bytes.len() as u64 > opts.max_file_size {
@@ -559,7 +575,11 @@ fn load_one(source: Source, bytes: &[u8], format: Format, opts: &LoadOptions) ->
             },
         );
     }
-    let text = match std::str::from_utf8(bytes) {
+    let utf16 = from_utf16_with_bom(bytes);
+    let text = match utf16
+        .as_deref()
+        .map_or_else(|| std::str::from_utf8(bytes), Ok)
+    {
         Ok(t) => t,
         Err(e) => {
             let offset = e.valid_up_to();

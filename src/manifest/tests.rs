@@ -230,6 +230,17 @@ fn duplicate_keys_are_errors() {
                 .to_string()
         ]
     );
+    // A key on its mapping's first line is not recorded (its line is the
+    // mapping's); its duplicate further down still names that line.
+    let l =
+        yaml("apiVersion: v1\ndata: {}\nkind: ConfigMap\napiVersion: v1\nmetadata: {name: c}\n");
+    assert_eq!(
+        messages(&l),
+        vec![
+            "t.yaml:4:1: duplicate key \"apiVersion\" (first defined at line 1); remove one of them"
+                .to_string()
+        ]
+    );
     // Keys equal once stringified are duplicates too.
     let l = yaml(&format!("{CM}data: {{1: a, \"1\": b}}\n"));
     assert!(matches!(
@@ -410,6 +421,31 @@ fn empty_inputs() {
         messages(&l)
     );
     assert!(json_in("  \n").errors.is_empty());
+}
+
+#[test]
+fn utf16_with_a_byte_order_mark_is_read_as_text() {
+    // YAML 1.2, 5.2: a processor must read UTF-8 and UTF-16, told apart
+    // by the byte order mark.
+    let text = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n";
+    let le: Vec<u8> = [0xFF, 0xFE]
+        .into_iter()
+        .chain(text.encode_utf16().flat_map(u16::to_le_bytes))
+        .collect();
+    let be: Vec<u8> = [0xFE, 0xFF]
+        .into_iter()
+        .chain(text.encode_utf16().flat_map(u16::to_be_bytes))
+        .collect();
+    for bytes in [le, be] {
+        let l = load_bytes(
+            Source::file("u.yaml"),
+            &bytes,
+            Format::Yaml,
+            &LoadOptions::default(),
+        );
+        assert!(l.errors.is_empty(), "{:?}", l.errors);
+        assert_eq!(l.documents.len(), 1);
+    }
 }
 
 #[test]

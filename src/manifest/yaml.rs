@@ -802,8 +802,12 @@ impl<'l> Builder<'l> {
                         serde_json::map::Entry::Occupied(o) => {
                             let key = o.key().clone();
                             let hash = parent.hash.map(|h| child_key(h, &key));
-                            let first_line =
-                                hash.map_or(parent_line, |h| self.rec.line_of(h, parent_line));
+                            // A key on its mapping's own line is not recorded, so
+                            // what is found may be this duplicate's line.
+                            let first_line = hash
+                                .map(|h| self.rec.line_of(h, parent_line))
+                                .filter(|&l| l != line)
+                                .unwrap_or(parent_line);
                             // Reported at the second key, not at its value.
                             return Err(BuildError {
                                 kind: LoadErrorKind::DuplicateKey {

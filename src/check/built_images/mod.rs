@@ -14,7 +14,9 @@
 //!   or substitutes `newTag` or `latest` with sed, perl or yq in a folder
 //!   or in a `kustomize build`'s output, writes the release's tag before
 //!   the install YAML is built; a development branch keeps `latest` there
-//!   on purpose ([`release`]);
+//!   on purpose ([`release`]); so does a GitHub Actions workflow whose
+//!   steps run such a command or set a manifest's `image` field with a
+//!   YAML-update action ([`ci_workflow`]);
 //! - a release script that renders a chart of the repository with
 //!   `helm template CHART --set …tag=${TAG}` tags the images the chart's
 //!   values name beside that key, whose committed render keeps the
@@ -34,6 +36,7 @@
 //! the object. The same bare image in a rendered install with no such
 //! tooling around it is still `latest`.
 
+mod ci_workflow;
 mod helm_release;
 mod local_load;
 pub(crate) mod release;

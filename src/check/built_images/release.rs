@@ -63,32 +63,41 @@ pub(super) fn images(inputs: &[PathBuf]) -> BTreeSet<String> {
                 continue;
             };
             let dir = script.parent().unwrap_or(&root);
-            for command in set_image_commands(&text) {
-                images.extend(command.images(&root, dir));
-            }
-            for (rewrite, target) in substitutions(&text, &root, dir) {
-                images.extend(rewritten_images(rewrite, &target, &root));
-            }
-            let joined = text.replace("\\\r\n", " ").replace("\\\n", " ");
-            images.extend(super::helm_release::images(
-                &joined,
-                &assignments(&joined),
-                &root,
-                dir,
-            ));
-            for kustomization in retagged_kustomizations(&text) {
-                let at = resolve(&kustomization, &root, dir);
-                for (name, new_name) in at
-                    .and_then(|d| kustomization_images(&d))
-                    .unwrap_or_default()
-                {
-                    images.push(name);
-                    images.extend(new_name);
-                }
-            }
+            images.extend(script_images(&text, &root, dir));
         }
+        images.extend(super::ci_workflow::images(&root));
     }
     images.into_iter().collect()
+}
+
+/// The images one script tags (the three shapes above, and a chart
+/// rendered with `--set …tag=`), its commands run in `dir`.
+pub(super) fn script_images(text: &str, root: &Path, dir: &Path) -> Vec<String> {
+    let mut images = Vec::new();
+    for command in set_image_commands(text) {
+        images.extend(command.images(root, dir));
+    }
+    for (rewrite, target) in substitutions(text, root, dir) {
+        images.extend(rewritten_images(rewrite, &target, root));
+    }
+    let joined = text.replace("\\\r\n", " ").replace("\\\n", " ");
+    images.extend(super::helm_release::images(
+        &joined,
+        &assignments(&joined),
+        root,
+        dir,
+    ));
+    for kustomization in retagged_kustomizations(text) {
+        let at = resolve(&kustomization, root, dir);
+        for (name, new_name) in at
+            .and_then(|d| kustomization_images(&d))
+            .unwrap_or_default()
+        {
+            images.push(name);
+            images.extend(new_name);
+        }
+    }
+    images
 }
 
 /// The repository's `Makefile`s, `*.mk` and `*.sh` files under `dir`.

@@ -78,8 +78,20 @@ mod tests {
     fn answers_as_serde_json_pointer() {
         let mut v = json!({"a/b": {"c~d": [1, {"e": 2}]}, "": {"x": 3}, "l": [0, 1]});
         for p in [
-            "", "/", "/a~1b", "/a~1b/c~0d", "/a~1b/c~0d/1/e", "/a~1b/c~0d/01", "/a~1b/c~0d/+1",
-            "/a~1b/c~0d/2", "//x", "/l/0", "/l/-1", "/missing/x", "a", "/l/1/z",
+            "",
+            "/",
+            "/a~1b",
+            "/a~1b/c~0d",
+            "/a~1b/c~0d/1/e",
+            "/a~1b/c~0d/01",
+            "/a~1b/c~0d/+1",
+            "/a~1b/c~0d/2",
+            "//x",
+            "/l/0",
+            "/l/-1",
+            "/missing/x",
+            "a",
+            "/l/1/z",
         ] {
             assert_eq!(v.at(p), v.pointer(p), "{p}");
             let expected = v.pointer(p).cloned();

@@ -10,8 +10,8 @@
 //! not themselves checked, and carry the annotation
 //! `interlock.dev/produced-by: Kind namespace/name`.
 
-use serde_json::{json, Map, Value as Json};
 use crate::check::json_at::JsonAt;
+use serde_json::{json, Map, Value as Json};
 
 /// The annotation that names the producer of a made object.
 pub const PRODUCED_BY: &str = "interlock.dev/produced-by";
@@ -146,7 +146,9 @@ pub fn secret_references(object: &Json) -> Vec<String> {
 
 /// The list at `v[key]`, or none.
 fn list<'v>(v: &'v Json, key: &str) -> &'v [Json] {
-    v.get(key).and_then(Json::as_array).map_or(&[], Vec::as_slice)
+    v.get(key)
+        .and_then(Json::as_array)
+        .map_or(&[], Vec::as_slice)
 }
 
 /// The kinds that run pods from a template of their own.

@@ -2,6 +2,7 @@
 
 pub mod built_images;
 pub mod by_hand;
+mod json_at;
 pub mod policy_test;
 pub mod producers;
 pub mod render;

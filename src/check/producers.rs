@@ -10,6 +10,7 @@
 //! not themselves checked, and carry the annotation
 //! `interlock.dev/produced-by: Kind namespace/name`.
 
+use crate::check::json_at::JsonAt;
 use serde_json::{json, Map, Value as Json};
 
 /// The annotation that names the producer of a made object.
@@ -18,7 +19,7 @@ pub const PRODUCED_BY: &str = "interlock.dev/produced-by";
 /// What `object` will make: each a minimal object with the fields the
 /// bundled policies read.
 pub fn made_by(object: &Json) -> Vec<Json> {
-    let s = |p: &str| object.pointer(p).and_then(Json::as_str).unwrap_or("");
+    let s = |p: &str| object.at(p).and_then(Json::as_str).unwrap_or("");
     let (api_version, kind, name, ns) = (
         s("/apiVersion"),
         s("/kind"),
@@ -68,7 +69,7 @@ pub fn made_by(object: &Json) -> Vec<Json> {
 /// without a namespace is in `default_ns` (kubectl's, `-n`): kube's kinds
 /// table does not know the custom kind to put it there itself.
 pub fn unshown_in(object: &Json, default_ns: &str) -> Vec<String> {
-    let s = |p: &str| object.pointer(p).and_then(Json::as_str).unwrap_or("");
+    let s = |p: &str| object.at(p).and_then(Json::as_str).unwrap_or("");
     let group = s("/apiVersion").rsplit_once('/').map_or("", |(g, _)| g);
     let places: &[&str] = match (group, s("/kind")) {
         ("helm.toolkit.fluxcd.io", "HelmRelease")
@@ -96,39 +97,31 @@ pub fn unshown_in(object: &Json, default_ns: &str) -> Vec<String> {
 /// every container, init container and ephemeral container, and
 /// `imagePullSecrets`.
 pub fn secret_references(object: &Json) -> Vec<String> {
-    let specs = ["/spec", "/template/spec"]
-        .into_iter()
-        .map(str::to_string)
-        .chain(
-            crate::k8s::pod_template::TEMPLATE_PATHS
-                .iter()
-                .map(|p| format!("{p}/spec")),
-        );
-    let list = |v: &Json, key: &str| -> Vec<Json> {
-        v.get(key)
-            .and_then(Json::as_array)
-            .cloned()
-            .unwrap_or_default()
-    };
+    // Borrowed all the way down: this runs on every object checked.
     let name = |v: Option<&Json>| {
         v.and_then(Json::as_str)
             .filter(|n| !n.is_empty())
             .map(str::to_string)
     };
+    let specs = [object.get("spec"), object.at("/template/spec")]
+        .into_iter()
+        .chain(
+            crate::k8s::pod_template::TEMPLATE_PATHS
+                .iter()
+                .map(|p| object.at(p).and_then(|t| t.get("spec"))),
+        )
+        .flatten();
     let mut out = Vec::new();
-    for pointer in specs {
-        let Some(spec) = object.pointer(&pointer) else {
-            continue;
-        };
+    for spec in specs {
         for v in list(spec, "volumes") {
-            out.extend(name(v.pointer("/secret/secretName")));
+            out.extend(name(v.at("/secret/secretName")));
             for source in v
-                .pointer("/projected/sources")
+                .at("/projected/sources")
                 .and_then(Json::as_array)
                 .into_iter()
                 .flatten()
             {
-                out.extend(name(source.pointer("/secret/name")));
+                out.extend(name(source.at("/secret/name")));
             }
         }
         for p in list(spec, "imagePullSecrets") {
@@ -138,17 +131,24 @@ pub fn secret_references(object: &Json) -> Vec<String> {
             .iter()
             .flat_map(|k| list(spec, k))
         {
-            for e in list(&c, "env") {
-                out.extend(name(e.pointer("/valueFrom/secretKeyRef/name")));
+            for e in list(c, "env") {
+                out.extend(name(e.at("/valueFrom/secretKeyRef/name")));
             }
-            for e in list(&c, "envFrom") {
-                out.extend(name(e.pointer("/secretRef/name")));
+            for e in list(c, "envFrom") {
+                out.extend(name(e.at("/secretRef/name")));
             }
         }
     }
     out.sort();
     out.dedup();
     out
+}
+
+/// The list at `v[key]`, or none.
+fn list<'v>(v: &'v Json, key: &str) -> &'v [Json] {
+    v.get(key)
+        .and_then(Json::as_array)
+        .map_or(&[], Vec::as_slice)
 }
 
 /// The kinds that run pods from a template of their own.
@@ -173,7 +173,7 @@ fn made_by_kind(
     secret: &dyn Fn(&str) -> Json,
     meta: &dyn Fn(&str, Option<Json>) -> Json,
 ) -> Vec<Json> {
-    let s = |p: &str| object.pointer(p).and_then(Json::as_str).unwrap_or("");
+    let s = |p: &str| object.at(p).and_then(Json::as_str).unwrap_or("");
     let ns = s("/metadata/namespace");
     match (group, kind) {
         ("cert-manager.io", "Certificate") => {
@@ -211,11 +211,11 @@ fn made_by_kind(
             ] {
                 labels.insert(k.into(), v.into());
             }
-            if let Some(Json::Object(extra)) = object.pointer("/spec/podMetadata/labels") {
+            if let Some(Json::Object(extra)) = object.at("/spec/podMetadata/labels") {
                 labels.extend(extra.clone());
             }
             let replicas = object
-                .pointer("/spec/replicas")
+                .at("/spec/replicas")
                 .and_then(Json::as_i64)
                 .unwrap_or(1);
             vec![json!({"apiVersion": "apps/v1", "kind": "StatefulSet",
@@ -251,7 +251,7 @@ fn made_by_kind(
             "service.alpha.openshift.io/serving-cert-secret-name",
         ]
         .iter()
-        .filter_map(|a| object.pointer(&format!("/metadata/annotations/{}", a.replace('/', "~1"))))
+        .filter_map(|a| object.at(&format!("/metadata/annotations/{}", a.replace('/', "~1"))))
         .filter_map(Json::as_str)
         .filter(|n| !n.is_empty())
         .map(secret)
@@ -260,18 +260,18 @@ fn made_by_kind(
         // (A StatefulSet is also a workload: see `named_by_flags` below.)
         ("apps", "StatefulSet") => {
             let replicas = object
-                .pointer("/spec/replicas")
+                .at("/spec/replicas")
                 .and_then(Json::as_i64)
                 .unwrap_or(1)
                 .clamp(0, 100);
             let templates = object
-                .pointer("/spec/volumeClaimTemplates")
+                .at("/spec/volumeClaimTemplates")
                 .and_then(Json::as_array)
                 .map(Vec::as_slice)
                 .unwrap_or_default();
             templates
                 .iter()
-                .filter_map(|t| t.pointer("/metadata/name").and_then(Json::as_str))
+                .filter_map(|t| t.at("/metadata/name").and_then(Json::as_str))
                 .flat_map(|t| {
                     (0..replicas).map(move |i| {
                         json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
@@ -323,7 +323,7 @@ fn named_by_flags(object: &Json) -> Vec<(&'static str, String)> {
             .into_iter()
             .flat_map(move |c| {
                 object
-                    .pointer(&format!("{p}/{c}"))
+                    .at(&format!("{p}/{c}"))
                     .and_then(Json::as_array)
                     .map(Vec::as_slice)
                     .unwrap_or_default()
@@ -361,7 +361,10 @@ fn named_by_flags(object: &Json) -> Vec<(&'static str, String)> {
             ) else {
                 continue;
             };
-            if n.to_ascii_uppercase().ends_with("NAME") && is_name(v) {
+            let ends_in_name = n.len() >= 4
+                && n.is_char_boundary(n.len() - 4)
+                && n[n.len() - 4..].eq_ignore_ascii_case("NAME");
+            if ends_in_name && is_name(v) {
                 if let Some(kind) = kind_of(n) {
                     out.push((kind, v.to_string()));
                 }
@@ -417,7 +420,7 @@ fn job_secret_names(job: &Json, name: &str) -> Vec<String> {
         out.push(parts[..n].join("-"));
     }
     let containers = ["containers", "initContainers"].into_iter().flat_map(|c| {
-        job.pointer(&format!("/spec/template/spec/{c}"))
+        job.at(&format!("/spec/template/spec/{c}"))
             .and_then(Json::as_array)
             .map(Vec::as_slice)
             .unwrap_or_default()

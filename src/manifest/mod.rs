@@ -373,7 +373,12 @@ where
         .par_iter()
         .map(|input| {
             let loaded = load_input(input, opts);
-            let ids = loaded.documents.iter().map(Identity::of).collect();
+            // Identities are only for the duplicate check (a string per object).
+            let ids = if opts.reject_duplicate_objects {
+                loaded.documents.iter().map(Identity::of).collect()
+            } else {
+                Vec::new()
+            };
             let items = loaded.documents.into_iter().map(&map).collect();
             (ids, items, loaded.errors, loaded.skipped)
         })
@@ -492,8 +497,11 @@ fn load_input(input: &Input, opts: &LoadOptions) -> Loaded {
                     return l;
                 }
             }
-            match inputs::read_file(path, opts.max_file_size) {
-                Ok(bytes) => load_one(source, &bytes, Format::for_path(path), opts),
+            let format = Format::for_path(path);
+            match inputs::with_file(path, opts.max_file_size, |bytes| {
+                load_one(source.clone(), bytes, format, opts)
+            }) {
+                Ok(loaded) => loaded,
                 Err(kind) => error_only(source, kind),
             }
         }

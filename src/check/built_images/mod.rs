@@ -43,6 +43,7 @@ pub(crate) mod release;
 mod skaffold;
 mod tilt;
 
+use crate::check::json_at::JsonAt;
 use serde_json::Value as Json;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -134,7 +135,7 @@ impl BuiltImages {
     pub fn pin(&self, object: &mut Json) {
         for pointer in pod_spec_pointers(object) {
             let injected = istio_injected(object, &pointer);
-            let Some(spec) = object.pointer_mut(&pointer) else {
+            let Some(spec) = object.at_mut(&pointer) else {
                 continue;
             };
             for list in ["containers", "initContainers", "ephemeralContainers"] {
@@ -180,7 +181,7 @@ fn istio_injected(object: &Json, spec_pointer: &str) -> bool {
         None => return false,
     };
     object
-        .pointer(&format!("{meta}/annotations"))
+        .at(&format!("{meta}/annotations"))
         .and_then(|a| a.get("inject.istio.io/templates"))
         .is_some()
 }

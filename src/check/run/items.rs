@@ -2,6 +2,7 @@
 //! ResourceGroup members it carries expanded.
 
 use super::*;
+use crate::check::json_at::JsonAt;
 
 /// Inventories at least this large are freed on a background thread.
 pub(super) const BACKGROUND_DROP_MIN: usize = 5_000;
@@ -59,7 +60,7 @@ impl Item {
         let mut object = ObjectRef::from_document(&d);
         object.namespace = d
             .value
-            .pointer("/metadata/namespace")
+            .at("/metadata/namespace")
             .and_then(Json::as_str)
             .map(str::to_string);
         let request = opts.request(&d.value, user);
@@ -118,7 +119,7 @@ impl Item {
                 drop_nulls(&mut template);
                 let mut object = ObjectRef::from_document(d);
                 object.namespace = template
-                    .pointer("/metadata/namespace")
+                    .at("/metadata/namespace")
                     .and_then(Json::as_str)
                     .map(str::to_string);
                 let json = serde_json::to_vec(&template).unwrap_or_default();
@@ -179,50 +180,82 @@ pub(super) fn expanded_items(
 /// refuses the object, and a policy that reads them as strings fails. Most
 /// are YAML 1.1 booleans (`app: y`) and numbers (`version: 2`) left unquoted.
 pub(super) fn non_string_metadata(d: &Document) -> Vec<InputError> {
-    pub(super) fn walk(v: &Json, at: &str, d: &Document, out: &mut Vec<InputError>) {
-        match v {
-            Json::Object(map) => {
-                for (k, child) in map {
-                    let here = format!("{at}/{}", k.replace('~', "~0").replace('/', "~1"));
-                    if k == "metadata" {
-                        for field in ["labels", "annotations"] {
-                            let Some(Json::Object(m)) = child.get(field) else {
-                                continue;
-                            };
-                            for (key, value) in
-                                m.iter().filter(|(_, v)| v.is_boolean() || v.is_number())
-                            {
-                                let pointer = format!(
-                                    "{here}/{field}/{}",
-                                    key.replace('~', "~0").replace('/', "~1")
-                                );
-                                out.push(InputError {
-                                    file: d.source.to_string(),
-                                    line: d.line_of_pointer(&pointer).or(Some(d.line)),
-                                    column: None,
-                                    message: format!(
-                                        "{}: {field} value {key}: {value} is a {}, not a string (YAML 1.1 reads y, yes, on, true, n, no, off, false and unquoted numbers so); kube-apiserver refuses the object: quote the value as written ({key}: \"...\")",
-                                        d.display_name(),
-                                        if value.is_boolean() { "boolean" } else { "number" },
-                                    ),
-                                });
-                            }
-                        }
-                    }
-                    walk(child, &here, d, out);
-                }
-            }
-            Json::Array(items) => {
-                for (i, item) in items.iter().enumerate() {
-                    walk(item, &format!("{at}/{i}"), d, out);
-                }
-            }
-            _ => {}
+    let mut out = Vec::new();
+    // The path is kept as segments and made a pointer only for a value
+    // reported (the walk visits every node of every object).
+    walk_metadata(&d.value, &mut Vec::new(), d, &mut out);
+    out
+}
+
+/// One step of a JSON pointer.
+enum Step<'v> {
+    Key(&'v str),
+    Index(usize),
+}
+
+/// RFC 6901: `/` then the step, `~` and `/` escaped.
+fn pointer(steps: &[Step<'_>]) -> String {
+    let mut p = String::new();
+    for s in steps {
+        p.push('/');
+        match s {
+            Step::Key(k) => p.push_str(&k.replace('~', "~0").replace('/', "~1")),
+            Step::Index(i) => p.push_str(&i.to_string()),
         }
     }
-    let mut out = Vec::new();
-    walk(&d.value, "", d, &mut out);
-    out
+    p
+}
+
+fn walk_metadata<'v>(v: &'v Json, at: &mut Vec<Step<'v>>, d: &Document, out: &mut Vec<InputError>) {
+    match v {
+        Json::Object(map) => {
+            for (k, child) in map {
+                at.push(Step::Key(k));
+                if k == "metadata" {
+                    non_string_values(child, at, d, out);
+                }
+                walk_metadata(child, at, d, out);
+                at.pop();
+            }
+        }
+        Json::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                at.push(Step::Index(i));
+                walk_metadata(item, at, d, out);
+                at.pop();
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The boolean and number values of `metadata`'s labels and annotations.
+fn non_string_values<'v>(
+    metadata: &'v Json,
+    at: &mut Vec<Step<'v>>,
+    d: &Document,
+    out: &mut Vec<InputError>,
+) {
+    for field in ["labels", "annotations"] {
+        let Some(Json::Object(m)) = metadata.get(field) else {
+            continue;
+        };
+        for (key, value) in m.iter().filter(|(_, v)| v.is_boolean() || v.is_number()) {
+            at.extend([Step::Key(field), Step::Key(key)]);
+            let pointer = pointer(at);
+            at.truncate(at.len() - 2);
+            out.push(InputError {
+                file: d.source.to_string(),
+                line: d.line_of_pointer(&pointer).or(Some(d.line)),
+                column: None,
+                message: format!(
+                    "{}: {field} value {key}: {value} is a {}, not a string (YAML 1.1 reads y, yes, on, true, n, no, off, false and unquoted numbers so); kube-apiserver refuses the object: quote the value as written ({key}: \"...\")",
+                    d.display_name(),
+                    if value.is_boolean() { "boolean" } else { "number" },
+                ),
+            });
+        }
+    }
 }
 
 pub(super) fn group_finding(

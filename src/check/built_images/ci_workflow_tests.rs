@@ -1,18 +1,7 @@
 use super::*;
+use crate::check::built_images::release::tests::repo_with;
 use crate::check::built_images::{Builder, BuiltImages};
 use serde_json::json;
-
-/// A repository with a `.git` and the files given (path, text).
-fn repo_with(files: &[(&str, &str)]) -> tempfile::TempDir {
-    let repo = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(repo.path().join(".git")).unwrap();
-    for (path, text) in files {
-        let p = repo.path().join(path);
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(p, text).unwrap();
-    }
-    repo
-}
 
 const DEPLOYMENT: &str = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: ui}\nspec:\n  template:\n    spec:\n      containers:\n      - name: ui\n        image: ghcr.io/org/ui:latest\n      - name: proxy\n        image: ghcr.io/org/proxy:latest\n";
 

@@ -677,4 +677,4 @@ fn kustomization_images(dir: &Path) -> Option<Vec<(String, Option<String>)>> {
 
 #[cfg(test)]
 #[path = "release_tests.rs"]
-mod tests;
+pub(super) mod tests;

@@ -88,7 +88,7 @@ fn a_script_that_rewrites_new_tag_retags_the_kustomization_it_names() {
 }
 
 /// A repository with a `.git` and the files given (path, text).
-fn repo_with(files: &[(&str, &str)]) -> tempfile::TempDir {
+pub(in crate::check::built_images) fn repo_with(files: &[(&str, &str)]) -> tempfile::TempDir {
     let repo = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(repo.path().join(".git")).unwrap();
     for (path, text) in files {

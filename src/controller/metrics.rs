@@ -1,5 +1,6 @@
 //! The controller's Prometheus metrics, served by the admin endpoint.
 
+use crate::k8s::kind::NamespacedName;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
@@ -21,8 +22,8 @@ pub struct Metrics {
     in_flight: Gauge,
     failing: Gauge,
     drifted: Gauge,
-    /// Drifted members per group (namespace, name), summed into `drifted`.
-    drifted_by_group: Arc<Mutex<HashMap<(String, String), usize>>>,
+    /// Drifted members per group, summed into `drifted`.
+    drifted_by_group: Arc<Mutex<HashMap<NamespacedName, usize>>>,
 }
 
 impl Default for Metrics {
@@ -140,7 +141,7 @@ impl Metrics {
             .drifted_by_group
             .lock()
             .unwrap_or_else(|p| p.into_inner());
-        let key = (namespace.to_string(), name.to_string());
+        let key = NamespacedName::new(namespace, name);
         if n == 0 {
             by_group.remove(&key);
         } else {

@@ -45,6 +45,13 @@ fn describe_io(e: &std::io::Error) -> String {
 /// and whole directories, whether named or found; directories named one of
 /// `skip_found_dirs` are left out when found, not when named; files in
 /// `claimed` (canonical paths) are left out, named or found.
+///
+/// Not `walkdir` (used where a plain walk will do: the policy reload's
+/// fingerprint, `interlock test`'s discovery): walkdir detects a symlink
+/// loop as an error, while a tree that reaches one folder by two links
+/// (common in kustomize layouts that share a base) must read it once and
+/// quietly, and every unreadable entry must become a [`LoadError`] naming
+/// its path beside the files that could be read.
 pub(crate) fn discover<P: AsRef<Path>>(
     inputs: &[P],
     exclude: &[String],
@@ -256,21 +263,42 @@ pub(crate) fn excluded(path: &Path, patterns: &[String]) -> bool {
 }
 
 /// Glob matching on bytes: `*` (not `/`), `**` (anything), `?` (one byte,
-/// not `/`).
+/// not `/`). Hand-written rather than `globset`: the contract above
+/// (segment patterns, leading folders, `[`, `{` and `\` as plain bytes)
+/// is what users' scripts pass, and globset gives those characters other
+/// meanings. Each (pattern, text) position is tried once, so a pattern of
+/// many stars costs at most pattern x text steps, never an exponential
+/// backtrack.
 fn glob(p: &[u8], s: &[u8]) -> bool {
-    match p {
-        [] => s.is_empty(),
-        [b'*', b'*', rest @ ..] => {
-            let rest = rest.strip_prefix(b"/").unwrap_or(rest);
-            (0..=s.len()).any(|i| glob(rest, &s[i..]))
-        }
-        [b'*', rest @ ..] => {
-            let stop = s.iter().position(|&c| c == b'/').unwrap_or(s.len());
-            (0..=stop).any(|i| glob(rest, &s[i..]))
-        }
-        [b'?', rest @ ..] => matches!(s, [c, ..] if *c != b'/') && glob(rest, &s[1..]),
-        [c, rest @ ..] => s.first() == Some(c) && glob(rest, &s[1..]),
+    let mut failed = vec![false; (p.len() + 1) * (s.len() + 1)];
+    glob_from(p, s, 0, 0, &mut failed)
+}
+
+fn glob_from(p: &[u8], s: &[u8], pi: usize, si: usize, failed: &mut [bool]) -> bool {
+    let state = pi * (s.len() + 1) + si;
+    if failed[state] {
+        return false;
     }
+    let (pat, text) = (&p[pi..], &s[si..]);
+    let matched = match pat {
+        [] => text.is_empty(),
+        [b'*', b'*', rest @ ..] => {
+            let skip = if rest.starts_with(b"/") { 3 } else { 2 };
+            (si..=s.len()).any(|i| glob_from(p, s, pi + skip, i, failed))
+        }
+        [b'*', ..] => {
+            let stop = text.iter().position(|&c| c == b'/').unwrap_or(text.len());
+            (si..=si + stop).any(|i| glob_from(p, s, pi + 1, i, failed))
+        }
+        [b'?', ..] => {
+            matches!(text, [c, ..] if *c != b'/') && glob_from(p, s, pi + 1, si + 1, failed)
+        }
+        [c, ..] => text.first() == Some(c) && glob_from(p, s, pi + 1, si + 1, failed),
+    };
+    if !matched {
+        failed[state] = true;
+    }
+    matched
 }
 
 #[cfg(test)]
@@ -280,6 +308,17 @@ mod glob_tests {
 
     fn ex(path: &str, pattern: &str) -> bool {
         excluded(Path::new(path), &[pattern.to_string()])
+    }
+
+    /// A star per byte against a text it almost matches: exponential by
+    /// backtracking (2^40 tries), a few thousand steps with each position
+    /// tried once. A hang would stop the test run, not fail an assertion.
+    #[test]
+    fn many_stars_do_not_backtrack_exponentially() {
+        let text = format!("{}.yaml", "a".repeat(40));
+        let pattern = format!("{}b", "*a".repeat(40));
+        assert!(!ex(&text, &pattern));
+        assert!(ex(&text, &format!("{}.yaml", "*a".repeat(40))));
     }
 
     #[test]

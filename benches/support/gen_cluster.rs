@@ -29,7 +29,10 @@ pub struct Generated {
 /// Applications per namespace.
 const APPS_PER_NAMESPACE: usize = 10;
 
-/// xorshift64*: small, deterministic, good enough for picking names.
+/// xorshift64*: small, deterministic, good enough for picking names. Not the
+/// tests' shared generator (tests/support/rng.rs, plain xorshift64): its
+/// sequence is the benches' input, and every figure in docs/PERFORMANCE.md
+/// was measured on the clusters this exact sequence generates.
 struct Rng(u64);
 
 impl Rng {

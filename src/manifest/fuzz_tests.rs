@@ -2,22 +2,11 @@
 
 use super::*;
 
-/// A small deterministic pseudo-random generator (xorshift64*).
-struct Rng(u64);
+// The shared test generator: a failure reproduces from its seed.
+use crate::test_rng::Rng;
 
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
-        items[self.below(items.len())]
-    }
+fn pick<'a>(rng: &mut Rng, items: &[&'a str]) -> &'a str {
+    items[rng.below(items.len())]
 }
 
 const SCALARS: &[&str] = &[
@@ -97,7 +86,7 @@ fn random_yaml(rng: &mut Rng, depth: usize, indent: usize, out: &mut String) {
         let lead = if seq {
             format!("{pad}- ")
         } else {
-            format!("{pad}{}:", rng.pick(KEYS))
+            format!("{pad}{}:", pick(rng, KEYS))
         };
         match rng.below(6) {
             0 | 1 if depth > 0 => {
@@ -105,8 +94,8 @@ fn random_yaml(rng: &mut Rng, depth: usize, indent: usize, out: &mut String) {
                     // Compact mapping in a sequence item.
                     out.push_str(&format!(
                         "{lead}{}: {}\n",
-                        rng.pick(KEYS),
-                        rng.pick(SCALARS)
+                        pick(rng, KEYS),
+                        pick(rng, SCALARS)
                     ));
                     random_yaml(rng, depth - 1, indent + 2, out);
                 } else {
@@ -117,12 +106,12 @@ fn random_yaml(rng: &mut Rng, depth: usize, indent: usize, out: &mut String) {
                 }
             }
             2 => {
-                let chomp = rng.pick(&["|", "|-", "|+", ">", "|2"]);
+                let chomp = pick(rng, &["|", "|-", "|+", ">", "|2"]);
                 let sep = if seq { "" } else { " " };
                 out.push_str(&format!("{lead}{sep}{chomp}\n"));
                 for _ in 0..rng.below(4) {
                     let extra = " ".repeat(rng.below(3));
-                    let text = rng.pick(SCALARS);
+                    let text = pick(rng, SCALARS);
                     if rng.below(5) == 0 {
                         out.push('\n');
                     }
@@ -131,7 +120,7 @@ fn random_yaml(rng: &mut Rng, depth: usize, indent: usize, out: &mut String) {
             }
             _ => {
                 let sep = if seq { "" } else { " " };
-                let mut v = rng.pick(SCALARS).to_string();
+                let mut v = pick(rng, SCALARS).to_string();
                 if rng.below(8) == 0 {
                     v.push_str(" # trailing");
                 }

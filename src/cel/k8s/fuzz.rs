@@ -8,35 +8,22 @@ use super::regex::{compile, find, find_all};
 use super::semver::Semver;
 use super::url::Url;
 
-/// xorshift64*: deterministic, no dependency.
-struct Rng(u64);
+// The shared test generator: a failure reproduces from its seed.
+use crate::test_rng::Rng;
 
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-
-    /// Up to `max_len` characters, mostly from `alphabet`.
-    fn string(&mut self, alphabet: &[char], max_len: usize) -> String {
-        const EXTRA: [char; 8] = ['\0', '\n', ' ', 'é', '\u{10ffff}', '\u{fffd}', '%', '\\'];
-        let len = self.below(max_len + 1);
-        (0..len)
-            .map(|_| {
-                if self.below(10) == 0 {
-                    EXTRA[self.below(EXTRA.len())]
-                } else {
-                    alphabet[self.below(alphabet.len())]
-                }
-            })
-            .collect()
-    }
+/// Up to `max_len` characters, mostly from `alphabet`.
+fn string(rng: &mut Rng, alphabet: &[char], max_len: usize) -> String {
+    const EXTRA: [char; 8] = ['\0', '\n', ' ', 'é', '\u{10ffff}', '\u{fffd}', '%', '\\'];
+    let len = rng.below(max_len + 1);
+    (0..len)
+        .map(|_| {
+            if rng.below(10) == 0 {
+                EXTRA[rng.below(EXTRA.len())]
+            } else {
+                alphabet[rng.below(alphabet.len())]
+            }
+        })
+        .collect()
 }
 
 fn chars(s: &str) -> Vec<char> {
@@ -51,7 +38,7 @@ fn quantity_never_panics() {
     let alphabet = chars("0123456789.+-eEinumkKMGTP0000");
     let mut last = Quantity::from_i64(1);
     for _ in 0..ROUNDS {
-        let s = rng.string(&alphabet, 24);
+        let s = string(&mut rng, &alphabet, 24);
         let Ok(q) = Quantity::parse(&s) else { continue };
         let _ = (
             q.to_string(),
@@ -71,7 +58,7 @@ fn semver_never_panics() {
     let alphabet = chars("0123456789.-+vabcxyz");
     let first = Semver::parse("1.0.0").ok();
     for _ in 0..ROUNDS {
-        let s = rng.string(&alphabet, 20);
+        let s = string(&mut rng, &alphabet, 20);
         for normalize in [false, true] {
             if let (Ok(v), Some(w)) = (Semver::parse_with(&s, normalize), &first) {
                 let _ = (v.to_string(), v.compare_to(w), v.major_i64());
@@ -86,7 +73,7 @@ fn net_never_panics() {
     let alphabet = chars("0123456789abcdefABCDEF:.%/::..");
     let any = Cidr::parse("::/0").ok();
     for _ in 0..ROUNDS {
-        let s = rng.string(&alphabet, 45);
+        let s = string(&mut rng, &alphabet, 45);
         if let Ok(ip) = Ip::parse(&s) {
             let _ = (ip.to_string(), ip.is_global_unicast(), ip.is_loopback());
         }
@@ -110,7 +97,7 @@ fn url_never_panics() {
     let mut rng = Rng(13);
     let alphabet = chars("htps:/?#[]@%25&=+;:abc.123-_~!*'(),");
     for _ in 0..ROUNDS {
-        let s = rng.string(&alphabet, 40);
+        let s = string(&mut rng, &alphabet, 40);
         if let Ok(u) = Url::parse(&s) {
             let _ = (u.host(), u.hostname(), u.port(), u.escaped_path());
             let _ = (u.query(), u.to_string(), u == u.clone());
@@ -123,7 +110,7 @@ fn format_never_panics() {
     let mut rng = Rng(17);
     let alphabet = chars("abcXYZ019-._/:T+ZAE=");
     for _ in 0..ROUNDS {
-        let s = rng.string(&alphabet, 70);
+        let s = string(&mut rng, &alphabet, 70);
         for f in NamedFormat::ALL {
             let _ = f.validate(&s);
         }
@@ -136,7 +123,7 @@ fn regex_never_panics() {
     let alphabet = chars("ab()[]{}|*+?.^$\\-:,0123dDwWsSpPxQEbBAz<>PiU");
     let mut compiled = 0;
     for _ in 0..ROUNDS {
-        let s = rng.string(&alphabet, 16);
+        let s = string(&mut rng, &alphabet, 16);
         if let Ok(re) = compile(&s) {
             compiled += 1;
             let _ = (find(&re, "ab{1}[x]-0 é"), find_all(&re, "aab\nbb ab", 3));

@@ -2,6 +2,8 @@
 //! `String` of every segment (to undo `~1` and `~0`), and `check` reads a
 //! dozen fixed pointers of every object it loads.
 
+use std::borrow::Cow;
+
 use serde_json::Value as Json;
 
 /// [`Json::pointer`] and [`Json::pointer_mut`], with the same answers.
@@ -12,37 +14,32 @@ pub(crate) trait JsonAt {
 
 impl JsonAt for Json {
     fn at(&self, pointer: &str) -> Option<&Json> {
-        if pointer.is_empty() {
-            return Some(self);
-        }
-        pointer
-            .strip_prefix('/')?
-            .split('/')
-            .try_fold(self, |v, segment| match unescape(segment) {
-                Some(owned) => step(v, &owned),
-                None => step(v, segment),
-            })
+        segments(pointer)?.try_fold(self, |v, segment| step(v, &segment))
     }
 
     fn at_mut(&mut self, pointer: &str) -> Option<&mut Json> {
-        if pointer.is_empty() {
-            return Some(self);
-        }
-        pointer
-            .strip_prefix('/')?
-            .split('/')
-            .try_fold(self, |v, segment| match unescape(segment) {
-                Some(owned) => step_mut(v, &owned),
-                None => step_mut(v, segment),
-            })
+        segments(pointer)?.try_fold(self, |v, segment| step_mut(v, &segment))
     }
 }
 
-/// The segment with `~1` and `~0` undone, when it has any (RFC 6901).
-fn unescape(segment: &str) -> Option<String> {
-    segment
-        .contains('~')
-        .then(|| segment.replace("~1", "/").replace("~0", "~"))
+/// The pointer's reference tokens, unescaped; `None` when it is not a
+/// pointer at all (non-empty without a leading `/`).
+fn segments(pointer: &str) -> Option<impl Iterator<Item = Cow<'_, str>>> {
+    let tokens = match pointer {
+        "" => None,
+        p => Some(p.strip_prefix('/')?.split('/')),
+    };
+    Some(tokens.into_iter().flatten().map(unescape))
+}
+
+/// The segment with `~1` and `~0` undone (RFC 6901), borrowed when it has
+/// none.
+fn unescape(segment: &str) -> Cow<'_, str> {
+    if segment.contains('~') {
+        Cow::Owned(segment.replace("~1", "/").replace("~0", "~"))
+    } else {
+        Cow::Borrowed(segment)
+    }
 }
 
 fn step<'v>(v: &'v Json, segment: &str) -> Option<&'v Json> {

@@ -8,7 +8,7 @@ use crate::inventory::{Inventory, ObjectKey, Prepared, Source};
 use crate::k8s::openapi::{self, Schemas};
 use crate::k8s::pod_template;
 use crate::manifest::{self, Document, LoadOptions};
-use crate::policy::{self, PolicyKind, PolicySet, Request, RequestShape};
+use crate::policy::{self, Action, PolicyKind, PolicySet, Request, RequestShape};
 use crate::report::{
     Evaluated, Finding, InputError, ObjectRef, RelatedObject, Report, SourceLocation,
 };
@@ -19,11 +19,13 @@ use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Mutex;
 
+mod alternatives;
 mod evaluate;
 mod items;
 mod mutations;
 mod render;
 
+use alternatives::Alternatives;
 use evaluate::*;
 pub(super) use items::default_namespace;
 use items::*;
@@ -316,7 +318,7 @@ pub fn run(opts: &CheckOptions) -> Report {
     let mut load = opts.load_options();
     let mut stand_ins = super::stand_in::StandIns::default();
     let mut rendered = render_kustomizations(opts, &mut load, &mut report, &mut stand_ins);
-    rendered.extend(render_charts(opts, &mut load, &mut report));
+    rendered.extend(render_charts(opts, &mut load, &mut report, &mut stand_ins));
     let opts = &CheckOptions {
         stand_ins,
         ..opts.clone()

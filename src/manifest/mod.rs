@@ -619,6 +619,11 @@ fn load_one(source: Source, bytes: &[u8], format: Format, opts: &LoadOptions) ->
     {
         return skipped(source, SkipReason::NotObjects);
     }
+    // Nor is a file that does not parse and whose name says it is a
+    // template (`role.tmpl.yaml`, `app.yaml.j2`): a tool renders it first.
+    if opts.skip_non_objects && !parsed.errors.is_empty() && skip::template_name(&source) {
+        return skipped(source, SkipReason::Template);
+    }
     if opts.skip_non_objects && parsed.errors.is_empty() {
         if let Some(reason) = skip::by_content(&parsed.docs) {
             return skipped(source, reason);

@@ -32,6 +32,9 @@ pub enum SkipReason {
     /// Documents without `apiVersion`, `kind` and `metadata`: data (a
     /// dashboard, a configuration file, a JSON fixture).
     NotObjects,
+    /// A template by its name (`.tmpl`, `.tpl`, `.gotmpl`, `.j2`, `.ftl`)
+    /// that does not parse as YAML: not manifests until a tool renders it.
+    Template,
     /// Documents with `apiVersion` and `kind` but no `metadata`: a tool's
     /// configuration shaped like an object (a generator's input, an
     /// istioctl profile, a component configuration that a
@@ -47,6 +50,7 @@ impl fmt::Display for SkipReason {
             SkipReason::Helm => "Helm chart",
             SkipReason::Skaffold => "Skaffold configuration",
             SkipReason::NotObjects => "no Kubernetes objects",
+            SkipReason::Template => "a template, not YAML until rendered",
             SkipReason::Configuration => "configuration without a name (not an object)",
         })
     }
@@ -189,6 +193,24 @@ pub(crate) fn is_configuration(v: &Value) -> bool {
 
 /// Known by what its documents hold: every document is a tool's
 /// configuration, or none is shaped like an object.
+/// Whether a file's name marks it as a template: one of its dot-separated
+/// parts is a template engine's extension (`role.tmpl.yaml`,
+/// `deploy.yaml.tpl`, `app.j2.yml`, `values.gotmpl`, FreeMarker's `.ftl`).
+pub(crate) fn template_name(source: &super::Source) -> bool {
+    let super::Source::File(path) = source else {
+        return false;
+    };
+    let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+        return false;
+    };
+    name.split('.').skip(1).any(|part| {
+        matches!(
+            part.to_ascii_lowercase().as_str(),
+            "tmpl" | "tpl" | "gotmpl" | "template" | "j2" | "jinja" | "jinja2" | "ftl"
+        )
+    })
+}
+
 pub(crate) fn by_content(docs: &[RawDoc]) -> Option<SkipReason> {
     let docs: Vec<&Value> = docs.iter().filter(|d| !d.empty).map(|d| &d.value).collect();
     if docs.is_empty() {
@@ -223,9 +245,12 @@ fn of_document(v: &Value) -> Option<SkipReason> {
     {
         return Some(SkipReason::Helm);
     }
+    // An outline with the keys but no values (`apiVersion:` and `kind:`
+    // left empty, as a tutorial shows the shape of every object) holds no
+    // object either.
     let object_like = ["apiVersion", "kind", "metadata"]
         .iter()
-        .any(|f| map.contains_key(*f));
+        .any(|f| map.get(*f).is_some_and(|v| !v.is_null()));
     (!object_like).then_some(SkipReason::NotObjects)
 }
 

@@ -68,6 +68,12 @@ fn kustomize_patches_by_their_kustomization() {
 fn data_and_tool_configurations_by_content() {
     assert_eq!(content("a: 1\nb: [2]\n"), Some(SkipReason::NotObjects));
     assert_eq!(content("[1, 2]"), Some(SkipReason::NotObjects));
+    // An outline of an object's keys, every value left empty.
+    assert_eq!(
+        content("apiVersion: \nkind: \nmetadata:\n\nspec:\n"),
+        Some(SkipReason::NotObjects)
+    );
+    assert_eq!(content("apiVersion: v1\nkind:\n"), None);
     assert_eq!(
         content("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [a.yaml]\n"),
         Some(SkipReason::Kustomize)
@@ -94,4 +100,15 @@ fn anything_shaped_like_an_object_is_read() {
         None
     );
     assert_eq!(content(""), None);
+}
+
+#[test]
+fn template_names_are_a_part_of_the_name() {
+    let t = |n: &str| template_name(&crate::manifest::Source::file(n));
+    assert!(t("charts/templates/role.tmpl.yaml"));
+    assert!(t("deploy.yaml.j2"));
+    assert!(t("cm.ftl.yaml"));
+    assert!(!t("templates/role.yaml"));
+    assert!(!t("tmpl/role.yaml"));
+    assert!(!t("template.yaml"));
 }

@@ -823,6 +823,19 @@ fn unparseable_files_that_name_no_kind_are_not_manifests() {
         &opts,
     );
     assert_eq!(l.errors.len(), 1, "{:?}", l.errors);
+    // A Go template named as one is not YAML until rendered; the same
+    // text under a manifest's name stays an error.
+    let template = "{{- if .Values.rbac }}\napiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata: {name: {{ .Name }}}\n{{- end }}\n";
+    let l = load_str(
+        Source::file("t/role.tmpl.yaml"),
+        template,
+        Format::Yaml,
+        &opts,
+    );
+    assert!(l.errors.is_empty(), "{:?}", l.errors);
+    assert_eq!(l.skipped.map(|s| s.reason), Some(SkipReason::Template));
+    let l = load_str(Source::file("t/role.yaml"), template, Format::Yaml, &opts);
+    assert!(!l.errors.is_empty());
 }
 
 #[path = "fuzz_tests.rs"]

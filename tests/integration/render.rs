@@ -448,6 +448,14 @@ fn without_helm_a_chart_is_skipped_with_a_notice_and_one_that_needs_values_too()
         "charts/web/templates/ingress.yaml",
         "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {name: web}\nspec:\n  rules: [{host: {{ required \"ingress.host is required\" .Values.host }}}]\n",
     );
+    let notices = notices_beside_a_plain_file(d);
+    assert!(notices.contains("ingress.host is required"), "{notices}");
+    assert!(notices.contains("--values FILE"), "{notices}");
+}
+
+/// Adds a plain manifest beside the charts and checks with helm: exit 0
+/// (a chart that does not render is a notice); the notices, as text.
+fn notices_beside_a_plain_file(d: &Path) -> String {
     write(
         d,
         "plain/cm.yaml",
@@ -456,9 +464,7 @@ fn without_helm_a_chart_is_skipped_with_a_notice_and_one_that_needs_values_too()
     let out = check_in(d, &path_with_helm(), &["-o", "json", "."], None);
     let report = json(&out);
     assert_eq!(out.status.code(), Some(0), "{report}");
-    let notices = report["notices"].to_string();
-    assert!(notices.contains("ingress.host is required"), "{notices}");
-    assert!(notices.contains("--values FILE"), "{notices}");
+    report["notices"].to_string()
 }
 
 /// Two top-level kustomizations of one install (its Deployment mode and
@@ -527,4 +533,111 @@ fn conflicts_between_alternative_renders_are_notices_not_findings() {
         ports.iter().any(|f| f.contains("Service app/monitor")),
         "{ports:#?}"
     );
+}
+
+/// kubebuilder's scaffold: `config/default` lists its optional parts
+/// (`../webhook`, `../certmanager`) in commented-out lines; built alone
+/// they fail (controller-gen's `manifests.yaml` is not committed). Such a
+/// part is a notice; the same folder that nothing names, not even in a
+/// comment, is broken input.
+#[test]
+fn a_scaffold_part_left_commented_out_is_a_notice_not_an_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    write(
+        d,
+        "config/default/kustomization.yaml",
+        "namespace: system\nresources:\n- ../manager\n# [WEBHOOK] uncomment to enable the webhook\n#- ../webhook\n",
+    );
+    write(
+        d,
+        "config/manager/kustomization.yaml",
+        "resources: [cm.yaml]\n",
+    );
+    write(
+        d,
+        "config/manager/cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: manager-config}\n",
+    );
+    write(
+        d,
+        "config/webhook/kustomization.yaml",
+        "resources: [manifests.yaml, service.yaml]\n",
+    );
+    write(
+        d,
+        "config/webhook/service.yaml",
+        "apiVersion: v1\nkind: Service\nmetadata: {name: webhook-service}\nspec:\n  ports: [{port: 443}]\n",
+    );
+    let out = check_in(d, &path_with_kubectl(), &["-o", "json", "config"], None);
+    let report = json(&out);
+    assert_eq!(out.status.code(), Some(0), "{report}");
+    assert_eq!(report["summary"]["objects"], 1, "{report}");
+    let notices = report["notices"].to_string();
+    assert!(
+        notices
+            .contains("config/default/kustomization.yaml:5 lists it only in a commented-out entry"),
+        "{notices}"
+    );
+
+    // Uncommented nowhere and named nowhere: really broken.
+    write(
+        d,
+        "config/default/kustomization.yaml",
+        "namespace: system\nresources:\n- ../manager\n",
+    );
+    let out = check_in(d, &path_with_kubectl(), &["-o", "json", "config"], None);
+    assert_eq!(out.status.code(), Some(2), "{}", json(&out));
+}
+
+/// A chart whose `Chart.yaml` names a dependency its `charts/` folder
+/// lacks: helm refuses it (`helm dependency build` would fetch it). Its
+/// own objects are checked without the dependency, with a notice naming
+/// the fix; a reference the dependency may satisfy is not reported. When
+/// its templates use the dependency it cannot render at all: a notice.
+#[test]
+fn a_chart_without_its_dependencies_is_checked_without_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    write(
+        d,
+        "shop/Chart.yaml",
+        "apiVersion: v2\nname: shop\nversion: 1.0.0\ndependencies:\n- name: redis\n  version: 1.0.0\n  repository: https://charts.example.com\n",
+    );
+    write(
+        d,
+        "shop/templates/app.yaml",
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: shop}\nspec:\n  selector: {matchLabels: {app: shop}}\n  template:\n    metadata: {labels: {app: shop}}\n    spec:\n      containers:\n      - name: shop\n        image: shop:latest\n        envFrom: [{configMapRef: {name: redis-config}}]\n        resources: {limits: {memory: 1Gi}, requests: {cpu: 1}}\n",
+    );
+    let out = check_in(d, &path_with_helm(), &["-o", "json", "."], None);
+    let report = json(&out);
+    assert_eq!(out.status.code(), Some(1), "{report}");
+    assert_eq!(report["summary"]["errors"], 0, "{report}");
+    let found = findings(&report);
+    assert!(
+        found
+            .iter()
+            .any(|f| f.starts_with("disallow-latest-tag Deny Deployment default/shop")),
+        "{found:?}"
+    );
+    assert!(
+        found.iter().all(|f| !f.starts_with("pod-references-exist")),
+        "{found:?}"
+    );
+    let notices = report["notices"].to_string();
+    assert!(
+        notices.contains("rendered without its dependencies redis"),
+        "{notices}"
+    );
+    assert!(notices.contains("helm dependency build"), "{notices}");
+
+    // A template that needs the dependency: nothing renders.
+    write(
+        d,
+        "shop/templates/cache.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: {{ include \"redis.fullname\" . }}}\n",
+    );
+    let notices = notices_beside_a_plain_file(d);
+    assert!(notices.contains("are not vendored"), "{notices}");
+    assert!(notices.contains("helm dependency build"), "{notices}");
 }

@@ -85,35 +85,71 @@ fn render(
     namespace: Option<&str>,
     opts: &LoadOptions,
 ) -> Rendered {
-    let chart_file = root.join("Chart.yaml");
     let notice = |message: String| InputError {
-        file: chart_file.display().to_string(),
+        file: root.join("Chart.yaml").display().to_string(),
         line: None,
         column: None,
         message,
     };
-    let release = release_name(root);
+    let output = match template(helm, root, root, values, namespace, opts) {
+        Ok(o) => o,
+        Err(e) => return Rendered::Failed(notice(format!("helm template: {e}"))),
+    };
+    if output.success {
+        return match documents(root, &output.stdout, opts) {
+            Ok(docs) => Rendered::Objects(docs),
+            Err(e) => Rendered::Failed(notice(e)),
+        };
+    }
+    // A chart that needs values, or dependencies that `helm dependency
+    // build` would fetch, is well-formed: say what it needs.
+    let reason = helm_reason(&output.stderr);
+    let Some(missing) = missing_dependencies(&reason) else {
+        return Rendered::NotHere(notice(format!(
+            "not rendered: helm template failed: {reason}; give the values it needs with --values FILE, or check `helm template` output with `interlock check -`"
+        )));
+    };
+    let build = format!("`helm dependency build {}`", root.display());
+    match without_dependencies(helm, root, &missing, values, namespace, opts) {
+        Some(docs) => Rendered::Without {
+            notice: notice(format!(
+                "rendered without its dependencies {}, which Chart.yaml names and charts/ lacks ({build} vendors them): the chart's own objects are checked, not the dependencies', and a reference they may satisfy is not reported",
+                missing.join(", ")
+            )),
+            docs,
+            missing,
+        },
+        None => Rendered::NotHere(notice(format!(
+            "not rendered: its dependencies {} are not vendored (Chart.yaml names them, charts/ lacks them), and it does not render without them: run {build}, then check it again",
+            missing.join(", ")
+        ))),
+    }
+}
+
+/// `helm template` of the chart in `dir`, named for the chart at `root`.
+fn template(
+    helm: &Path,
+    dir: &Path,
+    root: &Path,
+    values: &[PathBuf],
+    namespace: Option<&str>,
+    opts: &LoadOptions,
+) -> Result<super::Output, super::RunError> {
     let mut cmd = Command::new(helm);
-    cmd.args(["template", &release]).arg(root);
+    cmd.args(["template", &release_name(root)]).arg(dir);
     for v in values {
         cmd.arg("--values").arg(v);
     }
     if let Some(ns) = namespace.filter(|n| !n.is_empty()) {
         cmd.args(["--namespace", ns]);
     }
-    let output = match run_bounded(&mut cmd, opts.max_file_size) {
-        Ok(o) => o,
-        Err(e) => return Rendered::Failed(notice(format!("helm template: {e}"))),
-    };
-    if !output.success {
-        // A chart that needs values, or dependencies that `helm dependency
-        // build` would fetch, is well-formed: say what it needs.
-        let reason = helm_reason(&output.stderr);
-        return Rendered::NotHere(notice(format!(
-            "not rendered: helm template failed: {reason}; give the values it needs with --values FILE (or vendor its dependencies with `helm dependency build`), or check `helm template` output with `interlock check -`"
-        )));
-    }
-    let text = String::from_utf8_lossy(&output.stdout);
+    run_bounded(&mut cmd, opts.max_file_size)
+}
+
+/// The objects helm rendered for the chart at `root`, each at its template.
+fn documents(root: &Path, stdout: &[u8], opts: &LoadOptions) -> Result<Vec<Document>, String> {
+    let chart_file = root.join("Chart.yaml");
+    let text = String::from_utf8_lossy(stdout);
     let by: Arc<str> = Arc::from(root.display().to_string());
     let load = LoadOptions {
         reject_duplicate_objects: false,
@@ -126,11 +162,11 @@ fn render(
         let file = template.clone().unwrap_or_else(|| chart_file.clone());
         let loaded = manifest::load_str(Source::file(&file), chunk, Format::Yaml, &load);
         if let Some(e) = loaded.errors.first() {
-            return Rendered::Failed(notice(format!(
+            return Err(format!(
                 "helm template rendered something that is not an object ({}): {}",
                 file.display(),
                 e.message()
-            )));
+            ));
         }
         for d in loaded.documents {
             let kind = d.kind().to_string();
@@ -141,7 +177,87 @@ fn render(
             docs.push(doc);
         }
     }
-    Rendered::Objects(docs)
+    Ok(docs)
+}
+
+/// The dependencies helm refuses to render without: `found in Chart.yaml,
+/// but missing in charts/ directory: a, b`.
+fn missing_dependencies(reason: &str) -> Option<Vec<String>> {
+    let (_, names) = reason.split_once("missing in charts/ directory:")?;
+    let names: Vec<String> = names
+        .split(',')
+        .map(|n| n.trim().to_string())
+        .filter(|n| !n.is_empty())
+        .collect();
+    (!names.is_empty()).then_some(names)
+}
+
+/// The chart at `root` rendered from a scratch copy whose `Chart.yaml`
+/// (or v1 `requirements.yaml`) no longer names the `missing` dependencies;
+/// `None` when that copy does not render either (its templates use them).
+fn without_dependencies(
+    helm: &Path,
+    root: &Path,
+    missing: &[String],
+    values: &[PathBuf],
+    namespace: Option<&str>,
+    opts: &LoadOptions,
+) -> Option<Vec<Document>> {
+    let scratch = super::ScratchDir::new("helm").ok()?;
+    let copy = scratch.join(root.file_name()?);
+    copy_tree(root, &copy).ok()?;
+    for name in ["Chart.yaml", "requirements.yaml"] {
+        prune_dependencies(&copy.join(name), missing).ok()?;
+    }
+    for lock in ["Chart.lock", "requirements.lock"] {
+        let _ = fs::remove_file(copy.join(lock));
+    }
+    let output = template(helm, &copy, root, values, namespace, opts).ok()?;
+    if !output.success {
+        return None;
+    }
+    documents(root, &output.stdout, opts).ok()
+}
+
+/// Drops the `missing` entries of the `dependencies` list in `file` (kept
+/// as it is when it has none); JSON is YAML, so it is written as JSON.
+fn prune_dependencies(file: &Path, missing: &[String]) -> std::io::Result<()> {
+    let Ok(text) = fs::read_to_string(file) else {
+        return Ok(());
+    };
+    let Some((_, mut chart)) = manifest::yaml_values(&text)
+        .ok()
+        .and_then(|d| d.into_iter().next())
+    else {
+        return Ok(());
+    };
+    let Some(deps) = chart
+        .get_mut("dependencies")
+        .and_then(serde_json::Value::as_array_mut)
+    else {
+        return Ok(());
+    };
+    deps.retain(|d| {
+        let name = d.get("name").and_then(serde_json::Value::as_str);
+        !name.is_some_and(|n| missing.iter().any(|m| m == n))
+    });
+    fs::write(file, serde_json::to_vec(&chart).unwrap_or_default())
+}
+
+/// Copies the files under `from` to `to` (symbolic links as the files or
+/// folders they point to, as helm reads them).
+fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
+    fs::create_dir_all(to)?;
+    for entry in fs::read_dir(from)? {
+        let path = entry?.path();
+        let target = to.join(path.file_name().unwrap_or_default());
+        if path.is_dir() {
+            copy_tree(&path, &target)?;
+        } else if path.is_file() {
+            fs::copy(&path, &target)?;
+        }
+    }
+    Ok(())
 }
 
 /// A release name helm accepts, from the chart's folder.

@@ -27,3 +27,33 @@ fn helm_reasons_are_its_error_line() {
         "execution error at (x/templates/a.yaml:3:4): host is required"
     );
 }
+
+#[test]
+fn missing_dependencies_are_read_from_helms_refusal() {
+    assert_eq!(
+        missing_dependencies("found in Chart.yaml, but missing in charts/ directory: skywalking-helm, kube-state-metrics"),
+        Some(vec!["skywalking-helm".to_string(), "kube-state-metrics".to_string()])
+    );
+    assert_eq!(
+        missing_dependencies("execution error: host is required"),
+        None
+    );
+}
+
+#[test]
+fn pruning_drops_only_the_missing_dependencies() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("Chart.yaml");
+    fs::write(
+        &file,
+        "apiVersion: v2\nname: shop\nversion: 1.0.0\ndependencies:\n- name: redis\n  version: 1.0.0\n  repository: https://example.com\n- name: vendored\n  version: 2.0.0\n",
+    )
+    .unwrap();
+    prune_dependencies(&file, &["redis".to_string()]).unwrap();
+    let (_, chart) = manifest::yaml_values(&fs::read_to_string(&file).unwrap())
+        .unwrap()
+        .remove(0);
+    assert_eq!(chart["name"], "shop");
+    assert_eq!(chart["dependencies"].as_array().unwrap().len(), 1);
+    assert_eq!(chart["dependencies"][0]["name"], "vendored");
+}

@@ -20,7 +20,11 @@
 //! A kustomization that cannot be rendered here is a notice, not an error,
 //! when the cause is outside the files: a remote base this machine cannot
 //! fetch, or a Fleet bundle's Helm chart whose output it patches
-//! ([`fleet_helm_bundle`]).
+//! ([`fleet_helm_bundle`]), or an optional part of a scaffold that the
+//! project's kustomization names only in a commented-out entry
+//! ([`commented_out_in`]), or a kubebuilder kustomization that lists the
+//! project's generated manifests, which are not committed
+//! ([`kubebuilder_project`]).
 
 use std::collections::{HashMap, HashSet};
 use std::fs;
@@ -34,7 +38,9 @@ use serde_json::Value as Json;
 use crate::manifest::{self, Document, Format, LoadOptions, Source};
 use crate::report::InputError;
 
-use super::{canonical, display_path, find_on_path, run_bounded, sorted_entries, Rendered};
+use super::{
+    canonical, display_path, find_on_path, run_bounded, sorted_entries, Rendered, ScratchDir,
+};
 use crate::check::stand_in::StandIns;
 
 /// The names kustomize reads as a kustomization, in its order.
@@ -333,6 +339,61 @@ fn fleet_helm_bundle(dir: &Path) -> Option<PathBuf> {
     None
 }
 
+/// The kustomization, in the folder above `dir` or one beside it, that
+/// names `dir` only in a commented-out entry (`# - ../webhook`), and the
+/// entry's line. kubebuilder's scaffold writes its optional parts so
+/// (`config/default` lists `../webhook`, `../certmanager`,
+/// `../prometheus` commented out until the project wants them): nobody
+/// builds such a part alone, and kustomize often refuses it alone (a var
+/// only `config/default` defines, controller-gen output not committed).
+fn commented_out_in(dir: &Path) -> Option<(PathBuf, usize)> {
+    let dir = canonical(dir);
+    let parent = dir.parent()?;
+    let beside = sorted_entries(parent).into_iter().filter(|p| p.is_dir());
+    for folder in std::iter::once(parent.to_path_buf()).chain(beside) {
+        if canonical(&folder) == dir {
+            continue;
+        }
+        let Some(file) = kustomization_in(&folder) else {
+            continue;
+        };
+        let Ok(text) = fs::read_to_string(&file) else {
+            continue;
+        };
+        let names_dir = |entry: &str| canonical(&folder.join(entry)) == dir;
+        if let Some(line) = text
+            .lines()
+            .position(|l| commented_entry(l).is_some_and(names_dir))
+        {
+            return Some((file, line + 1));
+        }
+    }
+    None
+}
+
+/// The kubebuilder `PROJECT` file (a `layout:` key, or a `domain:` one as
+/// kubebuilder 2 wrote it) in `dir` or a folder above it. Its projects commit the scaffold's kustomizations but
+/// not all that they list: `make manifests` writes
+/// `config/webhook/manifests.yaml`, `make bundle` the CSV base of
+/// `config/manifests`.
+fn kubebuilder_project(dir: &Path) -> Option<PathBuf> {
+    canonical(dir).ancestors().find_map(|at| {
+        let file = at.join("PROJECT");
+        let text = fs::read_to_string(&file).ok()?;
+        text.lines()
+            .any(|l| l.starts_with("layout:") || l.starts_with("domain:"))
+            .then_some(file)
+    })
+}
+
+/// The list entry a comment line holds (`# - ../webhook`, `#- x.yaml`).
+fn commented_entry(line: &str) -> Option<&str> {
+    let rest = line.trim_start().strip_prefix('#')?.trim_start();
+    let entry = rest.strip_prefix('-')?.trim();
+    let entry = entry.trim_matches(['"', '\'']);
+    (!entry.is_empty() && !entry.contains(char::is_whitespace)).then_some(entry)
+}
+
 /// The program that renders kustomizations.
 #[derive(Debug, Clone)]
 pub struct Renderer {
@@ -441,7 +502,7 @@ fn render(renderer: &Renderer, root: &Path, opts: &LoadOptions) -> Rendered {
             Command::new(&renderer.program)
                 .arg(renderer.subcommand)
                 .args(extra)
-                .arg(&scratch.dir),
+                .arg(&*scratch.dir),
             opts.max_file_size,
         )
     };
@@ -469,6 +530,20 @@ fn render(renderer: &Renderer, root: &Path, opts: &LoadOptions) -> Rendered {
                 "not rendered: {} names it as the kustomize folder of a Helm bundle, and Fleet applies it to the chart's output, which kustomize alone does not have ({message}); the chart's files are checked where the inputs hold them",
                 bundle.display()
             )));
+        }
+        if let Some((by, line)) = commented_out_in(root) {
+            return Rendered::LeftOff(error(format!(
+                "not rendered: {}:{line} lists it only in a commented-out entry, an optional part the project leaves off, and kustomize refuses it alone ({message}); uncomment the entry to check it with the rest",
+                display_path(&by).display()
+            )));
+        }
+        if reason.contains("no such file or directory") {
+            if let Some(project) = kubebuilder_project(root) {
+                return Rendered::NotHere(error(format!(
+                    "not rendered: it names a file the repository does not hold ({message}), and {} marks a kubebuilder project, whose generated manifests (controller-gen's webhook configuration, operator-sdk's bundle bases) its Makefile writes at build time: the local kustomizations it includes are checked on their own; generate them (`make manifests`, `make bundle`) to check it whole",
+                    display_path(&project).display()
+                )));
+            }
         }
         return if reason_is_remote(&reason) || loads_remote(root) {
             Rendered::NotHere(error(format!(
@@ -514,35 +589,21 @@ fn render(renderer: &Renderer, root: &Path, opts: &LoadOptions) -> Rendered {
 /// A wrapper kustomization in a scratch folder: the user's one as its only
 /// resource, with origin annotations on. Removed on drop.
 struct Scratch {
-    dir: PathBuf,
+    dir: ScratchDir,
 }
 
 impl Scratch {
     fn new(root: &Path) -> std::io::Result<Scratch> {
-        use std::sync::atomic::{AtomicU64, Ordering};
-        static NEXT: AtomicU64 = AtomicU64::new(0);
-        let dir = std::env::temp_dir().join(format!(
-            "interlock-kustomize-{}-{}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        ));
-        fs::create_dir_all(&dir)?;
-        let scratch = Scratch { dir };
+        let dir = ScratchDir::new("kustomize")?;
         // kustomize refuses an absolute resource path: name it relative to
         // the scratch folder.
-        let target = relative(&canonical(&scratch.dir), &canonical(root));
+        let target = relative(&canonical(&dir), &canonical(root));
         let body = format!(
             "resources:\n- {}\nbuildMetadata: [originAnnotations]\n",
             serde_json::to_string(&target.display().to_string()).unwrap_or_default()
         );
-        fs::write(scratch.dir.join("kustomization.yaml"), body)?;
-        Ok(scratch)
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = fs::remove_dir_all(&self.dir);
+        fs::write(dir.join("kustomization.yaml"), body)?;
+        Ok(Scratch { dir })
     }
 }
 

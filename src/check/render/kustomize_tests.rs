@@ -182,3 +182,44 @@ fn fleet_helm_bundles_name_their_kustomize_folders() {
     // No chart: the kustomization must build on its own.
     assert_eq!(fleet_helm_bundle(&d.join("plain/overlays/dev")), None);
 }
+
+#[test]
+fn a_part_the_scaffold_names_only_in_a_comment_is_found() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    write(
+        d,
+        "config/default/kustomization.yaml",
+        "resources:\n- ../manager\n# [WEBHOOK] To enable webhook, uncomment the line below\n#- ../webhook\n# - \"../certmanager\"\n",
+    );
+    write(
+        d,
+        "config/webhook/kustomization.yaml",
+        "resources: [manifests.yaml]\n",
+    );
+    write(
+        d,
+        "config/certmanager/kustomization.yaml",
+        "resources: [certificate.yaml]\n",
+    );
+    write(
+        d,
+        "config/prometheus/kustomization.yaml",
+        "resources: [monitor.yaml]\n",
+    );
+    let (file, line) = commented_out_in(&d.join("config/webhook")).expect("webhook");
+    assert!(
+        file.ends_with("config/default/kustomization.yaml"),
+        "{file:?}"
+    );
+    assert_eq!(line, 4);
+    assert_eq!(
+        commented_out_in(&d.join("config/certmanager")).map(|f| f.1),
+        Some(5)
+    );
+    // Named nowhere, not even in a comment: not a scaffold's part.
+    assert_eq!(commented_out_in(&d.join("config/prometheus")), None);
+    // A comment sentence is not an entry.
+    assert_eq!(commented_entry("# - uncomment this to enable"), None);
+    assert_eq!(commented_entry("  #  - ../webhook  "), Some("../webhook"));
+}

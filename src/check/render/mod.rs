@@ -25,6 +25,17 @@ pub enum Rendered {
     Failed(InputError),
     /// Could not be rendered here (a remote base, values it needs): a notice.
     NotHere(InputError),
+    /// A part its project leaves off, which no one builds alone (a
+    /// kubebuilder scaffold's commented-out webhook): a notice, and
+    /// nothing is rendered in its place.
+    LeftOff(InputError),
+    /// A Helm chart rendered without the dependencies it names that its
+    /// `charts/` folder lacks: its own objects, and a notice.
+    Without {
+        docs: Vec<Document>,
+        notice: InputError,
+        missing: Vec<String>,
+    },
 }
 
 impl Rendered {
@@ -39,8 +50,44 @@ impl Rendered {
         match self {
             Rendered::Objects(d) => docs.extend(d),
             Rendered::Failed(e) => errors.push(e),
-            Rendered::NotHere(e) => notices.push(e),
+            Rendered::NotHere(e) | Rendered::LeftOff(e) => notices.push(e),
+            Rendered::Without {
+                docs: d, notice, ..
+            } => {
+                docs.extend(d);
+                notices.push(notice);
+            }
         }
+    }
+}
+
+/// A folder of its own under the temporary folder, removed on drop.
+pub(crate) struct ScratchDir(PathBuf);
+
+impl ScratchDir {
+    pub(crate) fn new(tag: &str) -> std::io::Result<ScratchDir> {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "interlock-{tag}-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        fs::create_dir_all(&dir)?;
+        Ok(ScratchDir(dir))
+    }
+}
+
+impl std::ops::Deref for ScratchDir {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for ScratchDir {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
     }
 }
 

@@ -93,6 +93,7 @@ pub(super) fn check_items(
         sources: &sources,
     };
     let units = ApplyUnits::of(&items, &duplicated);
+    let alternatives = Alternatives::of(&items, &duplicated, &units);
     let bodies: Vec<Option<Box<[u8]>>> = items.iter_mut().map(|it| it.body.take()).collect();
     let ctx = CheckContext {
         items: &items,
@@ -101,6 +102,7 @@ pub(super) fn check_items(
         inventory: &inventory,
         duplicated: &duplicated,
         units: &units,
+        alternatives: &alternatives,
         unsettled: &unsettled,
         opts,
     };
@@ -403,6 +405,7 @@ pub(super) struct CheckContext<'a> {
     pub(super) inventory: &'a Inventory,
     pub(super) duplicated: &'a Duplicated<'a>,
     pub(super) units: &'a ApplyUnits,
+    pub(super) alternatives: &'a Alternatives,
     pub(super) unsettled: &'a Unsettled,
     pub(super) opts: &'a CheckOptions,
 }
@@ -461,6 +464,7 @@ pub(super) fn check_one(value: Option<&Json>, i: usize, ctx: &CheckContext<'_>) 
         inventory,
         duplicated,
         units,
+        alternatives,
         unsettled,
         opts,
     } = *ctx;
@@ -579,6 +583,14 @@ pub(super) fn check_one(value: Option<&Json>, i: usize, ctx: &CheckContext<'_>) 
         }
         together
     });
+    if !opts.whole_cluster {
+        for v in verdicts.iter_mut().filter(|v| v.action == Action::Deny) {
+            if let Some(why) = alternatives.why(i, &v.related, items, duplicated) {
+                v.action = Action::Warn;
+                v.message = format!("{} (a Warn, not a Deny: {why})", v.message);
+            }
+        }
+    }
     let object = &it.object;
     let source = &it.source;
     checked.findings = verdicts

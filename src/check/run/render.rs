@@ -77,6 +77,7 @@ pub(super) fn render_charts(
     opts: &CheckOptions,
     load: &mut LoadOptions,
     report: &mut Report,
+    stand_ins: &mut crate::check::stand_in::StandIns,
 ) -> Vec<Document> {
     // `--kustomize never` reads every source as written, charts too.
     if opts.kustomize == KustomizeMode::Never {
@@ -115,7 +116,11 @@ pub(super) fn render_charts(
     });
     let mut docs = Vec::new();
     let namespace = opts.namespace.as_deref();
-    for r in helm::render_all(&helm, &charts.roots, &opts.values, namespace, load) {
+    let rendered = helm::render_all(&helm, &charts.roots, &opts.values, namespace, load);
+    for (root, r) in charts.roots.iter().zip(rendered) {
+        if let Rendered::Without { missing, .. } = &r {
+            stand_ins.insert_without(root, missing);
+        }
         r.sort_into(&mut docs, &mut report.errors, &mut report.notices);
     }
     docs

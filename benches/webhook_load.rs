@@ -58,6 +58,15 @@
 //! on it, then run the bench again with the same variables (the client then
 //! does not share its process with the server, only the cores).
 //!
+//! **The pinned form** (issue 34): `LOAD_SERVER_BIN=target/release/interlock`
+//! starts that binary as `interlock serve --inventory DIR` on CPU 0 and
+//! runs the client (this process) on the other CPUs; with
+//! `LOAD_BASELINE_BIN=other/interlock` too, `LOAD_RUNS` (3) rounds of the
+//! two in alternating order, each server started afresh, then the medians
+//! of each with the ratio: p50/p99 at the fixed rate, the server's CPU per
+//! request (its process's `/proc/PID/task/*/schedstat`), saturation of its
+//! one core (support/pinned_ab.rs).
+//!
 //! In-process, client and server share the machine's cores, so the
 //! saturation figures are a lower bound for the server alone. The server
 //! runs on its own tokio runtime, and each phase reports the CPU time per
@@ -70,6 +79,8 @@
 
 #[path = "support/gen_cluster.rs"]
 mod gen_cluster;
+#[path = "support/pinned_ab.rs"]
+mod pinned_ab;
 #[path = "support/policy_reload.rs"]
 mod policy_reload;
 
@@ -107,6 +118,11 @@ type BoxError = Box<dyn std::error::Error + Send + Sync>;
 /// Allows everything after looking at the object: the server's own cost.
 struct AllowAll;
 impl Reviewer for AllowAll {
+    // It never waits: answered where read, as the engine's cheap requests.
+    fn answers_attempts(&self) -> bool {
+        true
+    }
+
     fn validate(&self, req: &AdmissionRequest<DynamicObject>) -> AdmissionResponse {
         let resp = AdmissionResponse::from(req);
         if req.object.as_ref().is_some_and(|o| o.data.is_null()) {
@@ -698,6 +714,8 @@ struct Figures {
     /// the machine at the CPU time per request they spent (NaN when not
     /// measured).
     server_capacity: f64,
+    /// CPU time of the server per request, us (NaN when not measured).
+    server_cpu_us: f64,
 }
 
 fn report(name: &str, p: &mut Phase, pinned: bool) -> Figures {
@@ -718,6 +736,7 @@ fn report(name: &str, p: &mut Phase, pinned: bool) -> Figures {
         p999: q(0.999),
         max: q(1.0),
         server_capacity: f64::NAN,
+        server_cpu_us: f64::NAN,
     };
     println!(
         "  {name}: {n} ok, {} errors, {:.0} req/s | latency ms p50 {:.3} p90 {:.3} p99 {:.3} p99.9 {:.3} max {:.3} | load {}",
@@ -726,6 +745,7 @@ fn report(name: &str, p: &mut Phase, pinned: bool) -> Figures {
     let requests = (n + p.errors).max(1) as f64;
     if p.cpu_server_ns > 0 {
         let server_us = p.cpu_server_ns as f64 / 1e3 / requests;
+        f.server_cpu_us = server_us;
         let cores = cpus() as f64;
         let client_us = p.cpu_client_ns as f64 / 1e3 / requests;
         if pinned {
@@ -883,23 +903,38 @@ struct Settings {
     secs: f64,
 }
 
-/// Both phases against one server; (fixed-rate, saturation, errors).
-async fn measure(run: Arc<Run>, s: &Settings) -> (Figures, Figures, usize) {
-    let before = thread_cpu();
+/// Both phases against one server; (fixed-rate, saturation, errors). The
+/// server's CPU time is that of its threads in this process, or with
+/// `server_pid`, of that process (pinned to one core).
+async fn measure(
+    run: Arc<Run>,
+    s: &Settings,
+    server_pid: Option<u32>,
+) -> (Figures, Figures, usize) {
+    let snapshot = || (thread_cpu(), server_pid.map(pinned_ab::process_cpu_ns));
+    let spent = |before: &(_, Option<u64>), after: &(_, Option<u64>)| {
+        let (server, client) = cpu_between(&before.0, &after.0);
+        match (before.1, after.1) {
+            (Some(b), Some(a)) => (a.saturating_sub(b), server + client),
+            _ => (server, client),
+        }
+    };
+    let pinned = s.pinned || server_pid.is_some();
+    let before = snapshot();
     let mut p = fixed_rate(run.clone(), s.rate, s.conns, s.secs).await;
-    (p.cpu_server_ns, p.cpu_client_ns) = cpu_between(&before, &thread_cpu());
+    (p.cpu_server_ns, p.cpu_client_ns) = spent(&before, &snapshot());
     let fixed = report(
         &format!("fixed rate {:.0}/s x {} conns", s.rate, s.conns),
         &mut p,
-        s.pinned,
+        pinned,
     );
-    let before = thread_cpu();
+    let before = snapshot();
     let mut q = saturation(run, s.sat_conns, s.secs).await;
-    (q.cpu_server_ns, q.cpu_client_ns) = cpu_between(&before, &thread_cpu());
+    (q.cpu_server_ns, q.cpu_client_ns) = spent(&before, &snapshot());
     let sat = report(
         &format!("saturation x {} conns", s.sat_conns),
         &mut q,
-        s.pinned,
+        pinned,
     );
     (fixed, sat, p.errors + q.errors)
 }
@@ -939,6 +974,17 @@ fn client_tls(ca_pem: &[u8], alpn: &[u8]) -> Result<Arc<rustls::ClientConfig>, B
     .with_no_client_auth();
     tls.alpn_protocols = vec![alpn.to_vec()];
     Ok(Arc::new(tls))
+}
+
+/// A serving certificate for 127.0.0.1 written to `dir/certs`, and a
+/// client configuration that trusts it.
+fn server_certs(dir: &Path, alpn: &[u8]) -> Result<(PathBuf, Arc<rustls::ClientConfig>), BoxError> {
+    let certs = dir.join("certs");
+    std::fs::create_dir_all(&certs)?;
+    let b = interlock::certs::generate(&interlock::certs::CertsOptions::new(["127.0.0.1"]))?;
+    interlock::certs::write(&certs, &b, true)?;
+    let tls = client_tls(b.ca_cert_pem.as_bytes(), alpn)?;
+    Ok((certs, tls))
 }
 
 /// Objects of the first namespace files of the cluster, for the samples.
@@ -1168,6 +1214,28 @@ fn main() -> Result<(), BoxError> {
             )
             .into());
         }
+        let sides = pinned_ab::sides();
+        if !sides.is_empty() {
+            if !whole_library {
+                return Err("the pinned form serves the bundled library: unset LOAD_POLICIES".into());
+            }
+            drop(engine);
+            let (certs, tls) = server_certs(tmp.path(), alpn)?;
+            let base = Run {
+                addr: ([127, 0, 0, 1], 0).into(),
+                tls,
+                path,
+                samples: Arc::new(samples),
+                engine: path == "/validate",
+            };
+            let runs = env("LOAD_RUNS", 3usize).max(1);
+            let errors =
+                pinned_ab::run(&sides, &base, &cluster_dir, &certs, &settings, runs).await?;
+            if errors > 0 {
+                println!("{errors} errors (wrong decision, HTTP error or transport error)");
+            }
+            return Ok(());
+        }
         if !smoke {
             println!("direct engine calls, mean per request (load {}):", loadavg());
             direct(&engine, &samples, env("LOAD_DIRECT_ROUNDS", 2));
@@ -1194,15 +1262,9 @@ fn main() -> Result<(), BoxError> {
                 engine: true,
             });
             println!("external server at {addr}:");
-            errors += measure(run, &settings).await.2;
+            errors += measure(run, &settings, None).await.2;
         } else {
-            let certs = tmp.path().join("certs");
-            std::fs::create_dir_all(&certs)?;
-            let b = interlock::certs::generate(&interlock::certs::CertsOptions::new([
-                "127.0.0.1",
-            ]))?;
-            interlock::certs::write(&certs, &b, true)?;
-            let tls = client_tls(b.ca_cert_pem.as_bytes(), alpn)?;
+            let (certs, tls) = server_certs(tmp.path(), alpn)?;
             let baseline = if std::env::var("LOAD_SKIP_BASELINE").is_ok() {
                 None
             } else {
@@ -1218,7 +1280,7 @@ fn main() -> Result<(), BoxError> {
                     samples: samples.clone(),
                     engine: false,
                 });
-                let m = measure(run, &settings).await;
+                let m = measure(run, &settings, None).await;
                 let _ = stop.send(());
                 errors += m.2;
                 Some(m)
@@ -1237,7 +1299,7 @@ fn main() -> Result<(), BoxError> {
                 engine: path == "/validate",
             });
             let reevaluated = reevaluations(&engine);
-            let (fixed, sat, e) = measure(run.clone(), &settings).await;
+            let (fixed, sat, e) = measure(run.clone(), &settings, None).await;
             errors += e;
             if whole_library {
                 errors += reload_under_load(run, &engine, &settings).await;

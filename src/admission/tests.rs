@@ -613,3 +613,91 @@ spec: {policyName: readers, validationActions: [Deny]}
         .user()
     );
 }
+
+/// An attempt that must not wait (a cheap request tried on the async
+/// worker that read it) gives up, records nothing and counts nothing
+/// where a decision would wait: a lookup while a writer holds the lock, a
+/// record while a reader does. Made again as an ordinary decision, the
+/// request gets its answer.
+#[test]
+fn an_attempt_gives_up_rather_than_wait_for_the_lock() {
+    use crate::cel::interrupt::{self, Interrupt};
+    let e = engine(true);
+    let create = || review("a", "one", "x.example", false);
+    let attempt = Interrupt::attempt();
+    {
+        let _writer = e.cluster().write();
+        // A lookup (the unique-host index) would wait for the writer.
+        interrupt::scope(&attempt, || e.validate(&create()));
+        assert!(attempt.given_up());
+    }
+    let attempt = Interrupt::attempt();
+    e.read(|_| {
+        // Lookups find the lock free for readers; recording the
+        // admitted Ingress would wait for this reader.
+        interrupt::scope(&attempt, || e.validate(&create()));
+    });
+    assert!(attempt.given_up());
+    assert_eq!(
+        e.read(|st| st.pending.len()),
+        0,
+        "a given-up attempt records nothing"
+    );
+    let attempt = Interrupt::attempt();
+    let resp = interrupt::scope(&attempt, || e.validate(&create()));
+    assert!(!attempt.given_up(), "nothing to wait for");
+    assert!(resp.allowed);
+    assert_eq!(e.read(|st| st.pending.len()), 1);
+    let resp = interrupt::scope(&Interrupt::attempt(), || {
+        e.validate(&review("b", "two", "x.example", false))
+    });
+    assert!(!resp.allowed, "the attempt saw the recorded host");
+}
+
+/// An attempt's evaluations have a small budget: past it the attempt is
+/// given up, and the same request decided outside an attempt runs on to
+/// the policy's own budget. A ResourceGroup write, judged under the
+/// read lock for as long as its members take, is never attempted.
+#[test]
+fn an_attempt_past_its_budget_or_a_group_is_given_up() {
+    use crate::cel::interrupt::{self, Interrupt};
+    const LONG_LIST: &str = r#"
+apiVersion: interlock.dev/v1alpha1
+kind: InterlockPolicy
+metadata: {name: all-positive}
+spec:
+  validationActions: [Deny]
+  matchConstraints:
+    resourceRules:
+      - {apiGroups: [""], apiVersions: ["v1"], resources: ["configmaps"], operations: ["CREATE"]}
+  validations:
+    - expression: "object.items.all(x, x >= 0)"
+      message: a negative item
+"#;
+    let e = engine_of(LONG_LIST, true, EngineOptions::default());
+    let config = |n: usize| {
+        core_create(
+            "ConfigMap",
+            "configmaps",
+            json!({"apiVersion": "v1", "kind": "ConfigMap",
+                   "metadata": {"name": "c", "namespace": "n"}, "items": vec![1; n]}),
+        )
+    };
+    let attempt = Interrupt::attempt();
+    assert!(interrupt::scope(&attempt, || e.validate(&config(10))).allowed);
+    assert!(!attempt.given_up());
+    let long = config(interrupt::ATTEMPT_COST_LIMIT as usize);
+    let attempt = Interrupt::attempt();
+    interrupt::scope(&attempt, || e.validate(&long));
+    assert!(attempt.given_up(), "past the attempt's budget");
+    let ordinary = Interrupt::new();
+    let resp = interrupt::scope(&ordinary, || e.validate(&long));
+    assert!(resp.allowed, "{:?}", resp.result);
+    assert_eq!(ordinary.stats().expression_errors, 0);
+
+    let e = engine(true);
+    let group = group_review("a", json!([]));
+    let attempt = Interrupt::attempt();
+    interrupt::scope(&attempt, || e.validate(&group));
+    assert!(attempt.given_up());
+}

@@ -9,7 +9,6 @@ mod namespace_policy;
 pub mod serve;
 pub mod webhook_rules;
 
-use crate::cel::interrupt;
 use crate::cel::k8s_authz::Authorizer;
 use crate::cluster::live::Live;
 use crate::cluster::{Cluster, ClusterOptions, State};
@@ -180,15 +179,7 @@ impl Engine {
             partial: policies.evaluate_part(&r, &Nothing, Part::Detached),
             generation: published.generation,
         };
-        // An attempt that must not wait ([`interrupt`]) gives up at
-        // whatever would wait; what it decided so far is then thrown away
-        // (`resp`, unread) and the request decided again where it may wait.
         let (first, seen) = if group::is_group_write(&r) {
-            if interrupt::must_not_wait() {
-                // Judged under the read lock, for as long as its members take.
-                interrupt::give_up();
-                return resp;
-            }
             // A group's verdicts read the state as a whole.
             self.cluster.expire_pending();
             self.read(|st| {
@@ -199,9 +190,7 @@ impl Engine {
             // The readiness flag is read after the start: a reload that
             // needs a re-list clears it in the same update that installs
             // the policies.
-            let Some((published, seen)) = self.cluster.start_reading() else {
-                return resp;
-            };
+            let (published, seen) = self.cluster.start_reading();
             let live = Live::new(&self.cluster);
             let view = View {
                 policies: &published.policies,
@@ -213,15 +202,8 @@ impl Engine {
         } else {
             (policies.conclude(&r, detached.partial.clone()), None)
         };
-        if interrupt::given_up() {
-            return resp;
-        }
         if writes && !first.denied() {
-            let refused = self.claim(&r, object.as_ref());
-            if interrupt::given_up() {
-                return resp;
-            }
-            if let Some(refused) = refused {
+            if let Some(refused) = self.claim(&r, object.as_ref()) {
                 return boundary.warn(self.answer(resp, &r, refused, vec![]));
             }
         }
@@ -232,9 +214,7 @@ impl Engine {
             // the same and no write since its first lookup touched a kind
             // they read, else a new one. So two requests never both pass a
             // uniqueness rule.
-            let Some(mut st) = self.cluster.write_unless_busy() else {
-                return resp;
-            };
+            let mut st = self.cluster.write();
             let st = &mut *st;
             st.pending.expire(&mut st.inventory);
             let out = if seen.is_some_and(|seen| st.still_holds(seen, &first)) {
@@ -243,13 +223,10 @@ impl Engine {
                 self.metrics.reevaluations.inc();
                 self.decide_now(View::locked(st, &r), &r, &detached)
             };
-            if interrupt::given_up() {
-                return resp;
-            }
             // A decision whose deadline passed is answered 503 and the
             // apiserver applies the webhook's failurePolicy: recording the
             // write would only make it block others until it expires.
-            if !out.denied() && !interrupt::cancelled() {
+            if !out.denied() && !crate::cel::interrupt::cancelled() {
                 if let Some(o) = &object {
                     st.pending
                         .record(&mut st.inventory, o, self.options.pending_ttl);
@@ -285,15 +262,8 @@ impl Engine {
     fn claim(&self, r: &Request, object: Option<&Json>) -> Option<Vec<Verdict>> {
         let claims = self.claims.as_ref()?;
         let object = object?;
-        let wanted = self
-            .cluster
-            .read_unless_busy(|st| st.policies.claims_of(r, &st.inventory, object))?;
+        let wanted = self.read(|st| st.policies.claims_of(r, &st.inventory, object));
         if wanted.is_empty() {
-            return None;
-        }
-        if interrupt::must_not_wait() {
-            // A claim waits on the API server.
-            interrupt::give_up();
             return None;
         }
         let subject = format!("{} {}/{}", r.gvk.kind(), r.namespace, r.name);
@@ -426,7 +396,6 @@ impl Engine {
             published.policies.mutate(&r, &Nothing)
         };
         let ops = match mutated {
-            _ if interrupt::given_up() => return resp,
             Ok(ops) if ops.is_empty() => return resp,
             Ok(ops) => ops,
             Err(e) => return resp.deny(e.to_string()),
@@ -627,10 +596,6 @@ impl Reviewer for Engine {
 
     fn ready(&self) -> bool {
         self.cluster.is_ready()
-    }
-
-    fn answers_attempts(&self) -> bool {
-        true
     }
 
     fn reads_inventory(&self, api_version: &str, kind: &str, namespaced: bool) -> bool {

@@ -16,17 +16,6 @@
 //! several layers below it (policy set, policy, binding); the evaluation of
 //! one request runs on one thread from start to end.
 //!
-//! **Attempts that must not wait.** A cheap admission request is first
-//! tried on the async worker that read it ([`Interrupt::attempt`]), where
-//! nothing may block: not a lock behind a writer, not a call to the API
-//! server, not a long evaluation. Whatever would wait gives the attempt up
-//! instead ([`Interrupt::give_up`]: the flag is set, so the evaluation
-//! stops at its next charge), and the server evaluates the request again,
-//! from the start, on its evaluation threads. Each evaluation of an
-//! attempt has a small cost budget ([`ATTEMPT_COST_LIMIT`]) whose end gives
-//! it up the same way, so an attempt is bounded in time whatever the
-//! request's estimate missed.
-//!
 //! [`Activation`]: super::Activation
 //! [`Activation::with_current_interrupt`]: super::Activation::with_current_interrupt
 
@@ -41,21 +30,7 @@ pub struct Interrupt {
     expression_errors: AtomicU64,
     cost_limit_exceeded: AtomicU64,
     interrupted: AtomicU64,
-    /// An attempt that must never wait (see the module doc).
-    attempt: bool,
-    /// The attempt met something it would have waited for.
-    given_up: AtomicBool,
 }
-
-/// Cost units each evaluation (a policy's activation) of an attempt that
-/// must not wait may spend before the attempt is given up: at some 50 ns a
-/// unit (a 10M budget runs about half a second), about a millisecond.
-/// The bundled library's policies spend a few hundred to a few thousand
-/// on an ordinary object.
-pub const ATTEMPT_COST_LIMIT: u64 = 20_000;
-
-/// Bytes each evaluation of an attempt may build before it is given up.
-pub const ATTEMPT_MEMORY_LIMIT: u64 = 4 << 20;
 
 /// Counts of top-level evaluations under one [`Interrupt`] that ended in
 /// an error, by cause (an evaluation stopped by its cost or memory budget
@@ -91,36 +66,6 @@ impl Interrupt {
     /// A new, unset flag.
     pub fn new() -> Arc<Interrupt> {
         Arc::new(Interrupt::default())
-    }
-
-    /// A new flag for an attempt that must never wait: what would wait
-    /// gives it up instead (see the module doc).
-    pub fn attempt() -> Arc<Interrupt> {
-        Arc::new(Interrupt {
-            attempt: true,
-            ..Interrupt::default()
-        })
-    }
-
-    /// Whether this is an attempt that must never wait.
-    #[inline]
-    pub fn must_not_wait(&self) -> bool {
-        self.attempt
-    }
-
-    /// The attempt met something it would have waited for: it stops at
-    /// its next charge, and its answer must be thrown away. No effect on
-    /// a flag that is not an attempt's.
-    pub fn give_up(&self) {
-        if self.attempt {
-            self.given_up.store(true, Ordering::Relaxed);
-            self.cancel();
-        }
-    }
-
-    /// Whether [`Interrupt::give_up`] was called.
-    pub fn given_up(&self) -> bool {
-        self.given_up.load(Ordering::Relaxed)
     }
 
     /// Stops every evaluation under this flag at its next charge of cost.
@@ -199,27 +144,4 @@ pub(crate) fn current() -> Option<Arc<Interrupt>> {
 /// decision nobody will read).
 pub fn cancelled() -> bool {
     CURRENT.with(|c| c.borrow().as_ref().is_some_and(|i| i.is_cancelled()))
-}
-
-/// Whether this thread runs an attempt that must never wait (see the
-/// module doc): a lock it cannot take at once, or a call that would wait,
-/// should [`give_up`] instead.
-pub fn must_not_wait() -> bool {
-    CURRENT.with(|c| c.borrow().as_ref().is_some_and(|i| i.must_not_wait()))
-}
-
-/// Gives this thread's attempt up (see [`Interrupt::give_up`]); no effect
-/// outside an attempt.
-pub fn give_up() {
-    CURRENT.with(|c| {
-        if let Some(i) = c.borrow().as_ref() {
-            i.give_up();
-        }
-    });
-}
-
-/// Whether this thread's attempt was given up: its work so far must not
-/// take effect.
-pub fn given_up() -> bool {
-    CURRENT.with(|c| c.borrow().as_ref().is_some_and(|i| i.given_up()))
 }

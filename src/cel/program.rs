@@ -374,12 +374,6 @@ impl<'a, 'p> Activation<'a, 'p> {
     /// must be computed whatever becomes of the request that wrote them).
     pub fn with_current_interrupt(mut self) -> Self {
         self.interrupt = interrupt::current();
-        if self.interrupt.as_ref().is_some_and(|i| i.must_not_wait()) {
-            // An attempt that must not wait is given up at these smaller
-            // budgets (`Ctx::halt`), and made again with the policy's own.
-            self.cost_limit = self.cost_limit.min(interrupt::ATTEMPT_COST_LIMIT);
-            self.memory_limit = self.memory_limit.min(interrupt::ATTEMPT_MEMORY_LIMIT);
-        }
         self
     }
 

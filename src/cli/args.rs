@@ -467,11 +467,9 @@ pub struct ServeArgs {
     #[arg(long, value_name = "N", default_value_t = 1024)]
     pub max_concurrent_requests: usize,
 
-    /// Threads that parse and evaluate admission requests (at least one).
-    /// A cheap request is tried first on the async worker that read it,
-    /// under an attempt that gives up rather than wait and has a small
-    /// cost budget, so /healthz answers whatever evaluation does; the rest,
-    /// and every attempt given up, run here. Default: one per CPU.
+    /// Threads that parse and evaluate admission requests (at least one;
+    /// the async workers never evaluate, so /healthz answers whatever
+    /// evaluation does). Default: one per CPU.
     #[arg(long, value_name = "N")]
     pub eval_threads: Option<usize>,
 

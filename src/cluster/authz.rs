@@ -156,12 +156,6 @@ impl SarAuthorizer {
         review: &SubjectAccessReview,
         interrupt: Option<&Interrupt>,
     ) -> Option<Result<SubjectAccessReviewStatus, AskError>> {
-        if let Some(i) = interrupt.filter(|i| i.must_not_wait()) {
-            // The review waits on the API server: the attempt is made
-            // again where it may wait.
-            i.give_up();
-            return None;
-        }
         if tokio::runtime::Handle::try_current().is_ok() {
             return Some(Err(AskError::OnRuntime));
         }

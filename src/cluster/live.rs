@@ -3,12 +3,6 @@
 //! entries it returns alive (they are shared, `Arc<Entry>`) until the
 //! evaluation ends.
 //!
-//! In an attempt that must not wait (a cheap request tried on the async
-//! worker that read it, [`crate::cel::interrupt`]), a lookup that finds a
-//! writer holding or waiting for the lock gives the attempt up and finds
-//! nothing: the attempt's answer is thrown away and the request evaluated
-//! again where it may wait.
-//!
 //! Why: a Pod near the body limit can carry 30,000 references, and so
 //! 30,000 lookups, for a few hundred milliseconds. Held across the whole
 //! evaluation, the read lock makes every writer (an admitted Ingress being
@@ -58,23 +52,21 @@ impl Lookup for Live<'_> {
     fn find(&self, key: ObjectKeyRef) -> Option<&Entry> {
         let found = self
             .cluster
-            .read_unless_busy(|st| st.inventory.find_shared(key).cloned())??;
+            .read(|st| st.inventory.find_shared(key).cloned())?;
         Some(&**self.held.alloc(found))
     }
 
     fn list(&self, group: &str, kind: &str, namespace: Option<&str>) -> Vec<&Entry> {
         let listed = self
             .cluster
-            .read_unless_busy(|st| st.inventory.list_shared(group, kind, namespace))
-            .unwrap_or_default();
+            .read(|st| st.inventory.list_shared(group, kind, namespace));
         self.keep(listed)
     }
 
     fn lookup_index(&self, id: IndexId, key: &str) -> Vec<&Entry> {
         let found = self
             .cluster
-            .read_unless_busy(|st| st.inventory.lookup_index_shared(id, key))
-            .unwrap_or_default();
+            .read(|st| st.inventory.lookup_index_shared(id, key));
         self.keep(found)
     }
 }

@@ -40,7 +40,6 @@ pub mod prereq;
 pub mod reload;
 pub mod watch;
 
-use crate::cel::interrupt;
 use crate::inventory::Inventory;
 use crate::k8s::kind::GroupVersionKind;
 use crate::policy::{Outcome, PolicySet};
@@ -48,7 +47,7 @@ use arc_swap::ArcSwap;
 use pending::Pending;
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Mutex, RwLock, RwLockWriteGuard, TryLockError};
+use std::sync::{Mutex, RwLock, RwLockWriteGuard};
 use std::time::Duration;
 
 #[derive(Debug, Clone)]
@@ -183,40 +182,6 @@ impl Cluster {
         f(&st)
     }
 
-    /// [`Cluster::read`], except in an attempt that must not wait
-    /// ([`crate::cel::interrupt::must_not_wait`]): there, when a writer
-    /// holds the lock or waits for it, the attempt is given up and `None`
-    /// returned instead of waiting.
-    pub fn read_unless_busy<R>(&self, f: impl FnOnce(&State) -> R) -> Option<R> {
-        if !interrupt::must_not_wait() {
-            return Some(self.read(f));
-        }
-        match self.state.try_read() {
-            Ok(st) => Some(f(&st)),
-            Err(TryLockError::Poisoned(p)) => Some(f(&p.into_inner())),
-            Err(TryLockError::WouldBlock) => {
-                interrupt::give_up();
-                None
-            }
-        }
-    }
-
-    /// [`Cluster::write`], or in an attempt that must not wait, `None`
-    /// (the attempt given up) when a reader or a writer holds the lock.
-    pub fn write_unless_busy(&self) -> Option<RwLockWriteGuard<'_, State>> {
-        if !interrupt::must_not_wait() {
-            return Some(self.write());
-        }
-        match self.state.try_write() {
-            Ok(st) => Some(st),
-            Err(TryLockError::Poisoned(p)) => Some(p.into_inner()),
-            Err(TryLockError::WouldBlock) => {
-                interrupt::give_up();
-                None
-            }
-        }
-    }
-
     /// Write access for a front-end that records a write it decided on
     /// under this same guard.
     pub fn write(&self) -> RwLockWriteGuard<'_, State> {
@@ -239,17 +204,16 @@ impl Cluster {
     /// Where an evaluation that reads the inventory one lookup at a time
     /// ([`live::Live`]) starts: the serving policies and the state they go
     /// with, expired pending records gone (no decision sees one).
-    /// `None` only in an attempt that must not wait and found the lock busy.
-    pub fn start_reading(&self) -> Option<(std::sync::Arc<Published>, Seen)> {
+    pub fn start_reading(&self) -> (std::sync::Arc<Published>, Seen) {
         let (published, seen, due) =
-            self.read_unless_busy(|st| (self.published(), st.seen(), st.pending.has_due()))?;
+            self.read(|st| (self.published(), st.seen(), st.pending.has_due()));
         if !due {
-            return Some((published, seen));
+            return (published, seen);
         }
-        let mut st = self.write_unless_busy()?;
+        let mut st = self.write();
         let st = &mut *st;
         st.pending.expire(&mut st.inventory);
-        Some((self.published(), st.seen()))
+        (self.published(), st.seen())
     }
 
     /// Removes the pending records that reached their expiry.

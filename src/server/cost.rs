@@ -116,23 +116,6 @@ pub(crate) fn estimate(body: &[u8], reads_inventory: bool) -> u64 {
         .saturating_add(references.saturating_mul(REFERENCE))
 }
 
-/// A request whose estimated cost is at most this is tried first on the
-/// async task that read it, under an attempt that gives up rather than
-/// wait ([`crate::cel::interrupt`]). 32 KiB of plain body parses in about
-/// a tenth of a millisecond; the bench's mix (3 KB bodies, a Deployment of
-/// a few containers and references at about 10 KiB estimated) is all
-/// under it.
-pub(crate) const INLINE_COST: u64 = 32 * 1024;
-
-/// Whether `body` is cheap enough to be tried on the task that read it:
-/// its estimate at most [`INLINE_COST`], its references counted as if a
-/// policy looked them up. Only the byte scan: the review's kind and
-/// requester, which [`lane`] parses for, matter only if it goes on to
-/// the executor.
-pub(crate) fn cheap(body: &[u8]) -> bool {
-    estimate(body, true) <= INLINE_COST
-}
-
 /// Where a review is evaluated: in the heavy lane when its estimated cost
 /// is over [`HEAVY_COST`], and as whose request (the review's `request.userInfo.username`, for fairness among tenants; empty
 /// if the body does not say). One pass over the body that skips everything

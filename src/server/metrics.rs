@@ -86,38 +86,7 @@ impl Closed {
     }
 }
 
-label_value!(
-    Endpoint,
-    Decision,
-    HandshakeFailure,
-    Refusal,
-    Closed,
-    InlineResult
-);
-
-/// How a request tried on the connection's task ended.
-#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq)]
-pub enum InlineResult {
-    /// Answered there.
-    Answered,
-    /// It would have waited: evaluated again on the evaluation threads.
-    GivenUp,
-}
-
-impl InlineResult {
-    /// The label value (`answered` / `given_up`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            InlineResult::Answered => "answered",
-            InlineResult::GivenUp => "given_up",
-        }
-    }
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct InlineLabels {
-    result: InlineResult,
-}
+label_value!(Endpoint, Decision, HandshakeFailure, Refusal, Closed);
 
 /// Which cap refused a connection as it was accepted.
 #[derive(Clone, Copy, Debug, Hash, PartialEq, Eq)]
@@ -217,7 +186,6 @@ pub struct ServerMetrics {
     accept_errors: Counter,
     cert_expiry: Gauge,
     heavy_lane_requests: Counter,
-    inline: Family<InlineLabels, Counter>,
 }
 
 impl ServerMetrics {
@@ -240,7 +208,6 @@ impl ServerMetrics {
             accept_errors: Counter::default(),
             cert_expiry: Gauge::default(),
             heavy_lane_requests: Counter::default(),
-            inline: Family::default(),
         };
         registry.register(
             "admission_requests",
@@ -313,11 +280,6 @@ impl ServerMetrics {
             m.heavy_lane_requests.clone(),
         );
         registry.register(
-            "inline_attempts",
-            "Cheap admission requests tried on the connection's task, by result: answered there, or given up (it would have waited) and evaluated on the evaluation threads",
-            m.inline.clone(),
-        );
-        registry.register(
             "accept_errors",
             "Failed accept calls (file descriptors exhausted and the like)",
             m.accept_errors.clone(),
@@ -335,17 +297,6 @@ impl ServerMetrics {
     /// Count a request sent to the executor's heavy lane.
     pub(crate) fn heavy_lane_request(&self) {
         self.heavy_lane_requests.inc();
-    }
-
-    /// Count a request tried on the connection's task: answered there, or
-    /// given up.
-    pub(crate) fn inline_attempt(&self, answered: bool) {
-        let result = if answered {
-            InlineResult::Answered
-        } else {
-            InlineResult::GivenUp
-        };
-        self.inline.get_or_create(&InlineLabels { result }).inc();
     }
 
     /// Count a connection refused by one of the connection caps.

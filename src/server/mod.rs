@@ -9,31 +9,23 @@
 //! graceful shutdown.
 //!
 //! ## Design decisions
-//! - **Where evaluation runs.** Each body is read on the async side. A
-//!   cheap one (estimated cost at most [`cost::INLINE_COST`]) is first
-//!   parsed and evaluated right there, under an attempt that must not wait
-//!   ([`crate::cel::interrupt`]): a lock held or awaited by a writer, a call
-//!   to the API server (authorizer, claims), a ResourceGroup, or a spent
-//!   attempt budget (20,000 cost units per policy) gives it up, and it
-//!   is evaluated again from the start like the others: parsed (once,
-//!   straight into JSON) and evaluated on a dedicated
+//! - **Where evaluation runs.** Each body is read on the async side, then
+//!   parsed (once, straight into JSON) and evaluated on a dedicated
 //!   fixed set of threads behind one queue ([`executor`]; default: one
-//!   thread per CPU; `--eval-threads`). The hand-off to that queue and
-//!   back woke two threads per request, which cost more CPU than a cheap
-//!   request's evaluation (docs/PERFORMANCE.md, issue 34). Requests
+//!   thread per CPU; `--eval-threads`), never on a tokio worker. Requests
 //!   whose estimated cost is over that of 128 KiB of plain body ([`cost`]:
 //!   size, containers, and references where a policy looks them up) may
 //!   occupy all threads but one, so a few near-limit, costly or
 //!   adversarial bodies cannot make ordinary requests queue behind them.
 //!   Until issue 17, bodies up
-//!   to 64 KiB were evaluated inline on the worker that read them without
-//!   such an attempt, and an evaluation could block: on the engine's
-//!   `RwLock` behind a waiting writer (one long evaluation plus one
-//!   admitted ConfigMap froze every request, `/healthz` included, for a
-//!   minute), or simply run until its deadline. A blocked worker stops
-//!   every connection it owns; a blocked pool thread only delays admission
-//!   requests, which the deadline bounds. The attempt never blocks, and
-//!   its budget bounds how long it holds the worker. Not `spawn_blocking`: its pool grows to 512 threads, which
+//!   to 64 KiB were evaluated inline on the worker that read them (12%
+//!   less CPU per request at saturation, docs/PERFORMANCE.md), but an
+//!   evaluation can block: on the engine's `RwLock` behind a waiting
+//!   writer (one long evaluation plus one admitted ConfigMap froze every
+//!   request, `/healthz` included, for a minute), or simply run until its
+//!   deadline. A blocked worker stops every connection it owns; a blocked
+//!   pool thread only delays admission requests, which the deadline
+//!   bounds. Not `spawn_blocking`: its pool grows to 512 threads, which
 //!   for CPU-bound work on 2 cores means oversubscription and unbounded
 //!   queueing.
 //! - **The deadline cancels.** Each evaluation runs under a
@@ -148,16 +140,6 @@ pub trait Reviewer: Send + Sync + 'static {
     fn reads_inventory(&self, api_version: &str, kind: &str, namespaced: bool) -> bool {
         let _ = (api_version, kind, namespaced);
         true
-    }
-    /// Whether [`Reviewer::validate_parsed`] and [`Reviewer::mutate_parsed`]
-    /// honour an attempt that must not wait
-    /// ([`crate::cel::interrupt::must_not_wait`]): never block, give the
-    /// attempt up instead, and bound their work by the attempt's budget.
-    /// Only then does the server try a cheap request on the async worker
-    /// that read it; otherwise every request goes to the evaluation
-    /// threads. The default, for a reviewer that does not say, is no.
-    fn answers_attempts(&self) -> bool {
-        false
     }
     /// Register this component's Prometheus metrics. Called once, before the
     /// server accepts connections, with the server's registry (already

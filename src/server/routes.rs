@@ -188,21 +188,6 @@ async fn admission(state: AppState, endpoint: Endpoint, req: Request) -> Respons
     let _cancel = CancelOnDrop(interrupt.clone());
     let reviewer = state.reviewer.clone();
     let metrics = state.metrics.clone();
-    if reviewer.answers_attempts() && super::cost::cheap(&body) {
-        // A cheap request is answered here, without waking an evaluation
-        // thread and this task again (two thread hand-offs cost more CPU
-        // than its evaluation), under an attempt that gives up instead of
-        // waiting on a lock or the API server and has a small cost budget:
-        // it holds this worker, and every connection it owns, for a
-        // bounded moment at most. Given up, it is evaluated on the
-        // evaluation threads, from the start.
-        let attempt = Interrupt::attempt();
-        let answer = review_with(&*reviewer, endpoint, body.clone(), &attempt, Some(&metrics));
-        metrics.inline_attempt(answer.is_some());
-        if let Some(answer) = answer {
-            return answer.into_response();
-        }
-    }
     let lane = super::cost::lane(&body, &*reviewer);
     if lane.heavy {
         metrics.heavy_lane_request();
@@ -213,8 +198,7 @@ async fn admission(state: AppState, endpoint: Endpoint, req: Request) -> Respons
             // The deadline passed while this waited for a thread: no one
             // will read the answer, do not start.
             let answer = (!interrupt.is_cancelled())
-                .then(|| review_with(&*reviewer, endpoint, body, &interrupt, Some(&metrics)))
-                .flatten();
+                .then(|| review_with(&*reviewer, endpoint, body, &interrupt, Some(&metrics)));
             drop(slot);
             answer
         })
@@ -456,30 +440,22 @@ impl IntoResponse for Answer {
 /// input; a panicking reviewer becomes a 500 carrying the request uid (so the
 /// apiserver applies the webhook's failurePolicy).
 pub(crate) fn review(reviewer: &dyn Reviewer, endpoint: Endpoint, body: Bytes) -> Answer {
-    // Only an attempt that must not wait is ever given up.
-    review_with(reviewer, endpoint, body, &Interrupt::new(), None).unwrap_or_else(|| {
-        invalid_answer(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "the evaluation was given up".into(),
-        )
-    })
+    review_with(reviewer, endpoint, body, &Interrupt::new(), None)
 }
 
 /// [`review`] with the reviewer's CEL evaluations under `interrupt`; what
 /// they ran into (errors, spent budgets, the deadline) is counted in
-/// `metrics` and logged with the request's identity. `None` when
-/// `interrupt` is an attempt that must not wait and was given up: nothing
-/// of it was counted, logged or recorded.
+/// `metrics` and logged with the request's identity.
 fn review_with(
     reviewer: &dyn Reviewer,
     endpoint: Endpoint,
     body: Bytes,
     interrupt: &Arc<Interrupt>,
     metrics: Option<&ServerMetrics>,
-) -> Option<Answer> {
+) -> Answer {
     let parsed = match parse_review(&body) {
         Ok(p) => p,
-        Err(message) => return Some(invalid_answer(StatusCode::BAD_REQUEST, message.to_string())),
+        Err(message) => return invalid_answer(StatusCode::BAD_REQUEST, message.to_string()),
     };
     drop(body);
     // What the answer needs once the reviewer has the request.
@@ -496,9 +472,6 @@ fn review_with(
             Endpoint::Mutate => reviewer.mutate_parsed(parsed),
         }))
     });
-    if interrupt.given_up() {
-        return None;
-    }
     let stats = interrupt.stats();
     if stats.expression_errors > 0 {
         if let Some(m) = metrics {
@@ -570,7 +543,7 @@ fn review_with(
     } else {
         Decision::Allowed
     };
-    Some(match serde_json::to_vec(&resp.into_review()) {
+    match serde_json::to_vec(&resp.into_review()) {
         Ok(body) => Answer {
             status,
             body,
@@ -583,7 +556,7 @@ fn review_with(
                 format!("could not encode the answer: {e}"),
             )
         }
-    })
+    }
 }
 
 fn invalid_answer(status: StatusCode, message: String) -> Answer {

@@ -92,13 +92,6 @@ impl<'a, 'e> Ctx<'a, 'e> {
     }
 
     pub(super) fn halt(&mut self, halt: Halt) -> EvalError {
-        if halt == Halt::Budget {
-            // An attempt's budget is smaller than the policy's: whichever
-            // ran out, the evaluation is made again, with the policy's.
-            if let Some(i) = &self.act.interrupt {
-                i.give_up();
-            }
-        }
         self.halted.get_or_insert(halt);
         halt_error(halt)
     }

@@ -266,23 +266,6 @@ async fn cheap_reviews_are_not_queued_behind_costly_small_ones() {
         Some((ok + late) as f64),
         "{text}"
     );
-    // Every cheap one (and the warm-up's) was tried where it was read,
-    // without a hand-off, and no costly one: answered there, or given up
-    // when recording a ConfigMap found a costly one's lookup holding the
-    // lock, then evaluated on the threads.
-    let attempts = |result: &str| {
-        metric(
-            &text,
-            &format!("interlock_inline_attempts_total{{result=\"{result}\"}}"),
-        )
-        .unwrap_or(0.0)
-    };
-    assert_eq!(
-        attempts("answered") + attempts("given_up"),
-        (probed + 4) as f64,
-        "{text}"
-    );
-    assert!(attempts("answered") >= 1.0, "{text}");
     // The costly ones were evaluated meanwhile: the lane was working.
     assert!(ok >= 2, "only {ok} costly reviews answered");
     // Not a speed figure but a queueing property, judged against the

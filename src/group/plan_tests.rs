@@ -141,6 +141,11 @@ fn converge(case: &mut Case) -> Plan {
     first
 }
 
+/// The status of the member of `kind`.
+fn member<'a>(status: &'a ResourceGroupStatus, kind: &str) -> &'a MemberStatus {
+    status.members.iter().find(|m| m.kind == kind).unwrap()
+}
+
 fn condition<'a>(status: &'a ResourceGroupStatus, type_: &str) -> &'a Condition {
     status.conditions.iter().find(|c| c.type_ == type_).unwrap()
 }
@@ -362,12 +367,7 @@ fn a_hand_edit_is_reverted_and_only_that_member_written() {
             .map(|u| u.starts_with("uid-")),
         Some(true)
     );
-    let m = p
-        .status
-        .members
-        .iter()
-        .find(|m| m.kind == "Deployment")
-        .unwrap();
+    let m = member(&p.status, "Deployment");
     assert_eq!(m.state, MemberState::Pending);
     expect(
         &p.status,
@@ -821,12 +821,7 @@ fn a_refused_write_is_recorded_on_the_member_and_conditions() {
         "deployer cannot create deployments",
         at(1),
     );
-    let m = p
-        .status
-        .members
-        .iter()
-        .find(|m| m.kind == "Deployment")
-        .unwrap();
+    let m = member(&p.status, "Deployment");
     assert_eq!(m.state, MemberState::Failed);
     expect(
         &p.status,

@@ -31,12 +31,7 @@ fn deletion_goes_one_rank_at_a_time_in_reverse_order() {
     case.terminating("Deployment")["metadata"]["finalizers"] = json!(["foregroundDeletion"]);
     let p = case.plan();
     assert!(matches!(&p.finalize, Some(Finalize::Wait(list)) if refs(list) == ["Deployment/web"]));
-    let m = p
-        .status
-        .members
-        .iter()
-        .find(|m| m.kind == "Deployment")
-        .unwrap();
+    let m = member(&p.status, "Deployment");
     assert!(m
         .message
         .as_deref()

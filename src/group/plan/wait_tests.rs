@@ -167,12 +167,7 @@ fn wait_for_ready_applies_a_rank_once_the_previous_one_is_ready() {
     let w = p.status.waiting_for.as_ref().expect("waiting");
     assert_eq!((w.kind.as_str(), w.name.as_str()), ("Job", "migrate"));
     assert_eq!(w.since, "2026-12-01T12:01:00Z");
-    let d = p
-        .status
-        .members
-        .iter()
-        .find(|m| m.kind == "Deployment")
-        .unwrap();
+    let d = member(&p.status, "Deployment");
     assert_eq!(d.state, MemberState::Waiting);
     assert!(
         d.message.as_deref().unwrap().contains("Job migrate"),
@@ -354,12 +349,7 @@ fn drift_report_lists_a_hand_edit_and_writes_nothing() {
     case.observed("ConfigMap")["data"]["k"] = json!("by hand");
     let p = case.plan();
     assert!(p.apply.is_empty(), "{:?}", names(&p.apply));
-    let m = p
-        .status
-        .members
-        .iter()
-        .find(|m| m.kind == "ConfigMap")
-        .unwrap();
+    let m = member(&p.status, "ConfigMap");
     assert_eq!(m.state, MemberState::Applied);
     assert_eq!(m.drift, ["data.k"]);
     assert_eq!(

@@ -21,14 +21,22 @@
 //! has passed every group once (each pass decides a group, and finds it
 //! Ready), its writes (target: zero) and the API requests meanwhile.
 //!
+//! `--audit`: kube-apiserver writes an audit log, and the requests of the
+//! convergence (and of the restart) are also counted by who made them
+//! (the controller, kubectl, the control plane's own components), which
+//! `apiserver_request_total` cannot say.
+//!
 //! `INTERLOCK_BENCH_BIN=path` runs that `interlock` binary instead of the
 //! one built with the bench: an A/B of two builds under one bench, or a
 //! profiler's wrapper script.
 
+#[path = "support/audit_log.rs"]
+mod audit_log;
 #[path = "../tests/support/cluster.rs"]
 #[allow(dead_code)]
 mod cluster;
 
+use audit_log::AuditLog;
 use cluster::{Options, TestCluster};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -43,6 +51,7 @@ struct Opts {
     namespaces: usize,
     steady: u64,
     restart: bool,
+    audit: bool,
     smoke: bool,
 }
 
@@ -55,6 +64,7 @@ fn parse_args() -> Opts {
         namespaces: 1,
         steady: if smoke { 4 } else { 120 },
         restart: false,
+        audit: false,
         smoke,
     };
     let mut it = all.into_iter();
@@ -66,6 +76,7 @@ fn parse_args() -> Opts {
             "--namespaces" => o.namespaces = num().unwrap_or(o.namespaces).max(1),
             "--steady" => o.steady = num().unwrap_or(o.steady as usize) as u64,
             "--restart" => o.restart = true,
+            "--audit" => o.audit = true,
             _ => {}
         }
     }
@@ -84,6 +95,15 @@ fn kubectl_ok(c: &TestCluster, args: &[&str], stdin: Option<&str>) {
     );
 }
 
+/// The resources the controller touches.
+const TOUCHED: [&str; 5] = [
+    "resourcegroups",
+    "configmaps",
+    "services",
+    "serviceaccounts",
+    "leases",
+];
+
 /// kube-apiserver's request counts for the resources the controller
 /// touches, by verb.
 fn requests(c: &TestCluster) -> BTreeMap<String, f64> {
@@ -94,15 +114,9 @@ fn requests(c: &TestCluster) -> BTreeMap<String, f64> {
         .lines()
         .filter(|l| l.starts_with("apiserver_request_total{"))
     {
-        let touched = [
-            "resourcegroups",
-            "configmaps",
-            "services",
-            "serviceaccounts",
-            "leases",
-        ]
-        .iter()
-        .any(|r| line.contains(&format!("resource=\"{r}\"")));
+        let touched = TOUCHED
+            .iter()
+            .any(|r| line.contains(&format!("resource=\"{r}\"")));
         if !touched {
             continue;
         }
@@ -195,20 +209,33 @@ fn metric(admin: u16, name: &str) -> u64 {
 /// A restart over converged groups: the controller killed, started again,
 /// and timed until it has passed every group once; then a pause as long as
 /// `settle` for passes that would write late.
-fn restart(c: &TestCluster, mut child: Child, o: &Opts, admin: u16, log: &Path) {
+fn restart(
+    c: &TestCluster,
+    mut child: Child,
+    o: &Opts,
+    admin: u16,
+    log: &Path,
+    audit: Option<&AuditLog>,
+) {
     let _ = child.kill();
     let _ = child.wait();
     let before = requests(c);
+    let audit_from = audit.map_or(0, AuditLog::mark);
     let start = Instant::now();
     let mut child = spawn_controller(c, admin, log);
     let limit = Duration::from_secs(60 + o.groups as u64 / 10);
     let mut passes = 0;
+    // The peak while the caches list, before any pass is done.
+    let mut listed = None;
     while start.elapsed() < limit {
         passes = metric(admin, "interlock_controller_reconciles_total");
+        if passes > 0 && listed.is_none() {
+            listed = Some((start.elapsed(), usage(child.id()).1));
+        }
         if passes >= o.groups as u64 {
             break;
         }
-        std::thread::sleep(Duration::from_millis(250));
+        std::thread::sleep(Duration::from_millis(100));
     }
     let decided = start.elapsed();
     let (cpu, rss) = usage(child.id());
@@ -225,13 +252,39 @@ fn restart(c: &TestCluster, mut child: Child, o: &Opts, admin: u16, log: &Path) 
     );
     println!("  restart: writes              {restart_writes}  (to 10 s after)");
     println!("  restart: controller CPU      {cpu:.1} s, peak RSS {rss:.0} MiB");
+    if let Some((at, peak)) = listed {
+        println!(
+            "  restart: first pass done     at {:.1} s, peak RSS until then {peak:.0} MiB",
+            at.as_secs_f64()
+        );
+    }
     println!("  restart: 10 s after          {settled}");
     println!("  restart: API requests        {made:?}");
+    if let Some(a) = audit {
+        print_audited(&a.count_since(audit_from, &TOUCHED), o.groups);
+    }
     assert!(
         passes >= o.groups as u64,
         "only {passes} of {} groups passed after the restart",
         o.groups
     );
+}
+
+/// The audit log's counts, and the controller's own per group (the
+/// requests with no user agent: kube's client sends none).
+fn print_audited(by: &BTreeMap<String, usize>, groups: usize) {
+    let own: usize = by
+        .iter()
+        .filter(|(k, _)| k.contains(" []"))
+        .map(|(_, n)| n)
+        .sum();
+    println!(
+        "  audit: the controller's own requests / group  {:.2}",
+        own as f64 / groups.max(1) as f64
+    );
+    for (k, n) in by {
+        println!("    {n:>8}  {k}");
+    }
 }
 
 /// (CPU seconds, peak RSS in MiB) of a process, from /proc.
@@ -326,8 +379,13 @@ fn tenant(c: &TestCluster, ns: &str) {
 
 fn main() {
     let o = parse_args();
+    let audit_dir = tempfile::tempdir().expect("tempdir");
+    let audit = o.audit.then(|| AuditLog::new(audit_dir.path()));
     let c = TestCluster::start_with(Options {
         controller_manager: true,
+        apiserver_args: audit
+            .as_ref()
+            .map_or(vec![], |a| a.apiserver_args(audit_dir.path())),
         ..Options::default()
     });
     let crd = Path::new(env!("CARGO_MANIFEST_DIR")).join("manifests/base/crd-resourcegroup.yaml");
@@ -356,6 +414,7 @@ fn main() {
     let load_before = load_average();
     let mut child = spawn_controller(&c, admin, &log);
     let before = requests(&c);
+    let audit_from = audit.as_ref().map_or(0, AuditLog::mark);
     let start = Instant::now();
     let groups: Vec<Value> = (0..o.groups)
         .map(|i| {
@@ -382,6 +441,7 @@ fn main() {
     }
     let converge = start.elapsed();
     let converged_requests = delta(&requests(&c), &before);
+    let audited = audit.as_ref().map(|a| a.count_since(audit_from, &TOUCHED));
     let (cpu, rss) = usage(child.id());
     let rss_converged = resident(child.id());
     let converged_memory = memory(child.id());
@@ -407,6 +467,9 @@ fn main() {
         "  API requests / group   {:.1}  (by verb: {converged_requests:?})",
         controller_requests / o.groups as f64
     );
+    if let Some(by) = &audited {
+        print_audited(by, o.groups);
+    }
     println!(
         "  controller CPU         {cpu:.1} s to converge, {:.2} s in {} s steady",
         cpu_after - cpu,
@@ -441,7 +504,7 @@ fn main() {
         assert_eq!(steady_writes, 0, "a converged cluster gets no write");
     }
     if o.restart {
-        restart(&c, child, &o, admin, &log);
+        restart(&c, child, &o, admin, &log, audit.as_ref());
         println!(
             "  machine load (1/5/15)  {} after the restart",
             load_average()

@@ -89,6 +89,21 @@ impl Case {
             now: self.now,
         })
     }
+
+    /// The stored object of `kind`, to edit in place.
+    fn observed(&mut self, kind: &str) -> &mut Value {
+        self.observed
+            .iter_mut()
+            .find(|o| o["kind"] == kind)
+            .unwrap()
+    }
+
+    /// Marks the stored object of `kind` as being deleted.
+    fn terminating(&mut self, kind: &str) -> &mut Value {
+        let o = self.observed(kind);
+        o["metadata"]["deletionTimestamp"] = json!("2026-12-01T12:01:00Z");
+        o
+    }
 }
 
 /// What the API server stores after applying `desired`: server metadata,
@@ -124,6 +139,11 @@ fn converge(case: &mut Case) -> Plan {
         .collect();
     case.previous = Some(first.status.clone());
     first
+}
+
+/// The status of the member of `kind`.
+fn member<'a>(status: &'a ResourceGroupStatus, kind: &str) -> &'a MemberStatus {
+    status.members.iter().find(|m| m.kind == kind).unwrap()
 }
 
 fn condition<'a>(status: &'a ResourceGroupStatus, type_: &str) -> &'a Condition {
@@ -336,12 +356,7 @@ fn last_transition_time_moves_only_when_status_changes() {
 fn a_hand_edit_is_reverted_and_only_that_member_written() {
     let mut case = Case::new(vec![deploy("web"), cm("c")]);
     converge(&mut case);
-    let d = case
-        .observed
-        .iter_mut()
-        .find(|o| o["kind"] == "Deployment")
-        .unwrap();
-    d["spec"]["replicas"] = json!(9);
+    case.observed("Deployment")["spec"]["replicas"] = json!(9);
     let p = case.plan();
     assert_eq!(names(&p.apply), ["Deployment/web"]);
     assert_eq!(
@@ -352,12 +367,7 @@ fn a_hand_edit_is_reverted_and_only_that_member_written() {
             .map(|u| u.starts_with("uid-")),
         Some(true)
     );
-    let m = p
-        .status
-        .members
-        .iter()
-        .find(|m| m.kind == "Deployment")
-        .unwrap();
+    let m = member(&p.status, "Deployment");
     assert_eq!(m.state, MemberState::Pending);
     expect(
         &p.status,
@@ -674,12 +684,7 @@ fn owned_objects_no_longer_listed_are_pruned_in_reverse_order() {
 
     // A pruned object that is terminating is not deleted again, and the
     // group stays Progressing until it is gone.
-    let d = case
-        .observed
-        .iter_mut()
-        .find(|o| o["kind"] == "Deployment")
-        .unwrap();
-    d["metadata"]["deletionTimestamp"] = json!("2026-12-01T12:01:00Z");
+    case.terminating("Deployment");
     let p = case.plan();
     assert_eq!(refs(&p.prune), ["Service/web", "ConfigMap/c"]);
     assert_eq!(condition(&p.status, "Applied").reason, "Progressing");
@@ -749,12 +754,7 @@ fn a_suspended_converged_group_is_applied_and_ready() {
 fn ready_waits_for_every_member() {
     let mut case = Case::new(vec![deploy("web"), cm("c")]);
     converge(&mut case);
-    let d = case
-        .observed
-        .iter_mut()
-        .find(|o| o["kind"] == "Deployment")
-        .unwrap();
-    d["status"]["availableReplicas"] = json!(1);
+    case.observed("Deployment")["status"]["availableReplicas"] = json!(1);
     let p = case.plan();
     assert!(p.apply.is_empty(), "status is not ours to write");
     expect(
@@ -821,12 +821,7 @@ fn a_refused_write_is_recorded_on_the_member_and_conditions() {
         "deployer cannot create deployments",
         at(1),
     );
-    let m = p
-        .status
-        .members
-        .iter()
-        .find(|m| m.kind == "Deployment")
-        .unwrap();
+    let m = member(&p.status, "Deployment");
     assert_eq!(m.state, MemberState::Failed);
     expect(
         &p.status,

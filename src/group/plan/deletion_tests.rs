@@ -28,21 +28,10 @@ fn deletion_goes_one_rank_at_a_time_in_reverse_order() {
         ],
     );
     // While the Deployment terminates, nothing else is deleted.
-    let d = case
-        .observed
-        .iter_mut()
-        .find(|o| o["kind"] == "Deployment")
-        .unwrap();
-    d["metadata"]["deletionTimestamp"] = json!("2026-12-01T12:01:00Z");
-    d["metadata"]["finalizers"] = json!(["foregroundDeletion"]);
+    case.terminating("Deployment")["metadata"]["finalizers"] = json!(["foregroundDeletion"]);
     let p = case.plan();
     assert!(matches!(&p.finalize, Some(Finalize::Wait(list)) if refs(list) == ["Deployment/web"]));
-    let m = p
-        .status
-        .members
-        .iter()
-        .find(|m| m.kind == "Deployment")
-        .unwrap();
+    let m = member(&p.status, "Deployment");
     assert!(m
         .message
         .as_deref()
@@ -71,11 +60,7 @@ fn deletion_ignores_suspend_so_the_finalizer_never_strands_the_group() {
 fn orphan_releases_members_with_guarded_patches() {
     let mut case = deleting(DeletionPolicy::Orphan);
     // Another owner before ours: the patch must remove the right entry.
-    let c = case
-        .observed
-        .iter_mut()
-        .find(|o| o["kind"] == "ConfigMap")
-        .unwrap();
+    let c = case.observed("ConfigMap");
     let refs_ = c["metadata"]["ownerReferences"].as_array_mut().unwrap();
     refs_.insert(
         0,

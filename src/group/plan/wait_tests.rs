@@ -95,14 +95,6 @@ fn job(name: &str) -> Value {
             "containers": [{"name": "migrate", "image": "migrate:1"}]}}}})
 }
 
-/// The stored object of `kind`, to edit in place.
-fn observed<'a>(case: &'a mut Case, kind: &str) -> &'a mut Value {
-    case.observed
-        .iter_mut()
-        .find(|o| o["kind"] == kind)
-        .unwrap()
-}
-
 /// Carries out the plan's applies and prunes, as the caches then hold them.
 fn carry_out(case: &mut Case, p: &Plan) {
     for (i, d) in p.apply.iter().enumerate() {
@@ -169,18 +161,13 @@ fn wait_for_ready_applies_a_rank_once_the_previous_one_is_ready() {
     carry_out(&mut case, &p);
     case.now = at(2);
     // The Job runs: the Deployment waits for it, and the status says so.
-    observed(&mut case, "Job")["status"] = json!({"active": 1});
+    case.observed("Job")["status"] = json!({"active": 1});
     let p = case.plan();
     assert!(p.apply.is_empty(), "{:?}", names(&p.apply));
     let w = p.status.waiting_for.as_ref().expect("waiting");
     assert_eq!((w.kind.as_str(), w.name.as_str()), ("Job", "migrate"));
     assert_eq!(w.since, "2026-12-01T12:01:00Z");
-    let d = p
-        .status
-        .members
-        .iter()
-        .find(|m| m.kind == "Deployment")
-        .unwrap();
+    let d = member(&p.status, "Deployment");
     assert_eq!(d.state, MemberState::Waiting);
     assert!(
         d.message.as_deref().unwrap().contains("Job migrate"),
@@ -208,7 +195,7 @@ fn wait_for_ready_applies_a_rank_once_the_previous_one_is_ready() {
     );
     carry_out(&mut case, &p);
     // The Job completes: the Deployment is applied, nothing waits.
-    observed(&mut case, "Job")["status"] =
+    case.observed("Job")["status"] =
         json!({"conditions": [{"type": "Complete", "status": "True"}]});
     case.now = at(6);
     let p = case.plan();
@@ -237,7 +224,7 @@ fn a_wait_past_the_timeout_is_reported_and_nothing_is_undone() {
         let p = case.plan();
         carry_out(&mut case, &p);
     }
-    observed(&mut case, "Job")["status"] = json!({"active": 1});
+    case.observed("Job")["status"] = json!({"active": 1});
     case.now = at(2);
     let p = case.plan();
     carry_out(&mut case, &p);
@@ -263,7 +250,7 @@ fn a_wait_past_the_timeout_is_reported_and_nothing_is_undone() {
     // lets the Deployment through.
     assert_eq!(case.observed.len(), 2);
     carry_out(&mut case, &p);
-    observed(&mut case, "Job")["status"] =
+    case.observed("Job")["status"] =
         json!({"conditions": [{"type": "Complete", "status": "True"}]});
     case.now = at(9);
     assert_eq!(names(&case.plan().apply), ["Deployment/web"]);
@@ -308,7 +295,7 @@ fn a_claim_lets_the_next_rank_through_unbound() {
     let p = case.plan();
     assert_eq!(names(&p.apply), ["PersistentVolumeClaim/data"]);
     carry_out(&mut case, &p);
-    observed(&mut case, "PersistentVolumeClaim")["status"] = json!({"phase": "Pending"});
+    case.observed("PersistentVolumeClaim")["status"] = json!({"phase": "Pending"});
     assert_eq!(names(&case.plan().apply), ["Deployment/web"]);
 }
 
@@ -359,15 +346,10 @@ fn drift_report_lists_a_hand_edit_and_writes_nothing() {
         reasons(&p.status).last().cloned(),
         Some(("Drifted".into(), False, "NoDrift".into()))
     );
-    observed(&mut case, "ConfigMap")["data"]["k"] = json!("by hand");
+    case.observed("ConfigMap")["data"]["k"] = json!("by hand");
     let p = case.plan();
     assert!(p.apply.is_empty(), "{:?}", names(&p.apply));
-    let m = p
-        .status
-        .members
-        .iter()
-        .find(|m| m.kind == "ConfigMap")
-        .unwrap();
+    let m = member(&p.status, "ConfigMap");
     assert_eq!(m.state, MemberState::Applied);
     assert_eq!(m.drift, ["data.k"]);
     assert_eq!(
@@ -436,7 +418,7 @@ fn a_member_lists_at_most_twenty_drifted_fields_and_counts_them_all() {
     }
     let mut case = reporting(vec![big]);
     converge(&mut case);
-    observed(&mut case, "ConfigMap")["data"] = json!({});
+    case.observed("ConfigMap")["data"] = json!({});
     let p = case.plan();
     let m = &p.status.members[0];
     assert_eq!(m.drift.len(), drift::MAX_FIELDS);

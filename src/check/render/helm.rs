@@ -101,7 +101,7 @@ fn render(
     if let Some(ns) = namespace.filter(|n| !n.is_empty()) {
         cmd.args(["--namespace", ns]);
     }
-    let output = match run_bounded(&mut cmd, opts.max_file_size) {
+    let output = match run_bounded(&mut cmd, opts.stream_above) {
         Ok(o) => o,
         Err(e) => return Rendered::Failed(notice(format!("helm template: {e}"))),
     };

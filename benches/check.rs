@@ -8,7 +8,17 @@
 //! cargo bench --bench check -- --keep /tmp/clusters  # keep the generated files
 //! cargo bench --bench check -- --pod-refs            # one Pod's cost by its references
 //! cargo bench --bench check -- --baseline /path/to/interlock   # A/B against another build
+//! cargo bench --bench check -- --one-file 1000000    # the same cluster as one YAML file (~1 GB)
+//! cargo bench --bench check -- --binary PATH         # time another binary as "this build"
 //! ```
+//!
+//! `--one-file N`: the cluster of N objects written as one multi-document
+//! YAML file (files one after another), checked `--runs` times (default 1):
+//! wall, CPU, peak RSS against the file's size. A file over the loader's
+//! `stream_above` (64 MiB) is read in windows. With `--baseline`, the
+//! other build is run once on the same file and its exit code and first
+//! line of standard error are printed (a build that refuses large files
+//! says so there).
 //!
 //! `--baseline BIN`: each run also runs BIN (another build, for example the
 //! release binary of the commit before a change, built in a target
@@ -51,6 +61,11 @@ struct Opts {
     baseline: Option<PathBuf>,
     /// Under `cargo test`: no targets to compare with.
     smoke: bool,
+    /// `--one-file N`: N objects in one YAML file.
+    one_file: Option<usize>,
+    /// `--binary PATH`: the build measured, instead of the one built with
+    /// this bench (a release binary measured by a harness built in debug).
+    binary: PathBuf,
 }
 
 /// Objects in the smoke test that `cargo test --all-targets` runs.
@@ -65,6 +80,8 @@ fn parse_args() -> Result<Opts, String> {
         pod_refs: false,
         baseline: None,
         smoke: false,
+        one_file: None,
+        binary: PathBuf::from(BIN),
     };
     // `cargo bench` passes --bench; `cargo test --all-targets` (CI) passes
     // nothing, and then this is a quick smoke test of the generator and the
@@ -95,6 +112,15 @@ fn parse_args() -> Result<Opts, String> {
                 o.runs = Some(v.parse().map_err(|e| format!("--runs: {e}"))?);
             }
             "--phases" => o.phases = true,
+            "--binary" => o.binary = PathBuf::from(args.next().ok_or("--binary needs a path")?),
+            "--one-file" => {
+                let v = args.next().ok_or("--one-file needs a number of objects")?;
+                let n = v
+                    .replace('_', "")
+                    .parse()
+                    .map_err(|e| format!("--one-file {v}: {e}"))?;
+                o.one_file = Some(n);
+            }
             "--pod-refs" => o.pod_refs = true,
             "--baseline" => {
                 o.baseline = Some(PathBuf::from(
@@ -378,7 +404,7 @@ fn bench_size(size: usize, o: &Opts) -> Result<Row, String> {
         if let Some(b) = &o.baseline {
             base.push(&checked_run(b, &dir, &base_out, &err, size)?);
         }
-        this.push(&checked_run(Path::new(BIN), &dir, &out, &err, size)?);
+        this.push(&checked_run(&o.binary, &dir, &out, &err, size)?);
     }
     if o.baseline.is_some() {
         let (a, b) = (std::fs::read(&base_out), std::fs::read(&out));
@@ -490,6 +516,72 @@ fn pod_refs_curve(o: &Opts) -> Result<(), String> {
     Ok(())
 }
 
+/// `--one-file N`: the cluster as one YAML file, checked whole.
+fn one_file(size: usize, o: &Opts) -> Result<(), String> {
+    let tmp = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let dir = o.keep.clone().unwrap_or_else(|| tmp.path().to_path_buf());
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let file = dir.join(format!("cluster-{size}.yaml"));
+    let g = gen_cluster::generate_file(&file, size).map_err(|e| e.to_string())?;
+    let (out, err) = (
+        tmp.path().join("report.json"),
+        tmp.path().join("stderr.txt"),
+    );
+    println!(
+        "interlock check of one YAML file, bundled library, binary {}",
+        o.binary.display()
+    );
+    println!(
+        "file {} ({}, {} objects)",
+        file.display(),
+        mib(g.bytes),
+        g.objects
+    );
+    println!("load average before: {}", loadavg());
+    println!();
+    println!("| run | wall | CPU user+sys | CPU an object | peak RSS | RSS / input | objects | violations |");
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for run in 1..=o.runs.unwrap_or(1) {
+        let r = checked_run(&o.binary, &file, &out, &err, size)?;
+        let report: serde_json::Value =
+            serde_json::from_reader(File::open(&out).map_err(|e| e.to_string())?)
+                .map_err(|e| format!("report is not JSON: {e}"))?;
+        let objects = report["summary"]["objects"].as_u64().unwrap_or(0);
+        if objects != g.objects as u64 {
+            return Err(format!(
+                "generated {} objects, the report counts {objects}",
+                g.objects
+            ));
+        }
+        println!(
+            "| {run} | {:.2} s | {:.2} s | {:.1} us | {} | {:.2}x | {objects} | {} |",
+            r.wall.as_secs_f64(),
+            r.cpu.as_secs_f64(),
+            r.cpu.as_secs_f64() * 1e6 / size.max(1) as f64,
+            mib(r.max_rss_bytes),
+            r.max_rss_bytes as f64 / g.bytes as f64,
+            report["summary"]["violations"].as_u64().unwrap_or(0),
+        );
+    }
+    println!("load average after: {}", loadavg());
+    if let Some(b) = &o.baseline {
+        let r = run_bin(b, &file, &out, &err)?;
+        let stderr = std::fs::read_to_string(&err).unwrap_or_default();
+        println!(
+            "baseline {}: exit {}, {:.2} s, peak RSS {}; {}",
+            b.display(),
+            r.exit,
+            r.wall.as_secs_f64(),
+            mib(r.max_rss_bytes),
+            stderr
+                .lines()
+                .next()
+                .unwrap_or("(nothing on standard error)")
+        );
+    }
+    Ok(())
+}
+
 fn main() {
     let o = match parse_args() {
         Ok(o) => o,
@@ -498,6 +590,13 @@ fn main() {
             std::process::exit(2);
         }
     };
+    if let Some(size) = o.one_file.filter(|_| !o.smoke) {
+        if let Err(e) = one_file(size, &o) {
+            eprintln!("check bench: {e}");
+            std::process::exit(1);
+        }
+        return;
+    }
     if o.pod_refs || o.smoke {
         if let Err(e) = pod_refs_curve(&o) {
             eprintln!("check bench: {e}");
@@ -510,7 +609,10 @@ fn main() {
     let cores = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1);
-    println!("interlock check, bundled library, {cores} cores, binary {BIN}");
+    println!(
+        "interlock check, bundled library, {cores} cores, binary {}",
+        o.binary.display()
+    );
     println!("load average before: {}", loadavg());
     println!();
     println!("| objects | files | input on disk | runs | wall (median) | wall (min) | CPU user+sys (median) | objects/s | peak RSS (median) | RSS / input | violations |");

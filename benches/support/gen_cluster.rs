@@ -11,7 +11,7 @@
 
 use std::fmt::Write as _;
 use std::io::{self, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// What was written.
 #[derive(Debug, Default, Clone)]
@@ -438,8 +438,52 @@ spec:
     n
 }
 
+/// Where the generated files go.
+enum Sink {
+    /// One file each, in this folder.
+    Dir(PathBuf),
+    /// All of them one after another in one YAML stream.
+    OneFile(io::BufWriter<std::fs::File>),
+}
+
+impl Sink {
+    fn write(&mut self, name: &str, bytes: &[u8], g: &mut Generated) -> io::Result<()> {
+        match self {
+            Sink::Dir(dir) => write_file(&dir.join(name), bytes, g),
+            Sink::OneFile(f) => {
+                // The JSON Lists are YAML flow documents of their own.
+                let marker: &[u8] = if bytes.starts_with(b"---") {
+                    b""
+                } else {
+                    b"---\n"
+                };
+                f.write_all(marker)?;
+                f.write_all(bytes)?;
+                g.files = 1;
+                g.bytes += (marker.len() + bytes.len()) as u64;
+                Ok(())
+            }
+        }
+    }
+}
+
 /// Writes a cluster of exactly `target` objects into `dir` (which must exist).
 pub fn generate(dir: &Path, target: usize) -> io::Result<Generated> {
+    generate_into(&mut Sink::Dir(dir.to_path_buf()), target)
+}
+
+/// The same cluster as [`generate`], as one multi-document YAML file.
+#[allow(dead_code)] // benches/check.rs only
+pub fn generate_file(path: &Path, target: usize) -> io::Result<Generated> {
+    let mut sink = Sink::OneFile(io::BufWriter::new(std::fs::File::create(path)?));
+    let g = generate_into(&mut sink, target)?;
+    if let Sink::OneFile(mut f) = sink {
+        f.flush()?;
+    }
+    Ok(g)
+}
+
+fn generate_into(sink: &mut Sink, target: usize) -> io::Result<Generated> {
     let mut g = Generated::default();
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15 ^ target as u64);
     let mut namespace_docs = String::new();
@@ -495,25 +539,16 @@ pub fn generate(dir: &Path, target: usize) -> io::Result<Generated> {
             g.objects += 1;
             k += 1;
         }
-        let path = dir.join(format!("{ns}.yaml"));
-        write_file(&path, out.as_bytes(), &mut g)?;
+        sink.write(&format!("{ns}.yaml"), out.as_bytes(), &mut g)?;
         i += 1;
     }
-    write_file(
-        &dir.join("namespaces.yaml"),
-        namespace_docs.as_bytes(),
-        &mut g,
-    )?;
+    sink.write("namespaces.yaml", namespace_docs.as_bytes(), &mut g)?;
     for (k, chunk) in list_items.chunks(20).enumerate() {
         let text = format!(
             "{{\"apiVersion\": \"v1\", \"kind\": \"List\", \"items\": [\n  {}\n]}}\n",
             chunk.join(",\n  ")
         );
-        write_file(
-            &dir.join(format!("dashboards-{k}.json")),
-            text.as_bytes(),
-            &mut g,
-        )?;
+        sink.write(&format!("dashboards-{k}.json"), text.as_bytes(), &mut g)?;
     }
     Ok(g)
 }

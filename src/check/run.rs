@@ -20,12 +20,14 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 
 mod alternatives;
+mod bodies;
 mod evaluate;
 mod items;
 mod mutations;
 mod render;
 
 use alternatives::Alternatives;
+use bodies::{Bodies, Body};
 use evaluate::*;
 pub(super) use items::default_namespace;
 use items::*;
@@ -360,16 +362,17 @@ pub fn run(opts: &CheckOptions) -> Report {
             }
         }
     }
+    let bodies = Bodies::default();
     let mut loaded = manifest::load_files_map(&opts.inputs, &load, |d| {
         crds.note(&d);
-        expanded_items(d, &inventory, &policies, opts)
+        expanded_items(d, &inventory, &policies, opts, &bodies)
     });
     loaded.items.extend(
         rendered
             .into_par_iter()
             .map(|d| {
                 crds.note(&d);
-                expanded_items(d, &inventory, &policies, opts)
+                expanded_items(d, &inventory, &policies, opts, &bodies)
             })
             .collect::<Vec<_>>(),
     );
@@ -404,7 +407,15 @@ pub fn run(opts: &CheckOptions) -> Report {
     let files = loaded.files;
     let skipped_files = skipped.len();
     let items = flatten_items(loaded.items, &mut report);
-    let inventory = check_items(items, &policies, &schemas, inventory, opts, &mut report);
+    let inventory = check_items(
+        items,
+        &policies,
+        &schemas,
+        inventory,
+        opts,
+        &bodies,
+        &mut report,
+    );
     // Nothing checked is not "all fine": say so, and fail the run.
     if report.errors.is_empty() && policies.is_empty() {
         report.errors.push(InputError {
@@ -516,9 +527,10 @@ pub fn check_documents_with(
             }),
         }
     }
+    let bodies = Bodies::default();
     let items = resources
         .iter()
-        .map(|d| expanded_items(d.clone(), &inventory, &policies, opts))
+        .map(|d| expanded_items(d.clone(), &inventory, &policies, opts, &bodies))
         .collect();
     let items = flatten_items(items, report);
     let inventory = check_items(
@@ -527,6 +539,7 @@ pub fn check_documents_with(
         openapi::builtin(),
         inventory,
         opts,
+        &bodies,
         report,
     );
     (policies, inventory)

@@ -93,9 +93,18 @@ pub enum LoadErrorKind {
     /// The file or directory could not be read.
     #[error("cannot read: {0}")]
     Io(String),
-    /// The file is larger than the configured limit.
+    /// A file read whole (JSON, UTF-16, a render's output) is larger than
+    /// the configured limit.
     #[error("file is larger than the limit of {limit} bytes; split it or raise the limit")]
     TooLarge {
+        /// The limit in bytes.
+        limit: u64,
+    },
+    /// One document of a YAML stream (from its first line to the next
+    /// `---` or `...`) is larger than the configured limit; the rest of
+    /// the stream is read.
+    #[error("document is larger than the limit of {limit} bytes (from this line to the next --- line); split it or raise the limit")]
+    DocumentTooLarge {
         /// The limit in bytes.
         limit: u64,
     },

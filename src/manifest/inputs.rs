@@ -25,7 +25,11 @@ pub(crate) fn has_manifest_extension(path: &Path) -> bool {
 }
 
 fn io_error(path: &Path, e: &std::io::Error) -> LoadError {
-    LoadError::new(Source::file(path), None, LoadErrorKind::Io(describe_io(e)))
+    LoadError::new(Source::file(path), None, io_error_kind(e))
+}
+
+pub(crate) fn io_error_kind(e: &std::io::Error) -> LoadErrorKind {
+    LoadErrorKind::Io(describe_io(e))
 }
 
 fn describe_io(e: &std::io::Error) -> String {
@@ -154,14 +158,19 @@ pub(crate) fn discover<P: AsRef<Path>>(
     (files, errors)
 }
 
-/// Reads at most `limit` bytes from a reader; more is an error.
-pub(crate) fn read_limited(r: impl Read, limit: u64) -> Result<Vec<u8>, LoadErrorKind> {
+/// Reads at most `limit` + 1 bytes from a reader: the bytes, and whether
+/// there were more than `limit` (the reader then goes on after them).
+pub(crate) fn read_prefix(r: impl Read, limit: u64) -> Result<(Vec<u8>, bool), LoadErrorKind> {
     let mut buf = Vec::new();
-    read_limited_into(r, limit, &mut buf)?;
-    Ok(buf)
+    r.take(limit.saturating_add(1))
+        .read_to_end(&mut buf)
+        .map_err(|e| LoadErrorKind::Io(describe_io(&e)))?;
+    let more = buf.len() as u64 > limit;
+    Ok((buf, more))
 }
 
-/// [`read_limited`] into `buf` (cleared first), so that a thread reading
+/// Reads at most `limit` bytes (more is an error) into `buf` (cleared
+/// first), so that a thread reading
 /// file after file reuses one buffer: a fresh one per file cost the
 /// kernel's zeroing of its pages, about 3% of `check`'s CPU.
 fn read_limited_into(mut r: impl Read, limit: u64, buf: &mut Vec<u8>) -> Result<(), LoadErrorKind> {

@@ -26,7 +26,8 @@
 //!   first copy is kept.
 //! - `.json` files are read with `serde_json` (nesting limit 128) and get the
 //!   same checks (duplicate keys, number normalisation) and lines.
-//! - Limits ([`LoadOptions`]): file size (64 MiB), nesting depth (200), nodes
+//! - Limits ([`LoadOptions`]): document size (64 MiB; larger YAML files are
+//!   read in windows, `src/manifest/stream.rs`), nesting depth (200), nodes
 //!   copied by anchors and aliases per document (100 000).
 //!
 //! Most manifests go through a fast path for the usual subset of YAML
@@ -54,6 +55,7 @@ mod object;
 mod positions;
 mod scalar;
 mod skip;
+mod stream;
 mod yaml;
 
 pub use locate::position_in_scalar;
@@ -76,8 +78,16 @@ use positions::PositionIndex;
 /// Limits and switches for loading.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LoadOptions {
-    /// Largest file (or standard input) read, in bytes. Default 64 MiB.
-    pub max_file_size: u64,
+    /// Largest document of a YAML stream, and largest input read whole
+    /// (a JSON file, a UTF-16 file), in bytes: a larger one is an error
+    /// naming its file and line. Default 64 MiB.
+    pub max_document_size: u64,
+    /// YAML files (and standard input) larger than this are read in
+    /// windows of at most this size (and 4 MiB), cut at document markers,
+    /// so that a file of any size is read in bounded memory; smaller ones
+    /// are read whole. The objects and errors are the same either way.
+    /// Default 64 MiB.
+    pub stream_above: u64,
     /// Deepest nesting of mappings and sequences. Default 200.
     pub max_depth: usize,
     /// Most nodes that anchors and aliases may copy in one document.
@@ -107,7 +117,8 @@ pub struct LoadOptions {
 impl Default for LoadOptions {
     fn default() -> Self {
         LoadOptions {
-            max_file_size: 64 * 1024 * 1024,
+            max_document_size: 64 * 1024 * 1024,
+            stream_above: 64 * 1024 * 1024,
             max_depth: 200,
             max_alias_nodes: 100_000,
             reject_duplicate_objects: true,
@@ -372,15 +383,24 @@ where
     let per_file: Vec<PerFile<T>> = files
         .par_iter()
         .map(|input| {
-            let loaded = load_input(input, opts);
-            // Identities are only for the duplicate check (a string per object).
-            let ids = if opts.reject_duplicate_objects {
-                loaded.documents.iter().map(Identity::of).collect()
-            } else {
-                Vec::new()
-            };
-            let items = loaded.documents.into_iter().map(&map).collect();
-            (ids, items, loaded.errors, loaded.skipped)
+            let (mut ids, mut items, mut errors, mut skipped) =
+                (Vec::new(), Vec::new(), Vec::new(), None);
+            // Once for a file read whole, once a window for one read in
+            // windows: no more than a window of parsed trees at once.
+            load_input_each(input, opts, &mut |loaded| {
+                // Identities are only for the duplicate check (a string per object).
+                if opts.reject_duplicate_objects {
+                    ids.extend(loaded.documents.iter().map(Identity::of));
+                }
+                if loaded.documents.len() > 64 {
+                    items.par_extend(loaded.documents.into_par_iter().map(&map));
+                } else {
+                    items.extend(loaded.documents.into_iter().map(&map));
+                }
+                errors.extend(loaded.errors);
+                skipped = skipped.take().or(loaded.skipped);
+            });
+            (ids, items, errors, skipped)
         })
         .collect();
     let total = per_file.iter().map(|(_, items, _, _)| items.len()).sum();
@@ -469,42 +489,87 @@ impl Identity {
 }
 
 fn load_input(input: &Input, opts: &LoadOptions) -> Loaded {
-    match input {
+    let mut all = Loaded::default();
+    load_input_each(input, opts, &mut |l| all.append(l));
+    all
+}
+
+/// Reads one input, handing its objects to `each`: once for an input read
+/// whole, once a window for a YAML input read in windows
+/// ([`LoadOptions::stream_above`]).
+fn load_input_each(input: &Input, opts: &LoadOptions, each: &mut dyn FnMut(Loaded)) {
+    let path = match input {
         Input::Stdin => {
             let stdin = std::io::stdin();
-            let lock = stdin.lock();
-            match inputs::read_limited(lock, opts.max_file_size) {
-                Ok(bytes) => load_bytes(Source::Stdin, &bytes, Format::Yaml, opts),
-                Err(kind) => error_only(Source::Stdin, kind),
-            }
+            return read_or_stream(Source::Stdin, stdin.lock(), Format::Yaml, opts, each);
         }
-        Input::File(path) => {
-            let source = Source::file(path);
-            if opts.skip_non_objects {
-                if let Some(reason) = skip::by_path(path) {
-                    let mut l = skipped(source, reason);
-                    // A kustomization's generators make objects that the
-                    // repository's workloads refer to.
-                    if reason == SkipReason::Kustomize {
-                        if let (Some(s), Ok(bytes)) =
-                            (&mut l.skipped, inputs::read_file(path, opts.max_file_size))
-                        {
-                            let text = String::from_utf8_lossy(&bytes);
-                            s.makes =
-                                skip::kustomize_generated(&yaml::parse_stream(&text, opts).docs);
-                        }
-                    }
-                    return l;
+        Input::File(path) => path,
+    };
+    let source = Source::file(path);
+    if opts.skip_non_objects {
+        if let Some(reason) = skip::by_path(path) {
+            let mut l = skipped(source, reason);
+            // A kustomization's generators make objects that the
+            // repository's workloads refer to.
+            if reason == SkipReason::Kustomize {
+                if let (Some(s), Ok(bytes)) = (
+                    &mut l.skipped,
+                    inputs::read_file(path, opts.max_document_size),
+                ) {
+                    let text = String::from_utf8_lossy(&bytes);
+                    s.makes = skip::kustomize_generated(&yaml::parse_stream(&text, opts).docs);
                 }
             }
-            let format = Format::for_path(path);
-            match inputs::with_file(path, opts.max_file_size, |bytes| {
-                load_one(source.clone(), bytes, format, opts)
-            }) {
-                Ok(loaded) => loaded,
-                Err(kind) => error_only(source, kind),
-            }
+            return each(l);
         }
+    }
+    let format = Format::for_path(path);
+    let size = std::fs::metadata(path)
+        .ok()
+        .filter(|m| m.is_file())
+        .map(|m| m.len());
+    if format == Format::Yaml && size.is_none_or(|len| len > opts.stream_above) {
+        // A large file, or a pipe (`<(helm template ...)`) of unknown size.
+        return match std::fs::File::open(path) {
+            Ok(file) if size.is_some() => stream::read(&source, Vec::new(), file, opts, each),
+            Ok(file) => read_or_stream(source, file, format, opts, each),
+            Err(e) => each(error_only(source, inputs::io_error_kind(&e))),
+        };
+    }
+    let limit = match format {
+        Format::Yaml => opts.stream_above,
+        Format::Json => opts.max_document_size,
+    };
+    each(
+        match inputs::with_file(path, limit, |bytes| {
+            load_one(source.clone(), bytes, format, opts)
+        }) {
+            Ok(loaded) => loaded,
+            Err(kind) => error_only(source, kind),
+        },
+    )
+}
+
+/// Reads an input of unknown size: whole if it is at most
+/// [`LoadOptions::stream_above`], else (YAML) in windows.
+fn read_or_stream(
+    source: Source,
+    mut reader: impl std::io::Read,
+    format: Format,
+    opts: &LoadOptions,
+    each: &mut dyn FnMut(Loaded),
+) {
+    let limit = match format {
+        Format::Yaml => opts.stream_above,
+        Format::Json => opts.max_document_size,
+    };
+    match inputs::read_prefix(&mut reader, limit) {
+        Ok((bytes, false)) => each(load_bytes(source, &bytes, format, opts)),
+        Ok((bytes, true)) if format == Format::Yaml => {
+            stream::read(&source, bytes, reader, opts, each)
+        }
+        Ok(_) => each(error_only(source, LoadErrorKind::TooLarge { limit })),
+        Err(kind) => each(error_only(source, kind)),
     }
 }
 
@@ -575,13 +640,13 @@ fn from_utf16_with_bom(bytes: &[u8]) -> Option<String> {
 
 /// Reads one input, without the duplicate-object check.
 fn load_one(source: Source, bytes: &[u8], format: Format, opts: &LoadOptions) -> Loaded {
-    if bytes.len() as u64 > opts.max_file_size {
-        return error_only(
-            source,
-            LoadErrorKind::TooLarge {
-                limit: opts.max_file_size,
-            },
-        );
+    // JSON and UTF-16 are read whole; YAML is limited per document.
+    let whole = format == Format::Json
+        || bytes.starts_with(&[0xFF, 0xFE])
+        || bytes.starts_with(&[0xFE, 0xFF]);
+    if whole && bytes.len() as u64 > opts.max_document_size {
+        let limit = opts.max_document_size;
+        return error_only(source, LoadErrorKind::TooLarge { limit });
     }
     let utf16 = from_utf16_with_bom(bytes);
     let text = match utf16
@@ -628,25 +693,35 @@ fn load_one(source: Source, bytes: &[u8], format: Format, opts: &LoadOptions) ->
         if let Some(reason) = skip::by_content(&parsed.docs) {
             return skipped(source, reason);
         }
-        let before = parsed.docs.len();
-        parsed
-            .docs
-            .retain(|d| d.empty || !skip::is_configuration(&d.value));
-        if parsed.docs.len() < before {
-            if parsed.docs.iter().all(|d| d.empty) {
-                return skipped(source, SkipReason::Configuration);
-            }
-            partly_skipped = Some(Skipped {
-                source: source.clone(),
-                reason: SkipReason::Configuration,
-                makes: Vec::new(),
-            });
+        partly_skipped = drop_configuration(&source, &mut parsed);
+        if partly_skipped.is_some() && parsed.docs.iter().all(|d| d.empty) {
+            return skipped(source, SkipReason::Configuration);
         }
     }
-    let mut out = Loaded {
-        skipped: partly_skipped,
-        ..Loaded::default()
-    };
+    let mut out = objects_of(&source, parsed);
+    out.skipped = partly_skipped;
+    out
+}
+
+/// Leaves out the documents that are a tool's configuration (with
+/// [`LoadOptions::skip_non_objects`]); if there were any, the file is
+/// partly skipped.
+fn drop_configuration(source: &Source, parsed: &mut yaml::Parsed) -> Option<Skipped> {
+    let before = parsed.docs.len();
+    parsed
+        .docs
+        .retain(|d| d.empty || !skip::is_configuration(&d.value));
+    (parsed.docs.len() < before).then(|| Skipped {
+        source: source.clone(),
+        reason: SkipReason::Configuration,
+        makes: Vec::new(),
+    })
+}
+
+/// The objects of parsed documents (a whole input, or a window of one
+/// read in windows), with the errors sorted by line.
+fn objects_of(source: &Source, parsed: yaml::Parsed) -> Loaded {
+    let mut out = Loaded::default();
     for e in parsed.errors {
         out.errors.push(LoadError {
             source: source.clone(),
@@ -662,7 +737,7 @@ fn load_one(source: Source, bytes: &[u8], format: Format, opts: &LoadOptions) ->
             .fold(
                 || (Vec::new(), Vec::new()),
                 |(mut docs, mut errs), raw| {
-                    object::unpack(&source, raw, &mut docs, &mut errs);
+                    object::unpack(source, raw, &mut docs, &mut errs);
                     (docs, errs)
                 },
             )
@@ -673,7 +748,7 @@ fn load_one(source: Source, bytes: &[u8], format: Format, opts: &LoadOptions) ->
         }
     } else {
         for raw in parsed.docs {
-            object::unpack(&source, raw, &mut out.documents, &mut out.errors);
+            object::unpack(source, raw, &mut out.documents, &mut out.errors);
         }
     }
     out.errors.sort_by_key(|e| e.line);

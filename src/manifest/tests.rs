@@ -462,13 +462,35 @@ fn not_utf8_and_too_large() {
         LoadErrorKind::NotUtf8 { offset: 8 }
     ));
     let opts = LoadOptions {
-        max_file_size: 4,
+        max_document_size: 9,
         ..LoadOptions::default()
     };
-    let l = load_bytes(Source::file("b.yaml"), b"a: 12345", Format::Yaml, &opts);
+    let l = load_bytes(Source::file("b.json"), b"[1, 2, 3, 4]", Format::Json, &opts);
     assert!(matches!(
         l.errors[0].kind,
-        LoadErrorKind::TooLarge { limit: 4 }
+        LoadErrorKind::TooLarge { limit: 9 }
+    ));
+    // YAML is limited per document: the one too large is an error at its
+    // line, the others are read.
+    let text = format!(
+        "{CM}---\na: {}\n---\n{}",
+        "x".repeat(80),
+        CM.replace("name: a", "name: b")
+    );
+    let l = load_bytes(
+        Source::file("b.yaml"),
+        text.as_bytes(),
+        Format::Yaml,
+        &LoadOptions {
+            max_document_size: 60,
+            ..opts
+        },
+    );
+    assert_eq!(l.errors.len(), 1, "{:?}", l.errors);
+    assert_eq!(l.errors[0].line, Some(CM.lines().count() + 1));
+    assert!(matches!(
+        l.errors[0].kind,
+        LoadErrorKind::DocumentTooLarge { limit: 60 }
     ));
 }
 

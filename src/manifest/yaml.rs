@@ -52,16 +52,12 @@ const PARALLEL_THRESHOLD: usize = 256 * 1024;
 pub(crate) fn parse_stream(text: &str, limits: &Limits) -> Parsed {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let chunks = split_documents(text);
+    let one =
+        |&(start, end, line): &(usize, usize, usize)| parse_piece(&text[start..end], line, limits);
     let results: Vec<Parsed> = if text.len() >= PARALLEL_THRESHOLD && chunks.len() > 1 {
-        chunks
-            .par_iter()
-            .map(|&(start, end, line)| parse_chunk_guarded(&text[start..end], line, limits))
-            .collect()
+        chunks.par_iter().map(one).collect()
     } else {
-        chunks
-            .iter()
-            .map(|&(start, end, line)| parse_chunk_guarded(&text[start..end], line, limits))
-            .collect()
+        chunks.iter().map(one).collect()
     };
     let mut out = Parsed::default();
     for mut r in results {
@@ -71,6 +67,24 @@ pub(crate) fn parse_stream(text: &str, limits: &Limits) -> Parsed {
     out
 }
 
+/// Parses one piece of [`split_documents`] that starts at `line`; a piece
+/// over [`Limits::max_document_size`] is an error at that line.
+pub(crate) fn parse_piece(piece: &str, line: usize, limits: &Limits) -> Parsed {
+    if piece.len() as u64 > limits.max_document_size {
+        return Parsed {
+            docs: Vec::new(),
+            errors: vec![RawError {
+                line,
+                column: None,
+                kind: LoadErrorKind::DocumentTooLarge {
+                    limit: limits.max_document_size,
+                },
+            }],
+        };
+    }
+    parse_chunk_guarded(piece, line, limits)
+}
+
 /// Cuts a stream into `(start, end, first line)` pieces at document markers.
 ///
 /// A piece starts at a `---` line unless everything before it in the current
@@ -78,45 +92,85 @@ pub(crate) fn parse_stream(text: &str, limits: &Limits) -> Parsed {
 /// piece), and a new piece starts after every `...` line.
 pub(crate) fn split_documents(text: &str) -> Vec<(usize, usize, usize)> {
     let mut pieces = Vec::new();
-    let mut start = 0usize;
-    let mut start_line = 1usize;
-    let mut has_content = false;
-    let mut pos = 0usize;
-    let mut line_no = 1usize;
+    let mut splitter = Splitter::at(0);
     let bytes = text.as_bytes();
+    let mut pos = 0usize;
     while pos < bytes.len() {
         let line_end = match memchr::memchr(b'\n', &bytes[pos..]) {
             Some(i) => pos + i + 1,
             None => bytes.len(),
         };
-        let line = &bytes[pos..line_end];
+        pieces.extend(splitter.line(pos, &bytes[pos..line_end]));
+        pos = line_end;
+    }
+    pieces.extend(splitter.finish(bytes.len(), pieces.is_empty()));
+    pieces
+}
+
+/// The state of [`split_documents`] between lines, so that a stream read
+/// in windows (`manifest::stream`) is cut exactly as a whole one.
+#[derive(Debug, Clone)]
+pub(crate) struct Splitter {
+    /// Where the current piece starts, and its first line.
+    pub(crate) start: usize,
+    pub(crate) start_line: usize,
+    has_content: bool,
+    /// The number of the next line fed.
+    pub(crate) line_no: usize,
+}
+
+impl Splitter {
+    /// A stream whose first line starts at `start`.
+    pub(crate) fn at(start: usize) -> Splitter {
+        Splitter {
+            start,
+            start_line: 1,
+            has_content: false,
+            line_no: 1,
+        }
+    }
+
+    /// Feeds the line that starts at `pos` (with its `\n`, if it has one);
+    /// returns the piece it ends, if any.
+    pub(crate) fn line(&mut self, pos: usize, line: &[u8]) -> Option<(usize, usize, usize)> {
+        let line_end = pos + line.len();
+        let mut piece = None;
         if is_marker(line, b"---") {
-            if has_content {
-                pieces.push((start, pos, start_line));
-                start = pos;
-                start_line = line_no;
+            if self.has_content {
+                piece = Some((self.start, pos, self.start_line));
+                self.start = pos;
+                self.start_line = self.line_no;
             }
-            has_content = true;
+            self.has_content = true;
         } else if is_marker(line, b"...") {
-            pieces.push((start, line_end, start_line));
-            start = line_end;
-            start_line = line_no + 1;
-            has_content = false;
-        } else if !has_content {
+            piece = Some((self.start, line_end, self.start_line));
+            self.start = line_end;
+            self.start_line = self.line_no + 1;
+            self.has_content = false;
+        } else if !self.has_content {
             let trimmed = trim_ascii_start(line);
             let blank_or_comment = trimmed.is_empty() || trimmed[0] == b'#';
             let directive = line.first() == Some(&b'%');
             if !blank_or_comment && !directive {
-                has_content = true;
+                self.has_content = true;
             }
         }
-        pos = line_end;
-        line_no += 1;
+        self.line_no += 1;
+        piece
     }
-    if start < bytes.len() || pieces.is_empty() {
-        pieces.push((start, bytes.len(), start_line));
+
+    /// Counts a line that is not fed (the rest of one too long to hold,
+    /// in a document already refused): content, never a marker.
+    pub(crate) fn skip_line(&mut self) {
+        self.has_content = true;
+        self.line_no += 1;
     }
-    pieces
+
+    /// The last piece, at the end of the stream (`end`); `none_yet`: the
+    /// stream had no piece, and an empty one stands for it.
+    pub(crate) fn finish(&self, end: usize, none_yet: bool) -> Option<(usize, usize, usize)> {
+        (self.start < end || none_yet).then_some((self.start, end, self.start_line))
+    }
 }
 
 fn is_marker(line: &[u8], marker: &[u8; 3]) -> bool {

@@ -143,7 +143,7 @@ fn template(
     if let Some(ns) = namespace.filter(|n| !n.is_empty()) {
         cmd.args(["--namespace", ns]);
     }
-    run_bounded(&mut cmd, opts.max_file_size)
+    run_bounded(&mut cmd, opts.stream_above)
 }
 
 /// The objects helm rendered for the chart at `root`, each at its template.

@@ -503,7 +503,7 @@ fn render(renderer: &Renderer, root: &Path, opts: &LoadOptions) -> Rendered {
                 .arg(renderer.subcommand)
                 .args(extra)
                 .arg(&*scratch.dir),
-            opts.max_file_size,
+            opts.stream_above,
         )
     };
     let mut output = match build(&[]) {

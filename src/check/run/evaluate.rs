@@ -16,6 +16,7 @@ pub(super) fn check_items(
     schemas: &Schemas,
     mut inventory: Inventory,
     opts: &CheckOptions,
+    bodies: &Bodies,
     report: &mut Report,
 ) -> Inventory {
     let mut sources: HashMap<ObjectKey, usize> = HashMap::with_capacity(items.len());
@@ -94,7 +95,7 @@ pub(super) fn check_items(
     };
     let units = ApplyUnits::of(&items, &duplicated);
     let alternatives = Alternatives::of(&items, &duplicated, &units);
-    let bodies: Vec<Option<Box<[u8]>>> = items.iter_mut().map(|it| it.body.take()).collect();
+    let kept: Vec<Option<Body>> = items.iter_mut().map(|it| it.body.take()).collect();
     let ctx = CheckContext {
         items: &items,
         policies,
@@ -106,13 +107,13 @@ pub(super) fn check_items(
         unsettled: &unsettled,
         opts,
     };
-    let per_object: Vec<Checked> = bodies
+    let per_object: Vec<Checked> = kept
         .into_par_iter()
         .enumerate()
         .map(|(i, body)| {
             // The bytes were compressed from serde_json's own output.
             let value: Option<Json> = body.and_then(|body| {
-                let json = lz4_flex::block::decompress_size_prepended(&body).ok()?;
+                let json = bodies.json(&body)?;
                 serde_json::from_slice(&json).ok()
             });
             check_one(value.as_ref(), i, &ctx)

@@ -11,7 +11,7 @@ pub(super) const BACKGROUND_DROP_MIN: usize = 5_000;
 /// inventory keeps of it, and what the report says about it.
 pub(super) struct Item {
     /// `None` when no policy can match the object (nothing to check).
-    pub(super) body: Option<Box<[u8]>>,
+    pub(super) body: Option<Body>,
     /// What the object will make in a cluster (see `producers`).
     pub(super) made: Vec<Prepared>,
     /// Namespaces where the object makes objects the files do not show
@@ -55,6 +55,7 @@ impl Item {
         policies: &PolicySet,
         opts: &CheckOptions,
         user: &str,
+        bodies: &Bodies,
     ) -> Item {
         opts.as_admitted(&mut d.value);
         let mut object = ObjectRef::from_document(&d);
@@ -67,9 +68,7 @@ impl Item {
         let reviewable = request.is_some();
         let body = request.is_some_and(|r| policies.may_match(&r)).then(|| {
             // Serialising a `serde_json::Value` cannot fail (string keys only).
-            let json = serde_json::to_vec(&d.value).unwrap_or_default();
-            // JSON of Kubernetes objects compresses about 5x, at GB/s.
-            lz4_flex::block::compress_prepend_size(&json).into_boxed_slice()
+            bodies.keep(&serde_json::to_vec(&d.value).unwrap_or_default())
         });
         let made = producers::made_by(&d.value)
             .iter()
@@ -99,6 +98,7 @@ impl Item {
         d: &Document,
         policies: &PolicySet,
         opts: &CheckOptions,
+        bodies: &Bodies,
     ) -> Vec<Item> {
         if !pod_template::has_embedded(&d.value) {
             return vec![];
@@ -134,7 +134,7 @@ impl Item {
                         line: d.line_of_pointer(e.pointer).unwrap_or(d.line),
                         ..SourceLocation::from_document(d)
                     },
-                    body: Some(lz4_flex::block::compress_prepend_size(&json).into_boxed_slice()),
+                    body: Some(bodies.keep(&json)),
                     derived: true,
                     group_findings: vec![],
                 }
@@ -151,6 +151,7 @@ pub(super) fn expanded_items(
     inventory: &Inventory,
     policies: &PolicySet,
     opts: &CheckOptions,
+    bodies: &Bodies,
 ) -> (Vec<Item>, Vec<InputError>) {
     let mut errors = non_string_metadata(&d);
     let e = crate::group::expand::expand(d);
@@ -159,9 +160,11 @@ pub(super) fn expanded_items(
     let mut group_at = None;
     for (d, u) in e.documents {
         let user = u.as_deref().unwrap_or(&opts.user);
-        items.extend(Item::templates_of(&d, policies, opts));
+        items.extend(Item::templates_of(&d, policies, opts, bodies));
         group_at.get_or_insert(items.len());
-        items.push(Item::from_document(d, inventory, policies, opts, user));
+        items.push(Item::from_document(
+            d, inventory, policies, opts, user, bodies,
+        ));
     }
     // The group is the first document; its rules' findings are reported at
     // its file and line, like its members' findings.

@@ -98,7 +98,7 @@ fn render(
     if output.success {
         return match documents(root, &output.stdout, opts) {
             Ok(docs) => Rendered::Objects(docs),
-            Err(e) => Rendered::Failed(notice(e)),
+            Err(e) => Rendered::Failed(notice(e.to_string())),
         };
     }
     // A chart that needs values, or dependencies that `helm dependency
@@ -146,8 +146,17 @@ fn template(
     run_bounded(&mut cmd, opts.stream_above)
 }
 
+/// What stops a rendered chart from being checked: a document of its
+/// output that does not load as an object.
+#[derive(Debug, thiserror::Error)]
+#[error("helm template rendered something that is not an object ({}): {message}", file.display())]
+struct NotAnObject {
+    file: PathBuf,
+    message: String,
+}
+
 /// The objects helm rendered for the chart at `root`, each at its template.
-fn documents(root: &Path, stdout: &[u8], opts: &LoadOptions) -> Result<Vec<Document>, String> {
+fn documents(root: &Path, stdout: &[u8], opts: &LoadOptions) -> Result<Vec<Document>, NotAnObject> {
     let chart_file = root.join("Chart.yaml");
     let text = String::from_utf8_lossy(stdout);
     let by: Arc<str> = Arc::from(root.display().to_string());
@@ -162,11 +171,10 @@ fn documents(root: &Path, stdout: &[u8], opts: &LoadOptions) -> Result<Vec<Docum
         let file = template.clone().unwrap_or_else(|| chart_file.clone());
         let loaded = manifest::load_str(Source::file(&file), chunk, Format::Yaml, &load);
         if let Some(e) = loaded.errors.first() {
-            return Err(format!(
-                "helm template rendered something that is not an object ({}): {}",
-                file.display(),
-                e.message()
-            ));
+            return Err(NotAnObject {
+                file,
+                message: e.message(),
+            });
         }
         for d in loaded.documents {
             let kind = d.kind().to_string();
